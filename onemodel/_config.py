@@ -1,0 +1,118 @@
+"""Process-wide settings: instruction-set path, thread count, arithmetic mode.
+
+Read once from the environment at import (ONEMODEL_ISA, ONEMODEL_NUM_THREADS, ONEMODEL_MODE),
+then changed through set_num_threads / set_mode / mode. See spec/engine.md sections 3 and 4.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator
+
+from . import _kernels
+
+MODES = ("exact", "fast")
+# Exact mode is the default: on the benchmark models it is within 10% of fast mode
+# (the two share their kernels; see engine.md section 4 and bench/).
+DEFAULT_MODE = "exact"
+
+
+def _default_threads() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def _env_threads() -> int:
+    raw = os.environ.get("ONEMODEL_NUM_THREADS")
+    if raw is None or raw == "":
+        return _default_threads()
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(f"ONEMODEL_NUM_THREADS={raw!r}: expected a positive integer") from None
+    if n < 1:
+        raise ValueError(f"ONEMODEL_NUM_THREADS={raw!r}: expected a positive integer")
+    return n
+
+
+def _env_mode() -> str:
+    raw = os.environ.get("ONEMODEL_MODE") or DEFAULT_MODE
+    if raw not in MODES:
+        raise ValueError(f"ONEMODEL_MODE={raw!r}: expected one of {', '.join(MODES)}")
+    return raw
+
+
+def _env_isa() -> str:
+    available = _kernels.available_isas()
+    raw = os.environ.get("ONEMODEL_ISA")
+    if raw is None or raw == "":
+        return available[-1]
+    if raw not in _kernels.ISA_NAMES:
+        raise ValueError(f"ONEMODEL_ISA={raw!r}: unknown path; known: "
+                         f"{', '.join(_kernels.ISA_NAMES)}")
+    if raw not in available:
+        raise RuntimeError(f"ONEMODEL_ISA={raw!r}: this CPU or build lacks that path "
+                           f"(available: {', '.join(available)})")
+    return raw
+
+
+_isa = _env_isa()
+_kernels.select_isa(_isa)
+_num_threads = _env_threads()
+_mode = _env_mode()
+
+
+def isa() -> str:
+    return _isa
+
+
+def num_threads() -> int:
+    """Threads a kernel may use; kernels read it at every call."""
+    return _num_threads
+
+
+def set_num_threads(n: int) -> None:
+    global _num_threads
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"set_num_threads: expected a positive integer, got {n!r}")
+    _num_threads = n
+
+
+def get_num_threads() -> int:
+    return _num_threads
+
+
+def set_mode(name: str) -> None:
+    global _mode
+    if name not in MODES:
+        raise ValueError(f"set_mode: expected one of {', '.join(MODES)}, got {name!r}")
+    _mode = name
+
+
+def get_mode() -> str:
+    return _mode
+
+
+@contextlib.contextmanager
+def mode(name: str) -> Iterator[None]:
+    """Runs the block in the given arithmetic mode, then restores the previous one."""
+    previous = get_mode()
+    set_mode(name)
+    try:
+        yield
+    finally:
+        set_mode(previous)
+
+
+def config() -> dict:
+    from . import __version__
+    return {
+        "isa": _isa,
+        "isas_available": _kernels.available_isas(),
+        "mode": _mode,
+        "num_threads": _num_threads,
+        "openmp": _kernels._cpu.openmp(),
+        "compiler": _kernels._cpu.compiler(),
+        "version": __version__,
+    }

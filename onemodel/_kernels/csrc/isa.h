@@ -1,0 +1,81 @@
+/* Instruction-set paths and the selected one.
+ *
+ * Every kernel family provides one function per path with the same signature and the suffix
+ * of its path (_scalar, _sse2, _avx2, _avx512, _neon). The scalar one is the reference; the
+ * others are translations of it that give the same bits in exact mode. om_isa is chosen once
+ * at import (onemodel/_kernels/__init__.py) and only ever names a path this CPU has.
+ */
+#ifndef OM_ISA_H
+#define OM_ISA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { OM_ISA_SCALAR = 0, OM_ISA_SSE2 = 1, OM_ISA_AVX2 = 2, OM_ISA_AVX512 = 3, OM_ISA_NEON = 4,
+       OM_ISA_COUNT = 5 };
+
+#ifndef OM_BUILD_SSE2
+#define OM_BUILD_SSE2 0
+#endif
+#ifndef OM_BUILD_AVX2
+#define OM_BUILD_AVX2 0
+#endif
+#ifndef OM_BUILD_AVX512
+#define OM_BUILD_AVX512 0
+#endif
+#ifndef OM_BUILD_NEON
+#define OM_BUILD_NEON 0
+#endif
+#ifndef OM_HAVE_OPENMP
+#define OM_HAVE_OPENMP 0
+#endif
+
+extern int om_isa;
+
+/* 1 if the path was compiled into this build and the CPU (and OS) can run it. */
+int om_isa_available(int isa);
+/* Sets om_isa; returns 0, or -1 when the path is not available. */
+int om_set_isa(int isa);
+/* Short name of the compiler that built the kernels, e.g. "gcc 12.2.0". */
+const char *om_compiler(void);
+
+/* A dispatch table of one function per path; paths that were not built are NULL and never
+ * selected because om_isa_available() refuses them. */
+#define OM_ISA_TABLE(name) {                        \
+        name##_scalar,                              \
+        OM_ISA_ENTRY_SSE2(name##_sse2),             \
+        OM_ISA_ENTRY_AVX2(name##_avx2),             \
+        OM_ISA_ENTRY_AVX512(name##_avx512),         \
+        OM_ISA_ENTRY_NEON(name##_neon) }
+
+#if OM_BUILD_SSE2
+#define OM_ISA_ENTRY_SSE2(f) f
+#else
+#define OM_ISA_ENTRY_SSE2(f) NULL
+#endif
+#if OM_BUILD_AVX2
+#define OM_ISA_ENTRY_AVX2(f) f
+#else
+#define OM_ISA_ENTRY_AVX2(f) NULL
+#endif
+#if OM_BUILD_AVX512
+#define OM_ISA_ENTRY_AVX512(f) f
+#else
+#define OM_ISA_ENTRY_AVX512(f) NULL
+#endif
+#if OM_BUILD_NEON
+#define OM_ISA_ENTRY_NEON(f) f
+#else
+#define OM_ISA_ENTRY_NEON(f) NULL
+#endif
+
+/* Threads to use for `work` units of roughly equal cost: one below `grain` units per thread,
+ * never more than requested. Only a speed decision: every kernel gives the same bits at any
+ * thread count. */
+static inline int om_threads_for(int64_t work, int64_t grain, int requested) {
+    int64_t t = grain > 0 ? work / grain : requested;
+    if (t < 1) t = 1;
+    return t < requested ? (int)t : requested;
+}
+
+#endif
