@@ -1,0 +1,133 @@
+"""Reverse-mode autodiff: graph nodes, no_grad, and the backward pass.
+
+The graph is recorded as ops run (define-by-run). Each Node holds the tensors it needs
+gradients for and a closure that maps the gradient of its output to theirs. Backward visits
+nodes in decreasing creation order: a node is always created after the nodes of its inputs,
+so this is a reverse topological order, and ties never arise, so the contributions that meet at
+one tensor are always summed in the same order (engine.md section 1).
+
+Saved tensors are protected by version counters: every in-place write bumps the tensor's
+version, and a node whose saved tensor changed refuses to run.
+"""
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import threading
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+# Gradients inside the backward pass are plain float32 arrays; a closure returns one per input
+# (None where that input gets no gradient).
+BackwardFn = Callable[[np.ndarray], Sequence[Optional[np.ndarray]]]
+
+_state = threading.local()
+_sequence = itertools.count()
+
+
+def is_grad_enabled() -> bool:
+    return getattr(_state, "enabled", True)
+
+
+@contextlib.contextmanager
+def no_grad() -> Iterator[None]:
+    """Ops inside the block record nothing, so their results need no gradient."""
+    previous = is_grad_enabled()
+    _state.enabled = False
+    try:
+        yield
+    finally:
+        _state.enabled = previous
+
+
+@contextlib.contextmanager
+def enable_grad() -> Iterator[None]:
+    previous = is_grad_enabled()
+    _state.enabled = True
+    try:
+        yield
+    finally:
+        _state.enabled = previous
+
+
+class Node:
+    """One recorded op: its differentiable inputs and how to map the output gradient to theirs."""
+
+    __slots__ = ("seq", "op", "inputs", "backward_fn", "saved", "saved_versions")
+
+    def __init__(self, op: str, inputs: Sequence["Tensor"], backward_fn: BackwardFn,
+                 saved: Sequence["Tensor"] = ()) -> None:
+        self.seq = next(_sequence)
+        self.op = op
+        self.inputs = tuple(inputs)
+        self.backward_fn: Optional[BackwardFn] = backward_fn
+        self.saved = tuple(saved)
+        self.saved_versions = tuple(t._version for t in self.saved)
+
+    def __lt__(self, other: "Node") -> bool:  # heap order: newest first
+        return self.seq > other.seq
+
+    def run(self, grad: np.ndarray) -> Sequence[Optional[np.ndarray]]:
+        if self.backward_fn is None:
+            raise RuntimeError(
+                f"{self.op}: trying to backward through the graph a second time (its saved "
+                "tensors were freed); call backward(retain_graph=True) the first time")
+        for t, version in zip(self.saved, self.saved_versions):
+            if t._version != version:
+                raise RuntimeError(
+                    f"{self.op}: a tensor of shape {tuple(t.shape)} saved for the backward pass "
+                    f"was modified by an in-place operation (version {version} -> {t._version})")
+        return self.backward_fn(grad)
+
+    def release(self) -> None:
+        self.backward_fn = None
+        self.saved = ()
+        self.saved_versions = ()
+
+
+def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> None:
+    """Accumulates d(root)/d(leaf) · grad into the .grad of every reachable leaf."""
+    from .tensor import Tensor
+
+    leaf_grads: dict[int, tuple[Tensor, np.ndarray]] = {}
+
+    def send(t: Tensor, g: np.ndarray) -> None:
+        if t._node is not None:
+            node = t._node
+            if node in pending:
+                pending[node] = pending[node] + g
+            else:
+                pending[node] = g
+                heapq.heappush(heap, node)
+        elif t.requires_grad:
+            key = id(t)
+            leaf_grads[key] = (t, leaf_grads[key][1] + g) if key in leaf_grads else (t, g)
+
+    pending: dict[Node, np.ndarray] = {}
+    heap: list[Node] = []
+    visited: list[Node] = []
+    send(root, grad)
+    while heap:
+        node = heapq.heappop(heap)
+        g = pending.pop(node)
+        input_grads = node.run(g)
+        visited.append(node)
+        for t, gi in zip(node.inputs, input_grads):
+            if gi is not None and t.requires_grad:
+                if gi.shape != t._data.shape:
+                    raise RuntimeError(f"{node.op}: internal error: gradient shape {gi.shape} for an input "
+                                         f"of shape {t._data.shape}")
+                send(t, np.asarray(gi, dtype=np.float32))
+    if not retain_graph:
+        for node in visited:
+            node.release()
+    for t, g in leaf_grads.values():
+        if t.grad is None:
+            t.grad = Tensor._wrap(np.ascontiguousarray(g, dtype=np.float32))
+        else:
+            t.grad = Tensor._wrap(t.grad._data + g)

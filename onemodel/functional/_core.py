@@ -1,0 +1,97 @@
+"""What every op shares: argument checks, recording a graph node, reducing broadcast gradients.
+
+An op validates its arguments (raising ValueError/TypeError that name the op and the shapes
+before any kernel runs), computes its output array, and calls `record` with a closure that
+maps the output gradient to its inputs' gradients.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .. import _config, autograd
+from .._kernels import _reduce
+from ..tensor import Tensor, float32
+
+
+def threads() -> int:
+    return _config.num_threads()
+
+
+def as_tensor(x: Any, op: str, like: Optional[Tensor] = None) -> Tensor:
+    """A Tensor for x; Python and numpy scalars take the dtype of `like` (float32 otherwise)."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (bool, int, float, np.number)) or (isinstance(x, np.ndarray)
+                                                        and x.ndim == 0):
+        dtype = like._data.dtype if like is not None and like._data.dtype != np.bool_ \
+            else float32
+        if isinstance(x, float) and dtype.kind != "f":
+            dtype = float32
+        return Tensor._wrap(np.asarray(x, dtype=dtype))
+    if isinstance(x, (np.ndarray, list, tuple)):
+        return Tensor(x)
+    raise TypeError(f"{op}: expected a Tensor or a number, got {type(x).__name__}")
+
+
+def require_float(t: Tensor, op: str, name: str = "input") -> None:
+    if t._data.dtype != float32:
+        raise TypeError(f"{op}: {name} must be float32, got {t._data.dtype} "
+                        f"(shape {t.shape})")
+
+
+def normalize_dim(dim: int, ndim: int, op: str) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{op}: dim must be an integer, got {dim!r}")
+    rank = max(ndim, 1)
+    if not -rank <= dim < rank:
+        raise ValueError(f"{op}: dim {dim} out of range for a tensor of rank {ndim}")
+    return int(dim) % rank
+
+
+def broadcast_shape(a: tuple, b: tuple, op: str) -> tuple:
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        raise ValueError(f"{op}: shapes {a} and {b} cannot be broadcast together") from None
+
+
+def record(op: str, out: np.ndarray, inputs: Sequence[Tensor],
+           backward: autograd.BackwardFn, saved: Sequence[Tensor] = ()) -> Tensor:
+    """Wraps `out` in a Tensor and, when gradients are needed, links it into the graph.
+
+    `backward(g)` returns one gradient per input (None where not needed); `saved` lists the
+    tensors whose values the closure reads, protected against in-place writes.
+    """
+    out = np.ascontiguousarray(out)
+    if autograd.is_grad_enabled() and any(t._requires_grad for t in inputs):
+        t = Tensor._wrap(out, True)
+        t._node = autograd.Node(op, inputs, backward, saved)
+        return t
+    return Tensor._wrap(out)
+
+
+def sum_axis(x: np.ndarray, axis: int, keepdims: bool = False) -> np.ndarray:
+    """Sum of float32 x over one axis in the engine's fixed order (_kernels/csrc/reduce.c)."""
+    shape = x.shape
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    out = np.empty(shape[:axis] + ((1,) if keepdims else ()) + shape[axis + 1:], np.float32)
+    _reduce.sum_axis(np.ascontiguousarray(x, dtype=np.float32), out, outer, shape[axis], inner,
+                     threads())
+    return out
+
+
+def sum_to_shape(g: np.ndarray, shape: tuple) -> np.ndarray:
+    """Reduces a broadcast gradient back to `shape`: leading axes first, then size-1 axes."""
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    if lead > 0:
+        g = g.reshape((int(np.prod(g.shape[:lead], dtype=np.int64)),) + g.shape[lead:])
+        g = sum_axis(g, 0)
+    for axis, size in enumerate(shape):
+        if size == 1 and g.shape[axis] != 1:
+            g = sum_axis(g, axis, keepdims=True)
+    return g.reshape(shape)

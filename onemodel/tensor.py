@@ -1,0 +1,481 @@
+"""Tensor: a C-contiguous numpy array with an autodiff record (engine.md section 1).
+
+Values are float32; indices and counters int64 (or int32); masks bool. Only float32 tensors
+may require gradients. The math lives in onemodel.functional; the operators here forward to it.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from . import autograd
+
+float32 = np.dtype(np.float32)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+bool_ = np.dtype(np.bool_)
+_DTYPES = (float32, int32, int64, bool_)
+
+
+def _as_array(data: Any, dtype: Optional[Any]) -> np.ndarray:
+    """Copies data into a fresh C-contiguous array of a tensor dtype (float data -> float32)."""
+    if isinstance(data, Tensor):
+        data = data._data
+    arr = np.array(data, copy=True)
+    if dtype is not None:
+        target = np.dtype(dtype)
+        if target not in _DTYPES:
+            raise TypeError(f"tensor: unsupported dtype {target}; use float32, int32, int64 or bool")
+        return np.ascontiguousarray(arr.astype(target, copy=False))
+    return _canonical(arr, "tensor")
+
+
+def _canonical(arr: np.ndarray, op: str) -> np.ndarray:
+    if arr.dtype.kind == "f":
+        arr = arr.astype(np.float32, copy=False)
+    elif arr.dtype.kind in "iu":
+        arr = arr.astype(np.int32 if arr.dtype == np.int32 else np.int64, copy=False)
+    elif arr.dtype.kind != "b":
+        raise TypeError(f"{op}: unsupported dtype {arr.dtype}; use float, integer or bool data")
+    return np.ascontiguousarray(arr)
+
+
+class Tensor:
+    """An n-dimensional array that records the ops applied to it for reverse-mode autodiff."""
+
+    __slots__ = ("_data", "_requires_grad", "grad", "_node", "_version", "__weakref__")
+    __array_priority__ = 1000  # numpy scalars defer to Tensor operators
+
+    def __init__(self, data: Any, requires_grad: bool = False) -> None:
+        self._data = _as_array(data, None)
+        self._node: Optional[autograd.Node] = None
+        self._version = 0
+        self.grad: Optional[Tensor] = None
+        self._requires_grad = False
+        self.requires_grad = requires_grad
+
+    @classmethod
+    def _wrap(cls, arr: np.ndarray, requires_grad: bool = False) -> "Tensor":
+        """Takes ownership of an array the caller will not touch again (no copy)."""
+        t = cls.__new__(cls)
+        t._data = arr
+        t._node = None
+        t._version = 0
+        t.grad = None
+        t._requires_grad = requires_grad
+        return t
+
+    def _set_requires_grad(self, value: bool) -> "Tensor":
+        self.requires_grad = value
+        return self
+
+    # -- properties ---------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and self._data.dtype != float32:
+            raise TypeError(f"requires_grad: only float32 tensors can require gradients, "
+                            f"not {self._data.dtype}")
+        if not value and self._node is not None:
+            raise RuntimeError("requires_grad: cannot be cleared on a non-leaf tensor; "
+                               "use detach()")
+        self._requires_grad = bool(value)
+
+    @property
+    def shape(self) -> tuple:
+        return self._data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self) -> Optional[str]:
+        return None if self._node is None else self._node.op
+
+    @property
+    def T(self) -> "Tensor":
+        from . import functional as F
+        return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    def size(self, dim: Optional[int] = None) -> Union[tuple, int]:
+        return self._data.shape if dim is None else self._data.shape[dim]
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    # -- conversion ---------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The underlying array (shared, as torch.Tensor.numpy); copy it to keep it."""
+        if self._requires_grad:
+            raise RuntimeError("numpy: tensor requires grad; call detach().numpy()")
+        return self._data
+
+    def item(self) -> Union[float, int, bool]:
+        if self._data.size != 1:
+            raise ValueError(f"item: tensor of shape {self._data.shape} has {self._data.size} "
+                             "elements, expected 1")
+        return self._data.reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing this one's storage, outside the graph."""
+        return Tensor._wrap(self._data)
+
+    def clone(self) -> "Tensor":
+        from . import functional as F
+        return F.clone(self)
+
+    def float(self) -> "Tensor":
+        return self if self._data.dtype == float32 else Tensor._wrap(self._data.astype(float32))
+
+    def long(self) -> "Tensor":
+        return Tensor._wrap(self._data.astype(int64))
+
+    def __repr__(self) -> str:
+        body = np.array2string(self._data, separator=", ", prefix="tensor(")
+        extra = f", grad_fn={self._node.op}" if self._node else (
+            ", requires_grad=True" if self._requires_grad else "")
+        dtype = "" if self._data.dtype == float32 else f", dtype={self._data.dtype}"
+        return f"tensor({body}{dtype}{extra})"
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise ValueError("the truth value of a tensor with more than one element is "
+                             "ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iu":
+            raise TypeError("only integer tensors can be used as an index")
+        return int(self.item())
+
+    # -- autodiff -----------------------------------------------------------------------
+    def backward(self, grad: Optional[Any] = None, retain_graph: bool = False) -> None:
+        if not self._requires_grad:
+            raise RuntimeError("backward: tensor does not require grad and has no grad_fn")
+        if grad is None:
+            if self._data.size != 1:
+                raise RuntimeError(f"backward: grad can be implicitly created only for "
+                                   f"scalar outputs, got shape {self._data.shape}")
+            g = np.ones(self._data.shape, dtype=np.float32)
+        else:
+            g = np.ascontiguousarray(grad._data if isinstance(grad, Tensor) else grad,
+                                     dtype=np.float32)
+            if g.shape != self._data.shape:
+                raise ValueError(f"backward: gradient of shape {g.shape} for a tensor of "
+                                 f"shape {self._data.shape}")
+        autograd.backward(self, g, retain_graph=retain_graph)
+
+    # -- in-place writes (bump the version so saved copies are protected) ---------------
+    def _check_inplace(self, op: str) -> None:
+        if autograd.is_grad_enabled() and self._requires_grad and self._node is None:
+            raise RuntimeError(f"{op}: a leaf tensor that requires grad is used in an in-place "
+                               "operation; wrap it in onemodel.no_grad()")
+        if autograd.is_grad_enabled() and self._node is not None:
+            raise RuntimeError(f"{op}: in-place operations on tensors recorded in the graph "
+                               "are not supported; use the out-of-place op")
+
+    def _inplace(self, op: str, values: np.ndarray) -> "Tensor":
+        self._check_inplace(op)
+        if values.shape != self._data.shape:
+            values = np.broadcast_to(values, self._data.shape)
+        np.copyto(self._data, values, casting="same_kind")
+        self._version += 1
+        return self
+
+    def _other(self, other: Any) -> np.ndarray:
+        return other._data if isinstance(other, Tensor) else np.asarray(other, self._data.dtype)
+
+    def copy_(self, src: Any) -> "Tensor":
+        s = self._other(src)
+        try:
+            np.broadcast_shapes(s.shape, self._data.shape)
+        except ValueError:
+            raise ValueError(f"copy_: source of shape {s.shape} does not broadcast to "
+                             f"{self._data.shape}") from None
+        return self._inplace("copy_", s)
+
+    def zero_(self) -> "Tensor":
+        return self._inplace("zero_", np.zeros((), self._data.dtype))
+
+    def fill_(self, value: Any) -> "Tensor":
+        return self._inplace("fill_", np.asarray(value, self._data.dtype))
+
+    def add_(self, other: Any, alpha: float = 1.0) -> "Tensor":
+        o = self._other(other)
+        return self._inplace("add_", self._data + (o if alpha == 1.0 else o * np.float32(alpha)))
+
+    def sub_(self, other: Any) -> "Tensor":
+        return self._inplace("sub_", self._data - self._other(other))
+
+    def mul_(self, other: Any) -> "Tensor":
+        return self._inplace("mul_", self._data * self._other(other))
+
+    def div_(self, other: Any) -> "Tensor":
+        return self._inplace("div_", self._data / self._other(other))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._check_inplace("__setitem__")
+        if isinstance(index, Tensor):
+            index = index._data
+        self._data[index] = self._other(value)
+        self._version += 1
+
+    def __iadd__(self, other: Any) -> "Tensor":
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> "Tensor":
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> "Tensor":
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> "Tensor":
+        return self.div_(other)
+
+    # -- operators (differentiable ones live in functional) -----------------------------
+    def __add__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.add(self, other)
+
+    def __radd__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.add(other, self)
+
+    def __sub__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.sub(self, other)
+
+    def __rsub__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.sub(other, self)
+
+    def __mul__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.mul(self, other)
+
+    def __rmul__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.mul(other, self)
+
+    def __truediv__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.div(self, other)
+
+    def __rtruediv__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.div(other, self)
+
+    def __pow__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.pow(self, other)
+
+    def __rpow__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.pow(other, self)
+
+    def __matmul__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> "Tensor":
+        from . import functional as F
+        return F.matmul(other, self)
+
+    def __neg__(self) -> "Tensor":
+        from . import functional as F
+        return F.neg(self)
+
+    def __abs__(self) -> "Tensor":
+        from . import functional as F
+        return F.abs(self)
+
+    def __getitem__(self, index: Any) -> "Tensor":
+        from . import functional as F
+        return F.index(self, index)
+
+    def _compare(self, other: Any, ufunc: np.ufunc) -> "Tensor":
+        return Tensor._wrap(np.ascontiguousarray(ufunc(self._data, self._other(other))))
+
+    def __eq__(self, other: Any) -> "Tensor":  # type: ignore[override]
+        return self._compare(other, np.equal)
+
+    def __ne__(self, other: Any) -> "Tensor":  # type: ignore[override]
+        return self._compare(other, np.not_equal)
+
+    def __lt__(self, other: Any) -> "Tensor":
+        return self._compare(other, np.less)
+
+    def __le__(self, other: Any) -> "Tensor":
+        return self._compare(other, np.less_equal)
+
+    def __gt__(self, other: Any) -> "Tensor":
+        return self._compare(other, np.greater)
+
+    def __ge__(self, other: Any) -> "Tensor":
+        return self._compare(other, np.greater_equal)
+
+    __hash__ = object.__hash__
+
+    # -- method spellings of common functional ops --------------------------------------
+    def sum(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+        from . import functional as F
+        return F.sum(self, dim, keepdim)
+
+    def mean(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+        from . import functional as F
+        return F.mean(self, dim, keepdim)
+
+    def max(self, dim: Optional[int] = None, keepdim: bool = False) -> Any:
+        from . import functional as F
+        return F.max(self, dim, keepdim)
+
+    def reshape(self, *shape: Any) -> "Tensor":
+        from . import functional as F
+        return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
+                         else shape)
+
+    view = reshape
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+        from . import functional as F
+        return F.flatten(self, start_dim, end_dim)
+
+    def transpose(self, dim0: int, dim1: int) -> "Tensor":
+        from . import functional as F
+        return F.transpose(self, dim0, dim1)
+
+    def permute(self, *dims: Any) -> "Tensor":
+        from . import functional as F
+        return F.permute(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int)
+                         else dims)
+
+    def unsqueeze(self, dim: int) -> "Tensor":
+        from . import functional as F
+        return F.unsqueeze(self, dim)
+
+    def squeeze(self, dim: Optional[int] = None) -> "Tensor":
+        from . import functional as F
+        return F.squeeze(self, dim)
+
+    def exp(self) -> "Tensor":
+        from . import functional as F
+        return F.exp(self)
+
+    def log(self) -> "Tensor":
+        from . import functional as F
+        return F.log(self)
+
+    def sqrt(self) -> "Tensor":
+        from . import functional as F
+        return F.sqrt(self)
+
+    def tanh(self) -> "Tensor":
+        from . import functional as F
+        return F.tanh(self)
+
+    def sigmoid(self) -> "Tensor":
+        from . import functional as F
+        return F.sigmoid(self)
+
+    def relu(self) -> "Tensor":
+        from . import functional as F
+        return F.relu(self)
+
+    def abs(self) -> "Tensor":
+        from . import functional as F
+        return F.abs(self)
+
+    def clamp(self, min: Optional[float] = None, max: Optional[float] = None) -> "Tensor":
+        from . import functional as F
+        return F.clamp(self, min, max)
+
+    def softmax(self, dim: int) -> "Tensor":
+        from . import functional as F
+        return F.softmax(self, dim)
+
+    def log_softmax(self, dim: int) -> "Tensor":
+        from . import functional as F
+        return F.log_softmax(self, dim)
+
+    def argmax(self, dim: Optional[int] = None) -> "Tensor":
+        if dim is None:
+            return Tensor._wrap(np.asarray(np.argmax(self._data), dtype=np.int64))
+        return Tensor._wrap(np.ascontiguousarray(np.argmax(self._data, axis=dim)).astype(np.int64))
+
+
+# -- constructors ------------------------------------------------------------------------
+def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False) -> Tensor:
+    """Copies data into a new tensor; float data becomes float32, integer data int64."""
+    return Tensor._wrap(_as_array(data, dtype), False)._set_requires_grad(requires_grad)
+
+
+def from_numpy(a: np.ndarray) -> Tensor:
+    """A tensor over a copy of a, float64 -> float32 and integers -> int64."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
+    return Tensor._wrap(np.array(_canonical(a, "from_numpy"), copy=True))
+
+
+def _shape_arg(shape: Sequence[Any], op: str) -> tuple:
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+        shape = tuple(shape[0])
+    out = tuple(int(s) for s in shape)
+    if any(s < 0 for s in out):
+        raise ValueError(f"{op}: negative dimension in shape {out}")
+    return out
+
+
+def zeros(*shape: Any, dtype: Any = float32, requires_grad: bool = False) -> Tensor:
+    return Tensor._wrap(np.zeros(_shape_arg(shape, "zeros"), dtype))._set_requires_grad(
+        requires_grad)
+
+
+def ones(*shape: Any, dtype: Any = float32, requires_grad: bool = False) -> Tensor:
+    return Tensor._wrap(np.ones(_shape_arg(shape, "ones"), dtype))._set_requires_grad(
+        requires_grad)
+
+
+def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full")
+    if dtype is None:
+        dtype = float32 if isinstance(value, float) else (
+            bool_ if isinstance(value, bool) else int64)
+    return Tensor._wrap(np.full(shape, value, dtype))._set_requires_grad(requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    values = np.arange(start, end, step)
+    return Tensor._wrap(np.ascontiguousarray(values.astype(dtype) if dtype is not None
+                                             else _canonical(values, "arange")))
