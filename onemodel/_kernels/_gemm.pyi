@@ -1,0 +1,6 @@
+import numpy as np
+import numpy.typing as npt
+
+def set_isa(isa: int) -> None: ...
+def gemm(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32], out: npt.NDArray[np.float32],
+         trans_a: bool, trans_b: bool, nthreads: int) -> None: ...

@@ -1,0 +1,205 @@
+/* Single-precision matrix product: C = op(A) * op(B), batched, blocked and packed.
+ *
+ * What: for every batch index p, C[p] (m x n, row-major) = op(A[p]) (m x k) * op(B[p]) (k x n),
+ * where op is the identity or a transpose read straight from the stored layout (packing reads
+ * the transposed operand; no transpose is ever materialised). Batch strides are in elements;
+ * a stride of 0 broadcasts that operand.
+ *
+ * Exact-mode contract (the same bits on every path and thread count): each output element is
+ *     acc = +0.0f; for k = 0..K-1: acc = fma(A[i,k], B[k,j], acc); C[i,j] = acc
+ * with one rounding per fused multiply-add: fmaf() on the scalar and SSE2 paths (SSE2 has no
+ * FMA instruction), _mm256_fmadd_ps / _mm512_fmadd_ps on AVX2 / AVX-512. No other association
+ * is ever used: vectors run across output columns, never along k. K = 0 gives +0.0f.
+ *
+ * Blocking (Goto / BLIS): loops jc over NC columns, pc over KC = OM_GEMM_KC depths, ic over MC
+ * rows; a KC x NC panel of op(B) and an MC x KC block of op(A) are packed into aligned scratch
+ * (zero-padded to whole micro-tiles), then the path's micro-kernel updates MR x NR tiles.
+ * The float32 accumulator is stored to C between K blocks and reloaded, so blocking along K
+ * keeps the chain above exactly; KC is the same on every path anyway. Tiles cut by the edge of
+ * C are computed in a local tile and copied (padding rows and columns are dropped).
+ *
+ * Threads: OpenMP over independent output blocks, never over K. The products of a batch and a
+ * grid of sub-blocks of each C are the jobs; each thread packs into its own scratch (allocated
+ * and freed here), so no barrier is needed and the split cannot change any bit.
+ */
+#include "gemm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if OM_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* MC x KC of A stays in L2 (2 MB here), KC x NR of B in L1; NC bounds the B panel. */
+enum { MC_TILES = 10, NC_TILES = 32 };
+/* Below this many fused multiply-adds per thread, one thread is faster. */
+#define GRAIN_FMAS (1 << 17)
+
+static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
+    OM_ISA_TABLE(om_gemm_ukernel_f32);
+
+/* An operand as a strided view: element (r, c) is at p[r * rs + c * cs]. */
+typedef struct {
+    const float *p;
+    int64_t rs, cs;
+} view;
+
+typedef struct {
+    const om_gemm_ukernel *u;
+    int64_t m, n, k, mc, nc;
+    float *abuf, *bbuf;
+} ctx;
+
+static void *alloc_aligned(size_t bytes) {
+    void *raw = malloc(bytes + 64 + sizeof(void *));
+    if (!raw) return NULL;
+    uintptr_t p = ((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63;
+    ((void **)p)[-1] = raw;
+    return (void *)p;
+}
+
+static void free_aligned(void *p) {
+    if (p) free(((void **)p)[-1]);
+}
+
+/* rows x depth block of op(A) -> micro-panels of mr rows, each depth groups of mr values. */
+static void pack_a(int64_t rows, int64_t depth, view a, int mr, float *dst) {
+    for (int64_t i0 = 0; i0 < rows; i0 += mr, dst += depth * mr) {
+        int64_t h = rows - i0 < mr ? rows - i0 : mr;
+        const float *src = a.p + i0 * a.rs;
+        if (a.cs == 1) {   /* rows of A contiguous: read along k */
+            for (int64_t i = 0; i < h; i++)
+                for (int64_t k = 0; k < depth; k++) dst[k * mr + i] = src[i * a.rs + k];
+        } else {           /* op(A) = transpose: each k holds the mr values contiguously */
+            for (int64_t k = 0; k < depth; k++)
+                for (int64_t i = 0; i < h; i++) dst[k * mr + i] = src[k * a.cs + i * a.rs];
+        }
+        for (int64_t k = 0; k < depth && h < mr; k++)
+            for (int64_t i = h; i < mr; i++) dst[k * mr + i] = 0.0f;
+    }
+}
+
+/* depth x cols panel of op(B) -> micro-panels of nr columns, each depth groups of nr values. */
+static void pack_b(int64_t depth, int64_t cols, view b, int nr, float *dst) {
+    for (int64_t j0 = 0; j0 < cols; j0 += nr, dst += depth * nr) {
+        int64_t w = cols - j0 < nr ? cols - j0 : nr;
+        const float *src = b.p + j0 * b.cs;
+        if (b.cs == 1) {   /* rows of B contiguous */
+            for (int64_t k = 0; k < depth; k++) {
+                memcpy(dst + k * nr, src + k * b.rs, (size_t)w * sizeof(float));
+                for (int64_t j = w; j < nr; j++) dst[k * nr + j] = 0.0f;
+            }
+        } else {           /* op(B) = transpose: column j of op(B) is contiguous along k */
+            for (int64_t j = 0; j < w; j++)
+                for (int64_t k = 0; k < depth; k++) dst[k * nr + j] = src[j * b.cs + k * b.rs];
+            for (int64_t k = 0; k < depth && w < nr; k++)
+                for (int64_t j = w; j < nr; j++) dst[k * nr + j] = 0.0f;
+        }
+    }
+}
+
+/* rows x cols block of C from packed A and B over depth, B micro-panel reused across A. */
+static void macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth, float *c,
+                         int64_t ldc, int accumulate) {
+    const int mr = x->u->mr, nr = x->u->nr;
+    _Alignas(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
+    for (int64_t j0 = 0; j0 < cols; j0 += nr) {
+        const float *bp = x->bbuf + j0 * depth;
+        int64_t w = cols - j0 < nr ? cols - j0 : nr;
+        for (int64_t i0 = 0; i0 < rows; i0 += mr) {
+            const float *ap = x->abuf + i0 * depth;
+            int64_t h = rows - i0 < mr ? rows - i0 : mr;
+            float *ct = c + i0 * ldc + j0;
+            if (h == mr && w == nr) {
+                x->u->kernel(depth, ap, bp, ct, ldc, accumulate);
+                continue;
+            }
+            if (accumulate)
+                for (int64_t i = 0; i < h; i++) memcpy(edge + i * nr, ct + i * ldc, w * sizeof(float));
+            x->u->kernel(depth, ap, bp, edge, nr, accumulate);
+            for (int64_t i = 0; i < h; i++) memcpy(ct + i * ldc, edge + i * nr, w * sizeof(float));
+        }
+    }
+}
+
+/* The rows [m0, m1) x columns [n0, n1) of one product. */
+static void block(const ctx *x, view a, view b, float *c, int64_t m0, int64_t m1, int64_t n0,
+                  int64_t n1) {
+    const int64_t ldc = x->n;
+    for (int64_t jc = n0; jc < n1; jc += x->nc) {
+        int64_t nc = n1 - jc < x->nc ? n1 - jc : x->nc;
+        for (int64_t pc = 0; pc < x->k; pc += OM_GEMM_KC) {
+            int64_t kc = x->k - pc < OM_GEMM_KC ? x->k - pc : OM_GEMM_KC;
+            view bv = {b.p + pc * b.rs + jc * b.cs, b.rs, b.cs};
+            pack_b(kc, nc, bv, x->u->nr, x->bbuf);
+            for (int64_t ic = m0; ic < m1; ic += x->mc) {
+                int64_t mc = m1 - ic < x->mc ? m1 - ic : x->mc;
+                view av = {a.p + ic * a.rs + pc * a.cs, a.rs, a.cs};
+                pack_a(mc, kc, av, x->u->mr, x->abuf);
+                macro_kernel(x, mc, nc, kc, c + ic * ldc + jc, ldc, pc > 0);
+            }
+        }
+    }
+}
+
+static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
+static int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
+
+/* Splits one product into gm x gn sub-blocks for t threads: the factorisation with the least
+ * padded work plus packing. */
+static void choose_grid(int64_t m, int64_t n, int mr, int nr, int t, int *gm, int *gn) {
+    int64_t best = -1;
+    for (int f = 1; f <= t; f++) {
+        if (t % f) continue;
+        int64_t mb = round_up((m + f - 1) / f, mr), nb = round_up((n + t / f - 1) / (t / f), nr);
+        int64_t cost = mb * nb + 16 * (mb + nb);
+        if (best < 0 || cost < best) best = cost, *gm = f, *gn = t / f;
+    }
+}
+
+int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
+                 const float *a, int64_t a_batch_stride, int trans_a,
+                 const float *b, int64_t b_batch_stride, int trans_b,
+                 float *c, int nthreads) {
+    if (batch <= 0 || m <= 0 || n <= 0) return 0;
+    if (k == 0) {
+        memset(c, 0, (size_t)(batch * m * n) * sizeof(float));
+        return 0;
+    }
+    const om_gemm_ukernel *u = ukernels[om_isa]();
+    const view av = {a, trans_a ? 1 : k, trans_a ? m : 1};
+    const view bv = {b, trans_b ? 1 : n, trans_b ? k : 1};
+
+    int t = om_threads_for(batch * m * n * k, GRAIN_FMAS, nthreads);
+    int gm = 1, gn = 1;
+    if (batch % t) choose_grid(m, n, u->mr, u->nr, t, &gm, &gn);
+    const int64_t jobs = batch * gm * gn;
+    const int64_t bm = round_up((m + gm - 1) / gm, u->mr), bn = round_up((n + gn - 1) / gn, u->nr);
+    const int64_t mc = u->mr * MC_TILES < bm ? u->mr * MC_TILES : bm;
+    const int64_t nc = u->nr * NC_TILES < bn ? u->nr * NC_TILES : bn;
+    const int64_t kc = min64(k, OM_GEMM_KC);
+    int failed = 0;
+
+#pragma omp parallel num_threads(t) if (t > 1)
+    {
+        ctx x = {u, m, n, k, mc, nc, NULL, NULL};
+        x.abuf = alloc_aligned((size_t)(round_up(mc, u->mr) * kc) * sizeof(float));
+        x.bbuf = alloc_aligned((size_t)(round_up(nc, u->nr) * kc) * sizeof(float));
+#pragma omp for schedule(static)
+        for (int64_t j = 0; j < jobs; j++) {
+            int64_t p = j / (gm * gn), m0 = (j % (gm * gn)) / gn * bm, n0 = j % gn * bn;
+            if (!x.abuf || !x.bbuf) {
+                failed = 1;
+                continue;
+            }
+            if (m0 >= m || n0 >= n) continue;
+            view ap = {a + p * a_batch_stride, av.rs, av.cs};
+            view bp = {b + p * b_batch_stride, bv.rs, bv.cs};
+            block(&x, ap, bp, c + p * m * n, m0, min64(m0 + bm, m), n0, min64(n0 + bn, n));
+        }
+        free_aligned(x.abuf);
+        free_aligned(x.bbuf);
+    }
+    return failed ? -1 : 0;
+}

@@ -1,0 +1,45 @@
+/* Single-precision matrix product C = op(A) * op(B), batched (see gemm.c for the design note).
+ *
+ * The driver (gemm.c) blocks and packs; each instruction-set path contributes only a
+ * micro-kernel that updates one MR x NR tile of C from packed panels:
+ *   a: kc groups of MR values (column k of the MR rows of op(A)), 64-byte aligned;
+ *   b: kc groups of NR values (row k of the NR columns of op(B)), 64-byte aligned;
+ *   c: the tile, row stride ldc; accumulate = 0 starts every element from +0.0f, 1 continues
+ *      from the value stored in c. Element (i, j) runs acc = fma(a[k*MR+i], b[k*NR+j], acc)
+ *      for k = 0..kc-1 in that order, one rounding per fused multiply-add.
+ */
+#ifndef OM_GEMM_H
+#define OM_GEMM_H
+
+#include <stdint.h>
+
+#include "isa.h"
+
+/* Depth of one K block. The same on every path (engine.md section 4, rule 3), although the
+ * float32 accumulator goes through C between blocks so the bits would not depend on it. */
+#define OM_GEMM_KC 256
+
+typedef void (*om_gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c,
+                                   int64_t ldc, int accumulate);
+
+typedef struct {
+    int mr, nr;                 /* tile shape; nr is a multiple of the vector width */
+    om_gemm_ukernel_fn kernel;
+} om_gemm_ukernel;
+
+const om_gemm_ukernel *om_gemm_ukernel_f32_scalar(void);
+const om_gemm_ukernel *om_gemm_ukernel_f32_sse2(void);
+const om_gemm_ukernel *om_gemm_ukernel_f32_avx2(void);
+const om_gemm_ukernel *om_gemm_ukernel_f32_avx512(void);
+
+/* C[p] = op(A[p]) * op(B[p]) for p < batch. op(A) is m x k: a holds it row-major (m, k), or
+ * (k, m) when trans_a. op(B) is k x n: b holds (k, n), or (n, k) when trans_b. c is (m, n)
+ * row-major. Batch strides are in elements; 0 repeats the same operand for every product.
+ * k == 0 writes zeros. c must not overlap a or b. Returns 0, or -1 when scratch memory could
+ * not be allocated (c is then partly written). */
+int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
+                 const float *a, int64_t a_batch_stride, int trans_a,
+                 const float *b, int64_t b_batch_stride, int trans_b,
+                 float *c, int nthreads);
+
+#endif
