@@ -1,0 +1,8 @@
+"""Optimizers, gradient clipping and learning-rate schedules (spec/training.txt 3-5)."""
+from . import lr
+from .adam import Adam, AdamW
+from .clip import clip_grad_norm, clip_grad_value
+from .optimizer import Optimizer
+from .sgd import SGD
+
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "clip_grad_norm", "clip_grad_value", "lr"]

@@ -1,0 +1,178 @@
+"""Learning-rate schedules as pure functions of the step (training.txt sections 5 and 10).
+
+`lr_at(s)` is the rate for the optimizer step with index s (0 for the first step), computed in
+IEEE double with + − × ÷ only (the cosine is `cos_pi`, the same bits on every platform) and
+rounded to float32 at the end; it returns the Python float of that float32. `apply(optimizer)`
+sets `optimizer.lr = lr_at(optimizer.step_count)`. A schedule holds no state, so a checkpoint
+needs only the optimizer's step count.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+# π as the double nearest to it (training.txt section 5).
+PI = 3.14159265358979323846
+
+
+def cos_pi(t: float) -> float:
+    """cos(π·t) for t in [0, 1] (clamped outside) by the degree-26 Maclaurin series in Horner
+    form, from + − × ÷ alone, so every platform gets the same bits (truncation below 1e-21)."""
+    t = float(t)
+    if t <= 0.0:
+        return 1.0
+    if t >= 1.0:
+        return -1.0
+    y, sign = (1.0 - t, -1.0) if t > 0.5 else (t, 1.0)
+    a = PI * y
+    a2 = a * a
+    r = 1.0
+    for k in range(13, 0, -1):
+        r = 1.0 - a2 / ((2 * k - 1) * (2 * k)) * r
+    return sign * r
+
+
+def ipow(x: float, n: int) -> float:
+    """xⁿ in double by right-to-left binary exponentiation, each product rounded to nearest."""
+    r = 1.0
+    while n:
+        if n & 1:
+            r *= x
+        n >>= 1
+        if n:
+            x *= x
+    return r
+
+
+def _f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def _number(owner: str, name: str, value: Any, low: float = -math.inf,
+            low_open: bool = False, high: float = math.inf) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ValueError(f"{owner}: {name} must be a number, got {value!r}")
+    v = float(value)
+    if not (v > low if low_open else v >= low) or not v <= high or math.isinf(v):
+        bound = f"{'>' if low_open else '>='} {low:g}" + (f" and <= {high:g}"
+                                                         if high != math.inf else "")
+        raise ValueError(f"{owner}: {name} must be finite and {bound}, got {value!r}")
+    return v
+
+
+def _steps(owner: str, name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{owner}: {name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+class Schedule:
+    """A learning rate as a pure function of the number of optimizer steps already taken."""
+
+    def lr_at(self, step: int) -> float:
+        return _f32(self._rate(_steps(type(self).__name__, "step", step, 0)))
+
+    def _rate(self, s: int) -> float:
+        raise NotImplementedError
+
+    def apply(self, optimizer: Any) -> float:
+        """Sets the optimizer's rate for its next step; returns it."""
+        lr = self.lr_at(optimizer.step_count)
+        optimizer.lr = lr
+        return lr
+
+
+class StepLR(Schedule):
+    """base·γ^⌊s/size⌋."""
+
+    def __init__(self, base_lr: float, step_size: int, gamma: float) -> None:
+        self.base_lr = _number("StepLR", "base_lr", base_lr, 0.0)
+        self.step_size = _steps("StepLR", "step_size", step_size, 1)
+        self.gamma = _number("StepLR", "gamma", gamma, 0.0)
+
+    def _rate(self, s: int) -> float:
+        return self.base_lr * ipow(self.gamma, s // self.step_size)
+
+
+class CosineLR(Schedule):
+    """min + (base−min)(1 + cos(π·s/T))/2 with s/T clamped to 1: it stays at min after T."""
+
+    def __init__(self, base_lr: float, total_steps: int, min_lr: float = 0.0) -> None:
+        self.base_lr = _number("CosineLR", "base_lr", base_lr, 0.0)
+        self.total_steps = _steps("CosineLR", "total_steps", total_steps, 1)
+        self.min_lr = _number("CosineLR", "min_lr", min_lr, 0.0)
+
+    def _rate(self, s: int) -> float:
+        x = min(s / self.total_steps, 1.0)
+        return self.min_lr + (self.base_lr - self.min_lr) * (1.0 + cos_pi(x)) / 2.0
+
+
+class WarmupLR(Schedule):
+    """r₀·(f + (1−f)·s/W) for s < W with r₀ = after.lr_at(0); then after.lr_at(s − W)."""
+
+    def __init__(self, after: Schedule, warmup_steps: int, start_factor: float) -> None:
+        if not isinstance(after, Schedule):
+            raise ValueError(f"WarmupLR: after must be a schedule, got {type(after).__name__}")
+        self.after = after
+        self.warmup_steps = _steps("WarmupLR", "warmup_steps", warmup_steps, 0)
+        self.start_factor = _number("WarmupLR", "start_factor", start_factor, 0.0, high=1.0)
+
+    def _rate(self, s: int) -> float:
+        if s >= self.warmup_steps:
+            return self.after.lr_at(s - self.warmup_steps)
+        f = self.start_factor
+        return self.after.lr_at(0) * (f + (1.0 - f) * s / self.warmup_steps)
+
+
+class OneCycleLR(Schedule):
+    """Half-cosine from max/div up to max over steps 0..pct·T−1, then down to
+    max/div/final_div at T−1 (PyTorch's OneCycleLR with two phases; momentum not cycled)."""
+
+    def __init__(self, max_lr: float, total_steps: int, pct_start: float = 0.3,
+                 div_factor: float = 25.0, final_div_factor: float = 1e4) -> None:
+        self.max_lr = _number("OneCycleLR", "max_lr", max_lr, 0.0, low_open=True)
+        self.total_steps = _steps("OneCycleLR", "total_steps", total_steps, 2)
+        self.pct_start = _number("OneCycleLR", "pct_start", pct_start, 0.0, True, 1.0)
+        self.div_factor = _number("OneCycleLR", "div_factor", div_factor, 0.0, low_open=True)
+        self.final_div_factor = _number("OneCycleLR", "final_div_factor", final_div_factor,
+                                        0.0, low_open=True)
+        self.initial_lr = self.max_lr / self.div_factor
+        self.min_lr = self.initial_lr / self.final_div_factor
+        self.up = self.pct_start * self.total_steps - 1.0
+        self.end = self.total_steps - 1.0
+        if not 0.0 < self.up < self.end:
+            raise ValueError(f"OneCycleLR: pct_start={pct_start!r} with total_steps="
+                             f"{total_steps!r} leaves no rising or no falling phase")
+
+    @staticmethod
+    def _anneal(a: float, b: float, x: float) -> float:
+        return b + (a - b) / 2.0 * (cos_pi(x) + 1.0)
+
+    def _rate(self, s: int) -> float:
+        if s <= self.up:
+            return self._anneal(self.initial_lr, self.max_lr, s / self.up)
+        return self._anneal(self.max_lr, self.min_lr, (s - self.up) / (self.end - self.up))
+
+
+class WarmupCosineLR(Schedule):
+    """base·(s+1)/W for s < W, then base·(f + (1−f)·(1 + cos(πp))/2) with p = (s−W)/(T−W)
+    clamped to 1 (training.txt section 10)."""
+
+    def __init__(self, base_lr: float, warmup_steps: int, total_steps: int,
+                 final_factor: float) -> None:
+        self.base_lr = _number("WarmupCosineLR", "base_lr", base_lr, 0.0)
+        self.warmup_steps = _steps("WarmupCosineLR", "warmup_steps", warmup_steps, 0)
+        self.total_steps = _steps("WarmupCosineLR", "total_steps", total_steps,
+                                  self.warmup_steps + 1)
+        self.final_factor = _number("WarmupCosineLR", "final_factor", final_factor, 0.0,
+                                    high=1.0)
+
+    def _rate(self, s: int) -> float:
+        w = self.warmup_steps
+        if s < w:
+            return self.base_lr * (s + 1) / w
+        p = (s - w) / (self.total_steps - w)
+        f = self.final_factor
+        return self.base_lr * (f + (1.0 - f) * (1.0 + cos_pi(p)) / 2.0)
