@@ -1,0 +1,215 @@
+"""Basic layers: Linear, Embedding, LayerNorm, activations, Flatten, Dropout, Sequential.
+
+Constructor arguments are PyTorch's; layers that draw initial weights also take
+`generator=` or `seed=` (training.txt 1.1, see init.py). Parameter shapes are PyTorch's
+(Linear.weight is (out_features, in_features)), so PyTorch weights load unchanged.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Iterator, Optional, Sequence, Union
+
+import numpy as np
+
+from .. import functional as F
+from ..random import Generator
+from ..tensor import Tensor
+from .init import EMBEDDING_BOUND, fan_in_bound, resolve_generator, uniform_parameter
+from .module import Module, Parameter
+
+
+def _positive(value: Any, name: str, layer: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{layer}: {name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+class Linear(Module):
+    """y = x·weightᵀ + bias; weight then bias drawn from Uniform(±1/√in_features)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
+                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+        super().__init__()
+        self.in_features = _positive(in_features, "in_features", "Linear")
+        self.out_features = _positive(out_features, "out_features", "Linear")
+        g = resolve_generator(generator, seed)
+        bound = fan_in_bound(self.in_features)
+        self.weight = uniform_parameter((self.out_features, self.in_features), bound, g)
+        if bias:
+            self.bias = uniform_parameter((self.out_features,), bound, g)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class Embedding(Module):
+    """Rows of weight (num_embeddings, embedding_dim) drawn from Uniform(±√3)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, *,
+                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+        super().__init__()
+        self.num_embeddings = _positive(num_embeddings, "num_embeddings", "Embedding")
+        self.embedding_dim = _positive(embedding_dim, "embedding_dim", "Embedding")
+        g = resolve_generator(generator, seed)
+        self.weight = uniform_parameter((self.num_embeddings, self.embedding_dim),
+                                        EMBEDDING_BOUND, g)
+
+    def forward(self, indices: Tensor) -> Tensor:
+        return F.embedding(indices, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class LayerNorm(Module):
+    """Normalises over the trailing `normalized_shape`; weight ones, bias zeros.
+
+    It draws nothing; `generator` and `seed` are accepted so a container can pass the same
+    arguments to every child.
+    """
+
+    def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: float = 1e-5,
+                 elementwise_affine: bool = True, *, generator: Optional[Generator] = None,
+                 seed: int = 0) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) \
+            else tuple(normalized_shape)
+        self.normalized_shape = tuple(_positive(s, "normalized_shape", "LayerNorm")
+                                      for s in shape)
+        self.eps = float(eps)
+        self.elementwise_affine = bool(elementwise_affine)
+        if self.elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, np.float32))
+            self.bias = Parameter(np.zeros(self.normalized_shape, np.float32))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class Dropout(Module):
+    """Zeroes elements with probability p by the counter-based mask of training.txt 1.2.
+
+    The buffer `draws` (int64, rank 0) counts the masks drawn; it is saved with the state, so a
+    resumed run continues the stream. Evaluation mode, or p = 0, returns the input itself.
+    """
+
+    def __init__(self, p: float = 0.5, seed: int = 0) -> None:
+        super().__init__()
+        if not 0.0 <= float(p) <= 1.0:
+            raise ValueError(f"Dropout: probability p must be in [0, 1], got {p}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"Dropout: seed must be an integer, got {type(seed).__name__}")
+        self.p = float(p)
+        self.seed = int(seed)
+        self.register_buffer("draws", Tensor._wrap(np.zeros((), np.int64)))
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        counter = self.draws
+        draw = int(counter._data)
+        out = F.dropout(x, self.p, True, seed=self.seed, draw=draw)
+        counter._data[...] = draw + 1
+        counter._version += 1
+        return out
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, seed={self.seed}"
+
+
+class Identity(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+class ReLU(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(x)
+
+
+class GELU(Module):
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.gelu(x, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class Tanh(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.tanh(x)
+
+
+class Sigmoid(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.sigmoid(x)
+
+
+class Flatten(Module):
+    """Flattens dimensions start_dim..end_dim (inclusive) into one."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim = int(start_dim)
+        self.end_dim = int(end_dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.flatten(x, self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Sequential(Module):
+    """Runs its children in order; they are named "0", "1", ... (or by an OrderedDict)."""
+
+    def __init__(self, *modules: Any) -> None:
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(modules):
+                self.add_module(str(i), m)
+
+    def forward(self, x: Any) -> Any:
+        for m in self.children():
+            x = m(x)
+        return x
+
+    def append(self, module: Module) -> "Sequential":
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __getitem__(self, index: Union[int, slice]) -> Module:
+        items = list(self._modules.items())
+        if isinstance(index, slice):
+            return Sequential(OrderedDict(items[index]))
+        if not -len(items) <= index < len(items):
+            raise IndexError(f"Sequential: index {index} out of range for {len(items)} modules")
+        return items[index][1]

@@ -1,0 +1,290 @@
+"""Module and Parameter: named state, its fixed order, strict loading (training.txt section 1).
+
+The state order is a module's parameters in registration order, then its buffers in
+registration order, then each child recursively, with dotted paths. named_parameters() is the
+parameter subsequence of it and state_dict() the whole; optimizers and checkpoints rely on it.
+Registration happens on attribute assignment, so the order is the order of assignment.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+import numpy as np
+
+from ..tensor import Tensor, float32
+
+
+class Parameter(Tensor):
+    """A float32 leaf tensor that requires gradients and registers itself on a Module.
+
+    Holds a copy of `data` (float data is rounded to float32; other dtypes are refused).
+    """
+
+    __slots__ = ()
+
+    def __init__(self, data: Any, requires_grad: bool = True) -> None:
+        arr = np.asarray(data._data if isinstance(data, Tensor) else data)
+        if arr.dtype.kind != "f":
+            raise TypeError(f"Parameter: data must be floating point, got {arr.dtype}")
+        super().__init__(arr.astype(float32, copy=False), requires_grad)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+def _check_name(name: Any, what: str) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"{what}: name must be a str, got {type(name).__name__}")
+    if name == "" or "." in name:
+        raise KeyError(f"{what}: name {name!r} must be non-empty and contain no '.'")
+
+
+class Module:
+    """Base class of every layer: owns parameters, buffers and named child modules."""
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # -- registration ---------------------------------------------------------------------
+    def _registries(self) -> tuple:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__}: Module.__init__() was not called "
+                                 "before assigning parameters, buffers or modules")
+        return self._parameters, self._buffers, self._modules
+
+    def _forget(self, name: str) -> None:
+        for registry in self._registries():
+            registry.pop(name, None)
+        self.__dict__.pop(name, None)
+
+    def register_parameter(self, name: str, param: Optional[Parameter]) -> None:
+        """Registers a parameter (None keeps the slot, as for a layer built with bias=False)."""
+        _check_name(name, "register_parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"register_parameter: {name!r} must be a Parameter or None, got "
+                            f"{type(param).__name__}")
+        if name in self._buffers or name in self._modules:
+            self._forget(name)
+        self.__dict__.pop(name, None)
+        self._registries()[0][name] = param
+
+    def register_buffer(self, name: str, tensor: Optional[Tensor]) -> None:
+        """Registers saved, untrained state (running statistics, a draw counter)."""
+        _check_name(name, "register_buffer")
+        if tensor is not None and (not isinstance(tensor, Tensor)
+                                   or isinstance(tensor, Parameter)):
+            raise TypeError(f"register_buffer: {name!r} must be a Tensor (not a Parameter) or "
+                            f"None, got {type(tensor).__name__}")
+        if name in self._parameters or name in self._modules:
+            self._forget(name)
+        self.__dict__.pop(name, None)
+        self._registries()[1][name] = tensor
+
+    def add_module(self, name: str, module: Optional["Module"]) -> None:
+        _check_name(name, "add_module")
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module: {name!r} must be a Module or None, got "
+                            f"{type(module).__name__}")
+        if name in self._parameters or name in self._buffers:
+            self._forget(name)
+        self.__dict__.pop(name, None)
+        self._registries()[2][name] = module
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, Parameter):
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            self.add_module(name, value)
+        elif "_parameters" in self.__dict__ and name in self._parameters:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__} to parameter {name!r} "
+                                "(a Parameter or None is required)")
+            self._parameters[name] = None
+        elif "_buffers" in self.__dict__ and name in self._buffers:
+            self.register_buffer(name, value)
+        elif "_modules" in self.__dict__ and name in self._modules:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__} to child module "
+                                f"{name!r} (a Module or None is required)")
+            self._modules[name] = None
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: registered state lives in the three dicts.
+        d = self.__dict__
+        for registry in ("_parameters", "_buffers", "_modules"):
+            if registry in d and name in d[registry]:
+                return d[registry][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for registry in self._registries():
+            if name in registry:
+                del registry[name]
+                return
+        object.__delattr__(self, name)
+
+    # -- traversal --------------------------------------------------------------------------
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        for name, m in self._modules.items():
+            if m is not None:
+                yield name, m
+
+    def children(self) -> Iterator["Module"]:
+        for _, m in self.named_children():
+            yield m
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+        """This module, then every descendant depth-first in registration order."""
+        yield prefix, self
+        for name, m in self.named_children():
+            yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self) -> Iterator["Module"]:
+        for _, m in self.named_modules():
+            yield m
+
+    def _named_state(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        """Every parameter and buffer, in the state order, with dotted names."""
+        for registry in (self._parameters, self._buffers):
+            for name, t in registry.items():
+                if t is not None:
+                    yield prefix + name, t
+        for name, m in self.named_children():
+            yield from m._named_state(f"{prefix}{name}.")
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True
+                         ) -> Iterator[tuple[str, Parameter]]:
+        """Parameters in the state order; a parameter shared by two names appears once."""
+        seen: set[int] = set()
+        base = f"{prefix}." if prefix else ""
+        items = self._named_state(base) if recurse else (
+            (base + n, p) for n, p in self._parameters.items() if p is not None)
+        for name, t in items:
+            if isinstance(t, Parameter) and id(t) not in seen:
+                seen.add(id(t))
+                yield name, t
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True
+                      ) -> Iterator[tuple[str, Tensor]]:
+        base = f"{prefix}." if prefix else ""
+        items = self._named_state(base) if recurse else (
+            (base + n, b) for n, b in self._buffers.items() if b is not None)
+        for name, t in items:
+            if not isinstance(t, Parameter):
+                yield name, t
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # -- state ------------------------------------------------------------------------------
+    def state_dict(self) -> "OrderedDict[str, np.ndarray]":
+        """Name -> a copy of the array, for every parameter and buffer, in the state order."""
+        return OrderedDict((name, t._data.copy()) for name, t in self._named_state())
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Copies every entry into the existing tensor of that name (identity kept).
+
+        Strict and all-or-nothing: a missing name, an unexpected name, or a value whose dtype
+        or shape differs raises ValueError naming every such key, before anything is copied.
+        Values are numpy arrays (or scalars) or Tensors.
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"load_state_dict: expected a mapping of name -> array, got "
+                            f"{type(state_dict).__name__}")
+        targets = OrderedDict(self._named_state())
+        missing = [k for k in targets if k not in state_dict]
+        unexpected = [str(k) for k in state_dict if k not in targets]
+        mismatched = []
+        sources = {}
+        for name, t in targets.items():
+            if name not in state_dict:
+                continue
+            value = state_dict[name]
+            if isinstance(value, Tensor):
+                value = value._data
+            if not isinstance(value, (np.ndarray, np.generic)):
+                mismatched.append(f"{name} (a {type(value).__name__}, expected an array of "
+                                  f"dtype {t.dtype} and shape {tuple(t.shape)})")
+                continue
+            value = np.asarray(value)
+            problems = []
+            if value.dtype != t.dtype:
+                problems.append(f"dtype {value.dtype} != expected {t.dtype}")
+            if value.shape != t.shape:
+                problems.append(f"shape {value.shape} != expected {t.shape}")
+            if problems:
+                mismatched.append(f"{name} ({', '.join(problems)})")
+            sources[name] = value
+        if missing or unexpected or mismatched:
+            parts = []
+            if missing:
+                parts.append("missing keys: " + ", ".join(missing))
+            if unexpected:
+                parts.append("unexpected keys: " + ", ".join(unexpected))
+            if mismatched:
+                parts.append("mismatched keys: " + "; ".join(mismatched))
+            raise ValueError(f"load_state_dict into {type(self).__name__}: "
+                             + "; ".join(parts))
+        for name, t in targets.items():
+            np.copyto(t._data, sources[name])
+            t._version += 1
+
+    # -- modes and gradients --------------------------------------------------------------
+    def train(self, mode: bool = True) -> "Module":
+        """Sets training mode on this module and every descendant."""
+        for m in self.modules():
+            object.__setattr__(m, "training", bool(mode))
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    def zero_grad(self) -> None:
+        """Sets every parameter's .grad to None."""
+        for p in self.parameters():
+            p.grad = None
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        for p in self.parameters():
+            p.requires_grad = requires_grad
+        return self
+
+    def apply(self, fn: Callable[["Module"], None]) -> "Module":
+        """Calls fn on every descendant, children first, then on this module (as PyTorch)."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # -- printing ---------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        for name, m in self.named_children():
+            child = repr(m).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {child}")
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        if not lines:
+            return head + ")"
+        return head + "\n" + "\n".join(lines) + "\n)"

@@ -1,0 +1,147 @@
+"""Dropout: the counter-based mask of training.txt 1.2, bit for bit, and its draw counter."""
+import time
+
+import numpy as np
+import pytest
+
+import onemodel as om
+from onemodel import functional as F
+from onemodel import nn
+from onemodel.functional.dropout import dropout_mask
+
+GOLDEN = 0x9E3779B97F4A7C15
+MASK = 2 ** 64 - 1
+
+
+def mix(z):
+    z &= MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def ref_mask(n, p, seed, draw):
+    """The multiplier of each element, straight from the formula, one element at a time."""
+    stream = mix(seed + draw * GOLDEN)
+    scale = np.float32(1.0 / (1.0 - p))
+    out = []
+    for i in range(n):
+        u = np.float32((mix(stream + (i + 1) * GOLDEN) >> 40) / 2 ** 24)
+        out.append(scale if u >= np.float32(p) else np.float32(0.0))
+    return np.array(out, np.float32)
+
+
+def bits(x):
+    return np.ascontiguousarray(x, np.float32).view(np.uint32)
+
+
+@pytest.mark.parametrize("p,seed,draw", [(0.5, 0, 0), (0.3, 5, 1), (0.1, 2 ** 63 + 7, 12345),
+                                         (0.9, MASK, 3), (1.0 / 3.0, 77, 2 ** 40)])
+@pytest.mark.parametrize("shape", [(0,), (1,), (17,), (4, 7), (2, 3, 5)])
+def test_mask_bits(p, seed, draw, shape):
+    n = int(np.prod(shape))
+    mask = dropout_mask(shape, p, seed, draw)
+    assert mask.shape == shape and mask.dtype == np.float32
+    np.testing.assert_array_equal(bits(mask.ravel()), bits(ref_mask(n, p, seed, draw)))
+
+
+def test_functional_dropout_output_and_backward(rng):
+    x = rng.standard_normal((6, 9)).astype(np.float32)
+    xt = om.tensor(x, requires_grad=True)
+    y = F.dropout(xt, 0.4, seed=3, draw=2)
+    mask = ref_mask(x.size, 0.4, 3, 2).reshape(x.shape)
+    np.testing.assert_array_equal(bits(y.detach().numpy()), bits(x * mask))
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    y.backward(g)
+    np.testing.assert_array_equal(bits(xt.grad.numpy()), bits(g * mask))
+
+
+def test_functional_identity_cases():
+    x = om.ones(3, 4)
+    assert F.dropout(x, 0.5, training=False) is x
+    assert F.dropout(x, 0.0) is x
+    with pytest.raises(ValueError):
+        F.dropout(x, 1.5)
+    with pytest.raises(TypeError):
+        F.dropout(om.arange(3), 0.5)
+
+
+def test_p_one_zeroes_everything():
+    x = om.tensor(np.arange(1, 41, dtype=np.float32).reshape(5, 8))
+    y = nn.Dropout(1.0)(x).numpy()
+    np.testing.assert_array_equal(y, np.zeros((5, 8), np.float32))
+
+
+def test_module_counter_advances():
+    drop = nn.Dropout(0.25, seed=9)
+    x = np.linspace(-2, 2, 50, dtype=np.float32).reshape(5, 10)
+    assert list(drop.state_dict()) == ["draws"]
+    assert drop.state_dict()["draws"].dtype == np.int64
+    assert drop.state_dict()["draws"].shape == ()
+    for d in range(4):
+        assert int(drop.draws.numpy()) == d
+        y = drop(om.tensor(x)).numpy()
+        np.testing.assert_array_equal(bits(y), bits(x * ref_mask(50, 0.25, 9, d).reshape(5, 10)))
+    assert int(drop.draws.numpy()) == 4
+
+
+def test_eval_and_p_zero_return_input_without_drawing():
+    x = om.ones(4, 4)
+    drop = nn.Dropout(0.5)
+    drop.eval()
+    assert drop(x) is x
+    drop.train()
+    assert nn.Dropout(0.0)(x) is x
+    assert int(drop.draws.numpy()) == 0
+    drop(x)
+    assert int(drop.draws.numpy()) == 1
+
+
+def test_resumed_counter_continues_stream(rng):
+    x = om.tensor(rng.standard_normal((8, 8)).astype(np.float32))
+    a = nn.Dropout(0.5, seed=4)
+    for _ in range(3):
+        a(x)
+    saved = a.state_dict()
+    expected = [a(x).numpy().copy() for _ in range(2)]
+    b = nn.Dropout(0.5, seed=4)
+    b.load_state_dict(saved)
+    for e in expected:
+        np.testing.assert_array_equal(bits(b(x).numpy()), bits(e))
+
+
+def test_masks_differ_between_draws_and_seeds():
+    x = om.ones(64)
+    drop = nn.Dropout(0.5)
+    first, second = drop(x).numpy().copy(), drop(x).numpy().copy()
+    assert not np.array_equal(first, second)
+    assert not np.array_equal(first, nn.Dropout(0.5, seed=1)(x).numpy())
+
+
+def test_keep_rate_and_special_values(special_values):
+    y = nn.Dropout(0.3, seed=1)(om.ones(100_000)).numpy()
+    kept = np.count_nonzero(y) / y.size
+    assert abs(kept - 0.7) < 0.01
+    assert set(np.unique(y)) == {np.float32(0.0), np.float32(1.0 / 0.7)}
+    # Through a multiply: a dropped inf or NaN gives NaN, as x * 0 does in PyTorch.
+    x = special_values
+    mask = ref_mask(x.size, 0.5, 0, 0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        expected = x * mask
+    np.testing.assert_array_equal(bits(F.dropout(om.tensor(x), 0.5).numpy()), bits(expected))
+
+
+def test_large_mask_is_vectorised():
+    start = time.perf_counter()
+    y = F.dropout(om.ones(1 << 20), 0.5, seed=1, draw=7).numpy()
+    assert time.perf_counter() - start < 0.5  # a Python loop per element takes seconds
+    i = (1 << 20) - 1
+    assert y[0] == ref_mask(1, 0.5, 1, 7)[0]
+    stream = mix(1 + 7 * GOLDEN)
+    u = np.float32((mix(stream + (i + 1) * GOLDEN) >> 40) / 2 ** 24)
+    assert y[i] == (np.float32(2.0) if u >= np.float32(0.5) else np.float32(0.0))
+
+
+def test_exact_across_isa_and_threads(check_exact, rng):
+    x = rng.standard_normal((33, 17)).astype(np.float32)
+    check_exact(lambda t: F.dropout(t, 0.2, seed=5, draw=1), x)
