@@ -1,0 +1,41 @@
+/* vmath.h on AVX-512 vectors (__m512): om_<name>_ps_avx512, bit-identical to the scalar
+ * reference. The function bodies are in vmath_simd.h; this header maps its macros to AVX-512F
+ * intrinsics, with comparison results in mask registers (__mmask16). No FMA (vmath.h). */
+#ifndef OM_VMATH_AVX512_H
+#define OM_VMATH_AVX512_H
+
+#include <immintrin.h>
+
+#include "vmath.h"
+
+#define OMV __m512
+#define OMM __mmask16
+#define OMI __m512i
+#define OMV_FN(name) name##_ps_avx512
+#define OMV_SET1(c) _mm512_set1_ps(c)
+#define OMV_ADD(a, b) _mm512_add_ps(a, b)
+#define OMV_SUB(a, b) _mm512_sub_ps(a, b)
+#define OMV_MUL(a, b) _mm512_mul_ps(a, b)
+#define OMV_DIV(a, b) _mm512_div_ps(a, b)
+#define OMV_LT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
+#define OMV_LE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ)
+#define OMV_EQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
+#define OMV_ISNAN(a) _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q)
+#define OMV_SEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
+#define OMV_XOR(a, b) _mm512_xor_ps(a, b)
+#define OMV_AS_I(a) _mm512_castps_si512(a)
+#define OMV_AS_F(a) _mm512_castsi512_ps(a)
+#define OMV_I2F(a) _mm512_cvtepi32_ps(a)
+#define OMI_SET1(c) _mm512_set1_epi32((int32_t)(c))
+#define OMI_ADD(a, b) _mm512_add_epi32(a, b)
+#define OMI_SUB(a, b) _mm512_sub_epi32(a, b)
+#define OMI_AND(a, b) _mm512_and_si512(a, b)
+#define OMI_SRL(a, k) _mm512_srli_epi32(a, k)
+#define OMI_SRA(a, k) _mm512_srai_epi32(a, k)
+#define OMI_SLL(a, k) _mm512_slli_epi32(a, k)
+#define OMI_SEL(m, a, b) _mm512_mask_blend_epi32(m, b, a)
+
+#include "vmath_simd.h"
+#include "vmath_undef.h"
+
+#endif

@@ -1,0 +1,41 @@
+/* vmath.h on SSE2 vectors (__m128): om_<name>_ps_sse2, bit-identical to the scalar reference.
+ * The function bodies are in vmath_simd.h; this header maps its macros to SSE2 intrinsics.
+ * SSE2 has no blend, so a select is (m & a) | (~m & b). */
+#ifndef OM_VMATH_SSE2_H
+#define OM_VMATH_SSE2_H
+
+#include <emmintrin.h>
+
+#include "vmath.h"
+
+#define OMV __m128
+#define OMM __m128
+#define OMI __m128i
+#define OMV_FN(name) name##_ps_sse2
+#define OMV_SET1(c) _mm_set1_ps(c)
+#define OMV_ADD(a, b) _mm_add_ps(a, b)
+#define OMV_SUB(a, b) _mm_sub_ps(a, b)
+#define OMV_MUL(a, b) _mm_mul_ps(a, b)
+#define OMV_DIV(a, b) _mm_div_ps(a, b)
+#define OMV_LT(a, b) _mm_cmplt_ps(a, b)
+#define OMV_LE(a, b) _mm_cmple_ps(a, b)
+#define OMV_EQ(a, b) _mm_cmpeq_ps(a, b)
+#define OMV_ISNAN(a) _mm_cmpunord_ps(a, a)
+#define OMV_SEL(m, a, b) _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b))
+#define OMV_XOR(a, b) _mm_xor_ps(a, b)
+#define OMV_AS_I(a) _mm_castps_si128(a)
+#define OMV_AS_F(a) _mm_castsi128_ps(a)
+#define OMV_I2F(a) _mm_cvtepi32_ps(a)
+#define OMI_SET1(c) _mm_set1_epi32((int32_t)(c))
+#define OMI_ADD(a, b) _mm_add_epi32(a, b)
+#define OMI_SUB(a, b) _mm_sub_epi32(a, b)
+#define OMI_AND(a, b) _mm_and_si128(a, b)
+#define OMI_SRL(a, k) _mm_srli_epi32(a, k)
+#define OMI_SRA(a, k) _mm_srai_epi32(a, k)
+#define OMI_SLL(a, k) _mm_slli_epi32(a, k)
+#define OMI_SEL(m, a, b) OMV_AS_I(OMV_SEL(m, OMV_AS_F(a), OMV_AS_F(b)))
+
+#include "vmath_simd.h"
+#include "vmath_undef.h"
+
+#endif
