@@ -11,6 +11,7 @@ version, and a node whose saved tensor changed refuses to run.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import heapq
 import itertools
@@ -120,14 +121,27 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
         for t, gi in zip(node.inputs, input_grads):
             if gi is not None and t.requires_grad:
                 if gi.shape != t._data.shape:
-                    raise RuntimeError(f"{node.op}: internal error: gradient shape {gi.shape} for an input "
-                                         f"of shape {t._data.shape}")
+                    raise RuntimeError(f"{node.op}: internal error: gradient shape {gi.shape} "
+                                       f"for an input of shape {t._data.shape}")
                 send(t, np.asarray(gi, dtype=np.float32))
     if not retain_graph:
         for node in visited:
             node.release()
+    # A closure may hand the same array to several inputs (add passes g to both sides), and
+    # the root's gradient is the caller's array: a .grad built on such memory is copied so no
+    # two gradients (nor the caller) share storage.
+    owners = collections.Counter(_owner(g) for _, g in leaf_grads.values())
+    owners[_owner(grad)] += 2
     for t, g in leaf_grads.values():
         if t.grad is None:
-            t.grad = Tensor._wrap(np.ascontiguousarray(g, dtype=np.float32))
+            fresh = owners[_owner(g)] == 1 and g.flags.c_contiguous
+            t.grad = Tensor._wrap(g if fresh else np.array(g, dtype=np.float32, order="C"))
         else:
             t.grad = Tensor._wrap(t.grad._data + g)
+
+
+def _owner(a: np.ndarray) -> int:
+    """Identity of the array that owns a's memory."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return id(a) if a.base is None else id(a.base)

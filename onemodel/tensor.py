@@ -27,7 +27,7 @@ def _as_array(data: Any, dtype: Optional[Any]) -> np.ndarray:
         target = np.dtype(dtype)
         if target not in _DTYPES:
             raise TypeError(f"tensor: unsupported dtype {target}; use float32, int32, int64 or bool")
-        return np.ascontiguousarray(arr.astype(target, copy=False))
+        return np.require(arr.astype(target, copy=False), requirements="C")
     return _canonical(arr, "tensor")
 
 
@@ -38,19 +38,21 @@ def _canonical(arr: np.ndarray, op: str) -> np.ndarray:
         arr = arr.astype(np.int32 if arr.dtype == np.int32 else np.int64, copy=False)
     elif arr.dtype.kind != "b":
         raise TypeError(f"{op}: unsupported dtype {arr.dtype}; use float, integer or bool data")
-    return np.ascontiguousarray(arr)
+    return np.require(arr, requirements="C")  # unlike ascontiguousarray, keeps 0-d
 
 
 class Tensor:
     """An n-dimensional array that records the ops applied to it for reverse-mode autodiff."""
 
-    __slots__ = ("_data", "_requires_grad", "grad", "_node", "_version", "__weakref__")
+    # _vc is the version counter, a one-element list shared with detached aliases so a write
+    # through either one is seen by the nodes that saved the other.
+    __slots__ = ("_data", "_requires_grad", "grad", "_node", "_vc", "__weakref__")
     __array_priority__ = 1000  # numpy scalars defer to Tensor operators
 
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
         self._data = _as_array(data, None)
         self._node: Optional[autograd.Node] = None
-        self._version = 0
+        self._vc = [0]
         self.grad: Optional[Tensor] = None
         self._requires_grad = False
         self.requires_grad = requires_grad
@@ -61,7 +63,7 @@ class Tensor:
         t = cls.__new__(cls)
         t._data = arr
         t._node = None
-        t._version = 0
+        t._vc = [0]
         t.grad = None
         t._requires_grad = requires_grad
         return t
@@ -71,6 +73,14 @@ class Tensor:
         return self
 
     # -- properties ---------------------------------------------------------------------
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    @_version.setter
+    def _version(self, value: int) -> None:
+        self._vc[0] = value
+
     @property
     def requires_grad(self) -> bool:
         return self._requires_grad
@@ -141,8 +151,10 @@ class Tensor:
         return self._data.tolist()
 
     def detach(self) -> "Tensor":
-        """A tensor sharing this one's storage, outside the graph."""
-        return Tensor._wrap(self._data)
+        """A tensor sharing this one's storage (and version counter), outside the graph."""
+        t = Tensor._wrap(self._data)
+        t._vc = self._vc
+        return t
 
     def clone(self) -> "Tensor":
         from . import functional as F
@@ -188,8 +200,7 @@ class Tensor:
                                    f"scalar outputs, got shape {self._data.shape}")
             g = np.ones(self._data.shape, dtype=np.float32)
         else:
-            g = np.ascontiguousarray(grad._data if isinstance(grad, Tensor) else grad,
-                                     dtype=np.float32)
+            g = np.require(grad._data if isinstance(grad, Tensor) else grad, np.float32, "C")
             if g.shape != self._data.shape:
                 raise ValueError(f"backward: gradient of shape {g.shape} for a tensor of "
                                  f"shape {self._data.shape}")
@@ -204,19 +215,29 @@ class Tensor:
             raise RuntimeError(f"{op}: in-place operations on tensors recorded in the graph "
                                "are not supported; use the out-of-place op")
 
-    def _inplace(self, op: str, values: np.ndarray) -> "Tensor":
+    def _inplace(self, op: str, values: Any) -> "Tensor":
         self._check_inplace(op)
-        if values.shape != self._data.shape:
-            values = np.broadcast_to(values, self._data.shape)
-        np.copyto(self._data, values, casting="same_kind")
+        values = np.asarray(values)
+        try:
+            np.copyto(self._data, np.broadcast_to(values, self._data.shape), casting="same_kind")
+        except (TypeError, ValueError):
+            raise TypeError(f"{op}: cannot write a {values.dtype} result of shape "
+                            f"{values.shape} into a {self._data.dtype} tensor of shape "
+                            f"{self._data.shape}") from None
         self._version += 1
         return self
 
-    def _other(self, other: Any) -> np.ndarray:
-        return other._data if isinstance(other, Tensor) else np.asarray(other, self._data.dtype)
+    def _other(self, other: Any) -> Any:
+        """The operand as numpy sees it: Python scalars stay weakly typed, so float32 data
+        combined with a Python float is computed in float32 (as in PyTorch)."""
+        if isinstance(other, Tensor):
+            return other._data
+        if isinstance(other, (bool, int, float)):
+            return other
+        return np.asarray(other)
 
     def copy_(self, src: Any) -> "Tensor":
-        s = self._other(src)
+        s = np.asarray(self._other(src))
         try:
             np.broadcast_shapes(s.shape, self._data.shape)
         except ValueError:
@@ -228,7 +249,7 @@ class Tensor:
         return self._inplace("zero_", np.zeros((), self._data.dtype))
 
     def fill_(self, value: Any) -> "Tensor":
-        return self._inplace("fill_", np.asarray(value, self._data.dtype))
+        return self._inplace("fill_", np.asarray(self._other(value)).astype(self._data.dtype))
 
     def add_(self, other: Any, alpha: float = 1.0) -> "Tensor":
         o = self._other(other)
@@ -245,9 +266,9 @@ class Tensor:
 
     def __setitem__(self, index: Any, value: Any) -> None:
         self._check_inplace("__setitem__")
-        if isinstance(index, Tensor):
-            index = index._data
-        self._data[index] = self._other(value)
+        parts = index if isinstance(index, tuple) else (index,)
+        self._data[tuple(p._data if isinstance(p, Tensor) else p for p in parts)] = \
+            self._other(value)
         self._version += 1
 
     def __iadd__(self, other: Any) -> "Tensor":
@@ -324,7 +345,7 @@ class Tensor:
         return F.index(self, index)
 
     def _compare(self, other: Any, ufunc: np.ufunc) -> "Tensor":
-        return Tensor._wrap(np.ascontiguousarray(ufunc(self._data, self._other(other))))
+        return Tensor._wrap(np.require(ufunc(self._data, self._other(other)), requirements="C"))
 
     def __eq__(self, other: Any) -> "Tensor":  # type: ignore[override]
         return self._compare(other, np.equal)
@@ -430,7 +451,7 @@ class Tensor:
     def argmax(self, dim: Optional[int] = None) -> "Tensor":
         if dim is None:
             return Tensor._wrap(np.asarray(np.argmax(self._data), dtype=np.int64))
-        return Tensor._wrap(np.ascontiguousarray(np.argmax(self._data, axis=dim)).astype(np.int64))
+        return Tensor._wrap(np.require(np.argmax(self._data, axis=dim), np.int64, "C"))
 
 
 # -- constructors ------------------------------------------------------------------------
@@ -440,10 +461,17 @@ def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False) 
 
 
 def from_numpy(a: np.ndarray) -> Tensor:
-    """A tensor over a copy of a, float64 -> float32 and integers -> int64."""
+    """A tensor over a copy of a: floats -> float32, int32 kept, other integers -> int64."""
     if not isinstance(a, np.ndarray):
         raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
     return Tensor._wrap(np.array(_canonical(a, "from_numpy"), copy=True))
+
+
+def _dtype_arg(dtype: Any, op: str) -> np.dtype:
+    target = np.dtype(dtype)
+    if target not in _DTYPES:
+        raise TypeError(f"{op}: unsupported dtype {target}; use float32, int32, int64 or bool")
+    return target
 
 
 def _shape_arg(shape: Sequence[Any], op: str) -> tuple:
@@ -456,26 +484,27 @@ def _shape_arg(shape: Sequence[Any], op: str) -> tuple:
 
 
 def zeros(*shape: Any, dtype: Any = float32, requires_grad: bool = False) -> Tensor:
-    return Tensor._wrap(np.zeros(_shape_arg(shape, "zeros"), dtype))._set_requires_grad(
-        requires_grad)
+    arr = np.zeros(_shape_arg(shape, "zeros"), _dtype_arg(dtype, "zeros"))
+    return Tensor._wrap(arr)._set_requires_grad(requires_grad)
 
 
 def ones(*shape: Any, dtype: Any = float32, requires_grad: bool = False) -> Tensor:
-    return Tensor._wrap(np.ones(_shape_arg(shape, "ones"), dtype))._set_requires_grad(
-        requires_grad)
+    arr = np.ones(_shape_arg(shape, "ones"), _dtype_arg(dtype, "ones"))
+    return Tensor._wrap(arr)._set_requires_grad(requires_grad)
 
 
 def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full")
+    kind = np.asarray(value).dtype.kind
     if dtype is None:
-        dtype = float32 if isinstance(value, float) else (
-            bool_ if isinstance(value, bool) else int64)
-    return Tensor._wrap(np.full(shape, value, dtype))._set_requires_grad(requires_grad)
+        dtype = float32 if kind == "f" else (bool_ if kind == "b" else int64)
+    return Tensor._wrap(np.full(shape, value, _dtype_arg(dtype, "full")))._set_requires_grad(
+        requires_grad)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
     if end is None:
         start, end = 0, start
     values = np.arange(start, end, step)
-    return Tensor._wrap(np.ascontiguousarray(values.astype(dtype) if dtype is not None
-                                             else _canonical(values, "arange")))
+    return Tensor._wrap(values.astype(_dtype_arg(dtype, "arange")) if dtype is not None
+                        else _canonical(values, "arange"))

@@ -1,0 +1,131 @@
+"""Matrix products: matmul (PyTorch's rules for 1-D and batched operands) and linear.
+
+Every product runs on the engine's gemm kernel, which reads transposed operands in place, so
+no transpose is ever materialised: linear computes x·wᵀ straight from w (out, in), and the
+backward passes compute g·bᵀ and aᵀ·g the same way. Gradients of a broadcast operand are
+reduced over the batch: where matmul folds a batch into rows (an N-D operand times a 2-D one)
+that reduction is part of a single product with a longer K; otherwise it is sum_to_shape.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .._kernels import _gemm
+from ..tensor import Tensor
+from . import _core
+
+
+def _product(a: np.ndarray, b: np.ndarray, trans_a: bool = False,
+             trans_b: bool = False) -> np.ndarray:
+    """op(a)·op(b) for float32 arrays of rank 2 or 3 (a leading batch of 1 broadcasts)."""
+    a = np.ascontiguousarray(a)
+    b = np.ascontiguousarray(b)
+    a3 = a if a.ndim == 3 else a[None]
+    b3 = b if b.ndim == 3 else b[None]
+    m = a3.shape[2] if trans_a else a3.shape[1]
+    n = b3.shape[1] if trans_b else b3.shape[2]
+    out = np.empty((max(a3.shape[0], b3.shape[0]), m, n), np.float32)
+    if out.size:
+        _gemm.gemm(a3, b3, out, int(trans_a), int(trans_b), _core.threads())
+    return out if a.ndim == 3 or b.ndim == 3 else out[0]
+
+
+def _rows(shape: tuple) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b with torch.matmul's rules: 1-D operands gain and lose a dimension, leading
+    (batch) dimensions broadcast."""
+    a = _core.as_tensor(a, "matmul")
+    b = _core.as_tensor(b, "matmul")
+    _core.require_float(a, "matmul", "a")
+    _core.require_float(b, "matmul", "b")
+    sa, sb = a.shape, b.shape
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul: {sa} @ {sb}: both operands need at least one dimension")
+    # 1-D operands: a row vector on the left, a column vector on the right, dropped afterwards.
+    a2 = a._data.reshape((1,) + sa) if a.ndim == 1 else a._data
+    b2 = b._data.reshape(sb + (1,)) if b.ndim == 1 else b._data
+    m, k = a2.shape[-2:]
+    k2, n = b2.shape[-2:]
+    if k != k2:
+        raise ValueError(f"matmul: {sa} @ {sb}: inner dimensions {k} != {k2}")
+    batch_a, batch_b = a2.shape[:-2], b2.shape[:-2]
+    batch = _core.broadcast_shape(batch_a, batch_b, "matmul")
+    out_shape = batch + (() if a.ndim == 1 else (m,)) + (() if b.ndim == 1 else (n,))
+
+    if b2.ndim == 2:
+        # Fold a's batch into rows: one (rows, k)·(k, n) product.
+        a_rows = a2.reshape(_rows(a2.shape[:-1]), k)
+        out = _product(a_rows, b2)
+
+        def backward(g: np.ndarray):
+            g_rows = g.reshape(a_rows.shape[0], n)
+            ga = _product(g_rows, b2, trans_b=True).reshape(sa) if a.requires_grad else None
+            gb = _product(a_rows, g_rows, trans_a=True).reshape(sb) if b.requires_grad else None
+            return ga, gb
+
+        return _core.record("matmul", out.reshape(out_shape), (a, b), backward, (a, b))
+
+    # Batched: each operand is either one matrix for every product or a full batch.
+    def batched(x: np.ndarray, x_batch: tuple) -> np.ndarray:
+        if _rows(x_batch) == 1:
+            return x.reshape((1,) + x.shape[-2:])
+        return np.broadcast_to(x, batch + x.shape[-2:]).reshape((_rows(batch),) + x.shape[-2:])
+
+    a3, b3 = batched(a2, batch_a), batched(b2, batch_b)
+    out = _product(a3, b3)
+
+    def backward(g: np.ndarray):
+        g3 = g.reshape((_rows(batch), m, n))
+        ga = gb = None
+        if a.requires_grad:
+            ga = _product(g3, b3, trans_b=True).reshape(batch + (m, k))
+            ga = _core.sum_to_shape(ga, a2.shape).reshape(sa)
+        if b.requires_grad:
+            gb = _product(a3, g3, trans_a=True).reshape(batch + (k, n))
+            gb = _core.sum_to_shape(gb, b2.shape).reshape(sb)
+        return ga, gb
+
+    return _core.record("matmul", out.reshape(out_shape), (a, b), backward, (a, b))
+
+
+def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
+    """x·wᵀ + b with w of shape (out_features, in_features), as torch.nn.functional.linear."""
+    x = _core.as_tensor(x, "linear")
+    w = _core.as_tensor(w, "linear")
+    _core.require_float(x, "linear", "input")
+    _core.require_float(w, "linear", "weight")
+    if w.ndim != 2:
+        raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got shape "
+                         f"{w.shape}")
+    if x.ndim == 0 or x.shape[-1] != w.shape[1]:
+        raise ValueError(f"linear: input of shape {x.shape} and weight of shape {w.shape}: "
+                         f"the last dimension of the input must be {w.shape[1]}")
+    n_out, n_in = w.shape
+    inputs: tuple = (x, w)
+    if b is not None:
+        b = _core.as_tensor(b, "linear")
+        _core.require_float(b, "linear", "bias")
+        if b.shape != (n_out,):
+            raise ValueError(f"linear: bias of shape {b.shape} for a weight of shape {w.shape}; "
+                             f"expected ({n_out},)")
+        inputs = (x, w, b)
+    x_rows = x._data.reshape(_rows(x.shape[:-1]), n_in)
+    out = _product(x_rows, w._data, trans_b=True)
+    if b is not None:
+        out += b._data
+    out_shape = x.shape[:-1] + (n_out,)
+
+    def backward(g: np.ndarray):
+        g_rows = g.reshape(x_rows.shape[0], n_out)
+        gx = _product(g_rows, w._data).reshape(x.shape) if x.requires_grad else None
+        gw = _product(g_rows, x_rows, trans_a=True) if w.requires_grad else None
+        if b is None:
+            return gx, gw
+        return gx, gw, (_core.sum_axis(g_rows, 0) if b.requires_grad else None)
+
+    return _core.record("linear", out.reshape(out_shape), inputs, backward, (x, w))
