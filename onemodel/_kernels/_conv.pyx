@@ -1,0 +1,284 @@
+# cython: freethreading_compatible = True
+"""Convolution, pooling and batch-norm kernels (csrc/conv.c) behind shape-checking wrappers.
+
+onemodel.functional.conv validates user arguments and allocates; these wrappers check again
+that every array agrees with the others, so no shape can make a kernel read or write out of
+bounds. Arrays are float32 (int64 for indices and windows), C-contiguous.
+"""
+import numpy as np
+
+from onemodel._kernels._isa cimport om_set_isa
+from libc.stdint cimport int64_t
+
+cdef extern from "conv.h" nogil:
+    ctypedef struct om_conv2d_shape:
+        int64_t n, c, h, w, k, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow
+    ctypedef struct om_pool_windows:
+        int64_t planes, h, w, oh, ow
+        const int64_t *hs
+        const int64_t *he
+        const int64_t *ws
+        const int64_t *we
+    int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float *w,
+                              const float *b, float *y, int nthreads)
+    int om_conv2d_backward_f32(const om_conv2d_shape *s, const float *x, const float *w,
+                               const float *gy, float *gx, float *gw, float *gb, int nthreads)
+    void om_max_pool2d_f32(const om_pool_windows *p, const float *x, float *y, int64_t *idx,
+                           int nthreads)
+    void om_max_pool2d_backward_f32(const om_pool_windows *p, const float *gy,
+                                    const int64_t *idx, float *gx, int nthreads)
+    void om_avg_pool2d_f32(const om_pool_windows *p, const int64_t *dh, const int64_t *dw,
+                           const float *x, float *y, int nthreads)
+    void om_avg_pool2d_backward_f32(const om_pool_windows *p, const int64_t *dh,
+                                    const int64_t *dw, const float *gy, float *gx, int nthreads)
+    void om_batch_norm_stats_f32(const float *x, int64_t n, int64_t c, int64_t s, double eps,
+                                 float *mean, float *var, float *var_unbiased, float *invstd,
+                                 int nthreads)
+    void om_batch_norm_apply_f32(const float *x, const float *mean, const float *invstd,
+                                 const float *w, const float *b, float *y, int64_t n,
+                                 int64_t c, int64_t s, int nthreads)
+    void om_batch_norm_backward_f32(const float *x, const float *gy, const float *mean,
+                                    const float *invstd, const float *w, float *gx, float *gw,
+                                    float *gb, int64_t n, int64_t c, int64_t s,
+                                    int batch_stats, int nthreads)
+
+
+def set_isa(int isa) -> None:
+    om_set_isa(isa)
+
+
+cdef _require(str op, str name, a, tuple shape, dtype=np.float32):
+    if not isinstance(a, np.ndarray) or a.dtype != dtype or not a.flags.c_contiguous:
+        raise TypeError(f"{op}: {name} must be a C-contiguous {np.dtype(dtype)} array")
+    if tuple(a.shape) != shape:
+        raise ValueError(f"{op}: {name} has shape {tuple(a.shape)}, expected {shape}")
+
+
+cdef inline float *_fptr(float[::1] v) noexcept nogil:
+    return &v[0] if v.shape[0] else NULL
+
+
+cdef inline const float *_cptr(const float[::1] v) noexcept nogil:
+    return &v[0] if v.shape[0] else NULL
+
+
+cdef inline int64_t *_iptr(int64_t[::1] v) noexcept nogil:
+    return &v[0] if v.shape[0] else NULL
+
+
+cdef om_conv2d_shape _conv_shape(str op, x, w, tuple stride, tuple padding, tuple dilation,
+                                 int64_t groups) except *:
+    cdef om_conv2d_shape s
+    if not isinstance(x, np.ndarray) or x.ndim != 4 or not isinstance(w, np.ndarray) \
+            or w.ndim != 4:
+        raise ValueError(f"{op}: input and weight must be 4-D arrays")
+    s.n, s.c, s.h, s.w = x.shape
+    s.k, cg, s.kh, s.kw = w.shape
+    s.sh, s.sw = stride
+    s.ph, s.pw = padding
+    s.dh, s.dw = dilation
+    s.groups = groups
+    if (groups < 1 or s.c % groups or s.k % groups or cg * groups != s.c or min(stride) < 1
+            or min(dilation) < 1 or min(padding) < 0 or s.kh < 1 or s.kw < 1):
+        raise ValueError(f"{op}: input {tuple(x.shape)}, weight {tuple(w.shape)}, "
+                         f"stride {stride}, padding {padding}, dilation {dilation}, "
+                         f"groups {groups} do not fit together")
+    s.oh = (s.h + 2 * s.ph - s.dh * (s.kh - 1) - 1) // s.sh + 1
+    s.ow = (s.w + 2 * s.pw - s.dw * (s.kw - 1) - 1) // s.sw + 1
+    if s.oh < 1 or s.ow < 1:
+        raise ValueError(f"{op}: kernel {(s.kh, s.kw)} (dilation {dilation}) is larger than "
+                         f"the padded input {(s.h + 2 * s.ph, s.w + 2 * s.pw)}")
+    _require(op, "input", x, tuple(x.shape))
+    _require(op, "weight", w, tuple(w.shape))
+    return s
+
+
+def conv2d_forward(x, w, b, y, tuple stride, tuple padding, tuple dilation, int64_t groups,
+                   int nthreads) -> None:
+    """y = conv2d(x, w) + b (b may be None)."""
+    cdef om_conv2d_shape s = _conv_shape("conv2d", x, w, stride, padding, dilation, groups)
+    _require("conv2d", "output", y, (s.n, s.k, s.oh, s.ow))
+    if b is not None:
+        _require("conv2d", "bias", b, (s.k,))
+    cdef const float[::1] xv = x.reshape(-1), wv = w.reshape(-1)
+    cdef const float[::1] bv = (b if b is not None else np.empty(0, np.float32))
+    cdef float[::1] yv = y.reshape(-1)
+    cdef const float *bp = _cptr(bv) if b is not None else NULL
+    cdef int status
+    with nogil:
+        status = om_conv2d_forward_f32(&s, _cptr(xv), _cptr(wv), bp, _fptr(yv), nthreads)
+    if status:
+        raise MemoryError(f"conv2d: out of memory for the column matrix of input "
+                          f"{tuple(x.shape)} and weight {tuple(w.shape)}")
+
+
+def conv2d_backward(x, w, gy, gx, gw, gb, tuple stride, tuple padding, tuple dilation,
+                    int64_t groups, int nthreads) -> None:
+    """Gradients of conv2d for upstream gy into gx, gw, gb (each may be None: not wanted)."""
+    cdef om_conv2d_shape s = _conv_shape("conv2d backward", x, w, stride, padding, dilation,
+                                         groups)
+    _require("conv2d backward", "grad_output", gy, (s.n, s.k, s.oh, s.ow))
+    empty = np.empty(0, np.float32)
+    for name, a, shape in (("grad_input", gx, x.shape), ("grad_weight", gw, w.shape),
+                           ("grad_bias", gb, (s.k,))):
+        if a is not None:
+            _require("conv2d backward", name, a, tuple(shape))
+    cdef const float[::1] xv = x.reshape(-1), wv = w.reshape(-1), gyv = gy.reshape(-1)
+    cdef float[::1] gxv = gx.reshape(-1) if gx is not None else empty
+    cdef float[::1] gwv = gw.reshape(-1) if gw is not None else empty
+    cdef float[::1] gbv = gb if gb is not None else empty
+    cdef float *gxp = _fptr(gxv) if gx is not None else NULL
+    cdef float *gwp = _fptr(gwv) if gw is not None else NULL
+    cdef float *gbp = _fptr(gbv) if gb is not None else NULL
+    cdef int status
+    with nogil:
+        status = om_conv2d_backward_f32(&s, _cptr(xv), _cptr(wv), _cptr(gyv), gxp, gwp, gbp,
+                                        nthreads)
+    if status:
+        raise MemoryError(f"conv2d backward: out of memory for the column matrix of input "
+                          f"{tuple(x.shape)} and weight {tuple(w.shape)}")
+
+
+cdef om_pool_windows _windows(str op, x, y, hs, he, ws, we) except *:
+    cdef om_pool_windows p
+    if not isinstance(x, np.ndarray) or x.ndim != 3 or not isinstance(y, np.ndarray) \
+            or y.ndim != 3:
+        raise ValueError(f"{op}: input and output must be 3-D arrays (planes, rows, cols)")
+    p.planes, p.h, p.w = x.shape
+    _, p.oh, p.ow = y.shape
+    _require(op, "input", x, tuple(x.shape))
+    _require(op, "output", y, (p.planes, p.oh, p.ow))
+    for name, a, n, size in (("hs", hs, p.oh, p.h), ("he", he, p.oh, p.h),
+                             ("ws", ws, p.ow, p.w), ("we", we, p.ow, p.w)):
+        _require(op, name, a, (n,), np.int64)
+    if p.oh and (hs.min() < 0 or he.max() > p.h or (he <= hs).any()):
+        raise ValueError(f"{op}: row windows outside [0, {p.h}) or empty")
+    if p.ow and (ws.min() < 0 or we.max() > p.w or (we <= ws).any()):
+        raise ValueError(f"{op}: column windows outside [0, {p.w}) or empty")
+    cdef const int64_t[::1] hsv = hs, hev = he, wsv = ws, wev = we
+    p.hs = &hsv[0] if p.oh else NULL
+    p.he = &hev[0] if p.oh else NULL
+    p.ws = &wsv[0] if p.ow else NULL
+    p.we = &wev[0] if p.ow else NULL
+    return p
+
+
+def max_pool2d(x, y, idx, hs, he, ws, we, int nthreads) -> None:
+    """y[p, i, j] = max of x[p, hs[i]:he[i], ws[j]:we[j]]; idx = its row * w + col in the plane."""
+    cdef om_pool_windows p = _windows("max_pool2d", x, y, hs, he, ws, we)
+    _require("max_pool2d", "indices", idx, tuple(y.shape), np.int64)
+    cdef const float[::1] xv = x.reshape(-1)
+    cdef float[::1] yv = y.reshape(-1)
+    cdef int64_t[::1] iv = idx.reshape(-1)
+    with nogil:
+        om_max_pool2d_f32(&p, _cptr(xv), _fptr(yv), _iptr(iv), nthreads)
+
+
+def max_pool2d_backward(gy, idx, gx, hs, he, ws, we, int nthreads) -> None:
+    """gx = scatter-add of gy at idx, plane by plane, in output order."""
+    cdef om_pool_windows p = _windows("max_pool2d backward", gx, gy, hs, he, ws, we)
+    _require("max_pool2d backward", "indices", idx, tuple(gy.shape), np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= p.h * p.w):
+        raise ValueError("max_pool2d backward: index outside the input plane")
+    cdef const float[::1] gyv = gy.reshape(-1)
+    cdef const int64_t[::1] iv = idx.reshape(-1)
+    cdef float[::1] gxv = gx.reshape(-1)
+    cdef const int64_t *ip = &iv[0] if iv.shape[0] else NULL
+    with nogil:
+        om_max_pool2d_backward_f32(&p, _cptr(gyv), ip, _fptr(gxv), nthreads)
+
+
+cdef _divisors(str op, dh, dw, om_pool_windows *p):
+    _require(op, "dh", dh, (p.oh,), np.int64)
+    _require(op, "dw", dw, (p.ow,), np.int64)
+    if (p.oh and dh.min() < 1) or (p.ow and dw.min() < 1):
+        raise ValueError(f"{op}: divisors must be positive")
+
+
+def avg_pool2d(x, y, hs, he, ws, we, dh, dw, int nthreads) -> None:
+    """y[p, i, j] = sum of x[p, hs[i]:he[i], ws[j]:we[j]] / (dh[i] * dw[j])."""
+    cdef om_pool_windows p = _windows("avg_pool2d", x, y, hs, he, ws, we)
+    _divisors("avg_pool2d", dh, dw, &p)
+    cdef const int64_t[::1] dhv = dh, dwv = dw
+    cdef const float[::1] xv = x.reshape(-1)
+    cdef float[::1] yv = y.reshape(-1)
+    cdef const int64_t *dhp = &dhv[0] if p.oh else NULL
+    cdef const int64_t *dwp = &dwv[0] if p.ow else NULL
+    with nogil:
+        om_avg_pool2d_f32(&p, dhp, dwp, _cptr(xv), _fptr(yv), nthreads)
+
+
+def avg_pool2d_backward(gy, gx, hs, he, ws, we, dh, dw, int nthreads) -> None:
+    cdef om_pool_windows p = _windows("avg_pool2d backward", gx, gy, hs, he, ws, we)
+    _divisors("avg_pool2d backward", dh, dw, &p)
+    cdef const int64_t[::1] dhv = dh, dwv = dw
+    cdef const float[::1] gyv = gy.reshape(-1)
+    cdef float[::1] gxv = gx.reshape(-1)
+    cdef const int64_t *dhp = &dhv[0] if p.oh else NULL
+    cdef const int64_t *dwp = &dwv[0] if p.ow else NULL
+    with nogil:
+        om_avg_pool2d_backward_f32(&p, dhp, dwp, _cptr(gyv), _fptr(gxv), nthreads)
+
+
+cdef tuple _bn_dims(str op, x):
+    if not isinstance(x, np.ndarray) or x.ndim != 3:
+        raise ValueError(f"{op}: input must be a 3-D array (n, c, s)")
+    _require(op, "input", x, tuple(x.shape))
+    return tuple(x.shape)
+
+
+def batch_norm_stats(x, double eps, mean, var, var_unbiased, invstd, int nthreads) -> None:
+    """Per-channel mean, biased and unbiased variance, 1 / sqrt(var + eps) of x (n, c, s)."""
+    n, c, s = _bn_dims("batch_norm", x)
+    if n * s < 1:
+        raise ValueError(f"batch_norm: no values per channel in input {tuple(x.shape)}")
+    for name, a in (("mean", mean), ("var", var), ("var_unbiased", var_unbiased),
+                    ("invstd", invstd)):
+        _require("batch_norm", name, a, (c,))
+    cdef const float[::1] xv = x.reshape(-1)
+    cdef float[::1] mv = mean, vv = var, uv = var_unbiased, iv = invstd
+    cdef int64_t cn = n, cc = c, cs = s
+    with nogil:
+        om_batch_norm_stats_f32(_cptr(xv), cn, cc, cs, eps, _fptr(mv), _fptr(vv), _fptr(uv),
+                                _fptr(iv), nthreads)
+
+
+def batch_norm_apply(x, mean, invstd, w, b, y, int nthreads) -> None:
+    """y = (x - mean) * (invstd * w) + b per channel of x (n, c, s)."""
+    n, c, s = _bn_dims("batch_norm", x)
+    for name, a in (("mean", mean), ("invstd", invstd), ("weight", w), ("bias", b)):
+        _require("batch_norm", name, a, (c,))
+    _require("batch_norm", "output", y, (n, c, s))
+    cdef const float[::1] xv = x.reshape(-1), mv = mean, iv = invstd, wv = w, bv = b
+    cdef float[::1] yv = y.reshape(-1)
+    cdef int64_t cn = n, cc = c, cs = s
+    with nogil:
+        om_batch_norm_apply_f32(_cptr(xv), _cptr(mv), _cptr(iv), _cptr(wv), _cptr(bv),
+                                _fptr(yv), cn, cc, cs, nthreads)
+
+
+def batch_norm_backward(x, gy, mean, invstd, w, gx, gw, gb, bint batch_stats,
+                        int nthreads) -> None:
+    """Gradients of batch_norm_apply into gx, gw, gb (each may be None); with batch_stats the
+    mean and invstd are x's own batch statistics."""
+    n, c, s = _bn_dims("batch_norm backward", x)
+    _require("batch_norm backward", "grad_output", gy, (n, c, s))
+    for name, a in (("mean", mean), ("invstd", invstd), ("weight", w)):
+        _require("batch_norm backward", name, a, (c,))
+    empty = np.empty(0, np.float32)
+    for name, a, shape in (("grad_input", gx, (n, c, s)), ("grad_weight", gw, (c,)),
+                           ("grad_bias", gb, (c,))):
+        if a is not None:
+            _require("batch_norm backward", name, a, shape)
+    cdef const float[::1] xv = x.reshape(-1), gyv = gy.reshape(-1), mv = mean, iv = invstd
+    cdef const float[::1] wv = w
+    cdef float[::1] gxv = gx.reshape(-1) if gx is not None else empty
+    cdef float[::1] gwv = gw if gw is not None else empty
+    cdef float[::1] gbv = gb if gb is not None else empty
+    cdef float *gxp = _fptr(gxv) if gx is not None else NULL
+    cdef float *gwp = _fptr(gwv) if gw is not None else NULL
+    cdef float *gbp = _fptr(gbv) if gb is not None else NULL
+    cdef int64_t cn = n, cc = c, cs = s
+    with nogil:
+        om_batch_norm_backward_f32(_cptr(xv), _cptr(gyv), _cptr(mv), _cptr(iv), _cptr(wv),
+                                   gxp, gwp, gbp, cn, cc, cs, batch_stats, nthreads)

@@ -1,0 +1,297 @@
+"""Convolution, pooling and batch norm over NCHW float32 tensors (kernels: csrc/conv.c).
+
+Arguments follow torch.nn.functional. Every shape, dtype and size rule is checked here, before
+a kernel runs; pooling windows are computed here once as row and column tables (clipped to the
+input), so one max kernel and one average kernel serve max_pool2d, avg_pool2d and
+adaptive_avg_pool2d. The association orders of every sum are in the design note of conv.c.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from .._kernels import _conv
+from ..tensor import Tensor
+from . import _core
+
+IntPair = Union[int, Sequence[int]]
+
+
+def _pair(value: Any, name: str, op: str, minimum: int) -> tuple:
+    items = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
+    if len(items) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                              for v in items):
+        raise TypeError(f"{op}: {name} must be an int or a pair of ints, got {value!r}")
+    if min(items) < minimum:
+        raise ValueError(f"{op}: {name} must be >= {minimum}, got {value!r}")
+    return int(items[0]), int(items[1])
+
+
+def _image(x: Any, op: str) -> Tensor:
+    """x as a float32 tensor of rank 3 (C, H, W) or 4 (N, C, H, W)."""
+    x = _core.as_tensor(x, op)
+    _core.require_float(x, op)
+    if x.ndim not in (3, 4):
+        raise ValueError(f"{op}: input must be (N, C, H, W) or (C, H, W), got shape {x.shape}")
+    return x
+
+
+def _out_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+# -- convolution ----------------------------------------------------------------------------
+def conv2d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntPair = 1,
+           padding: Union[IntPair, str] = 0, dilation: IntPair = 1, groups: int = 1) -> Tensor:
+    """2-D cross-correlation as torch.nn.functional.conv2d; padding may be "valid" or "same"
+    (the latter with stride 1 and an odd dilated kernel, so that it is symmetric)."""
+    op = "conv2d"
+    x = _image(x, op)
+    w = _core.as_tensor(weight, op)
+    _core.require_float(w, op, "weight")
+    if w.ndim != 4:
+        raise ValueError(f"{op}: weight must be (out_channels, in_channels/groups, kh, kw), "
+                         f"got shape {w.shape}")
+    b = None if bias is None else _core.as_tensor(bias, op)
+    if b is not None:
+        _core.require_float(b, op, "bias")
+        if b.shape != (w.shape[0],):
+            raise ValueError(f"{op}: bias of shape {b.shape} for weight {w.shape}, expected "
+                             f"({w.shape[0]},)")
+    stride = _pair(stride, "stride", op, 1)
+    dilation = _pair(dilation, "dilation", op, 1)
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
+    groups = int(groups)
+    k, cg, kh, kw = w.shape
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0, 0)
+        elif padding == "same":
+            spans = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))
+            if stride != (1, 1) or spans[0] % 2 or spans[1] % 2:
+                raise ValueError(f"{op}: padding='same' needs stride 1 and an odd dilated "
+                                 f"kernel, got stride {stride}, kernel {(kh, kw)}, "
+                                 f"dilation {dilation}")
+            padding = (spans[0] // 2, spans[1] // 2)
+        else:
+            raise ValueError(f"{op}: padding must be 'valid', 'same' or ints, got {padding!r}")
+    padding = _pair(padding, "padding", op, 0)
+    batched = x.ndim == 4
+    xs = x.shape if batched else (1,) + x.shape
+    if xs[1] != cg * groups or k % groups:
+        raise ValueError(f"{op}: input {x.shape} and weight {w.shape} with groups={groups}: "
+                         f"input channels must be {cg}*{groups} and {k} output channels "
+                         f"divisible by {groups}")
+    oh = _out_size(xs[2], kh, stride[0], padding[0], dilation[0])
+    ow = _out_size(xs[3], kw, stride[1], padding[1], dilation[1])
+    if oh < 1 or ow < 1 or kh < 1 or kw < 1:
+        raise ValueError(f"{op}: kernel {(kh, kw)} with dilation {dilation} is larger than the "
+                         f"padded input {(xs[2] + 2 * padding[0], xs[3] + 2 * padding[1])} "
+                         f"(input {x.shape}, weight {w.shape})")
+
+    x4 = x._data.reshape(xs)
+    y = np.empty((xs[0], k, oh, ow), np.float32)
+    args = (stride, padding, dilation, groups)
+    _conv.conv2d_forward(x4, w._data, None if b is None else b._data, y, *args,
+                         _core.threads())
+
+    def backward(g: np.ndarray):
+        gx = np.empty(xs, np.float32) if x.requires_grad else None
+        gw = np.empty(w.shape, np.float32) if w.requires_grad else None
+        gb = np.empty((k,), np.float32) if b is not None and b.requires_grad else None
+        _conv.conv2d_backward(x4, w._data, np.ascontiguousarray(g.reshape(y.shape)), gx, gw, gb,
+                              *args, _core.threads())
+        return (None if gx is None else gx.reshape(x.shape)), gw, gb
+
+    inputs = (x, w) if b is None else (x, w, b)
+    return _core.record(op, y if batched else y[0], inputs, backward, (x, w))
+
+
+# -- pooling --------------------------------------------------------------------------------
+def _planes(x: Tensor) -> np.ndarray:
+    """x's data as (planes, H, W)."""
+    return x._data.reshape((-1,) + x.shape[-2:])
+
+
+def _sliding(size: int, kernel: int, stride: int, padding: int, op: str, shape: tuple):
+    """Windows [start, start + kernel) of a padded axis: (clipped starts, clipped ends,
+    unclipped starts, output size)."""
+    out = _out_size(size, kernel, stride, padding, 1)
+    if out < 1:
+        raise ValueError(f"{op}: kernel {kernel} is larger than the padded input "
+                         f"{size + 2 * padding} (input {shape})")
+    start = np.arange(out, dtype=np.int64) * stride - padding
+    return np.maximum(start, 0), np.minimum(start + kernel, size), start, out
+
+
+def _pool_args(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair], padding: IntPair,
+               op: str) -> tuple:
+    kernel = _pair(kernel_size, "kernel_size", op, 1)
+    stride = kernel if stride is None else _pair(stride, "stride", op, 1)
+    padding = _pair(padding, "padding", op, 0)
+    if padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2:
+        raise ValueError(f"{op}: padding {padding} must be at most half of kernel_size "
+                         f"{kernel}")
+    rows = _sliding(x.shape[-2], kernel[0], stride[0], padding[0], op, x.shape)
+    cols = _sliding(x.shape[-1], kernel[1], stride[1], padding[1], op, x.shape)
+    return kernel, padding, rows, cols
+
+
+def max_pool2d(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
+               padding: IntPair = 0, return_indices: bool = False) -> Any:
+    """Maximum over each window (padding counts as -inf). The gradient goes to the first
+    maximal element in row-major window order, as in PyTorch. With return_indices, also the
+    int64 index (row * W + column) of that element in its plane."""
+    op = "max_pool2d"
+    x = _image(x, op)
+    _, _, (hs, he, _, oh), (ws, we, _, ow) = _pool_args(x, kernel_size, stride, padding, op)
+    windows = (hs, he, ws, we)
+    xp = _planes(x)
+    y = np.empty((xp.shape[0], oh, ow), np.float32)
+    idx = np.empty(y.shape, np.int64)
+    _conv.max_pool2d(xp, y, idx, *windows, _core.threads())
+    out_shape = x.shape[:-2] + (oh, ow)
+
+    def backward(g: np.ndarray):
+        gx = np.empty(xp.shape, np.float32)
+        _conv.max_pool2d_backward(np.ascontiguousarray(g.reshape(y.shape)), idx, gx, *windows,
+                                  _core.threads())
+        return (gx.reshape(x.shape),)
+
+    out = _core.record(op, y.reshape(out_shape), (x,), backward)
+    return (out, Tensor._wrap(idx.reshape(out_shape))) if return_indices else out
+
+
+def _average(x: Tensor, op: str, windows: tuple, dh: np.ndarray, dw: np.ndarray) -> Tensor:
+    xp = _planes(x)
+    y = np.empty((xp.shape[0], dh.shape[0], dw.shape[0]), np.float32)
+    _conv.avg_pool2d(xp, y, *windows, dh, dw, _core.threads())
+
+    def backward(g: np.ndarray):
+        gx = np.empty(xp.shape, np.float32)
+        _conv.avg_pool2d_backward(np.ascontiguousarray(g.reshape(y.shape)), gx, *windows, dh, dw,
+                                  _core.threads())
+        return (gx.reshape(x.shape),)
+
+    return _core.record(op, y.reshape(x.shape[:-2] + y.shape[1:]), (x,), backward)
+
+
+def avg_pool2d(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
+               padding: IntPair = 0, count_include_pad: bool = True) -> Tensor:
+    """Mean over each window; with count_include_pad (PyTorch's default) the padding counts
+    in the divisor."""
+    op = "avg_pool2d"
+    x = _image(x, op)
+    kernel, padding, (hs, he, h0, _), (ws, we, w0, _) = _pool_args(x, kernel_size, stride,
+                                                                   padding, op)
+    if count_include_pad:
+        # PyTorch's divisor: the window clipped to the padded input, not to the input.
+        dh = np.minimum(h0 + kernel[0], x.shape[-2] + padding[0]) - h0
+        dw = np.minimum(w0 + kernel[1], x.shape[-1] + padding[1]) - w0
+    else:
+        dh, dw = he - hs, we - ws
+    return _average(x, op, (hs, he, ws, we), dh, dw)
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size: Union[int, Sequence[Optional[int]]]) -> Tensor:
+    """Mean over the windows [floor(i*H/OH), ceil((i+1)*H/OH)) as in PyTorch; None in
+    output_size keeps that input size."""
+    op = "adaptive_avg_pool2d"
+    x = _image(x, op)
+    sizes = (output_size, output_size) if isinstance(output_size, (int, np.integer)) \
+        else tuple(output_size)
+    if len(sizes) != 2:
+        raise ValueError(f"{op}: output_size must be an int or a pair, got {output_size!r}")
+    sizes = tuple(x.shape[-2 + i] if s is None else s for i, s in enumerate(sizes))
+    _pair(sizes, "output_size", op, 1)
+    if x.shape[-2] < 1 or x.shape[-1] < 1:
+        raise ValueError(f"{op}: input {x.shape} has an empty spatial dimension")
+
+    def axis(size: int, out: int) -> tuple:
+        i = np.arange(out, dtype=np.int64)
+        return (i * size) // out, -((-(i + 1) * size) // out)
+
+    (hs, he), (ws, we) = axis(x.shape[-2], int(sizes[0])), axis(x.shape[-1], int(sizes[1]))
+    return _average(x, op, (hs, he, ws, we), he - hs, we - ws)
+
+
+# -- batch norm -----------------------------------------------------------------------------
+def _channel_vector(t: Any, c: int, name: str, op: str) -> Optional[Tensor]:
+    if t is None:
+        return None
+    t = _core.as_tensor(t, op)
+    _core.require_float(t, op, name)
+    if t.shape != (c,):
+        raise ValueError(f"{op}: {name} has shape {t.shape}, expected ({c},)")
+    return t
+
+
+def batch_norm(x: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
+               weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Batch norm over (N, C), (N, C, L) or (N, C, H, W) as torch.nn.functional.batch_norm.
+
+    Training: normalises with the batch mean and biased variance and, when given, updates the
+    running statistics in place: running = (1 - momentum)·running + momentum·batch, with the
+    unbiased variance for running_var (computed in double, rounded once). Evaluation: uses the
+    running statistics.
+    """
+    op = "batch_norm"
+    x = _core.as_tensor(x, op)
+    _core.require_float(x, op)
+    if x.ndim < 2:
+        raise ValueError(f"{op}: input must be (N, C, ...), got shape {x.shape}")
+    n, c = x.shape[:2]
+    s = int(np.prod(x.shape[2:], dtype=np.int64))
+    rm = _channel_vector(running_mean, c, "running_mean", op)
+    rv = _channel_vector(running_var, c, "running_var", op)
+    w = _channel_vector(weight, c, "weight", op)
+    b = _channel_vector(bias, c, "bias", op)
+    if (rm is None) != (rv is None):
+        raise ValueError(f"{op}: running_mean and running_var must both be given or both None")
+    if not training and rm is None:
+        raise ValueError(f"{op}: evaluation mode needs running_mean and running_var")
+    if training and n * s <= 1:
+        raise ValueError(f"{op}: expected more than 1 value per channel when training, got "
+                         f"input of shape {x.shape}")
+    if eps < 0:
+        raise ValueError(f"{op}: eps must be >= 0, got {eps}")
+
+    x3 = x._data.reshape(n, c, s)
+    threads = _core.threads()
+    if training:
+        mean, var, var_unbiased, invstd = (np.empty(c, np.float32) for _ in range(4))
+        _conv.batch_norm_stats(x3, float(eps), mean, var, var_unbiased, invstd, threads)
+        if rm is not None:
+            m = float(momentum)
+            for buf, batch in ((rm, mean), (rv, var_unbiased)):
+                new = m * batch.astype(np.float64) + (1.0 - m) * buf._data.astype(np.float64)
+                buf.copy_(new.astype(np.float32))
+    else:
+        mean = rm._data.copy()
+        invstd = (1.0 / np.sqrt(rv._data.astype(np.float64) + float(eps))).astype(np.float32)
+    wd = np.ones(c, np.float32) if w is None else w._data
+    bd = np.zeros(c, np.float32) if b is None else b._data
+    y = np.empty(x3.shape, np.float32)
+    _conv.batch_norm_apply(x3, mean, invstd, wd, bd, y, threads)
+
+    inputs = tuple(t for t in (x, w, b) if t is not None)
+
+    def backward(g: np.ndarray):
+        gx = np.empty(x3.shape, np.float32) if x.requires_grad else None
+        gw = np.empty(c, np.float32) if w is not None and w.requires_grad else None
+        gb = np.empty(c, np.float32) if b is not None and b.requires_grad else None
+        _conv.batch_norm_backward(x3, np.ascontiguousarray(g.reshape(x3.shape)), mean, invstd,
+                                  wd, gx, gw, gb, bool(training), _core.threads())
+        grads = [None if gx is None else gx.reshape(x.shape)]
+        grads += [gw] if w is not None else []
+        grads += [gb] if b is not None else []
+        return grads
+
+    saved = tuple(t for t in (x, w) if t is not None)
+    return _core.record(op, y.reshape(x.shape), inputs, backward, saved)
+
+
+__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv2d", "max_pool2d"]
