@@ -1,0 +1,213 @@
+# cython: freethreading_compatible = True
+"""Sums along an axis, softmax and log_softmax, layer norm, and the in-order sum of squares.
+
+The kernels (csrc/reduce.c) add along a vector in one fixed order (16 lanes and a fixed tree,
+per chunk of 65536 elements) and over a non-innermost axis sequentially, so the bits are the
+same on every instruction-set path and thread count. This wrapper checks every dtype, layout,
+size and overlap before a kernel runs. Tensors are viewed as (outer, n, inner), reduced over n;
+layer norm works on rows of length n. An output may be the very array of an input of the same
+size (computed in place) where noted; no other overlap is allowed.
+"""
+import numpy as np
+
+from onemodel._kernels._isa cimport om_set_isa
+from libc.stdint cimport int64_t
+
+cdef extern from "reduce.h" nogil:
+    void om_sum_axis_f32(const float *x, float *out, int64_t outer, int64_t n, int64_t inner,
+                         int nthreads)
+    void om_softmax_f32(const float *x, float *y, int64_t outer, int64_t n, int64_t inner,
+                        int is_log, int nthreads)
+    void om_softmax_backward_f32(const float *y, const float *g, float *dx, int64_t outer,
+                                 int64_t n, int64_t inner, int is_log, int nthreads)
+    void om_layer_norm_f32(const float *x, const float *w, const float *b, float eps, float *y,
+                           float *mean, float *rstd, int64_t rows, int64_t n, int nthreads)
+    void om_layer_norm_backward_f32(const float *g, const float *x, const float *mean,
+                                    const float *rstd, const float *w, float *dx, float *dw,
+                                    float *db, int64_t rows, int64_t n, int nthreads)
+    double om_sumsq_f64(const float *x, int64_t n)
+
+
+def set_isa(int isa) -> None:
+    om_set_isa(isa)
+
+
+# Where an empty array points: kernels never read it, but they get a valid address.
+cdef float _empty[1]
+
+
+cdef const float *_in(x):
+    if x is None:
+        return NULL
+    cdef const float[::1] v = x.reshape(-1)
+    return &v[0] if v.shape[0] else _empty
+
+
+cdef float *_out(x):
+    if x is None:
+        return NULL
+    cdef float[::1] v = x.reshape(-1)
+    return &v[0] if v.shape[0] else _empty
+
+
+def _check(str op, str where, str name, x, Py_ssize_t size, bint output=False,
+            bint optional=False):
+    """x is a float32 C-contiguous numpy array of `size` elements (or None when optional)."""
+    if x is None and optional:
+        return
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{op}: {where}: {name} must be a numpy array, got {type(x).__name__}")
+    if x.dtype != np.float32:
+        raise TypeError(f"{op}: {where}: {name} must be float32, got {x.dtype}")
+    if not x.flags.c_contiguous:
+        raise ValueError(f"{op}: {where}: {name} of shape {tuple(x.shape)} must be C-contiguous")
+    if output and not x.flags.writeable:
+        raise ValueError(f"{op}: {where}: {name} must be writeable")
+    if x.size != size:
+        raise ValueError(f"{op}: {where}: {name} has shape {tuple(x.shape)} ({x.size} elements),"
+                         f" expected {size} elements")
+
+
+cdef _check_dims(str op, str where, dims, int nthreads):
+    for name, value in dims:
+        if value < 0:
+            raise ValueError(f"{op}: {where}: {name} must be >= 0, got {value}")
+    if nthreads < 1:
+        raise ValueError(f"{op}: {where}: nthreads must be >= 1, got {nthreads}")
+
+
+cdef _check_overlap(str op, str where, outputs, inputs, in_place):
+    """No output overlaps another array, except an output that is exactly one of `in_place`
+    (its name and array), which the kernel may overwrite element by element."""
+    arrays = [(n, a) for n, a in list(outputs) + list(inputs) if a is not None and a.size]
+    for i, (name, out) in enumerate(outputs):
+        if out is None or not out.size:
+            continue
+        for other_name, other in arrays:
+            if other is out and other_name == name:
+                continue
+            if not np.may_share_memory(out, other):
+                continue
+            same = (other.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+                    and other.size == out.size)
+            if not (same and (name, other_name) in in_place):
+                raise ValueError(f"{op}: {where}: {name} overlaps {other_name}")
+
+
+def _where(outer, n, inner) -> str:
+    return f"(outer, n, inner) = ({outer}, {n}, {inner})"
+
+
+def sum_axis(x, out, int64_t outer, int64_t n, int64_t inner, int nthreads) -> None:
+    """out[o, k] = Σ_i x[o, i, k]: along a vector in the 16-lane order (inner == 1), else
+    sequentially over i."""
+    where = _where(outer, n, inner)
+    _check_dims("sum_axis", where, (("outer", outer), ("n", n), ("inner", inner)), nthreads)
+    _check("sum_axis", where, "x", x, outer * n * inner)
+    _check("sum_axis", where, "out", out, outer * inner, output=True)
+    _check_overlap("sum_axis", where, (("out", out),), (("x", x),), ())
+    cdef const float *px = _in(x)
+    cdef float *po = _out(out)
+    with nogil:
+        om_sum_axis_f32(px, po, outer, n, inner, nthreads)
+
+
+def softmax(x, out, int64_t outer, int64_t n, int64_t inner, bint log, int nthreads) -> None:
+    """softmax (or log_softmax when `log`) of x over n; out may be x."""
+    where = _where(outer, n, inner)
+    op = "log_softmax" if log else "softmax"
+    _check_dims(op, where, (("outer", outer), ("n", n), ("inner", inner)), nthreads)
+    _check(op, where, "x", x, outer * n * inner)
+    _check(op, where, "out", out, outer * n * inner, output=True)
+    _check_overlap(op, where, (("out", out),), (("x", x),), (("out", "x"),))
+    cdef const float *px = _in(x)
+    cdef float *po = _out(out)
+    with nogil:
+        om_softmax_f32(px, po, outer, n, inner, log, nthreads)
+
+
+def softmax_backward(y, g, out, int64_t outer, int64_t n, int64_t inner, bint log,
+                     int nthreads) -> None:
+    """Gradient of softmax (or log_softmax) from its output y and the upstream gradient g;
+    out may be y or g."""
+    where = _where(outer, n, inner)
+    op = "log_softmax_backward" if log else "softmax_backward"
+    _check_dims(op, where, (("outer", outer), ("n", n), ("inner", inner)), nthreads)
+    size = outer * n * inner
+    _check(op, where, "y", y, size)
+    _check(op, where, "g", g, size)
+    _check(op, where, "out", out, size, output=True)
+    _check_overlap(op, where, (("out", out),), (("y", y), ("g", g)),
+                   (("out", "y"), ("out", "g")))
+    cdef const float *py = _in(y)
+    cdef const float *pg = _in(g)
+    cdef float *po = _out(out)
+    with nogil:
+        om_softmax_backward_f32(py, pg, po, outer, n, inner, log, nthreads)
+
+
+def layer_norm(x, w, b, float eps, y, mean, rstd, int64_t rows, int64_t n,
+               int nthreads) -> None:
+    """y = (x - mean) * rstd * w + b over rows of length n (w, b optional); mean and rstd
+    receive one value per row. y may be x."""
+    where = f"(rows, n) = ({rows}, {n})"
+    _check_dims("layer_norm", where, (("rows", rows), ("n", n)), nthreads)
+    _check("layer_norm", where, "x", x, rows * n)
+    _check("layer_norm", where, "w", w, n, optional=True)
+    _check("layer_norm", where, "b", b, n, optional=True)
+    _check("layer_norm", where, "y", y, rows * n, output=True)
+    _check("layer_norm", where, "mean", mean, rows, output=True)
+    _check("layer_norm", where, "rstd", rstd, rows, output=True)
+    _check_overlap("layer_norm", where, (("y", y), ("mean", mean), ("rstd", rstd)),
+                   (("x", x), ("w", w), ("b", b)), (("y", "x"),))
+    cdef const float *px = _in(x)
+    cdef const float *pw = _in(w)
+    cdef const float *pb = _in(b)
+    cdef float *py = _out(y)
+    cdef float *pm = _out(mean)
+    cdef float *pr = _out(rstd)
+    with nogil:
+        om_layer_norm_f32(px, pw, pb, eps, py, pm, pr, rows, n, nthreads)
+
+
+def layer_norm_backward(g, x, mean, rstd, w, dx, dw, db, int64_t rows, int64_t n,
+                        int nthreads) -> None:
+    """dx of layer norm (PyTorch's formula), and when given dw = Σ_rows g * xhat,
+    db = Σ_rows g. dx may be g or x."""
+    where = f"(rows, n) = ({rows}, {n})"
+    op = "layer_norm_backward"
+    _check_dims(op, where, (("rows", rows), ("n", n)), nthreads)
+    _check(op, where, "g", g, rows * n)
+    _check(op, where, "x", x, rows * n)
+    _check(op, where, "mean", mean, rows)
+    _check(op, where, "rstd", rstd, rows)
+    _check(op, where, "w", w, n, optional=True)
+    _check(op, where, "dx", dx, rows * n, output=True)
+    _check(op, where, "dw", dw, n, output=True, optional=True)
+    _check(op, where, "db", db, n, output=True, optional=True)
+    _check_overlap(op, where, (("dx", dx), ("dw", dw), ("db", db)),
+                   (("g", g), ("x", x), ("mean", mean), ("rstd", rstd), ("w", w)),
+                   (("dx", "g"), ("dx", "x")))
+    cdef const float *pg = _in(g)
+    cdef const float *px = _in(x)
+    cdef const float *pm = _in(mean)
+    cdef const float *pr = _in(rstd)
+    cdef const float *pw = _in(w)
+    cdef float *pdx = _out(dx)
+    cdef float *pdw = _out(dw)
+    cdef float *pdb = _out(db)
+    with nogil:
+        om_layer_norm_backward_f32(pg, px, pm, pr, pw, pdx, pdw, pdb, rows, n, nthreads)
+
+
+def sumsq_f64(x) -> float:
+    """Σ x[i]^2 over the flattened array, each square and sum in double, in index order."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"sumsq_f64: x must be a numpy array, got {type(x).__name__}")
+    _check("sumsq_f64", f"shape {tuple(x.shape)}", "x", x, x.size)
+    cdef const float *px = _in(x)
+    cdef int64_t size = x.size
+    cdef double s
+    with nogil:
+        s = om_sumsq_f64(px, size)
+    return s
