@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 
 import onemodel as om
-from onemodel import functional as F
 from onemodel import nn
-from onemodel.functional.dropout import dropout_mask
+from onemodel.functional.dropout import dropout, dropout_mask
 
 GOLDEN = 0x9E3779B97F4A7C15
 MASK = 2 ** 64 - 1
@@ -48,7 +47,7 @@ def test_mask_bits(p, seed, draw, shape):
 def test_functional_dropout_output_and_backward(rng):
     x = rng.standard_normal((6, 9)).astype(np.float32)
     xt = om.tensor(x, requires_grad=True)
-    y = F.dropout(xt, 0.4, seed=3, draw=2)
+    y = dropout(xt, 0.4, seed=3, draw=2)
     mask = ref_mask(x.size, 0.4, 3, 2).reshape(x.shape)
     np.testing.assert_array_equal(bits(y.detach().numpy()), bits(x * mask))
     g = rng.standard_normal(x.shape).astype(np.float32)
@@ -58,12 +57,12 @@ def test_functional_dropout_output_and_backward(rng):
 
 def test_functional_identity_cases():
     x = om.ones(3, 4)
-    assert F.dropout(x, 0.5, training=False) is x
-    assert F.dropout(x, 0.0) is x
+    assert dropout(x, 0.5, training=False) is x
+    assert dropout(x, 0.0) is x
     with pytest.raises(ValueError):
-        F.dropout(x, 1.5)
+        dropout(x, 1.5)
     with pytest.raises(TypeError):
-        F.dropout(om.arange(3), 0.5)
+        dropout(om.arange(3), 0.5)
 
 
 def test_p_one_zeroes_everything():
@@ -128,12 +127,12 @@ def test_keep_rate_and_special_values(special_values):
     mask = ref_mask(x.size, 0.5, 0, 0)
     with np.errstate(invalid="ignore", over="ignore"):
         expected = x * mask
-    np.testing.assert_array_equal(bits(F.dropout(om.tensor(x), 0.5).numpy()), bits(expected))
+    np.testing.assert_array_equal(bits(dropout(om.tensor(x), 0.5).numpy()), bits(expected))
 
 
 def test_large_mask_is_vectorised():
     start = time.perf_counter()
-    y = F.dropout(om.ones(1 << 20), 0.5, seed=1, draw=7).numpy()
+    y = dropout(om.ones(1 << 20), 0.5, seed=1, draw=7).numpy()
     assert time.perf_counter() - start < 0.5  # a Python loop per element takes seconds
     i = (1 << 20) - 1
     assert y[0] == ref_mask(1, 0.5, 1, 7)[0]
@@ -144,4 +143,17 @@ def test_large_mask_is_vectorised():
 
 def test_exact_across_isa_and_threads(check_exact, rng):
     x = rng.standard_normal((33, 17)).astype(np.float32)
-    check_exact(lambda t: F.dropout(t, 0.2, seed=5, draw=1), x)
+    check_exact(lambda t: dropout(t, 0.2, seed=5, draw=1), x)
+
+
+def test_keep_boundary_is_inclusive():
+    # Element 0's u is k / 2^24 exactly: p = u keeps it, the next float32 above drops it.
+    k = mix(mix(3 + 0 * GOLDEN) + GOLDEN) >> 40
+    assert dropout_mask((1,), k / 2 ** 24, 3, 0)[0] != 0
+    assert dropout_mask((1,), (k + 1) / 2 ** 24, 3, 0)[0] == 0
+
+
+@pytest.mark.parametrize("p", [1.0 - 1e-9, 1.0 - 2.0 ** -24, 0.999])
+def test_p_near_one(p):
+    n = 4000
+    np.testing.assert_array_equal(bits(dropout_mask((n,), p, 8, 1)), bits(ref_mask(n, p, 8, 1)))

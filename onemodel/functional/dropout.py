@@ -10,6 +10,7 @@ The mask multiplies the input through `mul`, so the backward pass is the mask it
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -32,12 +33,18 @@ def dropout_mask(shape: Sequence[int], p: float, seed: int, draw: int) -> np.nda
     p = _check_p(p, "dropout_mask")
     shape = tuple(int(s) for s in shape)
     n = int(np.prod(shape, dtype=np.int64))
+    # u = k / 2^24 with k = bits >> 40, so u >= float32(p) exactly when k >= ceil(p32·2^24)
+    # (p32·2^24 is exact in double), that is when bits >= that integer << 40.
+    threshold = math.ceil(float(np.float32(p)) * 2.0 ** 24)
+    if threshold >= 1 << 24:  # p rounds to 1 in float32: nothing is kept
+        return np.zeros(shape, np.float32)
+    cut = np.uint64(threshold << 40)
+    scale = np.float32(1.0 / (1.0 - p))
     stream = random.mix((int(seed) + int(draw) * random.GOLDEN) & random.MASK64)
-    u = random.singles(random.splitmix_outputs(stream, n))
-    keep = u >= np.float32(p)
-    # p = 1 keeps nothing; computing its scale would divide by zero.
-    scale = np.float32(1.0 / (1.0 - p)) if p < 1.0 else np.float32(0.0)
-    return np.where(keep, scale, np.float32(0.0)).astype(np.float32, copy=False).reshape(shape)
+    out = np.empty(n, np.float32)
+    for start, bits in random.splitmix_blocks(stream, n):
+        np.multiply(bits >= cut, scale, out=out[start:start + len(bits)])
+    return out.reshape(shape)
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, *, seed: int = 0,

@@ -12,6 +12,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from .. import functional as F
+from ..functional.dropout import dropout
 from ..random import Generator
 from ..tensor import Tensor
 from .init import EMBEDDING_BOUND, fan_in_bound, resolve_generator, uniform_parameter
@@ -121,7 +122,7 @@ class Dropout(Module):
             return x
         counter = self.draws
         draw = int(counter._data)
-        out = F.dropout(x, self.p, True, seed=self.seed, draw=draw)
+        out = dropout(x, self.p, True, seed=self.seed, draw=draw)
         counter._data[...] = draw + 1
         counter._version += 1
         return out
