@@ -1,0 +1,294 @@
+"""Ops that move values without arithmetic: reshapes, axis moves, indexing, joins, padding.
+
+Each output is a fresh C-contiguous array (never a view of its input), so an in-place write to
+one tensor can never change another behind its version counter. Backward passes only move
+gradient values, except where an index repeats an element: there the contributions are added
+in index order (np.add.at), which the index alone fixes.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import _core
+
+
+def _fresh(arr: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """arr as C-contiguous memory that `source` does not share."""
+    if np.may_share_memory(arr, source):
+        return np.array(arr, order="C", copy=True)
+    return _contiguous(arr)
+
+
+def _contiguous(arr: Any) -> np.ndarray:
+    """arr as a C-contiguous array of the same rank (np.ascontiguousarray makes 0-d 1-d)."""
+    return np.require(arr, requirements="C")
+
+
+def _tensor(x: Any, op: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    return x
+
+
+def _shape_tuple(shape: Any, op: str) -> tuple:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        return tuple(int(s) for s in shape)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: shape must be a sequence of integers, got {shape!r}") from None
+
+
+def reshape(x: Tensor, shape: Any) -> Tensor:
+    """x with a new shape of the same element count; one entry may be -1 (inferred)."""
+    x = _tensor(x, "reshape")
+    new = _shape_tuple(shape, "reshape")
+    if new.count(-1) > 1 or any(s < -1 for s in new):
+        raise ValueError(f"reshape: invalid shape {new} for a tensor of shape {x.shape}")
+    try:
+        out = x._data.reshape(new)
+    except ValueError:
+        raise ValueError(f"reshape: shape {new} is invalid for a tensor of shape {x.shape} "
+                         f"({x._data.size} elements)") from None
+    old = x.shape
+    return _core.record("reshape", _fresh(out, x._data), (x,), lambda g: (g.reshape(old),))
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merges dimensions start_dim..end_dim (inclusive) into one."""
+    x = _tensor(x, "flatten")
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    start = _core.normalize_dim(start_dim, x.ndim, "flatten")
+    end = _core.normalize_dim(end_dim, x.ndim, "flatten")
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for a "
+                         f"tensor of shape {x.shape}")
+    s = x.shape
+    return reshape(x, s[:start] + (int(np.prod(s[start:end + 1], dtype=np.int64)),) + s[end + 1:])
+
+
+def squeeze(x: Tensor, dim: Any = None) -> Tensor:
+    """Drops size-1 dimensions: all of them, or those among `dim` (an int or a tuple)."""
+    x = _tensor(x, "squeeze")
+    if dim is None:
+        dims = {d for d, s in enumerate(x.shape) if s == 1}
+    else:
+        dims = {_core.normalize_dim(d, x.ndim, "squeeze")
+                for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
+        dims = {d for d in dims if x.ndim and x.shape[d] == 1}
+    return reshape(x, tuple(s for d, s in enumerate(x.shape) if d not in dims))
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """Inserts a size-1 dimension at `dim` (in [-ndim-1, ndim])."""
+    x = _tensor(x, "unsqueeze")
+    d = _core.normalize_dim(dim, x.ndim + 1, "unsqueeze")
+    return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
+
+
+def permute(x: Tensor, dims: Sequence[int]) -> Tensor:
+    """x with its axes reordered: output axis i is input axis dims[i]."""
+    x = _tensor(x, "permute")
+    dims = tuple(dims)
+    axes = tuple(_core.normalize_dim(d, x.ndim, "permute") for d in dims) if x.ndim else ()
+    if len(dims) != x.ndim or sorted(axes) != list(range(x.ndim)):
+        raise ValueError(f"permute: dims {dims} are not a permutation of the {x.ndim} axes of "
+                         f"a tensor of shape {x.shape}")
+    inverse = tuple(np.argsort(axes)) if axes else ()
+    out = _contiguous(np.transpose(x._data, axes))
+    return _core.record("permute", _fresh(out, x._data), (x,),
+                        lambda g: (_contiguous(np.transpose(g, inverse)),))
+
+
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """x with axes dim0 and dim1 swapped."""
+    x = _tensor(x, "transpose")
+    axes = list(range(x.ndim))
+    if x.ndim == 0:
+        for d in (dim0, dim1):
+            _core.normalize_dim(d, 0, "transpose")
+        return clone(x)
+    d0 = _core.normalize_dim(dim0, x.ndim, "transpose")
+    d1 = _core.normalize_dim(dim1, x.ndim, "transpose")
+    axes[d0], axes[d1] = axes[d1], axes[d0]
+    return permute(x, axes)
+
+
+def clone(x: Tensor) -> Tensor:
+    """A copy of x that stays in the graph."""
+    x = _tensor(x, "clone")
+    return _core.record("clone", np.array(x._data, copy=True), (x,), lambda g: (g,))
+
+
+# -- indexing ----------------------------------------------------------------------------
+def _index_parts(idx: Any, shape: tuple) -> tuple[tuple, bool]:
+    """idx as a tuple numpy understands, and whether it uses advanced (array) indexing."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    out = []
+    advanced = False
+    for p in parts:
+        if isinstance(p, Tensor):
+            p = p._data
+        if isinstance(p, (list, np.ndarray)):
+            p = np.asarray(p)
+            if p.dtype.kind not in "biu" and not (p.size == 0 and p.dtype.kind == "f"):
+                raise TypeError(f"index: tensors used as indices must be integer or bool, got "
+                                f"{p.dtype} (indexing a tensor of shape {shape})")
+            if p.dtype.kind == "f":
+                p = p.astype(np.int64)
+            advanced = True
+        elif isinstance(p, bool):
+            advanced = True
+        elif not (p is None or p is Ellipsis or isinstance(p, (int, np.integer, slice))):
+            raise TypeError(f"index: unsupported index {p!r} for a tensor of shape {shape}")
+        out.append(p)
+    return tuple(out), advanced
+
+
+def index(x: Tensor, idx: Any) -> Tensor:
+    """x[idx]: ints, slices, None, Ellipsis, negative indices, integer and bool tensors/arrays."""
+    x = _tensor(x, "index")
+    parts, advanced = _index_parts(idx, x.shape)
+    try:
+        out = x._data[parts]
+    except IndexError as e:
+        raise IndexError(f"index: {e} (tensor of shape {x.shape})") from None
+    shape = x.shape
+
+    def backward(g: np.ndarray):
+        gx = np.zeros(shape, np.float32)
+        if advanced:
+            np.add.at(gx, parts, g)  # repeated indices add up, in index order
+        else:
+            gx[parts] = g
+        return (gx,)
+
+    return _core.record("index", _fresh(np.asarray(out), x._data), (x,), backward)
+
+
+def _check_index_tensor(index: Any, op: str, x_shape: tuple) -> np.ndarray:
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}: index must be an integer Tensor, got {type(index).__name__}")
+    if index._data.dtype.kind not in "iu":
+        raise TypeError(f"{op}: index must be an integer tensor, got {index._data.dtype} "
+                        f"(index shape {index.shape}, input shape {x_shape})")
+    return index._data
+
+
+def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (and likewise for other dims)."""
+    x = _tensor(x, "gather")
+    idx = _check_index_tensor(index, "gather", x.shape)
+    d = _core.normalize_dim(dim, x.ndim, "gather")
+    xs = x.shape if x.ndim else (1,)
+    ishape = idx.shape if idx.ndim else (1,)
+    if len(ishape) != len(xs) or any(ishape[i] > xs[i] for i in range(len(xs)) if i != d):
+        raise ValueError(f"gather: index of shape {idx.shape} does not fit input of shape "
+                         f"{x.shape} along dim {dim} (same rank, no larger except along dim)")
+    if idx.size and (idx.min() < 0 or idx.max() >= xs[d]):
+        bad = idx.min() if idx.min() < 0 else idx.max()
+        raise IndexError(f"gather: index {bad} is out of bounds for dim {dim} with size "
+                         f"{xs[d]} (input shape {x.shape}, index shape {idx.shape})")
+    # Open-mesh coordinates of every output element, with dim's coordinate taken from index.
+    coords = list(np.ix_(*[np.arange(s) for s in ishape]))
+    coords[d] = idx.reshape(ishape)
+    coords = tuple(coords)
+    out = x._data.reshape(xs)[coords].reshape(idx.shape)
+    shape = x.shape
+
+    def backward(g: np.ndarray):
+        gx = np.zeros(xs, np.float32)
+        np.add.at(gx, coords, g.reshape(ishape))  # repeated indices add up, in index order
+        return (gx.reshape(shape),)
+
+    return _core.record("gather", _contiguous(out), (x,), backward)
+
+
+# -- joining and padding -----------------------------------------------------------------
+def _check_join(ts: Any, op: str) -> list[Tensor]:
+    if isinstance(ts, Tensor) or not isinstance(ts, (list, tuple)) or not ts:
+        raise TypeError(f"{op}: expected a non-empty list or tuple of tensors")
+    ts = [_tensor(t, op) for t in ts]
+    dtypes = {t.dtype for t in ts}
+    if len(dtypes) > 1:
+        raise TypeError(f"{op}: tensors have different dtypes "
+                        f"{[str(t.dtype) for t in ts]} (shapes {[t.shape for t in ts]})")
+    return ts
+
+
+def cat(ts: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors joined along an existing dimension."""
+    ts = _check_join(ts, "cat")
+    ndim = ts[0].ndim
+    shapes = [t.shape for t in ts]
+    if ndim == 0:
+        raise ValueError(f"cat: zero-dimensional tensors cannot be concatenated (shapes "
+                         f"{shapes})")
+    d = _core.normalize_dim(dim, ndim, "cat")
+    if any(len(s) != ndim or s[:d] + s[d + 1:] != shapes[0][:d] + shapes[0][d + 1:]
+           for s in shapes):
+        raise ValueError(f"cat: shapes {shapes} must match except along dim {dim}")
+    out = np.concatenate([t._data for t in ts], axis=d)
+    bounds = np.cumsum([s[d] for s in shapes])[:-1]
+
+    def backward(g: np.ndarray):
+        return tuple(np.array(p, order="C", copy=True) for p in np.split(g, bounds, axis=d))
+
+    return _core.record("cat", out, ts, backward)
+
+
+def stack(ts: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """The tensors (all of one shape) joined along a new dimension."""
+    ts = _check_join(ts, "stack")
+    shapes = [t.shape for t in ts]
+    if any(s != shapes[0] for s in shapes):
+        raise ValueError(f"stack: all tensors must have the same shape, got {shapes}")
+    d = _core.normalize_dim(dim, ts[0].ndim + 1, "stack")
+    out = np.stack([t._data for t in ts], axis=d)
+
+    def backward(g: np.ndarray):
+        return tuple(_contiguous(np.take(g, i, axis=d)) for i in range(len(ts)))
+
+    return _core.record("stack", out, ts, backward)
+
+
+def pad(x: Tensor, pad: Sequence[int], value: float = 0.0) -> Tensor:
+    """Constant padding as torch.nn.functional.pad: (left, right) pairs from the last dim
+    backwards; negative amounts crop."""
+    x = _tensor(x, "pad")
+    amounts = _shape_tuple(pad, "pad")
+    if len(amounts) % 2 or len(amounts) > 2 * x.ndim:
+        raise ValueError(f"pad: {len(amounts)} padding values for a tensor of shape {x.shape}; "
+                         f"expected an even number, at most {2 * x.ndim}")
+    out_shape = list(x.shape)
+    src = [slice(None)] * x.ndim
+    dst = [slice(None)] * x.ndim
+    for i in range(len(amounts) // 2):
+        d = x.ndim - 1 - i
+        lo, hi = amounts[2 * i], amounts[2 * i + 1]
+        size = x.shape[d]
+        out_shape[d] = size + lo + hi
+        if out_shape[d] < 0:
+            raise ValueError(f"pad: padding {amounts} gives a negative size along dim {d} of a "
+                             f"tensor of shape {x.shape}")
+        start, stop = max(0, -lo), size - max(0, -hi)
+        if start < stop:
+            src[d] = slice(start, stop)
+            dst[d] = slice(max(0, lo), max(0, lo) + stop - start)
+        else:
+            src[d] = dst[d] = slice(0, 0)
+    src_t, dst_t = tuple(src), tuple(dst)
+    out = np.full(out_shape, value, dtype=x.dtype)
+    out[dst_t] = x._data[src_t]
+    shape = x.shape
+
+    def backward(g: np.ndarray):
+        gx = np.zeros(shape, np.float32)
+        gx[src_t] = g[dst_t]
+        return (gx,)
+
+    return _core.record("pad", out, (x,), backward)
