@@ -243,3 +243,13 @@ def test_repr():
                        "    (0): Dropout(p=0.1, seed=0)\n"
                        "  )\n"
                        ")")
+
+
+def test_deepcopy_is_independent():
+    import copy
+    m = Model()
+    c = copy.deepcopy(m)
+    assert list(c.state_dict()) == STATE_ORDER
+    assert c.gain is not m.gain and isinstance(c.gain, nn.Parameter)
+    c.gain.detach().numpy()[...] = 5.0
+    assert float(m.gain.detach().numpy()[0]) == 2.0
