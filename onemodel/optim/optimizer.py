@@ -117,7 +117,7 @@ class Optimizer:
                              f"shape {shape} and dtype {dtype}, expected float32 {p.shape}")
         if not p._data.flags.c_contiguous:
             raise ValueError(f"{self.kind}.step: params[{i}] is not C-contiguous")
-        if np.shares_memory(g, p._data):
+        if np.may_share_memory(g, p._data):
             raise ValueError(f"{self.kind}.step: params[{i}]: gradient shares memory with "
                              "the parameter")
         return np.ascontiguousarray(g)
