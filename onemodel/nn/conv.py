@@ -1,0 +1,190 @@
+"""Convolution, pooling and batch-norm layers, with PyTorch's arguments and state names.
+
+Conv2d.weight is (out_channels, in_channels / groups, kh, kw), drawn with its bias from
+Uniform(±1/√fanIn), fanIn = in_channels / groups · kh · kw (training.txt 1.1). Batch norm keeps
+PyTorch's state: weight, bias, then the buffers running_mean, running_var and
+num_batches_tracked (int64), so PyTorch's state_dict loads unchanged.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from ..functional import conv as C
+from ..random import Generator
+from ..tensor import Tensor
+from .init import fan_in_bound, resolve_generator, uniform_parameter
+from .module import Module, Parameter
+
+IntPair = Union[int, Sequence[int]]
+
+
+def _positive(value: Any, name: str, layer: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{layer}: {name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _pair(value: IntPair, name: str, layer: str) -> tuple:
+    items = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
+    if len(items) != 2:
+        raise ValueError(f"{layer}: {name} must be an int or a pair, got {value!r}")
+    return tuple(_positive(v, name, layer) for v in items)
+
+
+class Conv2d(Module):
+    """2-D convolution over (N, C, H, W) or (C, H, W) input; see functional.conv2d."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntPair,
+                 stride: IntPair = 1, padding: Union[IntPair, str] = 0, dilation: IntPair = 1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *,
+                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+        super().__init__()
+        layer = "Conv2d"
+        self.in_channels = _positive(in_channels, "in_channels", layer)
+        self.out_channels = _positive(out_channels, "out_channels", layer)
+        self.groups = _positive(groups, "groups", layer)
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ValueError(f"{layer}: in_channels {self.in_channels} and out_channels "
+                             f"{self.out_channels} must be divisible by groups {self.groups}")
+        if padding_mode != "zeros":
+            raise ValueError(f"{layer}: only padding_mode='zeros' is supported, got "
+                             f"{padding_mode!r}")
+        self.kernel_size = _pair(kernel_size, "kernel_size", layer)
+        self.stride = _pair(stride, "stride", layer)
+        self.dilation = _pair(dilation, "dilation", layer)
+        self.padding = padding if isinstance(padding, str) else tuple(
+            C._pair(padding, "padding", layer, 0))
+        g = resolve_generator(generator, seed)
+        fan_in = self.in_channels // self.groups * self.kernel_size[0] * self.kernel_size[1]
+        bound = fan_in_bound(fan_in)
+        self.weight = uniform_parameter(
+            (self.out_channels, self.in_channels // self.groups) + self.kernel_size, bound, g)
+        if bias:
+            self.bias = uniform_parameter((self.out_channels,), bound, g)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return C.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, "
+                f"groups={self.groups}, bias={self.bias is not None}")
+
+
+class _BatchNorm(Module):
+    """Batch norm over the channel axis 1; the subclasses only check the input rank."""
+
+    _ranks: tuple = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, *,
+                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+        # Nothing is drawn; generator and seed are accepted so containers can pass them on.
+        super().__init__()
+        name = type(self).__name__
+        self.num_features = _positive(num_features, "num_features", name)
+        if eps < 0:
+            raise ValueError(f"{name}: eps must be >= 0, got {eps}")
+        if momentum is not None and not 0.0 <= momentum <= 1.0:
+            raise ValueError(f"{name}: momentum must be in [0, 1] or None, got {momentum}")
+        self.eps = float(eps)
+        self.momentum = None if momentum is None else float(momentum)
+        self.affine = bool(affine)
+        self.track_running_stats = bool(track_running_stats)
+        c = self.num_features
+        if self.affine:
+            self.weight = Parameter(np.ones(c, np.float32))
+            self.bias = Parameter(np.zeros(c, np.float32))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if self.track_running_stats:
+            self.register_buffer("running_mean", Tensor._wrap(np.zeros(c, np.float32)))
+            self.register_buffer("running_var", Tensor._wrap(np.ones(c, np.float32)))
+            self.register_buffer("num_batches_tracked", Tensor._wrap(np.zeros((), np.int64)))
+        else:
+            for buffer in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(buffer, None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        name = type(self).__name__
+        if x.ndim not in self._ranks:
+            raise ValueError(f"{name}: expected a {' or '.join(map(str, self._ranks))}-D "
+                             f"input, got shape {x.shape}")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            counter = self.num_batches_tracked
+            counter._data[...] = counter._data + 1
+            counter._version += 1
+            if self.momentum is None:  # cumulative moving average, as PyTorch
+                momentum = 1.0 / float(counter._data)
+        use_batch = self.training or self.running_mean is None
+        track = not self.training or self.track_running_stats
+        return C.batch_norm(x, self.running_mean if track else None,
+                            self.running_var if track else None, self.weight, self.bias,
+                            use_batch, momentum, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm of (N, C) or (N, C, L) input."""
+
+    _ranks = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm of (N, C, H, W) input."""
+
+    _ranks = (4,)
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size: IntPair, stride: Optional[IntPair] = None,
+                 padding: IntPair = 0) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def forward(self, x: Tensor) -> Tensor:
+        return C.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size: IntPair, stride: Optional[IntPair] = None,
+                 padding: IntPair = 0, count_include_pad: bool = True) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.count_include_pad = bool(count_include_pad)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return C.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size: Union[int, Sequence[Optional[int]]]) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x: Tensor) -> Tensor:
+        return C.adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d",
+           "MaxPool2d"]
