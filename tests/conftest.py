@@ -59,6 +59,11 @@ def assert_close(actual: Any, expected: Any, tol: float = 1e-5, name: str = "val
     assert err <= tol, f"{name}: scaled error {err:.3g} > {tol:.3g}"
 
 
+def _arrays(inputs: Sequence[Any]) -> list[Any]:
+    """numpy scalars become 0-d arrays; everything else is left as given."""
+    return [np.asarray(x) if isinstance(x, np.generic) else x for x in inputs]
+
+
 def _flags(inputs: Sequence[Any], requires_grad: Optional[Sequence[bool]]) -> list[bool]:
     if requires_grad is not None:
         return list(requires_grad)
@@ -87,6 +92,7 @@ def check_torch(om_fn: Callable, torch_fn: Callable, *inputs: Any, tol: float = 
                 requires_grad: Optional[Sequence[bool]] = None, seed: int = 0) -> None:
     """Runs the op in onemodel and PyTorch on the same inputs; compares outputs and gradients."""
     torch = _torch()
+    inputs = _arrays(inputs)
     flags = _flags(inputs, requires_grad)
     om_in = _om_inputs(inputs, flags)
     th_in = [torch.from_numpy(np.array(x)).requires_grad_(f) if isinstance(x, np.ndarray) else x
@@ -119,6 +125,7 @@ def check_grad(fn: Callable, *inputs: Any, ref64: Optional[Callable] = None,
     on `fn` itself (float32 values, float64 sums) with a coarse step, so keep inputs
     well-conditioned. Inputs should be small: one pair of evaluations per element.
     """
+    inputs = _arrays(inputs)
     flags = _flags(inputs, requires_grad)
     om_in = _om_inputs(inputs, flags)
     out = _outputs(fn(*om_in))[0]
@@ -177,6 +184,7 @@ def check_exact(fn: Callable, *inputs: Any, requires_grad: Optional[Sequence[boo
                 threads: Sequence[int] = THREAD_COUNTS, seed: int = 0) -> None:
     """In exact mode, every available ISA path at every thread count gives the same bits,
     forward and backward."""
+    inputs = _arrays(inputs)
     flags = _flags(inputs, requires_grad)
     results = {}
     with _restore_settings(), _config.mode("exact"):

@@ -1,0 +1,337 @@
+"""Elementwise ops: arithmetic with numpy broadcasting, pow, and the activations.
+
++ − × ÷ and sqrt run in numpy float32: each is one correctly rounded IEEE operation, so the
+bits are the same on every path. Every transcendental (exp, log, tanh, sigmoid, erf, softplus,
+pow with a non-integer exponent) comes from the project's own kernels in _kernels._vmath,
+never from numpy or libm (engine.md section 4). Backward formulas follow PyTorch's.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from .._kernels import _vmath
+from ..tensor import Tensor, float32
+from ._core import as_tensor, record, require_float, sum_to_shape, threads
+
+Number = Union[int, float]
+
+_HALF = np.float32(0.5)
+_ONE = np.float32(1.0)
+# Whether a kernel's backward reads the forward output (else the input).
+_SAVES_OUTPUT = {op: _vmath.saves_output(op) for op in _vmath.OPS}
+
+
+def _vm(op: str, x: np.ndarray) -> np.ndarray:
+    """One transcendental over a float32 array, by the exact kernel."""
+    out = np.empty(x.shape, float32)
+    _vmath.unary(op, np.asarray(x, order="C"), out, threads())
+    return out
+
+
+def _cast(t: Tensor, dtype: np.dtype) -> Tensor:
+    return t if t._data.dtype == dtype else Tensor._wrap(t._data.astype(dtype))
+
+
+def _operands(a: Any, b: Any, op: str, floating: bool = False) -> tuple:
+    """Both operands as tensors of one dtype: float32 if either is float (or `floating`),
+    otherwise numpy's integer promotion. Scalars take the other operand's dtype."""
+    if type(a) is Tensor and type(b) is Tensor and a._data.dtype is b._data.dtype and (
+            not floating or a._data.dtype is float32):
+        return a, b
+    if not isinstance(a, Tensor):
+        a = as_tensor(a, op, b if isinstance(b, Tensor) else None)
+    if not isinstance(b, Tensor):
+        b = as_tensor(b, op, a)
+    da, db = a._data.dtype, b._data.dtype
+    if floating or da == float32 or db == float32:
+        dtype = float32
+    else:
+        dtype = np.result_type(da, db)
+    return _cast(a, dtype), _cast(b, dtype)
+
+
+def _broadcast_error(op: str, a: Tensor, b: Tensor) -> ValueError:
+    return ValueError(f"{op}: shapes {a.shape} and {b.shape} cannot be broadcast together")
+
+
+def _grads(g_a: Any, g_b: Any, a: Tensor, b: Tensor) -> tuple:
+    """Each input's gradient reduced to its shape, computed only when that input needs it."""
+    return (sum_to_shape(g_a(), a.shape) if a._requires_grad else None,
+            sum_to_shape(g_b(), b.shape) if b._requires_grad else None)
+
+
+def add(input: Any, other: Any) -> Tensor:
+    a, b = _operands(input, other, "add")
+    try:
+        out = a._data + b._data
+    except ValueError:
+        raise _broadcast_error("add", a, b) from None
+    return record("add", out, (a, b), lambda g: _grads(lambda: g, lambda: g, a, b))
+
+
+def sub(input: Any, other: Any) -> Tensor:
+    a, b = _operands(input, other, "sub")
+    try:
+        out = a._data - b._data
+    except ValueError:
+        raise _broadcast_error("sub", a, b) from None
+    return record("sub", out, (a, b), lambda g: _grads(lambda: g, lambda: -g, a, b))
+
+
+def mul(input: Any, other: Any) -> Tensor:
+    a, b = _operands(input, other, "mul")
+    try:
+        out = a._data * b._data
+    except ValueError:
+        raise _broadcast_error("mul", a, b) from None
+    return record("mul", out, (a, b),
+                  lambda g: _grads(lambda: g * b._data, lambda: g * a._data, a, b), (a, b))
+
+
+def div(input: Any, other: Any) -> Tensor:
+    """True division; integer operands give float32, as in PyTorch."""
+    a, b = _operands(input, other, "div", floating=True)
+    try:
+        out = a._data / b._data
+    except ValueError:
+        raise _broadcast_error("div", a, b) from None
+    return record("div", out, (a, b),
+                  lambda g: _grads(lambda: g / b._data,
+                                   lambda: -g * a._data / (b._data * b._data), a, b), (a, b))
+
+
+def neg(input: Tensor) -> Tensor:
+    x = as_tensor(input, "neg")
+    if x._data.dtype == np.bool_:
+        raise TypeError(f"neg: not defined for bool tensors (shape {x.shape}); use ~ instead")
+    return record("neg", -x._data, (x,), lambda g: (-g,))
+
+
+def _ipow(x: np.ndarray, n: int) -> np.ndarray:
+    """x ** n for an integer n by right-to-left binary exponentiation in float32."""
+    k = builtins.abs(n)
+    result: Optional[np.ndarray] = None
+    base = x
+    while k:
+        if k & 1:
+            result = base if result is None else result * base
+        k >>= 1
+        if k:
+            base = base * base
+    if result is None:
+        return np.ones(x.shape, float32)
+    if n < 0:
+        return _ONE / result
+    return result.copy() if result is x else result
+
+
+def _pow_general(b: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """b ** e as exp(e·log|b|) by the exact kernels, with IEEE pow's special cases: a negative
+    base gives a real result only for an integer exponent (negated when it is odd), and
+    x ** 0 = 1 ** y = 1 for every x and y, NaN included."""
+    out = _vm("exp", e * _vm("log", np.abs(b)))
+    out = np.broadcast_to(out, np.broadcast_shapes(b.shape, e.shape)).copy()
+    negative = b < 0
+    if negative.any():
+        integral = np.floor(e) == e
+        odd = integral & (np.abs(np.fmod(e, np.float32(2))) == 1)
+        out = np.where(negative & ~integral, np.float32(np.nan), out)
+        out = np.where(negative & odd, -out, out).astype(float32, copy=False)
+    out[np.broadcast_to((e == 0) | (b == 1), out.shape)] = 1
+    return out
+
+
+def pow(input: Any, exponent: Any) -> Tensor:
+    """input ** exponent; either may be a tensor or a number (float32 result).
+
+    A number exponent of 2 multiplies, 0.5 takes the square root, other integers use binary
+    exponentiation; everything else is exp(exponent · log input)."""
+    if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        if isinstance(exponent, (bool, np.bool_)) or not isinstance(
+                exponent, (int, float, np.integer, np.floating)):
+            raise TypeError(f"pow: exponent must be a number or a tensor, got "
+                            f"{type(exponent).__name__}")
+        x = _cast(input, float32)
+        return _pow_scalar_exponent(x, float(exponent))
+    base, expo = _operands(input, exponent, "pow", floating=True)
+    b, e = base._data, expo._data
+    try:
+        out = _pow_general(b, e)
+    except ValueError:
+        raise _broadcast_error("pow", base, expo) from None
+
+    def backward(g: np.ndarray) -> tuple:
+        def grad_base() -> np.ndarray:
+            return g * (e * _pow_general(b, e - _ONE))
+
+        def grad_exponent() -> np.ndarray:
+            # log of a negative base is NaN, as PyTorch; 0 ** e with e >= 0 has gradient 0.
+            log_b = np.where(b < 0, np.float32(np.nan), _vm("log", np.abs(b)))
+            gx = g * (out * log_b)
+            return np.where((b == 0) & (e >= 0), np.float32(0), gx)
+
+        return _grads(grad_base, grad_exponent, base, expo)
+
+    return record("pow", out, (base, expo), backward, (base, expo))
+
+
+def _pow_scalar_exponent(x: Tensor, e: float) -> Tensor:
+    a = x._data
+    e32 = np.float32(e)
+    if e == 2.0:
+        out = a * a
+        slope = lambda: a * np.float32(2)  # noqa: E731
+    elif e == 0.5:
+        out = np.sqrt(a)
+        slope = lambda: _HALF / out  # noqa: E731
+    elif e.is_integer() and builtins.abs(e) < 2 ** 31:
+        n = int(e)
+        out = _ipow(a, n)
+        slope = lambda: e32 * _ipow(a, n - 1)  # noqa: E731
+    else:
+        out = _pow_general(a, np.asarray(e32))
+        slope = lambda: e32 * _pow_general(a, np.asarray(np.float32(e - 1)))  # noqa: E731
+
+    def backward(g: np.ndarray) -> tuple:
+        if e == 0.0:
+            return (np.zeros(g.shape, float32),)
+        return (g * slope(),)
+
+    return record("pow", out, (x,), backward, (x,))
+
+
+def abs(input: Tensor) -> Tensor:
+    """|x|; the gradient is sign(x), 0 at 0, as PyTorch."""
+    x = as_tensor(input, "abs")
+    a = x._data
+    return record("abs", np.abs(a), (x,), lambda g: (g * np.sign(a),), (x,))
+
+
+def _float_input(input: Any, op: str) -> Tensor:
+    x = as_tensor(input, op)
+    require_float(x, op)
+    return x
+
+
+def sqrt(input: Tensor) -> Tensor:
+    x = _float_input(input, "sqrt")
+    out = np.sqrt(x._data)
+    return record("sqrt", out, (x,), lambda g: (g / (out + out),))
+
+
+def _transcendental(op: str, input: Any, kernel: str) -> Tensor:
+    """An op of _vmath: forward and backward by the exact kernels."""
+    x = _float_input(input, op)
+    out = _vm(kernel, x._data)
+    saved = out if _SAVES_OUTPUT[kernel] else x._data
+
+    def backward(g: np.ndarray) -> tuple:
+        dx = np.empty(g.shape, float32)
+        _vmath.unary_backward(kernel, saved, np.asarray(g, float32, order="C"), dx, threads())
+        return (dx,)
+
+    return record(op, out, (x,), backward, () if _SAVES_OUTPUT[kernel] else (x,))
+
+
+def exp(input: Tensor) -> Tensor:
+    return _transcendental("exp", input, "exp")
+
+
+def log(input: Tensor) -> Tensor:
+    return _transcendental("log", input, "log")
+
+
+def tanh(input: Tensor) -> Tensor:
+    return _transcendental("tanh", input, "tanh")
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return _transcendental("sigmoid", input, "sigmoid")
+
+
+def erf(input: Tensor) -> Tensor:
+    return _transcendental("erf", input, "erf")
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold, as PyTorch.
+
+    With the defaults the cut changes nothing (past 17, softplus(x) rounds to x in float32),
+    so the kernel alone serves."""
+    if beta == 1.0 and threshold >= 20.0:
+        return _transcendental("softplus", input, "softplus")
+    x = _float_input(input, "softplus")
+    a = x._data
+    b32 = np.float32(beta)
+    z = a * b32
+    linear = z > np.float32(threshold)
+    out = np.where(linear, a, _vm("softplus", z) / b32)
+
+    def backward(g: np.ndarray) -> tuple:
+        dz = np.empty(g.shape, float32)
+        _vmath.unary_backward("softplus", z, np.asarray(g, float32, order="C"), dz, threads())
+        return (np.where(linear, g, dz),)
+
+    return record("softplus", out, (x,), backward, (x,))
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x·Φ(x) with the exact normal CDF ("none") or PyTorch's tanh approximation ("tanh")."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return _transcendental("gelu", input, "gelu" if approximate == "none" else "gelu_tanh")
+
+
+def relu(input: Tensor) -> Tensor:
+    x = as_tensor(input, "relu")
+    out = np.maximum(x._data, 0)
+    # Gradient 0 where the output is <= 0, passed through elsewhere (NaN included), as PyTorch.
+    return record("relu", out, (x,), lambda g: (np.where(out <= 0, 0, g),))
+
+
+def clamp(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor:
+    """min(max(x, min), max); the gradient passes where min <= x <= max, as PyTorch."""
+    x = as_tensor(input, "clamp")
+    if min is None and max is None:
+        raise ValueError(f"clamp: at least one of min and max must be given (shape {x.shape})")
+    for name, bound in (("min", min), ("max", max)):
+        if bound is not None and (isinstance(bound, bool) or not isinstance(
+                bound, (int, float, np.integer, np.floating))):
+            raise TypeError(f"clamp: {name} must be a number, got {type(bound).__name__}")
+    if isinstance(min, float) or isinstance(max, float):
+        x = _cast(x, float32)
+    a = x._data
+    out = a
+    keep = None
+    if min is not None:
+        lo = np.asarray(min, a.dtype)
+        out = np.maximum(out, lo)
+        keep = a >= lo
+    if max is not None:
+        hi = np.asarray(max, a.dtype)
+        out = np.minimum(out, hi)
+        keep = a <= hi if keep is None else keep & (a <= hi)
+    return record("clamp", out, (x,), lambda g: (np.where(keep, g, 0),), (x,))
+
+
+def where(condition: Any, input: Any, other: Any) -> Tensor:
+    """input where condition holds, other elsewhere, all three broadcast together."""
+    c = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
+    if c.dtype != np.bool_:
+        raise TypeError(f"where: condition must be a bool tensor, got {c.dtype} "
+                        f"(shape {c.shape})")
+    a, b = _operands(input, other, "where")
+    try:
+        out = np.where(c, a._data, b._data)
+    except ValueError:
+        raise ValueError(f"where: condition {c.shape}, input {a.shape} and other {b.shape} "
+                         "cannot be broadcast together") from None
+
+    def backward(g: np.ndarray) -> tuple:
+        return _grads(lambda: np.where(c, g, 0),
+                      lambda: np.where(c, 0, g), a, b)
+
+    return record("where", out, (a, b), backward)

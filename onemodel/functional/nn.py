@@ -1,0 +1,135 @@
+"""Neural-network ops with kernels of their own: softmax, log_softmax, layer norm, embedding.
+
+softmax and layer norm run in _kernels._reduce, whose sums follow the engine's fixed order, so
+forward and backward give the same bits on every path and thread count. The embedding gradient
+adds rows in index order (np.add.at, sequential), which is deterministic as well.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from .._kernels import _reduce
+from ..tensor import Tensor, float32, int64
+from ._core import as_tensor, normalize_dim, record, require_float, threads
+
+
+def _outer_n_inner(shape: tuple, axis: int) -> tuple:
+    shape = shape or (1,)
+    return (int(np.prod(shape[:axis], dtype=np.int64)), shape[axis],
+            int(np.prod(shape[axis + 1:], dtype=np.int64)))
+
+
+def _softmax(op: str, input: Tensor, dim: int, log: bool) -> Tensor:
+    x = as_tensor(input, op)
+    require_float(x, op)
+    outer, n, inner = _outer_n_inner(x.shape, normalize_dim(dim, x.ndim, op))
+    y = np.empty(x.shape, float32)
+    _reduce.softmax(x._data, y, outer, n, inner, log, threads())
+
+    def backward(g: np.ndarray) -> tuple:
+        dx = np.empty(y.shape, float32)
+        _reduce.softmax_backward(y, np.asarray(g, float32, order="C"), dx, outer, n, inner, log,
+                                 threads())
+        return (dx,)
+
+    return record(op, y, (x,), backward)
+
+
+def softmax(input: Tensor, dim: int) -> Tensor:
+    """exp(x) / Σ exp(x) along dim (max-shifted)."""
+    return _softmax("softmax", input, dim, False)
+
+
+def log_softmax(input: Tensor, dim: int) -> Tensor:
+    """x - log Σ exp(x) along dim (max-shifted)."""
+    return _softmax("log_softmax", input, dim, True)
+
+
+def _affine(op: str, name: str, t: Any, shape: tuple, x: Tensor) -> Optional[Tensor]:
+    if t is None:
+        return None
+    t = as_tensor(t, op)
+    require_float(t, op, name)
+    if t.shape != shape:
+        raise ValueError(f"{op}: {name} of shape {t.shape} does not match normalized_shape "
+                         f"{shape} (input {x.shape})")
+    return t
+
+
+def layer_norm(input: Tensor, normalized_shape: Union[int, Sequence[int]],
+               weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+               eps: float = 1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) · weight + bias over the trailing `normalized_shape` axes
+    (biased variance, as PyTorch)."""
+    x = as_tensor(input, "layer_norm")
+    require_float(x, "layer_norm")
+    norm = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) \
+        else tuple(int(s) for s in normalized_shape)
+    k = len(norm)
+    if k == 0 or k > x.ndim or x.shape[x.ndim - k:] != norm:
+        raise ValueError(f"layer_norm: normalized_shape {norm} does not match the trailing "
+                         f"axes of input of shape {x.shape}")
+    w = _affine("layer_norm", "weight", weight, norm, x)
+    b = _affine("layer_norm", "bias", bias, norm, x)
+    n = int(np.prod(norm, dtype=np.int64))
+    rows = int(np.prod(x.shape[:x.ndim - k], dtype=np.int64))
+    y = np.empty(x.shape, float32)
+    mean = np.empty(rows, float32)
+    rstd = np.empty(rows, float32)
+    wd = None if w is None else w._data
+    _reduce.layer_norm(x._data, wd, None if b is None else b._data, float(eps), y, mean, rstd,
+                       rows, n, threads())
+
+    def backward(g: np.ndarray) -> tuple:
+        dx = np.empty(x.shape, float32)
+        dw = np.empty(norm, float32) if w is not None and w._requires_grad else None
+        db = np.empty(norm, float32) if b is not None and b._requires_grad else None
+        _reduce.layer_norm_backward(np.asarray(g, float32, order="C"), x._data, mean, rstd, wd,
+                                    dx, dw, db, rows, n, threads())
+        return (dx, dw, db)
+
+    inputs = (x,) + tuple(t for t in (w, b) if t is not None)
+    return record("layer_norm", y, inputs, lambda g: _drop_missing(backward(g), w, b), inputs)
+
+
+def _drop_missing(grads: tuple, w: Optional[Tensor], b: Optional[Tensor]) -> tuple:
+    """The gradients of the inputs actually given (weight and bias are optional)."""
+    dx, dw, db = grads
+    return (dx,) + ((dw,) if w is not None else ()) + ((db,) if b is not None else ())
+
+
+def embedding(input: Any, weight: Tensor, padding_idx: Optional[int] = None) -> Tensor:
+    """Rows of `weight` (num_embeddings, embedding_dim) picked by integer indices; the row at
+    `padding_idx` gets no gradient, as PyTorch."""
+    w = as_tensor(weight, "embedding")
+    require_float(w, "embedding", "weight")
+    idx = input._data if isinstance(input, Tensor) else np.asarray(input)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"embedding: indices must be integers, got {idx.dtype} "
+                        f"(shape {idx.shape})")
+    if w.ndim != 2:
+        raise ValueError(f"embedding: weight must have shape (num_embeddings, embedding_dim), "
+                         f"got {w.shape}")
+    num, width = w.shape
+    if idx.size and (idx.min() < 0 or idx.max() >= num):
+        bad = idx[(idx < 0) | (idx >= num)].flat[0]
+        raise ValueError(f"embedding: index {int(bad)} out of range [0, {num}) for weight of "
+                         f"shape {w.shape} (indices of shape {idx.shape})")
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise ValueError(f"embedding: padding_idx {padding_idx} out of range for "
+                             f"{num} embeddings")
+        padding_idx %= num
+    flat = idx.reshape(-1).astype(int64, copy=False)
+    out = w._data[flat].reshape(idx.shape + (width,))
+
+    def backward(g: np.ndarray) -> tuple:
+        grad = np.zeros((num, width), float32)
+        np.add.at(grad, flat, g.reshape(-1, width))
+        if padding_idx is not None:
+            grad[padding_idx] = 0
+        return (grad,)
+
+    return record("embedding", out, (w,), backward)

@@ -1,0 +1,140 @@
+"""Reductions: sum, mean, max over axes.
+
+Float sums go through the engine's one summation kernel (_core.sum_axis), so their association
+order depends on the shape alone: the reduced axes are grouped into runs of adjacent axes, each
+run is merged into one axis, and the runs are reduced one at a time, innermost first. A sum over
+the whole tensor is therefore one reduction along the flattened vector. Integer sums are exact in
+any order and use numpy.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from ..tensor import Tensor, float32, int64
+from ._core import as_tensor, normalize_dim, record, sum_axis
+
+Dim = Union[None, int, Sequence[int]]
+
+# torch.return_types.max: a named pair, also unpackable as a tuple.
+MaxResult = namedtuple("max", ["values", "indices"])
+
+
+def _axes(dim: Dim, ndim: int, op: str) -> tuple:
+    """The reduced axes, sorted; None or () means every axis, as PyTorch."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    axes = [normalize_dim(d, ndim, op) for d in dims]
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{op}: dim {tuple(dims)} names an axis more than once "
+                         f"(tensor of rank {ndim})")
+    if not axes:
+        return tuple(range(ndim))
+    return tuple(sorted(a for a in axes if a < ndim))
+
+
+def _kept_shape(shape: tuple, axes: tuple) -> tuple:
+    return tuple(1 if i in axes else s for i, s in enumerate(shape))
+
+
+def _sum_float(a: np.ndarray, axes: tuple) -> np.ndarray:
+    """Σ of float32 `a` over `axes` (dropped) in the engine's fixed order."""
+    merged: list[int] = []
+    reduced: list[int] = []
+    previous = None
+    for i, size in enumerate(a.shape):
+        r = i in axes
+        if r is previous:
+            merged[-1] *= size
+        else:
+            merged.append(size)
+            if r:
+                reduced.append(len(merged) - 1)
+        previous = r
+    x = a.reshape(merged)
+    for axis in reversed(reduced):
+        x = sum_axis(x, axis)
+    return x.reshape(tuple(s for i, s in enumerate(a.shape) if i not in axes))
+
+
+def _expand(g: np.ndarray, shape: tuple, axes: tuple) -> np.ndarray:
+    """A reduced gradient broadcast back over the reduced axes (a fresh contiguous array)."""
+    return np.broadcast_to(g.reshape(_kept_shape(shape, axes)), shape).copy()
+
+
+def sum(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """Σ over `dim` (an int, a tuple, or None for all); integers and bools sum to int64."""
+    x = as_tensor(input, "sum")
+    a = x._data
+    shape = a.shape
+    axes = _axes(dim, a.ndim, "sum")
+    if a.dtype == float32:
+        out = _sum_float(a, axes) if axes else a.copy()
+    else:
+        out = np.asarray(np.sum(a, axis=axes, dtype=int64))
+    if keepdim:
+        out = out.reshape(_kept_shape(shape, axes))
+    return record("sum", out, (x,), lambda g: (_expand(g, shape, axes),))
+
+
+def mean(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """The float32 sum divided by the element count (NaN over no elements, as PyTorch)."""
+    x = as_tensor(input, "mean")
+    a = x._data
+    if a.dtype != float32:
+        raise TypeError(f"mean: input must be float32, got {a.dtype} (shape {a.shape}); "
+                        "convert it with .float()")
+    shape = a.shape
+    axes = _axes(dim, a.ndim, "mean")
+    count = np.float32(int(np.prod([shape[i] for i in axes], dtype=np.int64)))
+    # Over no elements: 0/0 = NaN forward, and a gradient for no elements at all.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (_sum_float(a, axes) if axes else a.copy()) / count
+    if keepdim:
+        out = out.reshape(_kept_shape(shape, axes))
+
+    def backward(g: np.ndarray) -> tuple:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (_expand(g / count, shape, axes),)
+
+    return record("mean", out, (x,), backward)
+
+
+def max(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Any:
+    """max(x): the largest element (NaN if any), its gradient shared equally among ties as
+    torch.amax. max(x, dim): (values, indices) of the first largest along dim, the gradient
+    going to that index, as torch.max."""
+    x = as_tensor(input, "max")
+    a = x._data
+    if dim is None:
+        if a.size == 0:
+            raise ValueError(f"max: input of shape {a.shape} is empty; give dim for an empty "
+                             "tensor")
+        value = np.max(a)
+        out = np.asarray(value)
+
+        def backward(g: np.ndarray) -> tuple:
+            ties = np.isnan(a) if np.isnan(value) else a == value
+            return (np.where(ties, g / np.float32(np.count_nonzero(ties)), np.float32(0)),)
+
+        return record("max", out, (x,), backward, (x,))
+
+    axis = normalize_dim(dim, a.ndim, "max")
+    work = a.reshape(a.shape or (1,))
+    if work.shape[axis] == 0:
+        raise ValueError(f"max: dim {dim} of input of shape {a.shape} has size 0")
+    idx = np.expand_dims(np.argmax(work, axis=axis), axis)
+    values = np.take_along_axis(work, idx, axis)
+    out_shape = work.shape[:axis] + work.shape[axis + 1:] if a.ndim and not keepdim \
+        else (idx.shape if a.ndim else ())
+
+    def backward(g: np.ndarray) -> tuple:
+        grad = np.zeros(work.shape, float32)
+        np.put_along_axis(grad, idx, g.reshape(idx.shape), axis)
+        return (grad.reshape(a.shape),)
+
+    indices = Tensor._wrap(idx.reshape(out_shape).astype(int64))
+    return MaxResult(record("max", values.reshape(out_shape), (x,), backward), indices)
