@@ -3,6 +3,11 @@ __version__ = "0.1.0"
 
 from ._config import (config, get_mode, get_num_threads, mode, set_mode,  # noqa: E402
                       set_num_threads)
+from .autograd import enable_grad, no_grad  # noqa: E402
+from .tensor import Tensor, arange, from_numpy, full, ones, tensor, zeros  # noqa: E402
+from .random import Generator  # noqa: E402
+from . import functional, nn  # noqa: E402
 
 __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_mode",
-           "set_num_threads"]
+           "set_num_threads", "Generator", "Tensor", "tensor", "from_numpy", "zeros", "ones",
+           "full", "arange", "no_grad", "enable_grad", "nn", "functional"]
