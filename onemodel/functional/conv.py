@@ -19,7 +19,10 @@ IntPair = Union[int, Sequence[int]]
 
 
 def _pair(value: Any, name: str, op: str, minimum: int) -> tuple:
-    items = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
+    if isinstance(value, (int, np.integer)):
+        items = (value, value)
+    else:
+        items = tuple(value) if isinstance(value, (tuple, list)) else ()
     if len(items) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, np.integer))
                               for v in items):
         raise TypeError(f"{op}: {name} must be an int or a pair of ints, got {value!r}")

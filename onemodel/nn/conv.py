@@ -26,13 +26,6 @@ def _positive(value: Any, name: str, layer: str) -> int:
     return int(value)
 
 
-def _pair(value: IntPair, name: str, layer: str) -> tuple:
-    items = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
-    if len(items) != 2:
-        raise ValueError(f"{layer}: {name} must be an int or a pair, got {value!r}")
-    return tuple(_positive(v, name, layer) for v in items)
-
-
 class Conv2d(Module):
     """2-D convolution over (N, C, H, W) or (C, H, W) input; see functional.conv2d."""
 
@@ -51,11 +44,11 @@ class Conv2d(Module):
         if padding_mode != "zeros":
             raise ValueError(f"{layer}: only padding_mode='zeros' is supported, got "
                              f"{padding_mode!r}")
-        self.kernel_size = _pair(kernel_size, "kernel_size", layer)
-        self.stride = _pair(stride, "stride", layer)
-        self.dilation = _pair(dilation, "dilation", layer)
-        self.padding = padding if isinstance(padding, str) else tuple(
-            C._pair(padding, "padding", layer, 0))
+        self.kernel_size = C._pair(kernel_size, "kernel_size", layer, 1)
+        self.stride = C._pair(stride, "stride", layer, 1)
+        self.dilation = C._pair(dilation, "dilation", layer, 1)
+        self.padding = padding if isinstance(padding, str) else C._pair(padding, "padding",
+                                                                         layer, 0)
         g = resolve_generator(generator, seed)
         fan_in = self.in_channels // self.groups * self.kernel_size[0] * self.kernel_size[1]
         bound = fan_in_bound(fan_in)
