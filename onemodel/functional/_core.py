@@ -64,7 +64,7 @@ def record(op: str, out: np.ndarray, inputs: Sequence[Tensor],
     `backward(g)` returns one gradient per input (None where not needed); `saved` lists the
     tensors whose values the closure reads, protected against in-place writes.
     """
-    out = np.ascontiguousarray(out)
+    out = np.require(out, requirements="C")  # unlike ascontiguousarray, keeps 0-d
     if autograd.is_grad_enabled() and any(t._requires_grad for t in inputs):
         t = Tensor._wrap(out, True)
         t._node = autograd.Node(op, inputs, backward, saved)
