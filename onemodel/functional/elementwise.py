@@ -138,7 +138,8 @@ def _pow_general(b: np.ndarray, e: np.ndarray) -> np.ndarray:
     if negative.any():
         integral = np.floor(e) == e
         odd = integral & (np.abs(np.fmod(e, np.float32(2))) == 1)
-        out = np.where(negative & ~integral, np.float32(np.nan), out)
+        # (-inf) ** e is ±inf or ±0, never NaN.
+        out = np.where(negative & ~integral & (b != -np.inf), np.float32(np.nan), out)
         out = np.where(negative & odd, -out, out).astype(float32, copy=False)
     out[np.broadcast_to((e == 0) | (b == 1), out.shape)] = 1
     return out
@@ -165,7 +166,8 @@ def pow(input: Any, exponent: Any) -> Tensor:
 
     def backward(g: np.ndarray) -> tuple:
         def grad_base() -> np.ndarray:
-            return g * (e * _pow_general(b, e - _ONE))
+            # x ** 0 is constant: gradient 0 even where x ** -1 is infinite, as PyTorch.
+            return np.where(e == 0, np.float32(0), g * (e * _pow_general(b, e - _ONE)))
 
         def grad_exponent() -> np.ndarray:
             # log of a negative base is NaN, as PyTorch; 0 ** e with e >= 0 has gradient 0.
@@ -204,10 +206,11 @@ def _pow_scalar_exponent(x: Tensor, e: float) -> Tensor:
 
 
 def abs(input: Tensor) -> Tensor:
-    """|x|; the gradient is sign(x), 0 at 0, as PyTorch."""
+    """|x|; the gradient is sign(x): 0 at ±0 and at NaN, as PyTorch."""
     x = as_tensor(input, "abs")
     a = x._data
-    return record("abs", np.abs(a), (x,), lambda g: (g * np.sign(a),), (x,))
+    return record("abs", np.abs(a), (x,),
+                  lambda g: (np.where(a > 0, g, np.where(a < 0, -g, np.float32(0))),), (x,))
 
 
 def _float_input(input: Any, op: str) -> Tensor:
