@@ -133,4 +133,276 @@ static inline float om_logf(float x) {
     return x != x ? x + x : y;
 }
 
+/* ---- helpers: sign, exact products ------------------------------------------------------ */
+
+#define OM_SIGN_BITS 0x80000000u
+
+static inline float om_absf(float x) { return om_u2f(om_f2u(x) & ~OM_SIGN_BITS); }
+/* x with the sign of s xored in (s carries only a sign bit) */
+static inline float om_xorsignf(float x, float sign) { return om_u2f(om_f2u(x) ^ om_f2u(sign)); }
+static inline float om_signf(float x) { return om_u2f(om_f2u(x) & OM_SIGN_BITS); }
+
+/* a * b = *hi + *lo exactly (Dekker's product with Veltkamp's split by 2^12 + 1; no fma).
+ * Valid while |a|, |b| < 2^100 and the product stays normal. */
+static inline void om_split(float a, float *hi, float *lo) {
+    float c = 4097.0f * a;
+    *hi = c - (c - a);
+    *lo = a - *hi;
+}
+static inline void om_two_prod(float a, float b, float *hi, float *lo) {
+    float ah, al, bh, bl;
+    om_split(a, &ah, &al);
+    om_split(b, &bh, &bl);
+    float p = a * b;
+    *hi = p;
+    *lo = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+}
+
+/* ---- tanh ------------------------------------------------------------------------------ */
+
+/* tanh(x) = x + x z P(z), z = x^2, for |x| < 0.625 (Cephes tanhf); above it
+ * 1 - 2 / (exp(2|x|) + 1), which saturates to 1 once exp overflows. */
+#define OM_TANH_SMALL 0.625f
+#define OM_TANH_P0 -5.70498872745e-3f
+#define OM_TANH_P1 2.06390887954e-2f
+#define OM_TANH_P2 -5.37397155531e-2f
+#define OM_TANH_P3 1.33314422036e-1f
+#define OM_TANH_P4 -3.33332819422e-1f
+
+/* tanh: max error 1.5 ulp (sweep). */
+static inline float om_tanhf(float x) {
+    float ax = om_absf(x);
+    float z = x * x;
+    float p = OM_TANH_P0 * z + OM_TANH_P1;
+    p = p * z + OM_TANH_P2;
+    p = p * z + OM_TANH_P3;
+    p = p * z + OM_TANH_P4;
+    float small = p * z * x + x;
+    float e = om_expf(ax + ax);
+    float large = om_xorsignf(1.0f - 2.0f / (e + 1.0f), om_signf(x));
+    float y = ax < OM_TANH_SMALL ? small : large;
+    return x != x ? x + x : y;
+}
+
+/* ---- sigmoid --------------------------------------------------------------------------- */
+
+/* 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, e = exp(-|x|) <= 1: no overflow, and the
+ * negative side keeps full relative accuracy down to the denormals. */
+/* sigmoid: max error 1.5 ulp (sweep). */
+static inline float om_sigmoidf(float x) {
+    float e = om_expf(-om_absf(x));
+    float num = x < 0.0f ? e : 1.0f;
+    float y = num / (1.0f + e);
+    return x != x ? x + x : y;
+}
+
+/* ---- softplus -------------------------------------------------------------------------- */
+
+/* log(1 + e) for e in [0, 1] (musl log1pf restricted to that range): below sqrt(2) - 1, 1 + e
+ * is not formed (f = e exactly); above it u = 1 + e lies in [sqrt(2), 2], log(u) = ln2 +
+ * log(u/2) with u/2 - 1 exact, and c/u corrects for the rounding of 1 + e. */
+#define OM_LOG1P_SPLIT 0.414213538f /* 0x3ed413d0 */
+
+static inline float om_log1p_unit(float e) {
+    int big = e >= OM_LOG1P_SPLIT;
+    float u = 1.0f + e;
+    float c = (e - (u - 1.0f)) / u;
+    c = big ? c : 0.0f;
+    float f = big ? u * 0.5f - 1.0f : e;
+    float dk = big ? 1.0f : 0.0f;
+    float hfsq;
+    float sr = om_log_kernel(f, &hfsq);
+    return sr + (dk * OM_LOG_LN2_LO + c) - hfsq + f + dk * OM_LOG_LN2_HI;
+}
+
+/* softplus(x) = max(x, 0) + log(1 + exp(-|x|)): max error 1.5 ulp (sweep). */
+static inline float om_softplusf(float x) {
+    float m = x > 0.0f ? x : 0.0f;
+    float y = m + om_log1p_unit(om_expf(-om_absf(x)));
+    return x != x ? x + x : y;
+}
+
+/* ---- erf, erfc ------------------------------------------------------------------------- */
+
+/* erf(x) = x + x R(x^2) for |x| < 0.9, R a degree-6 least-squares fit of erf(x)/x - 1 weighted
+ * for relative error (float32 evaluation error below 1.2 ulp). */
+#define OM_ERF_SMALL 0.9f
+#define OM_ERF_R0 0.12837916612625122f
+#define OM_ERF_R1 -0.37612634897232056f
+#define OM_ERF_R2 0.11283725500106812f
+#define OM_ERF_R3 -0.026860978454351425f
+#define OM_ERF_R4 0.0052048685029149055f
+#define OM_ERF_R5 -0.0008185906335711479f
+#define OM_ERF_R6 8.552939107175916e-05f
+/* erfc(z) = exp(-z^2) Q(z) for z in [0.5, 11.5], Q(z) = t P(t), t = 1 / (1 + z/2), P of degree
+ * 10 fitted for relative error (float32 evaluation of Q within 2.6 ulp). z^2 enters exp as an
+ * exact two-float sum: exp(-z^2) is ill-conditioned (relative error 2 z^2 times that of z^2). */
+#define OM_ERFC_ZMAX 11.5f
+#define OM_ERFC_Q0 0.2820960283279419f
+#define OM_ERFC_Q1 0.28205132484436035f
+#define OM_ERFC_Q2 0.24750113487243652f
+#define OM_ERFC_Q3 0.17034542560577393f
+#define OM_ERFC_Q4 0.11803542077541351f
+#define OM_ERFC_Q5 -0.13726681470870972f
+#define OM_ERFC_Q6 0.29433608055114746f
+#define OM_ERFC_Q7 -0.6738098859786987f
+#define OM_ERFC_Q8 0.6783584356307983f
+#define OM_ERFC_Q9 -0.32319480180740356f
+#define OM_ERFC_Q10 0.061551906168460846f
+
+/* x R(x^2) (erf(x) = x + this, for |x| < OM_ERF_SMALL) */
+static inline float om_erf_small_tail(float x) {
+    float z = x * x;
+    float r = OM_ERF_R6 * z + OM_ERF_R5;
+    r = r * z + OM_ERF_R4;
+    r = r * z + OM_ERF_R3;
+    r = r * z + OM_ERF_R2;
+    r = r * z + OM_ERF_R1;
+    r = r * z + OM_ERF_R0;
+    return x * r;
+}
+
+/* m * erfc(z) for z in [0.5, OM_ERFC_ZMAX], given z^2 = sqh + sql exactly; m scales the
+ * result before its final rounding, so a denormal m erfc(z) is rounded once. */
+static inline float om_erfc_scaled(float z, float sqh, float sql, float m) {
+    float t = 1.0f / (1.0f + 0.5f * z);
+    float q = OM_ERFC_Q10 * t + OM_ERFC_Q9;
+    q = q * t + OM_ERFC_Q8;
+    q = q * t + OM_ERFC_Q7;
+    q = q * t + OM_ERFC_Q6;
+    q = q * t + OM_ERFC_Q5;
+    q = q * t + OM_ERFC_Q4;
+    q = q * t + OM_ERFC_Q3;
+    q = q * t + OM_ERFC_Q2;
+    q = q * t + OM_ERFC_Q1;
+    q = q * t + OM_ERFC_Q0;
+    q = q * t;
+    int32_t n;
+    float p = om_exp_parts(-sqh, -sql, &n);
+    return om_ldexp2f(p * (m * q), n);
+}
+
+/* erf: max error 2 ulp (sweep). */
+static inline float om_erff(float x) {
+    float ax = om_absf(x);
+    float az = ax < OM_ERFC_ZMAX ? ax : OM_ERFC_ZMAX; /* also maps inf to a finite argument */
+    float sqh, sql;
+    om_two_prod(az, az, &sqh, &sql);
+    float large = om_xorsignf(1.0f - om_erfc_scaled(az, sqh, sql, 1.0f), om_signf(x));
+    float small = x + om_erf_small_tail(x);
+    float y = ax < OM_ERF_SMALL ? small : large;
+    return x != x ? x + x : y;
+}
+
+/* ---- gelu (erf form) ------------------------------------------------------------------- */
+
+#define OM_SQRT1_2 0.707106781f
+/* Inputs beyond +-16 are clamped where they enter the erf (gelu(-16) already underflows to -0
+ * and gelu(16) = 16), so gelu(-inf) = -0 and gelu(inf) = inf. */
+#define OM_GELU_XMAX 16.0f
+/* Below x = -1/sqrt(2) (z = x/sqrt(2) < -0.5), 1 + erf(z) = erfc(-z) is computed directly:
+ * the sum would cancel. */
+#define OM_GELU_NEG -0.707106781f
+
+/* 1 + erf(x / sqrt(2)) = 2 Phi(x) for x >= OM_GELU_NEG; for x below it, m erfc(-x/sqrt(2))
+ * (the caller's factor m applied before the final rounding). */
+static inline float om_gelu_cdf2(float x, float m) {
+    float xc = x < OM_GELU_XMAX ? x : OM_GELU_XMAX;
+    xc = xc > -OM_GELU_XMAX ? xc : -OM_GELU_XMAX;
+    float z = xc * OM_SQRT1_2;
+    float az = om_absf(z);
+    float sqh, sql;
+    om_two_prod(xc, xc, &sqh, &sql);
+    int neg = x < OM_GELU_NEG;
+    float e = om_erfc_scaled(az, 0.5f * sqh, 0.5f * sql, neg ? m : 1.0f);
+    float mid = 1.0f + (z + om_erf_small_tail(z));
+    float y = z < OM_ERF_SMALL ? mid : 2.0f - e;
+    return neg ? e : y;
+}
+
+/* gelu(x) = x Phi(x) = x (1 + erf(x/sqrt(2))) / 2: max error 3 ulp (sweep). */
+static inline float om_geluf(float x) {
+    float xc = x > -OM_GELU_XMAX ? x : -OM_GELU_XMAX;
+    float c = om_gelu_cdf2(x, 0.5f * xc);
+    float y = x < OM_GELU_NEG ? c : x * (0.5f * c);
+    return x != x ? x + x : y;
+}
+
+/* ---- gelu (tanh form) ------------------------------------------------------------------ */
+
+/* gelu_tanh(x) = x (1 + tanh(u)) / 2 = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3),
+ * evaluated as x / (1 + exp(-v)) for v = 2u >= 0 and x exp(v) / (1 + exp(v)) below: no
+ * cancellation. v = x (C1 + C2 x^2) is formed as an exact-ish two-float value (C1, C2 split
+ * into high and low floats) because exp(v) amplifies the error of v by |v|, up to ~100. */
+#define OM_GELU_T_C1_HI 1.59576917f      /* 2 sqrt(2/pi) */
+#define OM_GELU_T_C1_LO -4.53406805e-08f
+#define OM_GELU_T_C2_HI 0.0713548139f    /* 2 sqrt(2/pi) 0.044715 */
+#define OM_GELU_T_C2_LO 2.39883247e-09f
+/* Beyond +-20, v has saturated the sigmoid; clamping keeps x^3 finite. */
+#define OM_GELU_T_XMAX 20.0f
+
+/* gelu_tanh: max error 2 ulp (sweep). */
+static inline float om_gelu_tanhf(float x) {
+    float xc = x < OM_GELU_T_XMAX ? x : OM_GELU_T_XMAX;
+    xc = xc > -OM_GELU_T_XMAX ? xc : -OM_GELU_T_XMAX;
+    float sh, sl, ph, pl, vh, vl;
+    om_two_prod(xc, xc, &sh, &sl);                       /* x^2 */
+    om_two_prod(OM_GELU_T_C2_HI, sh, &ph, &pl);          /* C2 x^2 */
+    pl = pl + (OM_GELU_T_C2_HI * sl + OM_GELU_T_C2_LO * sh);
+    float w = OM_GELU_T_C1_HI + ph;                      /* C1 + C2 x^2, two-sum */
+    float bv = w - OM_GELU_T_C1_HI;
+    float wl = (OM_GELU_T_C1_HI - (w - bv)) + (ph - bv);
+    wl = wl + (pl + OM_GELU_T_C1_LO);
+    om_two_prod(xc, w, &vh, &vl);                        /* v = x (C1 + C2 x^2) */
+    vl = vl + xc * wl;
+    float a = vh + vl;                                   /* renormalise */
+    float al = vl - (a - vh);
+    float sign = om_signf(a);
+    int32_t n;
+    float p = om_exp_parts(-om_absf(a), om_xorsignf(-al, sign), &n); /* exp(-|v|) */
+    float e = om_ldexp2f(p, n);
+    float d = 1.0f + e;
+    float pos = x / d;
+    float neg = om_ldexp2f(p * xc / d, n);
+    float y = a < 0.0f ? neg : pos;
+    return x != x ? x + x : y;
+}
+
+/* ---- backward: grad_in from the saved tensor and the incoming gradient ------------------ */
+/* The formulas and their evaluation order are PyTorch's. */
+
+static inline float om_exp_gradf(float y, float g) { return g * y; }
+static inline float om_log_gradf(float x, float g) { return g / x; }
+static inline float om_tanh_gradf(float y, float g) { return g * (1.0f - y * y); }
+static inline float om_sigmoid_gradf(float y, float g) { return g * (1.0f - y) * y; }
+static inline float om_softplus_gradf(float x, float g) { return g * om_sigmoidf(x); }
+
+#define OM_2_SQRTPI 1.12837917f
+static inline float om_erf_gradf(float x, float g) {
+    return OM_2_SQRTPI * om_expf(-(x * x)) * g;
+}
+
+#define OM_GELU_BETA 0.398942280f /* 1/sqrt(2 pi) */
+static inline float om_gelu_gradf(float x, float g) {
+    float cdf = 0.5f * om_gelu_cdf2(x, 1.0f);
+    float pdf = om_expf(x * x * -0.5f) * OM_GELU_BETA;
+    return g * (cdf + x * pdf);
+}
+
+#define OM_GELU_T_BETA 0.797884561f /* sqrt(2/pi) */
+#define OM_GELU_T_KAPPA 0.044715f
+static inline float om_gelu_tanh_gradf(float x, float g) {
+    float x_sq = x * x;
+    float x_cube = x_sq * x;
+    float inner = OM_GELU_T_BETA * (x + OM_GELU_T_KAPPA * x_cube);
+    float th = om_tanhf(inner);
+    float left = 0.5f * x;
+    float right = 1.0f + th;
+    float left_derivative = 0.5f * right;
+    float tanh_derivative = 1.0f - th * th;
+    float inner_derivative = OM_GELU_T_BETA * (1.0f + 3.0f * OM_GELU_T_KAPPA * x_sq);
+    float right_derivative = left * tanh_derivative * inner_derivative;
+    return g * (left_derivative + right_derivative);
+}
+
 #endif

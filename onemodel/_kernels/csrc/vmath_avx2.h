@@ -22,6 +22,7 @@
 #define OMV_EQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
 #define OMV_ISNAN(a) _mm256_cmp_ps(a, a, _CMP_UNORD_Q)
 #define OMV_SEL(m, a, b) _mm256_blendv_ps(b, a, m)
+#define OMV_AND(a, b) _mm256_and_ps(a, b)
 #define OMV_XOR(a, b) _mm256_xor_ps(a, b)
 #define OMV_AS_I(a) _mm256_castps_si256(a)
 #define OMV_AS_F(a) _mm256_castsi256_ps(a)

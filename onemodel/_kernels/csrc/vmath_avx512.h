@@ -22,6 +22,7 @@
 #define OMV_EQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
 #define OMV_ISNAN(a) _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q)
 #define OMV_SEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
+#define OMV_AND(a, b) _mm512_and_ps(a, b)
 #define OMV_XOR(a, b) _mm512_xor_ps(a, b)
 #define OMV_AS_I(a) _mm512_castps_si512(a)
 #define OMV_AS_F(a) _mm512_castsi512_ps(a)

@@ -8,7 +8,7 @@
  *
  * Macros: OMV (float vector), OMM (comparison mask), OMI (int32 vector), OMV_FN(name) (the
  * function name with its ISA suffix), OMV_SET1, OMV_ADD/SUB/MUL/DIV, OMV_LT/LE/EQ (ordered
- * compares, false on NaN), OMV_ISNAN, OMV_SEL(mask, if_true, if_false), OMV_XOR, OMV_AS_I,
+ * compares, false on NaN), OMV_ISNAN, OMV_SEL(mask, if_true, if_false), OMV_AND, OMV_XOR, OMV_AS_I,
  * OMV_AS_F (bit casts), OMV_I2F (exact int to float), OMI_SET1, OMI_ADD, OMI_SUB, OMI_AND,
  * OMI_SRL, OMI_SRA, OMI_SLL (shifts by a constant), OMI_SEL.
  */
@@ -77,6 +77,212 @@ static inline OMV OMV_FN(om_log)(OMV x) {
     y = OMV_SEL(OMV_EQ(x, OMV_C(0.0f)), OMV_XOR(inf, OMV_C(-0.0f)), y);
     y = OMV_SEL(OMV_LT(x, OMV_C(0.0f)), OMV_AS_F(OMI_SET1(OM_NAN_BITS)), y);
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
+}
+
+/* ---- helpers ---- */
+
+static inline OMV OMV_FN(om_abs)(OMV x) { return OMV_AND(x, OMV_AS_F(OMI_SET1(~OM_SIGN_BITS))); }
+static inline OMV OMV_FN(om_sign)(OMV x) { return OMV_AND(x, OMV_AS_F(OMI_SET1(OM_SIGN_BITS))); }
+
+static inline void OMV_FN(om_split)(OMV a, OMV *hi, OMV *lo) {
+    OMV c = OMV_MUL(OMV_C(4097.0f), a);
+    *hi = OMV_SUB(c, OMV_SUB(c, a));
+    *lo = OMV_SUB(a, *hi);
+}
+
+static inline void OMV_FN(om_two_prod)(OMV a, OMV b, OMV *hi, OMV *lo) {
+    OMV ah, al, bh, bl;
+    OMV_FN(om_split)(a, &ah, &al);
+    OMV_FN(om_split)(b, &bh, &bl);
+    OMV p = OMV_MUL(a, b);
+    *hi = p;
+    *lo = OMV_ADD(OMV_ADD(OMV_ADD(OMV_SUB(OMV_MUL(ah, bh), p), OMV_MUL(ah, bl)), OMV_MUL(al, bh)),
+                  OMV_MUL(al, bl));
+}
+
+/* ---- tanh ---- */
+
+static inline OMV OMV_FN(om_tanh)(OMV x) {
+    OMV ax = OMV_FN(om_abs)(x);
+    OMV z = OMV_MUL(x, x);
+    OMV p = OMV_ADD(OMV_MUL(OMV_C(OM_TANH_P0), z), OMV_C(OM_TANH_P1));
+    p = OMV_ADD(OMV_MUL(p, z), OMV_C(OM_TANH_P2));
+    p = OMV_ADD(OMV_MUL(p, z), OMV_C(OM_TANH_P3));
+    p = OMV_ADD(OMV_MUL(p, z), OMV_C(OM_TANH_P4));
+    OMV small = OMV_ADD(OMV_MUL(OMV_MUL(p, z), x), x);
+    OMV e = OMV_FN(om_exp)(OMV_ADD(ax, ax));
+    OMV large = OMV_SUB(OMV_C(1.0f), OMV_DIV(OMV_C(2.0f), OMV_ADD(e, OMV_C(1.0f))));
+    large = OMV_XOR(large, OMV_FN(om_sign)(x));
+    OMV y = OMV_SEL(OMV_LT(ax, OMV_C(OM_TANH_SMALL)), small, large);
+    return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
+}
+
+/* ---- sigmoid ---- */
+
+static inline OMV OMV_FN(om_sigmoid)(OMV x) {
+    OMV e = OMV_FN(om_exp)(OMV_XOR(OMV_FN(om_abs)(x), OMV_C(-0.0f)));
+    OMV num = OMV_SEL(OMV_LT(x, OMV_C(0.0f)), e, OMV_C(1.0f));
+    OMV y = OMV_DIV(num, OMV_ADD(OMV_C(1.0f), e));
+    return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
+}
+
+/* ---- softplus ---- */
+
+static inline OMV OMV_FN(om_log1p_unit)(OMV e) {
+    OMM big = OMV_LE(OMV_C(OM_LOG1P_SPLIT), e);
+    OMV u = OMV_ADD(OMV_C(1.0f), e);
+    OMV c = OMV_DIV(OMV_SUB(e, OMV_SUB(u, OMV_C(1.0f))), u);
+    c = OMV_SEL(big, c, OMV_C(0.0f));
+    OMV f = OMV_SEL(big, OMV_SUB(OMV_MUL(u, OMV_C(0.5f)), OMV_C(1.0f)), e);
+    OMV dk = OMV_SEL(big, OMV_C(1.0f), OMV_C(0.0f));
+    OMV hfsq;
+    OMV sr = OMV_FN(om_log_kernel)(f, &hfsq);
+    OMV y = OMV_ADD(sr, OMV_ADD(OMV_MUL(dk, OMV_C(OM_LOG_LN2_LO)), c));
+    y = OMV_ADD(OMV_SUB(y, hfsq), f);
+    return OMV_ADD(y, OMV_MUL(dk, OMV_C(OM_LOG_LN2_HI)));
+}
+
+static inline OMV OMV_FN(om_softplus)(OMV x) {
+    OMV m = OMV_SEL(OMV_LT(OMV_C(0.0f), x), x, OMV_C(0.0f));
+    OMV e = OMV_FN(om_exp)(OMV_XOR(OMV_FN(om_abs)(x), OMV_C(-0.0f)));
+    OMV y = OMV_ADD(m, OMV_FN(om_log1p_unit)(e));
+    return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
+}
+
+/* ---- erf, erfc ---- */
+
+static inline OMV OMV_FN(om_erf_small_tail)(OMV x) {
+    OMV z = OMV_MUL(x, x);
+    OMV r = OMV_ADD(OMV_MUL(OMV_C(OM_ERF_R6), z), OMV_C(OM_ERF_R5));
+    r = OMV_ADD(OMV_MUL(r, z), OMV_C(OM_ERF_R4));
+    r = OMV_ADD(OMV_MUL(r, z), OMV_C(OM_ERF_R3));
+    r = OMV_ADD(OMV_MUL(r, z), OMV_C(OM_ERF_R2));
+    r = OMV_ADD(OMV_MUL(r, z), OMV_C(OM_ERF_R1));
+    r = OMV_ADD(OMV_MUL(r, z), OMV_C(OM_ERF_R0));
+    return OMV_MUL(x, r);
+}
+
+static inline OMV OMV_FN(om_erfc_scaled)(OMV z, OMV sqh, OMV sql, OMV m) {
+    OMV t = OMV_DIV(OMV_C(1.0f), OMV_ADD(OMV_C(1.0f), OMV_MUL(OMV_C(0.5f), z)));
+    OMV q = OMV_ADD(OMV_MUL(OMV_C(OM_ERFC_Q10), t), OMV_C(OM_ERFC_Q9));
+    q = OMV_ADD(OMV_MUL(q, t), OMV_C(OM_ERFC_Q8));
+    q = OMV_ADD(OMV_MUL(q, t), OMV_C(OM_ERFC_Q7));
+    q = OMV_ADD(OMV_MUL(q, t), OMV_C(OM_ERFC_Q6));
+    q = OMV_ADD(OMV_MUL(q, t), OMV_C(OM_ERFC_Q5));
+    q = OMV_ADD(OMV_MUL(q, t), OMV_C(OM_ERFC_Q4));
+    q = OMV_ADD(OMV_MUL(q, t), OMV_C(OM_ERFC_Q3));
+    q = OMV_ADD(OMV_MUL(q, t), OMV_C(OM_ERFC_Q2));
+    q = OMV_ADD(OMV_MUL(q, t), OMV_C(OM_ERFC_Q1));
+    q = OMV_ADD(OMV_MUL(q, t), OMV_C(OM_ERFC_Q0));
+    q = OMV_MUL(q, t);
+    OMI n;
+    OMV neg = OMV_C(-0.0f);
+    OMV p = OMV_FN(om_exp_parts)(OMV_XOR(sqh, neg), OMV_XOR(sql, neg), &n);
+    return OMV_FN(om_ldexp2)(OMV_MUL(p, OMV_MUL(m, q)), n);
+}
+
+static inline OMV OMV_FN(om_erf)(OMV x) {
+    OMV ax = OMV_FN(om_abs)(x);
+    OMV az = OMV_SEL(OMV_LT(ax, OMV_C(OM_ERFC_ZMAX)), ax, OMV_C(OM_ERFC_ZMAX));
+    OMV sqh, sql;
+    OMV_FN(om_two_prod)(az, az, &sqh, &sql);
+    OMV e = OMV_FN(om_erfc_scaled)(az, sqh, sql, OMV_C(1.0f));
+    OMV large = OMV_XOR(OMV_SUB(OMV_C(1.0f), e), OMV_FN(om_sign)(x));
+    OMV small = OMV_ADD(x, OMV_FN(om_erf_small_tail)(x));
+    OMV y = OMV_SEL(OMV_LT(ax, OMV_C(OM_ERF_SMALL)), small, large);
+    return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
+}
+
+/* ---- gelu (erf form) ---- */
+
+static inline OMV OMV_FN(om_gelu_cdf2)(OMV x, OMV m) {
+    OMV xc = OMV_SEL(OMV_LT(x, OMV_C(OM_GELU_XMAX)), x, OMV_C(OM_GELU_XMAX));
+    xc = OMV_SEL(OMV_LT(OMV_C(-OM_GELU_XMAX), xc), xc, OMV_C(-OM_GELU_XMAX));
+    OMV z = OMV_MUL(xc, OMV_C(OM_SQRT1_2));
+    OMV az = OMV_FN(om_abs)(z);
+    OMV sqh, sql;
+    OMV_FN(om_two_prod)(xc, xc, &sqh, &sql);
+    OMM neg = OMV_LT(x, OMV_C(OM_GELU_NEG));
+    OMV e = OMV_FN(om_erfc_scaled)(az, OMV_MUL(OMV_C(0.5f), sqh), OMV_MUL(OMV_C(0.5f), sql),
+                                   OMV_SEL(neg, m, OMV_C(1.0f)));
+    OMV mid = OMV_ADD(OMV_C(1.0f), OMV_ADD(z, OMV_FN(om_erf_small_tail)(z)));
+    OMV y = OMV_SEL(OMV_LT(z, OMV_C(OM_ERF_SMALL)), mid, OMV_SUB(OMV_C(2.0f), e));
+    return OMV_SEL(neg, e, y);
+}
+
+static inline OMV OMV_FN(om_gelu)(OMV x) {
+    OMV xc = OMV_SEL(OMV_LT(OMV_C(-OM_GELU_XMAX), x), x, OMV_C(-OM_GELU_XMAX));
+    OMV c = OMV_FN(om_gelu_cdf2)(x, OMV_MUL(OMV_C(0.5f), xc));
+    OMV y = OMV_SEL(OMV_LT(x, OMV_C(OM_GELU_NEG)), c, OMV_MUL(x, OMV_MUL(OMV_C(0.5f), c)));
+    return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
+}
+
+/* ---- gelu (tanh form) ---- */
+
+static inline OMV OMV_FN(om_gelu_tanh)(OMV x) {
+    OMV xc = OMV_SEL(OMV_LT(x, OMV_C(OM_GELU_T_XMAX)), x, OMV_C(OM_GELU_T_XMAX));
+    xc = OMV_SEL(OMV_LT(OMV_C(-OM_GELU_T_XMAX), xc), xc, OMV_C(-OM_GELU_T_XMAX));
+    OMV sh, sl, ph, pl, vh, vl;
+    OMV_FN(om_two_prod)(xc, xc, &sh, &sl);
+    OMV_FN(om_two_prod)(OMV_C(OM_GELU_T_C2_HI), sh, &ph, &pl);
+    pl = OMV_ADD(pl, OMV_ADD(OMV_MUL(OMV_C(OM_GELU_T_C2_HI), sl),
+                             OMV_MUL(OMV_C(OM_GELU_T_C2_LO), sh)));
+    OMV w = OMV_ADD(OMV_C(OM_GELU_T_C1_HI), ph);
+    OMV bv = OMV_SUB(w, OMV_C(OM_GELU_T_C1_HI));
+    OMV wl = OMV_ADD(OMV_SUB(OMV_C(OM_GELU_T_C1_HI), OMV_SUB(w, bv)), OMV_SUB(ph, bv));
+    wl = OMV_ADD(wl, OMV_ADD(pl, OMV_C(OM_GELU_T_C1_LO)));
+    OMV_FN(om_two_prod)(xc, w, &vh, &vl);
+    vl = OMV_ADD(vl, OMV_MUL(xc, wl));
+    OMV a = OMV_ADD(vh, vl);
+    OMV al = OMV_SUB(vl, OMV_SUB(a, vh));
+    OMV sign = OMV_FN(om_sign)(a);
+    OMI n;
+    OMV p = OMV_FN(om_exp_parts)(OMV_XOR(OMV_FN(om_abs)(a), OMV_C(-0.0f)),
+                                 OMV_XOR(OMV_XOR(al, OMV_C(-0.0f)), sign), &n);
+    OMV e = OMV_FN(om_ldexp2)(p, n);
+    OMV d = OMV_ADD(OMV_C(1.0f), e);
+    OMV pos = OMV_DIV(x, d);
+    OMV neg = OMV_FN(om_ldexp2)(OMV_DIV(OMV_MUL(p, xc), d), n);
+    OMV y = OMV_SEL(OMV_LT(a, OMV_C(0.0f)), neg, pos);
+    return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
+}
+
+/* ---- backward ---- */
+
+static inline OMV OMV_FN(om_exp_grad)(OMV y, OMV g) { return OMV_MUL(g, y); }
+static inline OMV OMV_FN(om_log_grad)(OMV x, OMV g) { return OMV_DIV(g, x); }
+static inline OMV OMV_FN(om_tanh_grad)(OMV y, OMV g) {
+    return OMV_MUL(g, OMV_SUB(OMV_C(1.0f), OMV_MUL(y, y)));
+}
+static inline OMV OMV_FN(om_sigmoid_grad)(OMV y, OMV g) {
+    return OMV_MUL(OMV_MUL(g, OMV_SUB(OMV_C(1.0f), y)), y);
+}
+static inline OMV OMV_FN(om_softplus_grad)(OMV x, OMV g) {
+    return OMV_MUL(g, OMV_FN(om_sigmoid)(x));
+}
+static inline OMV OMV_FN(om_erf_grad)(OMV x, OMV g) {
+    OMV e = OMV_FN(om_exp)(OMV_XOR(OMV_MUL(x, x), OMV_C(-0.0f)));
+    return OMV_MUL(OMV_MUL(OMV_C(OM_2_SQRTPI), e), g);
+}
+static inline OMV OMV_FN(om_gelu_grad)(OMV x, OMV g) {
+    OMV cdf = OMV_MUL(OMV_C(0.5f), OMV_FN(om_gelu_cdf2)(x, OMV_C(1.0f)));
+    OMV pdf = OMV_MUL(OMV_FN(om_exp)(OMV_MUL(OMV_MUL(x, x), OMV_C(-0.5f))), OMV_C(OM_GELU_BETA));
+    return OMV_MUL(g, OMV_ADD(cdf, OMV_MUL(x, pdf)));
+}
+static inline OMV OMV_FN(om_gelu_tanh_grad)(OMV x, OMV g) {
+    OMV x_sq = OMV_MUL(x, x);
+    OMV x_cube = OMV_MUL(x_sq, x);
+    OMV inner = OMV_MUL(OMV_C(OM_GELU_T_BETA),
+                        OMV_ADD(x, OMV_MUL(OMV_C(OM_GELU_T_KAPPA), x_cube)));
+    OMV th = OMV_FN(om_tanh)(inner);
+    OMV left = OMV_MUL(OMV_C(0.5f), x);
+    OMV right = OMV_ADD(OMV_C(1.0f), th);
+    OMV left_derivative = OMV_MUL(OMV_C(0.5f), right);
+    OMV tanh_derivative = OMV_SUB(OMV_C(1.0f), OMV_MUL(th, th));
+    OMV inner_derivative = OMV_MUL(OMV_C(OM_GELU_T_BETA),
+        OMV_ADD(OMV_C(1.0f), OMV_MUL(OMV_MUL(OMV_C(3.0f), OMV_C(OM_GELU_T_KAPPA)), x_sq)));
+    OMV right_derivative = OMV_MUL(OMV_MUL(left, tanh_derivative), inner_derivative);
+    return OMV_MUL(g, OMV_ADD(left_derivative, right_derivative));
 }
 
 #undef OMV_C

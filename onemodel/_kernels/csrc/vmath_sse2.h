@@ -22,6 +22,7 @@
 #define OMV_EQ(a, b) _mm_cmpeq_ps(a, b)
 #define OMV_ISNAN(a) _mm_cmpunord_ps(a, a)
 #define OMV_SEL(m, a, b) _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b))
+#define OMV_AND(a, b) _mm_and_ps(a, b)
 #define OMV_XOR(a, b) _mm_xor_ps(a, b)
 #define OMV_AS_I(a) _mm_castps_si128(a)
 #define OMV_AS_F(a) _mm_castsi128_ps(a)

@@ -14,6 +14,7 @@
 #undef OMV_EQ
 #undef OMV_ISNAN
 #undef OMV_SEL
+#undef OMV_AND
 #undef OMV_XOR
 #undef OMV_AS_I
 #undef OMV_AS_F

@@ -1,0 +1,110 @@
+# cython: freethreading_compatible = True
+"""Exact-mode transcendentals and their backward kernels over float32 arrays (csrc/vmath*.c).
+
+Every op gives the same bits on every ISA path and at every thread count; accuracy against a
+float64 reference is measured by `ulp_sweep` over all float32 inputs (tools/ulp_sweep.py).
+"""
+import numpy as np
+
+from libc.stdint cimport int64_t, uint32_t
+from onemodel._kernels._isa cimport om_set_isa
+
+cdef extern from "vmath_kernels.h" nogil:
+    int om_vmath_saves_output(int op)
+    void om_vmath_unary(int op, const float *x, float *y, int64_t n, int nthreads)
+    void om_vmath_backward(int op, const float *s, const float *g, float *out, int64_t n,
+                           int nthreads)
+    void om_vmath_ulp_sweep(int op, int64_t start, int64_t stop, int nthreads, double *max_ulp,
+                            uint32_t *worst_bits, int64_t *mismatches)
+
+OPS = ("exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh")
+
+
+def set_isa(int isa):
+    om_set_isa(isa)
+
+
+def saves_output(str op) -> bool:
+    """True if the backward of `op` takes the forward output y, False if it takes the input x."""
+    return om_vmath_saves_output(_op_index(op)) != 0
+
+
+cdef int _op_index(str op) except -1:
+    try:
+        return OPS.index(op)
+    except ValueError:
+        raise ValueError(f"vmath: unknown op {op!r}; known: {', '.join(OPS)}") from None
+
+
+cdef _check(str op, str name, a):
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{op}: {name} must be a numpy.ndarray, got {type(a).__name__}")
+    if a.dtype != np.float32:
+        raise TypeError(f"{op}: {name} must be float32, got {a.dtype}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{op}: {name} of shape {a.shape} must be C-contiguous")
+
+
+cdef int _threads(str op, int nthreads) except -1:
+    if nthreads < 1:
+        raise ValueError(f"{op}: nthreads must be >= 1, got {nthreads}")
+    return nthreads
+
+
+def unary(str op, x, out, int nthreads) -> None:
+    """out = op(x) elementwise; out may be x itself."""
+    cdef int k = _op_index(op)
+    _threads(op, nthreads)
+    _check(op, "x", x)
+    _check(op, "out", out)
+    if not out.flags.writeable:
+        raise ValueError(f"{op}: out is read-only")
+    if x.size != out.size:
+        raise ValueError(f"{op}: x of shape {x.shape} and out of shape {out.shape} "
+                         f"differ in size ({x.size} != {out.size})")
+    cdef float[::1] xv = x.reshape(-1)
+    cdef float[::1] ov = out.reshape(-1)
+    cdef int64_t n = x.size
+    if n == 0:
+        return
+    with nogil:
+        om_vmath_unary(k, &xv[0], &ov[0], n, nthreads)
+
+
+def unary_backward(str op, saved, grad, out, int nthreads) -> None:
+    """out = grad_in of op from saved (y for exp, tanh, sigmoid; x otherwise) and grad."""
+    cdef int k = _op_index(op)
+    name = op + "_backward"
+    _threads(name, nthreads)
+    _check(name, "saved", saved)
+    _check(name, "grad", grad)
+    _check(name, "out", out)
+    if not out.flags.writeable:
+        raise ValueError(f"{name}: out is read-only")
+    if saved.size != grad.size or saved.size != out.size:
+        raise ValueError(f"{name}: saved {saved.shape}, grad {grad.shape} and out {out.shape} "
+                         f"must have the same size")
+    cdef float[::1] sv = saved.reshape(-1)
+    cdef float[::1] gv = grad.reshape(-1)
+    cdef float[::1] ov = out.reshape(-1)
+    cdef int64_t n = saved.size
+    if n == 0:
+        return
+    with nogil:
+        om_vmath_backward(k, &sv[0], &gv[0], &ov[0], n, nthreads)
+
+
+def ulp_sweep(str op, int64_t start, int64_t stop, int nthreads) -> tuple:
+    """(max_ulp, worst_input_bits, mismatches) of op over the float32 bit patterns
+    [start, stop): error of the selected path against float64 libm, and how many outputs
+    differ in any bit from the scalar reference."""
+    cdef int k = _op_index(op)
+    _threads("ulp_sweep", nthreads)
+    if not (0 <= start <= stop <= 2 ** 32):
+        raise ValueError(f"ulp_sweep: need 0 <= start <= stop <= 2**32, got [{start}, {stop})")
+    cdef double max_ulp = 0.0
+    cdef uint32_t worst = 0
+    cdef int64_t mismatches = 0
+    with nogil:
+        om_vmath_ulp_sweep(k, start, stop, nthreads, &max_ulp, &worst, &mismatches)
+    return max_ulp, int(worst), int(mismatches)

@@ -1,0 +1,146 @@
+/* vmath entry points: dispatch to the selected ISA path and split the array over threads.
+ *
+ * Elementwise, so threads take independent chunks of OM_VMATH_CHUNK elements (a multiple of
+ * every vector width): every element gets the same function whatever the thread count or
+ * path, and the bits never depend on either.
+ *
+ * The ulp sweep is a measurement, not a kernel: its reference is libm in double precision.
+ */
+#include "vmath_kernels.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "isa.h"
+#include "vmath.h"
+
+#define OM_VMATH_CHUNK 16384
+/* Below about this many elements per thread, another thread costs more than it saves. */
+#define OM_VMATH_GRAIN 32768
+
+typedef void (*om_unary_fn)(const float *, float *, int64_t);
+typedef void (*om_backward_fn)(const float *, const float *, float *, int64_t);
+
+static const om_unary_fn unary_table[OM_VMATH_OPS][OM_ISA_COUNT] = {
+    OM_ISA_TABLE(om_exp_f32), OM_ISA_TABLE(om_log_f32), OM_ISA_TABLE(om_tanh_f32),
+    OM_ISA_TABLE(om_sigmoid_f32), OM_ISA_TABLE(om_erf_f32), OM_ISA_TABLE(om_softplus_f32),
+    OM_ISA_TABLE(om_gelu_f32), OM_ISA_TABLE(om_gelu_tanh_f32)};
+static const om_backward_fn backward_table[OM_VMATH_OPS][OM_ISA_COUNT] = {
+    OM_ISA_TABLE(om_exp_backward_f32), OM_ISA_TABLE(om_log_backward_f32),
+    OM_ISA_TABLE(om_tanh_backward_f32), OM_ISA_TABLE(om_sigmoid_backward_f32),
+    OM_ISA_TABLE(om_erf_backward_f32), OM_ISA_TABLE(om_softplus_backward_f32),
+    OM_ISA_TABLE(om_gelu_backward_f32), OM_ISA_TABLE(om_gelu_tanh_backward_f32)};
+
+int om_vmath_saves_output(int op) {
+    return op == OM_VMATH_EXP || op == OM_VMATH_TANH || op == OM_VMATH_SIGMOID;
+}
+
+void om_vmath_unary(int op, const float *x, float *y, int64_t n, int nthreads) {
+    om_unary_fn f = unary_table[op][om_isa];
+    int64_t chunks = (n + OM_VMATH_CHUNK - 1) / OM_VMATH_CHUNK;
+    int t = om_threads_for(n, OM_VMATH_GRAIN, nthreads);
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i = c * OM_VMATH_CHUNK;
+        f(x + i, y + i, n - i < OM_VMATH_CHUNK ? n - i : OM_VMATH_CHUNK);
+    }
+}
+
+void om_vmath_backward(int op, const float *s, const float *g, float *out, int64_t n,
+                       int nthreads) {
+    om_backward_fn f = backward_table[op][om_isa];
+    int64_t chunks = (n + OM_VMATH_CHUNK - 1) / OM_VMATH_CHUNK;
+    int t = om_threads_for(n, OM_VMATH_GRAIN, nthreads);
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t i = c * OM_VMATH_CHUNK;
+        f(s + i, g + i, out + i, n - i < OM_VMATH_CHUNK ? n - i : OM_VMATH_CHUNK);
+    }
+}
+
+/* ---- the exhaustive accuracy sweep ----------------------------------------------------- */
+
+/* Limits at +-inf where the double formula gives inf * 0. */
+static double gelu_limit(double x) { return x > 0 ? x : -0.0; }
+
+static double ref_exp(double x) { return exp(x); }
+static double ref_log(double x) { return log(x); }
+static double ref_tanh(double x) { return tanh(x); }
+static double ref_sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
+static double ref_erf(double x) { return erf(x); }
+static double ref_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
+static double ref_gelu(double x) {
+    return isinf(x) ? gelu_limit(x) : 0.5 * x * erfc(-x * 0.70710678118654752440);
+}
+static double ref_gelu_tanh(double x) {
+    if (isinf(x)) return gelu_limit(x);
+    double v = 2.0 * 0.79788456080286535588 * (x + 0.044715 * x * x * x);
+    return x / (1.0 + exp(-v));
+}
+static double (*const ref_table[OM_VMATH_OPS])(double) = {
+    ref_exp, ref_log, ref_tanh, ref_sigmoid, ref_erf, ref_softplus, ref_gelu, ref_gelu_tanh};
+static float (*const scalar_table[OM_VMATH_OPS])(float) = {
+    om_expf, om_logf, om_tanhf, om_sigmoidf, om_erff, om_softplusf, om_geluf, om_gelu_tanhf};
+
+/* |y - ref| in units of the float32 ulp at ref; inf counts as 2^128, NaN against a number as
+ * 1e9, and a result equal to ref rounded to float32 as 0. */
+static double ulp_error(float y, double ref) {
+    if (isnan(ref) || isnan(y)) return isnan(ref) && isnan(y) ? 0.0 : 1e9;
+    if ((double)y == (double)(float)ref) return 0.0;
+    double a = fabs(ref) > FLT_MAX ? FLT_MAX : fabs(ref);
+    int e;
+    frexp(a, &e);
+    double ulp = ldexp(1.0, (e < -125 ? -125 : e) - 24);
+    double yv = isinf(y) ? copysign(ldexp(1.0, 128), y) : (double)y;
+    return fabs(yv - ref) / ulp;
+}
+
+#define OM_SWEEP_BLOCK 4096
+
+void om_vmath_ulp_sweep(int op, int64_t start, int64_t stop, int nthreads, double *max_ulp,
+                        uint32_t *worst_bits, int64_t *mismatches) {
+    om_unary_fn f = unary_table[op][om_isa];
+    double (*ref)(double) = ref_table[op];
+    float (*scalar)(float) = scalar_table[op];
+    int64_t blocks = stop > start ? (stop - start + OM_SWEEP_BLOCK - 1) / OM_SWEEP_BLOCK : 0;
+    double best = 0.0;
+    uint32_t best_bits = (uint32_t)start;
+    int64_t diff = 0;
+#pragma omp parallel num_threads(nthreads > 0 ? nthreads : 1)
+    {
+        float x[OM_SWEEP_BLOCK], y[OM_SWEEP_BLOCK];
+        double local = 0.0;
+        uint32_t local_bits = (uint32_t)start;
+        int64_t local_diff = 0;
+#pragma omp for schedule(dynamic, 64)
+        for (int64_t b = 0; b < blocks; b++) {
+            int64_t lo = start + b * OM_SWEEP_BLOCK;
+            int64_t len = stop - lo < OM_SWEEP_BLOCK ? stop - lo : OM_SWEEP_BLOCK;
+            for (int64_t i = 0; i < len; i++) x[i] = om_u2f((uint32_t)(lo + i));
+            f(x, y, len);
+            for (int64_t i = 0; i < len; i++) {
+                float s = scalar(x[i]);
+                local_diff += memcmp(&s, &y[i], sizeof s) != 0;
+                double e = ulp_error(y[i], ref((double)x[i]));
+                uint32_t bits = (uint32_t)(lo + i);
+                /* ties go to the lowest input, so the answer does not depend on threads */
+                if (e > local || (e == local && bits < local_bits && e > 0.0)) {
+                    local = e;
+                    local_bits = bits;
+                }
+            }
+        }
+#pragma omp critical
+        {
+            if (local > best || (local == best && local_bits < best_bits)) {
+                best = local;
+                best_bits = local_bits;
+            }
+            diff += local_diff;
+        }
+    }
+    *max_ulp = best;
+    *worst_bits = best_bits;
+    *mismatches = diff;
+}
