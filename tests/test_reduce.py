@@ -127,7 +127,8 @@ def test_sum_special_values(special_values):
         assert out.tobytes() == np.array([lane_sum_ref(values)], np.float32).tobytes()
     assert np.isnan(_sum(x, 1, x.size, 1, 1)[0])
     assert _sum(np.array([3e38, 3e38], np.float32), 1, 2, 1, 1)[0] == np.inf
-    assert _sum(np.array([1e-45] * 40, np.float32), 1, 40, 1, 1)[0] == np.float32(1e-45) * np.float32(40)  # exact in denormals
+    tiny = np.float32(1e-45)  # the smallest denormal: 40 of them add exactly
+    assert _sum(np.array([tiny] * 40, np.float32), 1, 40, 1, 1)[0] == tiny * np.float32(40)
 
 
 # ---- softmax ----
@@ -169,7 +170,7 @@ def test_softmax_against_torch(shape, dim, log, assert_close):
 
 
 @pytest.mark.parametrize("log", [False, True])
-@pytest.mark.parametrize("outer,n,inner", [(300, 100, 1), (64, 17, 1), (3, 1000, 1),
+@pytest.mark.parametrize("outer,n,inner", [(600, 100, 1), (64, 17, 1), (3, 1000, 1),
                                            (1, 70000, 1), (5, 40, 300), (6, 33, 7)])
 def test_softmax_same_bits_everywhere(outer, n, inner, log):
     rng = np.random.default_rng(outer + n + inner)
@@ -206,6 +207,10 @@ def test_softmax_in_place():
         expected = _softmax(x, 10, 50, 1, log, 1)
         inplace = x.copy()
         R.softmax(inplace, inplace, 10, 50, 1, log, 2)
+        assert inplace.tobytes() == expected.tobytes()
+        expected = _softmax(x, 2, 5, 50, log, 1)
+        inplace = x.copy()
+        R.softmax(inplace, inplace, 2, 5, 50, log, 2)
         assert inplace.tobytes() == expected.tobytes()
 
 
@@ -326,6 +331,40 @@ def test_in_place_backward():
     gi = g.copy()
     R.softmax_backward(y, gi, gi, 6, 40, 1, False, 1)
     assert gi.tobytes() == expected_dx.tobytes()
+
+
+def misaligned(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of a that starts one float past a 64-byte boundary."""
+    buf = np.empty(a.size + 32, np.float32)
+    start = (-(buf.ctypes.data // 4) % 16) + 1
+    out = buf[start:start + a.size].reshape(a.shape)
+    out[...] = a
+    return out
+
+
+def test_misaligned_inputs_and_outputs():
+    rng = np.random.default_rng(2)
+    x = spread(rng, (7, 45))
+    g = rng.standard_normal((7, 45)).astype(np.float32)
+    w = rng.standard_normal(45).astype(np.float32)
+    assert _sum(misaligned(x), 7, 45, 1, 2).tobytes() == _sum(x, 7, 45, 1, 2).tobytes()
+    assert _sum(misaligned(x), 1, 7, 45, 2).tobytes() == _sum(x, 1, 7, 45, 2).tobytes()
+    for log in (False, True):
+        for inner in (1, 5):
+            y = _softmax(x, 7 * 45 // (9 * inner), 9, inner, log, 2)
+            ym = misaligned(np.zeros_like(x))
+            R.softmax(misaligned(x), ym, 7 * 45 // (9 * inner), 9, inner, log, 2)
+            assert ym.tobytes() == y.tobytes()
+    y, mean, rstd = _layer_norm(x, w, w, 1e-5, 2)
+    ym, mm, rm = misaligned(y * 0), misaligned(mean * 0), misaligned(rstd * 0)
+    R.layer_norm(misaligned(x), misaligned(w), misaligned(w), 1e-5, ym, mm, rm, 7, 45, 2)
+    assert ym.tobytes() == y.tobytes() and mm.tobytes() == mean.tobytes()
+    dx, dw, db = _layer_norm_bwd(g, x, mean, rstd, w, True, 2)
+    dxm, dwm, dbm = misaligned(dx * 0), misaligned(dw * 0), misaligned(db * 0)
+    R.layer_norm_backward(misaligned(g), misaligned(x), mm, rm, misaligned(w), dxm, dwm, dbm,
+                          7, 45, 2)
+    assert (dxm.tobytes(), dwm.tobytes(), dbm.tobytes()) == (dx.tobytes(), dw.tobytes(),
+                                                             db.tobytes())
 
 
 # ---- sum of squares in double ----
