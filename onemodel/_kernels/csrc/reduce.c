@@ -16,7 +16,8 @@
  *   last vector is a masked load (see reduce_impl.h).
  *   Used by: sum along the innermost axis, the softmax denominator Σexp, the softmax backward
  *   Σ g*y and Σ g, layer norm's Σx and Σ(x - mean)^2, and its backward Σ gh and Σ gh*xh.
- *   The row max of softmax uses the same lanes and tree with max(a, b) = a > b ? a : b.
+ *   The row max of softmax uses the same 16 lanes and tree over the whole row (no chunks),
+ *   with max(a, b) = a > b ? a : b; a NaN never enters it and reaches the outputs through Σexp.
  * Over a non-innermost axis (inner > 1), each of the inner outputs is a plain sequential sum
  * over n in increasing order, vectorised across the inner columns; the layer-norm weight and
  * bias gradients are likewise sequential sums over rows in increasing order, vectorised across
@@ -82,7 +83,7 @@ static float sum_long_vector(vsum_fn vsum, const float *x, int64_t n, int nthrea
     int64_t chunks = (n + OM_CHUNK - 1) / OM_CHUNK;
     for (int64_t c0 = 0; c0 < chunks; c0 += BATCH) {
         int64_t nc = chunks - c0 < BATCH ? chunks - c0 : BATCH;
-        int t = om_threads_for(nc * OM_CHUNK, OM_REDUCE_GRAIN, nthreads);
+        int t = om_threads_for(nc, 1, nthreads);
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
         for (int64_t c = 0; c < nc; c++) {
             int64_t start = (c0 + c) * OM_CHUNK;
