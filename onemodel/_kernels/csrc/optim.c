@@ -1,8 +1,10 @@
 /* Optimizer and clipping entry points: dispatch and threads (design note in optim.h).
  *
  * Threads: the n elements are cut into chunks of OM_OPTIM_CHUNK elements (a fixed size, not a
- * function of the thread count) that OpenMP hands out statically; each element is updated
- * alone, so any split gives the same bits. Small parameters run on the calling thread.
+ * function of the thread count) that the threads take in turn (dynamic schedule: a thread
+ * delayed by another process does not hold the step back by a whole static share); each
+ * element is updated alone, so any split gives the same bits. Small parameters run on the
+ * calling thread.
  */
 #include "optim.h"
 
@@ -31,7 +33,7 @@ void om_sgd_step_f32(float *p, const float *g, float *buf, int64_t n, const om_s
     const sgd_fn f = sgd_table[om_isa];
     const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
     const int64_t chunks = CHUNKS(n);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+#pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t o = c * OM_OPTIM_CHUNK;
         f(p + o, g + o, buf ? buf + o : NULL, CHUNK_LEN(n, c), h);
@@ -43,7 +45,7 @@ void om_adam_step_f32(float *p, const float *g, float *m, float *v, float *vmax,
     const adam_fn f = adam_table[om_isa];
     const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
     const int64_t chunks = CHUNKS(n);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+#pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t o = c * OM_OPTIM_CHUNK;
         f(p + o, g + o, m + o, v + o, vmax ? vmax + o : NULL, CHUNK_LEN(n, c), h);
@@ -53,7 +55,7 @@ void om_adam_step_f32(float *p, const float *g, float *m, float *v, float *vmax,
 static void unary_inplace(const unary_fn f, float *g, int64_t n, float x, int nthreads) {
     const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
     const int64_t chunks = CHUNKS(n);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+#pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
     for (int64_t c = 0; c < chunks; c++)
         f(g + c * OM_OPTIM_CHUNK, CHUNK_LEN(n, c), x);
 }
