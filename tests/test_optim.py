@@ -334,12 +334,14 @@ def test_bad_arguments_raise_value_error_naming_them(make, name):
 
 
 def test_bad_gradient_and_lr_setter():
+    q = tensor(np.ones(2, np.float32), requires_grad=True)
     p = tensor(np.ones(3, np.float32), requires_grad=True)
-    opt = optim.SGD([p], lr=0.1)
+    opt = optim.SGD([q, p], lr=0.1)
+    q.grad = tensor(np.ones(2, np.float32))
     p.grad = tensor(np.ones(4, np.float32))
     with pytest.raises(ValueError, match=r"\(3,\)"):
         opt.step()
-    assert np.all(p._data == 1) and opt.step_count == 0
+    assert np.all(q._data == 1) and np.all(p._data == 1) and opt.step_count == 0
     with pytest.raises(ValueError, match="lr"):
         opt.lr = -0.1
     opt.lr = 0.0  # a schedule may end at 0

@@ -99,11 +99,11 @@ class Optimizer:
 
     def step(self) -> None:
         """Updates every parameter that has a gradient, then counts the step."""
+        # Every gradient is checked before any parameter changes.
+        work = [(i, p, self._grad_array(i, p)) for i, p in enumerate(self.params)
+                if p.grad is not None]
         nthreads = _config.num_threads()
-        for i, p in enumerate(self.params):
-            if p.grad is None:
-                continue
-            g = self._grad_array(i, p)
+        for i, p, g in work:
             self._update(i, p._data.reshape(-1), g.reshape(-1), nthreads)
             p._version += 1
         self._step_count += 1

@@ -24,6 +24,12 @@ static const adam_fn adam_table[OM_ISA_COUNT] = OM_ISA_TABLE(om_adam_f32);
 static const unary_fn scale_table[OM_ISA_COUNT] = OM_ISA_TABLE(om_scale_f32);
 static const unary_fn clamp_table[OM_ISA_COUNT] = OM_ISA_TABLE(om_clamp_f32);
 
+/* The loop over chunks; each caller names its thread count nt. */
+#if OM_HAVE_OPENMP
+#define PARALLEL_CHUNKS _Pragma("omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)")
+#else
+#define PARALLEL_CHUNKS (void)nt;
+#endif
 #define CHUNKS(n) (((n) + OM_OPTIM_CHUNK - 1) / OM_OPTIM_CHUNK)
 #define CHUNK_LEN(n, c) ((n) - (c) * OM_OPTIM_CHUNK < OM_OPTIM_CHUNK ? \
                          (n) - (c) * OM_OPTIM_CHUNK : OM_OPTIM_CHUNK)
@@ -33,7 +39,7 @@ void om_sgd_step_f32(float *p, const float *g, float *buf, int64_t n, const om_s
     const sgd_fn f = sgd_table[om_isa];
     const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
     const int64_t chunks = CHUNKS(n);
-#pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
+    PARALLEL_CHUNKS
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t o = c * OM_OPTIM_CHUNK;
         f(p + o, g + o, buf ? buf + o : NULL, CHUNK_LEN(n, c), h);
@@ -45,7 +51,7 @@ void om_adam_step_f32(float *p, const float *g, float *m, float *v, float *vmax,
     const adam_fn f = adam_table[om_isa];
     const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
     const int64_t chunks = CHUNKS(n);
-#pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
+    PARALLEL_CHUNKS
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t o = c * OM_OPTIM_CHUNK;
         f(p + o, g + o, m + o, v + o, vmax ? vmax + o : NULL, CHUNK_LEN(n, c), h);
@@ -55,7 +61,7 @@ void om_adam_step_f32(float *p, const float *g, float *m, float *v, float *vmax,
 static void unary_inplace(const unary_fn f, float *g, int64_t n, float x, int nthreads) {
     const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
     const int64_t chunks = CHUNKS(n);
-#pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
+    PARALLEL_CHUNKS
     for (int64_t c = 0; c < chunks; c++)
         f(g + c * OM_OPTIM_CHUNK, CHUNK_LEN(n, c), x);
 }
