@@ -22,10 +22,20 @@
 typedef void (*om_gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c,
                                    int64_t ldc, int accumulate);
 
+/* Packing's transposing step: dst[k * width + i] = src[i * rs + k] for i < rows <= 16 and
+ * k < depth (rows of the source are contiguous along k; nothing else in dst is written). */
+typedef void (*om_gemm_transpose_fn)(int64_t depth, int rows, const float *src, int64_t rs,
+                                     float *dst, int width);
+
 typedef struct {
     int mr, nr;                 /* tile shape; nr is a multiple of the vector width */
     om_gemm_ukernel_fn kernel;
+    om_gemm_transpose_fn transpose;
 } om_gemm_ukernel;
+
+/* The plain C transpose, for paths without a faster one (data movement only: no bits change). */
+void om_gemm_transpose_f32(int64_t depth, int rows, const float *src, int64_t rs, float *dst,
+                           int width);
 
 const om_gemm_ukernel *om_gemm_ukernel_f32_scalar(void);
 const om_gemm_ukernel *om_gemm_ukernel_f32_sse2(void);

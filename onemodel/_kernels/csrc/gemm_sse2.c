@@ -36,6 +36,6 @@ static void kernel(int64_t kc, const float *a, const float *b, float *c, int64_t
 }
 
 const om_gemm_ukernel *om_gemm_ukernel_f32_sse2(void) {
-    static const om_gemm_ukernel u = {MR, NR, kernel};
+    static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32};
     return &u;
 }
