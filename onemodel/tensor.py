@@ -215,15 +215,9 @@ class Tensor:
             raise RuntimeError(f"{op}: in-place operations on tensors recorded in the graph "
                                "are not supported; use the out-of-place op")
 
-    def _inplace(self, op: str, values: Any) -> "Tensor":
+    def _inplace(self, op: str, values: np.ndarray) -> "Tensor":
         self._check_inplace(op)
-        values = np.asarray(values)
-        try:
-            np.copyto(self._data, np.broadcast_to(values, self._data.shape), casting="same_kind")
-        except (TypeError, ValueError):
-            raise TypeError(f"{op}: cannot write a {values.dtype} result of shape "
-                            f"{values.shape} into a {self._data.dtype} tensor of shape "
-                            f"{self._data.shape}") from None
+        np.copyto(self._data, np.broadcast_to(values, self._data.shape), casting="unsafe")
         self._version += 1
         return self
 
@@ -249,20 +243,35 @@ class Tensor:
         return self._inplace("zero_", np.zeros((), self._data.dtype))
 
     def fill_(self, value: Any) -> "Tensor":
-        return self._inplace("fill_", np.asarray(self._other(value)).astype(self._data.dtype))
+        return self._inplace("fill_", np.asarray(value, self._data.dtype))
+
+    def _update(self, op: str, ufunc: np.ufunc, other: Any) -> "Tensor":
+        """self = ufunc(self, other), written straight into self's memory."""
+        self._check_inplace(op)
+        try:
+            ufunc(self._data, other, out=self._data, casting="same_kind")
+        except TypeError:
+            raise TypeError(f"{op}: cannot write a {np.result_type(self._data, other)} result "
+                            f"into a {self._data.dtype} tensor of shape "
+                            f"{self._data.shape}") from None
+        except ValueError:
+            raise ValueError(f"{op}: operand of shape {np.shape(other)} does not broadcast to "
+                             f"{self._data.shape}") from None
+        self._version += 1
+        return self
 
     def add_(self, other: Any, alpha: float = 1.0) -> "Tensor":
         o = self._other(other)
-        return self._inplace("add_", self._data + (o if alpha == 1.0 else o * np.float32(alpha)))
+        return self._update("add_", np.add, o if alpha == 1.0 else o * np.float32(alpha))
 
     def sub_(self, other: Any) -> "Tensor":
-        return self._inplace("sub_", self._data - self._other(other))
+        return self._update("sub_", np.subtract, self._other(other))
 
     def mul_(self, other: Any) -> "Tensor":
-        return self._inplace("mul_", self._data * self._other(other))
+        return self._update("mul_", np.multiply, self._other(other))
 
     def div_(self, other: Any) -> "Tensor":
-        return self._inplace("div_", self._data / self._other(other))
+        return self._update("div_", np.true_divide, self._other(other))
 
     def __setitem__(self, index: Any, value: Any) -> None:
         self._check_inplace("__setitem__")

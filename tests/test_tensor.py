@@ -172,6 +172,14 @@ def test_inplace_ops_and_versions():
     t[tensor([False, False, True])] = 9.0
     assert t.tolist() == [1.0, 5.0, 9.0] and t._version == 15
     assert t.dtype == np.float32
+    i = tensor([1, 2])
+    i.copy_(tensor([2.7, -1.5]))  # copy_ and fill_ convert, as in PyTorch
+    assert i.tolist() == [2, -1]
+    i.fill_(3.9)
+    assert i.tolist() == [3, 3]
+    buffer = t.numpy()
+    t.add_(1.0)
+    assert t.numpy() is buffer  # written in place
 
 
 def test_inplace_keeps_float32_arithmetic():
@@ -182,9 +190,13 @@ def test_inplace_keeps_float32_arithmetic():
 
 def test_inplace_errors():
     t = tensor([1, 2])
-    with pytest.raises(TypeError, match=r"add_: cannot write a float64 result of shape \(2,\) "
-                                        r"into a int64 tensor of shape \(2,\)"):
+    with pytest.raises(TypeError, match=r"add_: cannot write a float64 result into a int64 "
+                                        r"tensor of shape \(2,\)"):
         t.add_(2.5)
+    assert t.tolist() == [1, 2] and t._version == 0
+    with pytest.raises(ValueError, match=r"mul_: operand of shape \(3,\) does not broadcast to "
+                                         r"\(2,\)"):
+        tensor([1.0, 2.0]).mul_(tensor([1.0, 2.0, 3.0]))
     with pytest.raises(ValueError, match=r"copy_: source of shape \(3,\) does not broadcast to "
                                          r"\(2,\)"):
         tensor([1.0, 2.0]).copy_(tensor([1.0, 2.0, 3.0]))
