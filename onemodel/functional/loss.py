@@ -25,7 +25,7 @@ def _check_reduction(op: str, reduction: str) -> None:
                          f"got {reduction!r}")
 
 
-def _reduce(op: str, loss: Tensor, reduction: str) -> Tensor:
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return mean(loss)
     if reduction == "sum":
@@ -64,10 +64,11 @@ def _nll(log_probs: Tensor, target: np.ndarray, ignore_index: int, reduction: st
     else:
         out = sum(Tensor._wrap(picked))._data
         # Mean over counted rows; with none counted, 0/0 gives NaN as PyTorch does.
-        scale = np.float32(1.0) if reduction == "sum" else np.float32(1.0) / np.float32(len(rows))
-        if reduction == "mean":
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out = out / np.float32(len(rows))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            count = np.float32(len(rows))
+            scale = np.float32(1.0) if reduction == "sum" else np.float32(1.0) / count
+            if reduction == "mean":
+                out = out / count
 
     def backward(g: np.ndarray) -> tuple:
         grad = np.zeros(log_probs.shape, np.float32)
@@ -113,7 +114,7 @@ def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
     _check_reduction("mse_loss", reduction)
     require_float(input, "mse_loss")
     d = sub(input, as_tensor(target, "mse_loss", input))
-    return _reduce("mse_loss", mul(d, d), reduction)
+    return _reduce(mul(d, d), reduction)
 
 
 def l1_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
@@ -121,7 +122,7 @@ def l1_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
     _check_reduction("l1_loss", reduction)
     require_float(input, "l1_loss")
     d = sub(input, as_tensor(target, "l1_loss", input))
-    return _reduce("l1_loss", relu(d) + relu(-d), reduction)
+    return _reduce(relu(d) + relu(-d), reduction)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Any,
@@ -134,4 +135,4 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any,
     if t.shape != input.shape:
         raise ValueError(f"{op}: target of shape {t.shape} must match input of shape "
                          f"{input.shape}")
-    return _reduce(op, softplus(input) - mul(input, t), reduction)
+    return _reduce(softplus(input) - mul(input, t), reduction)

@@ -1,0 +1,119 @@
+"""Losses (training.txt section 2) against PyTorch, finite differences and their own rules."""
+import numpy as np
+import pytest
+
+import onemodel as om
+import onemodel.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def _logits(rng, n=6, c=5):
+    return (rng.standard_normal((n, c)) * 2).astype(np.float32)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.7])
+def test_cross_entropy_matches_torch(rng, check_torch, reduction, smoothing):
+    x = _logits(rng)
+    target = np.array([0, 4, 2, -100, 1, 3], np.int64)
+    check_torch(
+        lambda a, t: F.cross_entropy(a, t, reduction=reduction, label_smoothing=smoothing),
+        lambda a, t: TF.cross_entropy(a, t, reduction=reduction, label_smoothing=smoothing),
+        x, target)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_nll_loss_matches_torch(rng, check_torch, reduction):
+    logp = np.log(np.random.default_rng(3).dirichlet(np.ones(4), 7)).astype(np.float32)
+    target = np.array([3, 0, -1, 2, 2, 1, 0], np.int64)
+    check_torch(lambda a, t: F.nll_loss(a, t, ignore_index=-1, reduction=reduction),
+                lambda a, t: TF.nll_loss(a, t, ignore_index=-1, reduction=reduction),
+                logp, target)
+
+
+def test_cross_entropy_gradient_by_finite_differences(rng, check_grad):
+    x = _logits(rng, 4, 3)
+    target = np.array([2, 0, 1, 1], np.int64)
+
+    def ref64(a, t):
+        shifted = a - a.max(1, keepdims=True)
+        logp = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+        nll = -logp[np.arange(len(t)), t].mean()
+        return 0.8 * nll + 0.2 * (-logp.mean(1)).mean()
+
+    check_grad(lambda a, t: F.cross_entropy(a, t, label_smoothing=0.2), x, target, ref64=ref64)
+
+
+def test_cross_entropy_with_no_counted_row_is_nan(rng):
+    x = om.tensor(_logits(rng, 3, 4), requires_grad=True)
+    loss = F.cross_entropy(x, [-100, -100, -100])
+    assert loss.shape == () and np.isnan(loss.item())
+    assert F.cross_entropy(x, [-100, -100, -100], reduction="sum").item() == 0.0
+
+
+def test_losses_are_rank_zero(rng):
+    x = om.tensor(_logits(rng), requires_grad=True)
+    assert F.cross_entropy(x, [0, 1, 2, 3, 4, 0]).shape == ()
+    assert F.mse_loss(x, om.zeros(6, 5)).shape == ()
+    assert F.l1_loss(x, om.zeros(6, 5), reduction="sum").shape == ()
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_mse_and_l1_match_torch(rng, check_torch, reduction):
+    p, t = rng.standard_normal((3, 4), np.float32), rng.standard_normal((3, 4), np.float32)
+    t[0, :2] = p[0, :2]  # |d| = 0: the gradient there is 0, as PyTorch's
+    check_torch(lambda a, b: F.mse_loss(a, b, reduction=reduction),
+                lambda a, b: TF.mse_loss(a, b, reduction=reduction), p, t)
+    check_torch(lambda a, b: F.l1_loss(a, b, reduction=reduction),
+                lambda a, b: TF.l1_loss(a, b, reduction=reduction), p, t)
+
+
+def test_l1_gradient_is_zero_where_prediction_equals_target():
+    p = om.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    F.l1_loss(p, om.tensor([1.0, 0.0, 5.0]), reduction="sum").backward()
+    assert p.grad.numpy().tolist() == [0.0, 1.0, -1.0]
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_bce_with_logits_matches_torch(rng, check_torch, reduction):
+    x = (rng.standard_normal((4, 5)) * 3).astype(np.float32)
+    t = rng.uniform(0, 1, (4, 5)).astype(np.float32)
+    check_torch(lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction=reduction),
+                lambda a, b: TF.binary_cross_entropy_with_logits(a, b, reduction=reduction),
+                x, t, requires_grad=[True, False])
+
+
+def test_bce_with_logits_is_stable_for_huge_logits():
+    x = om.tensor([-1e4, -100.0, 100.0, 1e4, 0.0], requires_grad=True)
+    t = om.tensor([0.0, 1.0, 0.0, 1.0, 0.5])
+    loss = F.binary_cross_entropy_with_logits(x, t, reduction="none")
+    np.testing.assert_allclose(loss.detach().numpy(), [0.0, 100.0, 100.0, 0.0, np.log(2.0)],
+                               rtol=1e-6, atol=0)
+    loss.sum().backward()
+    assert np.isfinite(x.grad.numpy()).all()
+
+
+def test_losses_give_the_same_bits_everywhere(rng, check_exact):
+    x = _logits(rng, 20, 17)
+    target = rng.integers(0, 17, 20)
+    check_exact(lambda a, t: F.cross_entropy(a, t, label_smoothing=0.1), x, target)
+    check_exact(F.binary_cross_entropy_with_logits, x, rng.uniform(0, 1, x.shape).astype(
+        np.float32), requires_grad=[True, False])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: F.cross_entropy(x, [0, 1, 2, 5, 0, 0]), "target 5 out of range"),
+    (lambda x: F.cross_entropy(x, [0, 1, 2]), "does not match input"),
+    (lambda x: F.cross_entropy(x, [0.0] * 6), "integer class indices"),
+    (lambda x: F.cross_entropy(x, [0] * 6, reduction="avg"), "reduction must be one of"),
+    (lambda x: F.cross_entropy(x, [0] * 6, label_smoothing=1.5), "label_smoothing"),
+    (lambda x: F.nll_loss(x.reshape(-1), [0]), "input must have shape"),
+    (lambda x: F.binary_cross_entropy_with_logits(x, om.zeros(6)), "must match input"),
+])
+def test_bad_arguments_raise_naming_them(rng, call, message):
+    x = om.tensor(_logits(rng), requires_grad=True)
+    with pytest.raises((ValueError, TypeError), match=message):
+        call(x)
