@@ -20,14 +20,15 @@ Number = Union[int, float]
 
 _HALF = np.float32(0.5)
 _ONE = np.float32(1.0)
+_ZERO = np.zeros((), float32)  # a 0-d array: numpy's fastest second operand
 # Whether a kernel's backward reads the forward output (else the input).
 _SAVES_OUTPUT = {op: _vmath.saves_output(op) for op in _vmath.OPS}
 
 
 def _vm(op: str, x: np.ndarray) -> np.ndarray:
-    """One transcendental over a float32 array, by the exact kernel."""
-    out = np.empty(x.shape, float32)
-    _vmath.unary(op, np.asarray(x, order="C"), out, threads())
+    """One transcendental over a C-contiguous float32 array, by the exact kernel."""
+    out = np.empty_like(x)
+    _vmath.unary(op, x, out, threads())
     return out
 
 
@@ -290,7 +291,8 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def relu(input: Tensor) -> Tensor:
     x = as_tensor(input, "relu")
-    out = np.maximum(x._data, 0)
+    a = x._data
+    out = np.maximum(a, _ZERO if a.dtype == float32 else 0)
     # Gradient 0 where the output is <= 0, passed through elsewhere (NaN included), as PyTorch.
     return record("relu", out, (x,), lambda g: (np.where(out <= 0, 0, g),))
 
