@@ -44,6 +44,7 @@ CASES = [
     ((1, 17, 6, 6), (15, 3, 3), 1, 1, 1, 1),
     ((4, 32, 8, 8), (16, 3, 3), 1, 1, 1, 1),   # K = 288: more than one depth block of gemm
     ((2, 8, 12, 12), (8, 3, 3), 3, 2, 1, 8),   # depthwise
+    ((12, 32, 14, 14), (8, 3, 3), 1, 1, 1, 2),  # the batch in two chunks (9 + 3 images)
 ]
 
 
@@ -89,7 +90,8 @@ def test_central_differences(check_grad, rng, xs, ws, stride, padding, dilation,
 
 
 @pytest.mark.parametrize("xs, ws, stride, padding, dilation, groups",
-                         [CASES[1], CASES[5], CASES[7], ((0, 3, 5, 5), (2, 3, 3), 1, 1, 1, 1)])
+                         [CASES[1], CASES[5], CASES[7], CASES[9],
+                          ((0, 3, 5, 5), (2, 3, 3), 1, 1, 1, 1)])
 def test_exact_bits_every_path_and_thread_count(check_exact, rng, xs, ws, stride, padding,
                                                  dilation, groups):
     x = rng.standard_normal(xs, dtype=np.float32)

@@ -1,23 +1,27 @@
 /* Convolution (im2col + gemm), max / average pooling and batch norm, float32, NCHW.
  *
- * Convolution. The column matrix holds, for group g, a (C/G·kh·kw) x (N·oh·ow) matrix: row
- * (c, i, j) in that order, column (n, oy, ox) in that order, zero where the tap falls in the
- * padding. The whole batch is one product per group (gemm.c, batched over groups):
- *   forward   Y'[g] (K/G x N·P)     = W[g] (K/G x C/G·kh·kw) · col[g]
- *   weight    dW[g]                 = dY'[g] · col[g]^T          (K of the product = N·P)
- *   input     dcol[g] (C/G·kh·kw x N·P) = W[g]^T · dY'[g], then col2im
- * where Y' and dY' are the output in (K, N, P) order; the transposes to and from (N, K, P) are
- * plain copies. The column matrix is rebuilt from x in backward rather than kept.
- * Scratch (the column matrix and one output-sized buffer) is allocated and freed here.
+ * Convolution. The batch is cut into chunks of nb images (nb from the shapes alone, so that a
+ * chunk's column matrix stays in L2). The column matrix of a chunk holds, for group g, a
+ * (C/G·kh·kw) x (nb·oh·ow) matrix: row (c, i, j) in that order, column (n, oy, ox) in that
+ * order, zero where the tap falls in the padding. Each chunk is one product per group (gemm.c,
+ * batched over groups):
+ *   forward   Y'[g] (K/G x nb·P)         = W[g] (K/G x C/G·kh·kw) · col[g]
+ *   weight    dW_chunk[g]                = dY'[g] · col[g]^T      (K of the product = nb·P)
+ *   input     dcol[g] (C/G·kh·kw x nb·P) = W[g]^T · dY'[g], then col2im
+ * where Y' and dY' are the chunk's output in (K, n, P) order; the transposes to and from
+ * (n, K, P) are plain copies. The column matrix is rebuilt from x in backward rather than kept.
+ * Scratch (one chunk's column matrix, output and weight gradient) is allocated and freed here.
  *
  * Exact mode (engine.md section 4), association orders, fixed by the shapes alone:
- *   y[n,k,p]  = fma chain over (c, i, j) ascending from +0 (gemm), then + b[k] (one add);
- *   dW[k,c,i,j] = fma chain over (n, p) ascending from +0: one chain across the whole batch;
+ *   y[n,k,p]    = fma chain over (c, i, j) ascending from +0 (gemm), then + b[k] (one add);
+ *   dW[k,c,i,j] = ((D_0 + D_1) + D_2) + ...: D_t the fma chain from +0 over (n, p) ascending
+ *                 within chunk t, the chunks added in order;
  *   dx[n,c,y,x] = float adds from +0 over the taps (i, j, oy, ox) ascending that read it, each
  *                 tap the fma chain over the output channels of the group (gemm);
- *   db[k] and every per-channel sum of batch norm: double accumulators in 8 lanes, element e
- *                 of a row going to lane e mod 8, rows in ascending order, then the fixed tree
- *                 (0+4, 1+5, 2+6, 3+7), (0+2, 1+3), 0+1, rounded once to float.
+ *   db[k] and every per-channel sum of batch norm: double accumulators in 8 lanes; images in
+ *                 ascending order, element e of an image's row of the channel going to lane
+ *                 e mod 8; then the fixed tree (0+4, 1+5, 2+6, 3+7), (0+2, 1+3), 0+1, rounded
+ *                 once to float.
  * Pooling: max over the window in row-major order, the first maximum kept (a NaN wins, as in
  * PyTorch); averages add the window row-major in float, then divide once. Backward passes of
  * pooling add into each input plane in output order. Batch norm's per-element arithmetic is
@@ -25,7 +29,8 @@
  * path for every ISA: gemm is the only vectorised piece, and it is exact on every path.
  *
  * Threads split only independent outputs: (row, image) pairs of im2col, (image, channel)
- * planes of col2im and of the transposes, pooling planes, batch-norm channels.
+ * planes of col2im and of the transposes, output blocks inside gemm, pooling planes, channels
+ * of the bias gradient and of batch norm.
  */
 #include "conv.h"
 
@@ -89,38 +94,72 @@ static void valid_range(int64_t in, int64_t out, int64_t stride, int64_t off, in
     *hi = h;
 }
 
-static void im2col(const om_conv2d_shape *s, const float *x, float *col, int nthreads) {
-    const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
-    const int64_t jobs = rows * s->n;
-    const int nt = om_threads_for(jobs * P, GRAIN, nthreads);
+/* With unit strides and as many output as input columns (a "same" convolution), the taps of
+ * consecutive output rows are consecutive in the input: a tap's whole valid block is one run
+ * of memory, broken only by the few columns that fall in the padding (the gaps). */
+static int flat_rows(const om_conv2d_shape *s) {
+    return s->sh == 1 && s->sw == 1 && s->w == s->ow;
+}
+
+/* Start (in the tap's column row) and length of the run of rows y0..y1-1, columns x0..x1-1. */
+static int64_t run_length(const om_conv2d_shape *s, int64_t y0, int64_t y1, int64_t x0,
+                          int64_t x1) {
+    return y0 < y1 && x0 < x1 ? (y1 - y0 - 1) * s->ow + (x1 - x0) : 0;
+}
+
+/* One tap's column row: output q = oy * ow + ox reads plane[q + shift] inside the valid block,
+ * zero elsewhere. */
+static void copy_flat(const om_conv2d_shape *s, const float *plane, int64_t shift,
+                      float *restrict dst, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+    const int64_t P = s->oh * s->ow, len = run_length(s, y0, y1, x0, x1);
+    const int64_t start = len ? y0 * s->ow + x0 : 0;
+    memset(dst, 0, (size_t)start * sizeof(float));
+    memcpy(dst + start, plane + (start + shift), (size_t)len * sizeof(float));
+    memset(dst + start + len, 0, (size_t)(P - start - len) * sizeof(float));
+    for (int64_t oy = y0; len && oy + 1 < y1; oy++)
+        memset(dst + oy * s->ow + x1, 0, (size_t)(s->ow - x1 + x0) * sizeof(float));
+}
+
+/* Column matrix (rows, nb, P) of the nb images starting at x. */
+static void im2col(const om_conv2d_shape *s, const float *x, int64_t nb, float *col,
+                   int nthreads) {
+    const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow, plane = s->h * s->w;
+    const int nt = om_threads_for(rows * nb * P, GRAIN, nthreads);
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t job = 0; job < jobs; job++) {
-        const int64_t r = job / s->n, img = job % s->n;
+    for (int64_t r = 0; r < rows; r++) {
         const int64_t ci = r / (s->kh * s->kw), i = r / s->kw % s->kh, j = r % s->kw;
-        const float *plane = x + (img * s->c + ci) * s->h * s->w;
-        float *dst = col + job * P;
         const int64_t offy = i * s->dh - s->ph, offx = j * s->dw - s->pw;
         int64_t y0, y1, x0, x1;
         valid_range(s->h, s->oh, s->sh, offy, &y0, &y1);
         valid_range(s->w, s->ow, s->sw, offx, &x0, &x1);
-        memset(dst, 0, (size_t)(y0 * s->ow) * sizeof(float));
-        for (int64_t oy = y0; oy < y1; oy++) {
-            const float *src = plane + (oy * s->sh + offy) * s->w + offx;
-            float *d = dst + oy * s->ow;
-            for (int64_t ox = 0; ox < x0; ox++) d[ox] = 0.0f;
-            if (s->sw == 1) {
-                memcpy(d + x0, src + x0, (size_t)(x1 - x0) * sizeof(float));
-            } else {
-                for (int64_t ox = x0; ox < x1; ox++) d[ox] = src[ox * s->sw];
+        for (int64_t img = 0; img < nb; img++) {
+            const float *src0 = x + (img * s->c + ci) * plane;
+            float *restrict dst = col + (r * nb + img) * P;
+            if (flat_rows(s)) {
+                copy_flat(s, src0, offy * s->w + offx, dst, y0, y1, x0, x1);
+                continue;
             }
-            for (int64_t ox = x1; ox < s->ow; ox++) d[ox] = 0.0f;
+            memset(dst, 0, (size_t)(y0 * s->ow) * sizeof(float));
+            for (int64_t oy = y0; oy < y1; oy++) {
+                const float *restrict src = src0 + (oy * s->sh + offy) * s->w + offx;
+                float *restrict d = dst + oy * s->ow;
+                for (int64_t ox = 0; ox < x0; ox++) d[ox] = 0.0f;
+                if (s->sw == 1) {
+                    for (int64_t ox = x0; ox < x1; ox++) d[ox] = src[ox];
+                } else {
+                    for (int64_t ox = x0; ox < x1; ox++) d[ox] = src[ox * s->sw];
+                }
+                for (int64_t ox = x1; ox < s->ow; ox++) d[ox] = 0.0f;
+            }
+            memset(dst + y1 * s->ow, 0, (size_t)((s->oh - y1) * s->ow) * sizeof(float));
         }
-        memset(dst + y1 * s->ow, 0, (size_t)((s->oh - y1) * s->ow) * sizeof(float));
     }
 }
 
-static void col2im(const om_conv2d_shape *s, const float *col, float *x, int nthreads) {
-    const int64_t P = s->oh * s->ow, planes = s->n * s->c;
+/* x (nb images) = sum of the column matrix (rows, nb, P) over the taps that read each pixel. */
+static void col2im(const om_conv2d_shape *s, float *col, int64_t nb, float *x,
+                   int nthreads) {
+    const int64_t P = s->oh * s->ow, planes = nb * s->c;
     const int nt = om_threads_for(planes * s->kh * s->kw * P, GRAIN, nthreads);
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t pl = 0; pl < planes; pl++) {
@@ -130,15 +169,32 @@ static void col2im(const om_conv2d_shape *s, const float *col, float *x, int nth
         for (int64_t i = 0; i < s->kh; i++)
             for (int64_t j = 0; j < s->kw; j++) {
                 const int64_t r = (ci * s->kh + i) * s->kw + j;
-                const float *src = col + (r * s->n + img) * P;
+                float *src = col + (r * nb + img) * P;
                 const int64_t offy = i * s->dh - s->ph, offx = j * s->dw - s->pw;
                 int64_t y0, y1, x0, x1;
                 valid_range(s->h, s->oh, s->sh, offy, &y0, &y1);
                 valid_range(s->w, s->ow, s->sw, offx, &x0, &x1);
+                if (flat_rows(s)) {
+                    /* Add the whole run; its gaps (taps in the padding, whose gradient is
+                     * dropped) are zeroed first. The accumulator starts at +0 and so never
+                     * holds -0, so adding +0 changes no bit. */
+                    const int64_t len = run_length(s, y0, y1, x0, x1), start = y0 * s->ow + x0;
+                    for (int64_t oy = y0; len && oy + 1 < y1; oy++)
+                        memset(src + oy * s->ow + x1, 0,
+                               (size_t)(s->ow - x1 + x0) * sizeof(float));
+                    float *restrict d = plane + (offy * s->w + offx + start);
+                    const float *restrict g = src + start;
+                    for (int64_t t = 0; t < len; t++) d[t] += g[t];
+                    continue;
+                }
                 for (int64_t oy = y0; oy < y1; oy++) {
-                    float *d = plane + (oy * s->sh + offy) * s->w + offx;
-                    const float *g = src + oy * s->ow;
-                    for (int64_t ox = x0; ox < x1; ox++) d[ox * s->sw] += g[ox];
+                    float *restrict d = plane + (oy * s->sh + offy) * s->w + offx;
+                    const float *restrict g = src + oy * s->ow;
+                    if (s->sw == 1) {
+                        for (int64_t ox = x0; ox < x1; ox++) d[ox] += g[ox];
+                    } else {
+                        for (int64_t ox = x0; ox < x1; ox++) d[ox * s->sw] += g[ox];
+                    }
                 }
             }
     }
@@ -166,17 +222,30 @@ static float *scratch(int64_t count) {
     return (float *)malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
 }
 
+/* Images per chunk, so that a chunk's column matrix (about 2 MB) stays in L2 between im2col
+ * and the product. A function of the shapes alone: the chunked weight-gradient sum is the
+ * same at every thread count. */
+#define CHUNK_FLOATS (1 << 19)
+
+static int64_t chunk_images(const om_conv2d_shape *s) {
+    const int64_t per_image = s->c * s->kh * s->kw * s->oh * s->ow;
+    int64_t nb = per_image > 0 ? CHUNK_FLOATS / per_image : s->n;
+    if (nb > s->n) nb = s->n;
+    return nb < 1 ? 1 : nb;
+}
+
 int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float *w,
                           const float *b, float *y, int nthreads) {
-    const int64_t G = s->groups, rows = s->c * s->kh * s->kw, np = s->n * s->oh * s->ow;
-    if (s->n * s->k * s->oh * s->ow == 0) return 0;
-    float *col = scratch(rows * np), *yt = scratch(s->k * np);
-    int status = -1;
-    if (col && yt) {
-        im2col(s, x, col, nthreads);
-        status = om_gemm_f32(G, s->k / G, np, rows / G, w, s->k / G * (rows / G), 0,
-                             col, rows / G * np, 0, yt, nthreads);
-        if (status == 0) swap_outer(yt, y, s->k, s->n, s->oh * s->ow, b, nthreads);
+    const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
+    const int64_t kg = s->k / G, rg = rows / G, nb = chunk_images(s);
+    if (s->n * s->k * P == 0) return 0;
+    float *col = scratch(rows * nb * P), *yt = scratch(s->k * nb * P);
+    int status = col && yt ? 0 : -1;
+    for (int64_t n0 = 0; n0 < s->n && status == 0; n0 += nb) {
+        const int64_t m = s->n - n0 < nb ? s->n - n0 : nb, cols = m * P;
+        im2col(s, x + n0 * s->c * s->h * s->w, m, col, nthreads);
+        status = om_gemm_f32(G, kg, cols, rg, w, kg * rg, 0, col, rg * cols, 0, yt, nthreads);
+        if (status == 0) swap_outer(yt, y + n0 * s->k * P, s->k, m, P, b, nthreads);
     }
     free(col);
     free(yt);
@@ -185,34 +254,44 @@ int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float 
 
 int om_conv2d_backward_f32(const om_conv2d_shape *s, const float *x, const float *w,
                            const float *gy, float *gx, float *gw, float *gb, int nthreads) {
-    const int64_t G = s->groups, rows = s->c * s->kh * s->kw, np = s->n * s->oh * s->ow;
-    const int64_t kg = s->k / G, rg = rows / G;
-    float *gyt = scratch(s->k * np), *col = scratch(rows * np);
-    int status = -1;
-    if (!gyt || !col) goto done;
-    swap_outer(gy, gyt, s->n, s->k, s->oh * s->ow, NULL, nthreads);
+    const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
+    const int64_t kg = s->k / G, rg = rows / G, nb = chunk_images(s), wsize = s->k * rg;
     if (gb) {
-        const int nt = om_threads_for(s->k * np, GRAIN, nthreads);
+        const int nt = om_threads_for(s->k * s->n * P, GRAIN, nthreads);
         #pragma omp parallel for schedule(static) num_threads(nt)
         for (int64_t k = 0; k < s->k; k++) {
             double acc[LANES] = {0};
-            lanes_add(acc, gyt + k * np, np);
+            for (int64_t i = 0; i < s->n; i++) lanes_add(acc, gy + (i * s->k + k) * P, P);
             gb[k] = (float)lanes_total(acc);
         }
     }
-    status = 0;
-    if (gw) {
-        im2col(s, x, col, nthreads);
-        status = om_gemm_f32(G, kg, rg, np, gyt, kg * np, 0, col, rg * np, 1, gw, nthreads);
+    if ((!gw && !gx) || s->n * P == 0) {
+        if (gw) memset(gw, 0, (size_t)wsize * sizeof(float));
+        if (gx) memset(gx, 0, (size_t)(s->n * s->c * s->h * s->w) * sizeof(float));
+        return 0;
     }
-    if (gx && status == 0) {
-        /* The column buffer is free again: it receives the input-side gradient. */
-        status = om_gemm_f32(G, rg, np, kg, w, kg * rg, 1, gyt, kg * np, 0, col, nthreads);
-        if (status == 0) col2im(s, col, gx, nthreads);
+    float *gyt = scratch(s->k * nb * P), *col = scratch(rows * nb * P), *part = scratch(wsize);
+    int status = gyt && col && part ? 0 : -1;
+    for (int64_t n0 = 0; n0 < s->n && status == 0; n0 += nb) {
+        const int64_t m = s->n - n0 < nb ? s->n - n0 : nb, cols = m * P;
+        swap_outer(gy + n0 * s->k * P, gyt, m, s->k, P, NULL, nthreads);
+        if (gw) {
+            im2col(s, x + n0 * s->c * s->h * s->w, m, col, nthreads);
+            status = om_gemm_f32(G, kg, rg, cols, gyt, kg * cols, 0, col, rg * cols, 1,
+                                 n0 == 0 ? gw : part, nthreads);
+            if (status == 0 && n0 > 0)
+                for (int64_t i = 0; i < wsize; i++) gw[i] += part[i];
+        }
+        if (gx && status == 0) {
+            /* The column buffer is free again: it receives the input-side gradient. */
+            status = om_gemm_f32(G, rg, cols, kg, w, kg * rg, 1, gyt, kg * cols, 0, col,
+                                 nthreads);
+            if (status == 0) col2im(s, col, m, gx + n0 * s->c * s->h * s->w, nthreads);
+        }
     }
-done:
     free(gyt);
     free(col);
+    free(part);
     return status;
 }
 
