@@ -77,8 +77,10 @@ class BuildExt(build_ext):
                 [str(source.relative_to(ROOT))], output_dir=self.build_temp, macros=macros,
                 include_dirs=[str(CSRC)], extra_postargs=base + flags + omp_compile,
                 depends=[str(p) for p in (ROOT / CSRC).glob("*.h")])
+        kernel_sources = [str(p.relative_to(ROOT)) for p in (ROOT / CSRC).glob("*.[ch]")]
         for ext in self.extensions:
             ext.extra_objects = objects
+            ext.depends = kernel_sources  # relink every module when a kernel changes
             ext.define_macros = macros
             ext.include_dirs = [str(CSRC), numpy.get_include()]
             ext.extra_compile_args = base + omp_compile
