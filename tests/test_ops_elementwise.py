@@ -213,6 +213,15 @@ def test_softplus_beta_threshold(rng, check_torch, check_grad):
                ref64=lambda a: np.where(2 * a > 5, a, np.logaddexp(0, 2 * a) / 2))
 
 
+def test_rank_0_inputs(rng, check_torch):
+    x = np.asarray(np.float32(0.75))
+    for name in ("exp", "log", "sqrt", "softplus", "gelu", "pow_1.5", "rpow", "abs"):
+        ours, theirs, _, _ = UNARY[name]
+        check_torch(ours, theirs, x)
+    check_torch(lambda t: F.softplus(t, 2.0, 1.0), lambda t: TF.softplus(t, 2.0, 1.0), x)
+    check_torch(F.pow, torch.pow, x, np.asarray(np.float32(-1.5)))
+
+
 @pytest.mark.parametrize("shapes", [((3, 4), (3, 4), (3, 4)), ((3, 1), (4,), (3, 4)),
                                     ((4,), (2, 1), ())])
 def test_where(shapes, rng, check_torch, check_exact):

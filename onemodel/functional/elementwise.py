@@ -133,7 +133,8 @@ def _pow_general(b: np.ndarray, e: np.ndarray) -> np.ndarray:
     """b ** e as exp(e·log|b|) by the exact kernels, with IEEE pow's special cases: a negative
     base gives a real result only for an integer exponent (negated when it is odd), and
     x ** 0 = 1 ** y = 1 for every x and y, NaN included."""
-    out = _vm("exp", e * _vm("log", np.abs(b)))
+    # np.asarray: arithmetic on 0-d arrays gives numpy scalars.
+    out = _vm("exp", np.asarray(e * _vm("log", np.asarray(np.abs(b)))))
     out = np.broadcast_to(out, np.broadcast_shapes(b.shape, e.shape)).copy()
     negative = b < 0
     if negative.any():
@@ -172,7 +173,7 @@ def pow(input: Any, exponent: Any) -> Tensor:
 
         def grad_exponent() -> np.ndarray:
             # log of a negative base is NaN, as PyTorch; 0 ** e with e >= 0 has gradient 0.
-            log_b = np.where(b < 0, np.float32(np.nan), _vm("log", np.abs(b)))
+            log_b = np.where(b < 0, np.float32(np.nan), _vm("log", np.asarray(np.abs(b))))
             gx = g * (out * log_b)
             return np.where((b == 0) & (e >= 0), np.float32(0), gx)
 
@@ -270,7 +271,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     x = _float_input(input, "softplus")
     a = x._data
     b32 = np.float32(beta)
-    z = a * b32
+    z = np.asarray(a * b32)
     linear = z > np.float32(threshold)
     out = np.where(linear, a, _vm("softplus", z) / b32)
 
