@@ -14,12 +14,19 @@ accumulators, two per byte). A file is untrusted: `from_bytes` checks the header
 manifest (BadManifest), its entries against the target (Mismatch) and then every offset and
 length (BadTensor), in that order, before it changes anything; nothing else escapes for a bad
 file, and a rejected file leaves the model and optimizer as they were.
+
+Integers in the manifest are read as arbitrary-precision JSON numbers and must fit in 64 bits
+(signed or unsigned, [-2^63, 2^64)); each field then has its own range. Offsets and lengths get
+theirs in the BadTensor checks (clarifications.md: an offset of 2^63 or more is BadTensor).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
 import os
+import re
 import struct
 import tempfile
 from typing import Any, Iterable, Optional
@@ -32,14 +39,20 @@ HEADER = struct.Struct("<8sIIQQQQQQ")
 ALIGN = 64
 MAX_MANIFEST = 256 << 20
 MAX_DEPTH = 32
-# Room a manifest may take beyond the one this target would write: extra integers and longer
-# number spellings, never gigabytes.
+# A reader also bounds the manifest by the one its target would write, so a small model never
+# parses hundreds of megabytes of JSON: twice that (longer number spellings, whitespace) plus
+# this margin, which also bounds the extra integers a writer accepts.
 MANIFEST_MARGIN = 1 << 20
+MAX_EXTRA_TEXT = MANIFEST_MARGIN // 2
+# Without an optimizer the target cannot say how long a saved optimizer section is; optimizers
+# keep a few state tensors per parameter, so this many times the model's part bounds it.
+OPTIMIZER_ALLOWANCE = 8
 DTYPES = {"f32": np.dtype("<f4"), "i32": np.dtype("<i4"), "i64": np.dtype("<i8"),
           "u8": np.dtype("u1")}
 _DTYPE_NAMES = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32",
                 np.dtype(np.int64): "i64", np.dtype(np.uint8): "u8"}
 _I64 = (-(1 << 63), 1 << 63)
+_JSON_INT = (-(1 << 63), 1 << 64)
 
 
 class CheckpointError(Exception):
@@ -64,6 +77,12 @@ class BadTensor(CheckpointError):
 
 class Mismatch(CheckpointError):
     pass
+
+
+def _short(value: Any) -> str:
+    """repr for an error message, cut short: a hostile value may be megabytes long."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -- the training state of a target --------------------------------------------------------
@@ -100,15 +119,21 @@ def _value_of(bits: int) -> float:
     return float(np.uint32(bits).view(np.float32))
 
 
+def _has_surrogate(text: str) -> bool:
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
 # -- writing --------------------------------------------------------------------------------
 def _check_extra(extra: Optional[dict]) -> list[tuple[str, int]]:
     items = []
     for key, value in (extra or {}).items():
-        if not isinstance(key, str):
-            raise ValueError(f"checkpoint: extra key {key!r} is not a string")
+        if not isinstance(key, str) or _has_surrogate(key):
+            raise ValueError(f"checkpoint: extra key {_short(key)} is not a string of "
+                             "Unicode scalar values")
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
                 or not _I64[0] <= int(value) < _I64[1]:
-            raise ValueError(f"checkpoint: extra[{key!r}] = {value!r} is not a 64-bit integer")
+            raise ValueError(f"checkpoint: extra[{key!r}] = {_short(value)} is not a 64-bit "
+                             "integer")
         items.append((key, int(value)))
     # Ordinal order of the keys: by UTF-16 code units, as the format's first readers sort.
     return sorted(items, key=lambda kv: kv[0].encode("utf-16-be"))
@@ -141,14 +166,17 @@ def _manifest(model: Any, optimizer: Any, extra: list[tuple[str, int]]) -> tuple
     return manifest, arrays
 
 
-def _encode(manifest: dict) -> bytes:
-    return json.dumps(manifest, separators=(",", ":"), ensure_ascii=False,
+def _encode(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode("utf-8")
 
 
 def to_bytes(model: Any, optimizer: Any = None, extra: Optional[dict] = None) -> bytes:
     """The checkpoint of the whole training state; the same state gives the same bytes."""
     manifest, arrays = _manifest(model, optimizer, _check_extra(extra))
+    if len(_encode(manifest["extra"])) > MAX_EXTRA_TEXT:
+        raise ValueError(f"checkpoint: extra takes more than {MAX_EXTRA_TEXT} bytes of "
+                         "manifest; a reader would refuse it")
     text = _encode(manifest)
     data_offset = -(-(HEADER.size + len(text)) // ALIGN) * ALIGN
     entries = manifest["model"] + (manifest["optimizer"]["state"] if optimizer is not None
@@ -176,8 +204,7 @@ def save(path: str | os.PathLike, model: Any, optimizer: Any = None,
 
     A failure at any point leaves the previous file intact and no temporary file behind.
     """
-    data = to_bytes(model, optimizer, extra)
-    _atomic_write(os.fspath(path), data)
+    _atomic_write(os.fspath(path), to_bytes(model, optimizer, extra))
 
 
 def _atomic_write(path: str, data: bytes) -> None:
@@ -185,16 +212,20 @@ def _atomic_write(path: str, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
                                suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                if written <= 0:
+                    raise OSError(f"checkpoint: writing {tmp} made no progress")
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     _fsync_folder(folder)
 
@@ -239,20 +270,17 @@ def _read_header(data: bytes) -> tuple[int, int, int, int]:
     return m_off, m_len, d_off, d_len
 
 
+# A string token (an unterminated one runs to the end; possessive, so the scan stays linear on
+# any input) or a bracket.
+_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?|[\[\]{}]', re.DOTALL)
+
+
 def _json_depth_ok(text: str) -> bool:
     """Nesting depth of brackets outside strings, counted without recursion."""
-    depth, in_string, escaped = 0, False, False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
+    depth = 0
+    for match in _STRUCTURE.finditer(text):
+        ch = match.group()
+        if ch in "[{":
             depth += 1
             if depth > MAX_DEPTH:
                 return False
@@ -265,7 +293,7 @@ def _reject_duplicates(pairs: list) -> dict:
     out = {}
     for key, value in pairs:
         if key in out:
-            raise BadManifest(f"duplicate key {key!r} in an object")
+            raise BadManifest(f"duplicate key {_short(key)} in an object")
         out[key] = value
     return out
 
@@ -275,9 +303,10 @@ def _reject_constant(name: str) -> None:
 
 
 def _parse_manifest(raw: bytes, limit: int) -> dict:
-    if len(raw) > min(limit, MAX_MANIFEST):
-        raise BadManifest(f"manifest of {len(raw)} bytes exceeds the limit of "
-                          f"{min(limit, MAX_MANIFEST)} bytes for this target")
+    limit = min(limit, MAX_MANIFEST)
+    if len(raw) > limit:
+        raise BadManifest(f"manifest of {len(raw)} bytes exceeds the limit of {limit} bytes "
+                          "for this target")
     if raw.startswith(b"\xef\xbb\xbf"):
         raise BadManifest("manifest starts with a byte-order mark")
     try:
@@ -291,10 +320,18 @@ def _parse_manifest(raw: bytes, limit: int) -> dict:
                            parse_constant=_reject_constant)
     except BadManifest:
         raise
-    except (ValueError, RecursionError) as e:
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, or an over-long integer
         raise BadManifest(f"manifest is not valid JSON: {e}") from None
     if not isinstance(value, dict):
         raise BadManifest("manifest is not a JSON object")
+    return value
+
+
+def _integer(value: Any, where: str) -> int:
+    if type(value) is not int:  # booleans and floats are not integers
+        raise BadManifest(f"{where}: expected an integer, got {_short(value)}")
+    if not _JSON_INT[0] <= value < _JSON_INT[1]:
+        raise BadManifest(f"{where}: integer {_short(value)} does not fit in 64 bits")
     return value
 
 
@@ -303,13 +340,10 @@ def _field(obj: dict, key: str, kind: type, where: str) -> Any:
         raise BadManifest(f"{where}: missing field {key!r}")
     value = obj[key]
     if kind is int:
-        if type(value) is not int:  # booleans are not integers
-            raise BadManifest(f"{where}.{key}: expected an integer, got {value!r}")
-        if not _I64[0] <= value < _I64[1]:
-            raise BadManifest(f"{where}.{key}: integer {value} does not fit in 64 bits")
-    elif not isinstance(value, kind):
+        return _integer(value, f"{where}.{key}")
+    if not isinstance(value, kind):
         raise BadManifest(f"{where}.{key}: expected {kind.__name__}, got {type(value).__name__}")
-    if kind is str and any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+    if kind is str and _has_surrogate(value):
         raise BadManifest(f"{where}.{key}: string holds a lone surrogate")
     return value
 
@@ -319,11 +353,24 @@ def _only_fields(obj: Any, keys: tuple, where: str) -> dict:
         raise BadManifest(f"{where}: expected an object")
     unknown = [k for k in obj if k not in keys]
     if unknown:
-        raise BadManifest(f"{where}: unknown field {unknown[0]!r}")
+        raise BadManifest(f"{where}: unknown field {_short(unknown[0])}")
     return obj
 
 
 _ENTRY_FIELDS = ("name", "dtype", "shape", "offset", "length")
+
+
+def _byte_size(shape: list[int], itemsize: int) -> int:
+    """Bytes of a validated shape, each dimension below 2^62; the product stops growing once it
+    passes 2^63, so a hostile shape costs no big-number arithmetic."""
+    if 0 in shape:
+        return 0
+    nbytes = itemsize
+    for d in shape:
+        nbytes *= d
+        if nbytes >= 1 << 63:
+            return 1 << 63
+    return nbytes
 
 
 def _tensor_entries(value: Any, where: str) -> list[dict]:
@@ -336,20 +383,16 @@ def _tensor_entries(value: Any, where: str) -> list[dict]:
         name = _field(entry, "name", str, at)
         dtype = _field(entry, "dtype", str, at)
         if dtype not in DTYPES:
-            raise BadManifest(f"{at}.dtype: unknown dtype {dtype!r}")
+            raise BadManifest(f"{at}.dtype: unknown dtype {_short(dtype)}")
         shape = _field(entry, "shape", list, at)
         for d in shape:
-            if type(d) is not int:
-                raise BadManifest(f"{at}.shape: dimension {d!r} is not an integer")
+            d = _integer(d, f"{at}.shape")
             if d < 0:
                 raise BadManifest(f"{at}.shape: negative dimension {d}")
             if d >= 1 << 62:
                 raise BadManifest(f"{at}.shape: dimension {d} is oversized")
-        nbytes = DTYPES[dtype].itemsize
-        for d in shape:
-            nbytes *= d
-            if nbytes >= 1 << 63:
-                raise BadManifest(f"{at}.shape: {shape} holds more than 2^63 bytes")
+        if _byte_size(shape, DTYPES[dtype].itemsize) >= 1 << 63:
+            raise BadManifest(f"{at}.shape: {_short(shape)} holds 2^63 bytes or more")
         out.append({"name": name, "dtype": dtype, "shape": shape,
                     "offset": _field(entry, "offset", int, at),
                     "length": _field(entry, "length", int, at)})
@@ -357,38 +400,38 @@ def _tensor_entries(value: Any, where: str) -> list[dict]:
 
 
 def _check_restorable(name: str, value: float, where: str) -> None:
-    """The settings a load restores: a learning rate > 0 and a weight decay >= 0, finite."""
-    if name == "lr" and not (np.isfinite(value) and value > 0):
-        raise BadManifest(f"{where}: learning rate {value!r} is not a positive number")
-    if name == "weight_decay" and not (np.isfinite(value) and value >= 0):
-        raise BadManifest(f"{where}: weight decay {value!r} is not a non-negative number")
+    """The settings a load restores: a learning rate and a weight decay, finite and >= 0 (a
+    schedule may have brought the rate to 0)."""
+    if name in ("lr", "weight_decay") and not (math.isfinite(value) and value >= 0):
+        raise BadManifest(f"{where}: {name} {value!r} is not a finite number >= 0")
 
 
 def _validate_manifest(m: dict) -> dict:
     _only_fields(m, ("format", "version", "model", "optimizer", "extra"), "manifest")
     if _field(m, "format", str, "manifest") != "onemodel-checkpoint":
-        raise BadManifest(f"manifest.format {m['format']!r} is not 'onemodel-checkpoint'")
+        raise BadManifest(f"manifest.format {_short(m['format'])} is not "
+                          "'onemodel-checkpoint'")
     if _field(m, "version", int, "manifest") != VERSION:
         raise BadManifest(f"manifest.version {m['version']} is not {VERSION}")
     out: dict[str, Any] = {"model": _tensor_entries(_field(m, "model", list, "manifest"),
                                                     "model")}
     if "optimizer" in m:
         o = _only_fields(m["optimizer"], ("kind", "step", "hyper", "state"), "optimizer")
+        kind = _field(o, "kind", str, "optimizer")
+        step = _field(o, "step", int, "optimizer")
+        if not 0 <= step < _I64[1]:
+            raise BadManifest(f"optimizer.step {step} is not in [0, 2^63)")
         hyper = []
         for i, h in enumerate(_field(o, "hyper", list, "optimizer")):
             at = f"optimizer.hyper[{i}]"
             h = _only_fields(h, ("name", "bits"), at)
+            name = _field(h, "name", str, at)
             bits = _field(h, "bits", int, at)
             if not 0 <= bits < 1 << 32:
                 raise BadManifest(f"{at}.bits: {bits} is not a 32-bit pattern")
-            name = _field(h, "name", str, at)
             _check_restorable(name, _value_of(bits), at)
             hyper.append((name, bits))
-        step = _field(o, "step", int, "optimizer")
-        if step < 0:
-            raise BadManifest(f"optimizer.step {step} is negative")
-        out["optimizer"] = {"kind": _field(o, "kind", str, "optimizer"), "step": step,
-                            "hyper": hyper,
+        out["optimizer"] = {"kind": kind, "step": step, "hyper": hyper,
                             "state": _tensor_entries(_field(o, "state", list, "optimizer"),
                                                      "optimizer.state")}
     extra = {}
@@ -397,8 +440,11 @@ def _validate_manifest(m: dict) -> dict:
         e = _only_fields(e, ("key", "value"), at)
         key = _field(e, "key", str, at)
         if key in extra:
-            raise BadManifest(f"{at}: duplicate key {key!r}")
-        extra[key] = _field(e, "value", int, at)
+            raise BadManifest(f"{at}: duplicate key {_short(key)}")
+        value = _field(e, "value", int, at)
+        if not _I64[0] <= value < _I64[1]:
+            raise BadManifest(f"{at}.value: {value} is not in [-2^63, 2^63)")
+        extra[key] = value
     out["extra"] = extra
     return out
 
@@ -408,34 +454,47 @@ def _match(entries: list[dict], state: list[tuple[str, np.ndarray]], what: str) 
         raise Mismatch(f"{what}: file has {len(entries)} tensors, target has {len(state)}")
     for entry, (name, arr) in zip(entries, state):
         if entry["name"] != name:
-            raise Mismatch(f"{what}: file has {entry['name']!r} where the target has {name!r}")
+            raise Mismatch(f"{what}: file has {_short(entry['name'])} where the target has "
+                           f"{name!r}")
         if entry["dtype"] != _dtype_name(name, arr):
             raise Mismatch(f"{what} {name!r}: dtype {entry['dtype']} in the file, "
                            f"{_dtype_name(name, arr)} in the target")
         # Compared before any size is computed from the file's shape.
         if entry["shape"] != list(arr.shape):
-            raise Mismatch(f"{what} {name!r}: shape {entry['shape']} in the file, "
+            raise Mismatch(f"{what} {name!r}: shape {_short(entry['shape'])} in the file, "
                            f"{list(arr.shape)} in the target")
 
 
 def _check_extent(entries: list[dict], data_length: int, what: str) -> None:
+    """Offsets and lengths against the data region; the shapes already equal the target's."""
     for e in entries:
-        expected = int(np.prod(e["shape"], dtype=object)) * DTYPES[e["dtype"]].itemsize
-        if e["length"] != expected:
-            raise BadTensor(f"{what} {e['name']!r}: length {e['length']} is not the shape's "
+        expected = math.prod(e["shape"]) * DTYPES[e["dtype"]].itemsize
+        offset, length = e["offset"], e["length"]
+        if length != expected:
+            raise BadTensor(f"{what} {e['name']!r}: length {length} is not the shape's "
                             f"{expected} bytes")
-        if e["offset"] < 0 or e["offset"] % ALIGN != 0:
-            raise BadTensor(f"{what} {e['name']!r}: offset {e['offset']} is not a non-negative "
-                            f"multiple of {ALIGN}")
-        if e["offset"] > data_length or e["length"] > data_length - e["offset"]:
-            raise BadTensor(f"{what} {e['name']!r}: bytes [{e['offset']}, "
-                            f"{e['offset'] + e['length']}) leave the data region of "
-                            f"{data_length} bytes")
+        if not 0 <= offset < _I64[1] or offset % ALIGN != 0:
+            raise BadTensor(f"{what} {e['name']!r}: offset {offset} is not a multiple of "
+                            f"{ALIGN} in [0, 2^63)")
+        # offset <= data_length first, so the subtraction is the overflow-free form of
+        # offset + length <= data_length.
+        if offset > data_length or length > data_length - offset:
+            raise BadTensor(f"{what} {e['name']!r}: bytes [{offset}, {offset + length}) leave "
+                            f"the data region of {data_length} bytes")
 
 
 def _manifest_limit(model: Any, optimizer: Any) -> int:
     manifest, _ = _manifest(model, optimizer, [])
-    return 2 * len(_encode(manifest)) + MANIFEST_MARGIN
+    own = len(_encode(manifest))
+    if optimizer is None:
+        own *= OPTIMIZER_ALLOWANCE
+    return 2 * own + MANIFEST_MARGIN
+
+
+def _as_bytes(data: Any) -> bytes:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"checkpoint: expected bytes, got {type(data).__name__}")
+    return bytes(data)
 
 
 def from_bytes(data: bytes, model: Any, optimizer: Any = None) -> dict:
@@ -443,37 +502,39 @@ def from_bytes(data: bytes, model: Any, optimizer: Any = None) -> dict:
 
     Every check runs before anything is changed; errors are CheckpointError subclasses only.
     """
-    data = bytes(data)
+    data = _as_bytes(data)
     m_off, m_len, d_off, d_len = _read_header(data)
     manifest = _validate_manifest(_parse_manifest(data[m_off:m_off + m_len],
                                                   _manifest_limit(model, optimizer)))
     model_state = _model_state(model)
     _match(manifest["model"], model_state, "model")
+    entries = list(manifest["model"])
     opt_state: list[tuple[str, np.ndarray]] = []
     if optimizer is not None:
         if "optimizer" not in manifest:
             raise Mismatch("optimizer state was asked for, but the file holds a model only")
         saved = manifest["optimizer"]
         if saved["kind"] != type(optimizer).__name__:
-            raise Mismatch(f"optimizer kind {saved['kind']!r} in the file, "
+            raise Mismatch(f"optimizer kind {_short(saved['kind'])} in the file, "
                            f"{type(optimizer).__name__!r} in the target")
         hyper = _match_hyper(saved["hyper"], optimizer)
         opt_state = _optimizer_state(optimizer)
         _match(saved["state"], opt_state, "optimizer state")
+        entries += saved["state"]
     _check_extent(manifest["model"], d_len, "model")
     if optimizer is not None:
         _check_extent(manifest["optimizer"]["state"], d_len, "optimizer state")
 
-    # Every check passed: copy.
-    entries = manifest["model"] + (manifest["optimizer"]["state"] if optimizer else [])
+    # Every check passed. The hyper-parameters go first: an optimizer may still refuse a value
+    # (its own rules), and then nothing else has changed yet.
+    if optimizer is not None:
+        _load_hyper(optimizer, hyper)
     for entry, (_, arr) in zip(entries, model_state + opt_state):
-        start = d_off + entry["offset"]
-        values = np.frombuffer(data, DTYPES[entry["dtype"]], arr.size, start)
+        values = np.frombuffer(data, DTYPES[entry["dtype"]], arr.size, d_off + entry["offset"])
         arr[...] = values.reshape(arr.shape)
     for _, t in model._named_state():
         t._version += 1
     if optimizer is not None:
-        optimizer.load_hyper_parameters(hyper)
         optimizer.step_count = manifest["optimizer"]["step"]
     return dict(manifest["extra"])
 
@@ -483,16 +544,25 @@ def _match_hyper(saved: list[tuple[str, int]], optimizer: Any) -> dict[str, floa
     own = [(h["name"], h["bits"]) for h in _hyper_bits(optimizer)]
     names = [n for n, _ in saved]
     if names != [n for n, _ in own]:
-        raise Mismatch(f"optimizer hyper-parameters {names} in the file, "
+        raise Mismatch(f"optimizer hyper-parameters {_short(names)} in the file, "
                        f"{[n for n, _ in own]} in the target")
     fixed = set(optimizer.fixed_hyper_parameters)
     values = {}
     for (name, bits), (_, own_bits) in zip(saved, own):
         if name in fixed and bits != own_bits:
-            raise Mismatch(f"optimizer setting {name!r} differs: bits {bits} in the file, "
-                           f"{own_bits} in the target")
+            raise Mismatch(f"optimizer setting {name!r} differs: bits {bits:#010x} in the file, "
+                           f"{own_bits:#010x} in the target")
         values[name] = _value_of(bits)
     return values
+
+
+def _load_hyper(optimizer: Any, values: dict[str, float]) -> None:
+    before = optimizer.hyper_parameters()
+    try:
+        optimizer.load_hyper_parameters(values)
+    except (ValueError, TypeError) as e:
+        optimizer.load_hyper_parameters(before)
+        raise BadManifest(f"optimizer refuses the saved hyper-parameters: {e}") from None
 
 
 def load(path: str | os.PathLike, model: Any, optimizer: Any = None) -> dict:
@@ -500,3 +570,90 @@ def load(path: str | os.PathLike, model: Any, optimizer: Any = None) -> dict:
     with open(path, "rb") as f:
         data = f.read()
     return from_bytes(data, model, optimizer)
+
+
+def _extra_of(data: bytes) -> dict:
+    """The extra integers of checkpoint bytes, header and manifest checked, no target."""
+    m_off, m_len, _, _ = _read_header(data)
+    return _validate_manifest(_parse_manifest(data[m_off:m_off + m_len], MAX_MANIFEST))["extra"]
+
+
+# -- rotation -------------------------------------------------------------------------------
+_STEP_FILE = re.compile(r"step-(\d{8,})\.ckpt")
+METRIC_KEY = "metric.f64"
+
+
+def _metric_bits(metric: float) -> int:
+    """A float64 metric as the signed 64-bit integer of its bit pattern (extra holds integers)."""
+    return struct.unpack("<q", struct.pack("<d", metric))[0]
+
+
+def _metric_of(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<q", bits))[0]
+
+
+class CheckpointManager:
+    """Saves step-<step:08d>.ckpt files in a folder, keeps the last `keep_last`, and copies a
+    checkpoint to best.ckpt whenever its metric improves on the best so far.
+
+    The metric travels in the file's extra (key "metric.f64", the float64 bit pattern), so a
+    manager opened on an existing folder knows the best metric from best.ckpt.
+    """
+
+    def __init__(self, folder: str | os.PathLike, keep_last: int = 3) -> None:
+        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
+            raise ValueError(f"CheckpointManager: keep_last must be an integer >= 1, "
+                             f"got {keep_last!r}")
+        self.folder = os.fspath(folder)
+        self.keep_last = keep_last
+        os.makedirs(self.folder, exist_ok=True)
+        self.best_path = os.path.join(self.folder, "best.ckpt")
+        self.best_metric: Optional[float] = None
+        try:
+            with open(self.best_path, "rb") as f:
+                bits = _extra_of(f.read()).get(METRIC_KEY)
+            self.best_metric = None if bits is None else _metric_of(bits)
+        except (FileNotFoundError, CheckpointError):
+            pass  # no best yet, or an unreadable one that the next improvement replaces
+
+    def _steps(self) -> list[tuple[int, str]]:
+        found = []
+        for name in os.listdir(self.folder):
+            match = _STEP_FILE.fullmatch(name)
+            if match:
+                found.append((int(match.group(1)), os.path.join(self.folder, name)))
+        return sorted(found)
+
+    def latest(self) -> Optional[str]:
+        """The path of the highest-step checkpoint, or None."""
+        steps = self._steps()
+        return steps[-1][1] if steps else None
+
+    def save(self, step: int, model: Any, optimizer: Any = None, extra: Optional[dict] = None,
+             metric: Optional[float] = None, higher_is_better: bool = True) -> str:
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+            raise ValueError(f"CheckpointManager.save: step must be an integer >= 0, "
+                             f"got {step!r}")
+        extra = dict(extra or {})
+        if METRIC_KEY in extra:
+            raise ValueError(f"CheckpointManager.save: extra key {METRIC_KEY!r} is reserved")
+        if metric is not None:
+            if isinstance(metric, bool) or not isinstance(metric, (int, float, np.number)) \
+                    or not math.isfinite(metric):
+                raise ValueError(f"CheckpointManager.save: metric must be a finite number, "
+                                 f"got {metric!r}")
+            metric = float(metric)
+            extra[METRIC_KEY] = _metric_bits(metric)
+        data = to_bytes(model, optimizer, extra)
+        path = os.path.join(self.folder, f"step-{int(step):08d}.ckpt")
+        _atomic_write(path, data)
+        # The oldest beyond keep_last go; the file just written stays even if its step is lower.
+        others = [p for _, p in self._steps() if p != path]
+        for old in others[:max(0, len(others) - (self.keep_last - 1))]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(old)
+        if metric is not None and (self.best_metric is None or (
+                metric > self.best_metric if higher_is_better else metric < self.best_metric)):
+            _atomic_write(self.best_path, data)
+            self.best_metric = metric
+        return path
