@@ -75,15 +75,18 @@ def torch_step(params: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> 
     return loss.item()
 
 
-def median_seconds(step, steps: int) -> float:
+def median_seconds(steps: int, *fns) -> list[float]:
+    """Median time of each function, run alternately so both see the same machine load."""
     for _ in range(3):
-        step()
-    times = []
+        for fn in fns:
+            fn()
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(steps):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for fn, ts in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+    return [statistics.median(ts) for ts in times]
 
 
 def main() -> None:
@@ -109,8 +112,8 @@ def main() -> None:
     for threads in (1, 2):
         onemodel.set_num_threads(threads)
         torch.set_num_threads(threads)
-        t_om = median_seconds(lambda: om_step(om_params, om_x, om_y), args.steps)
-        t_th = median_seconds(lambda: torch_step(th_params, th_x, th_y), args.steps)
+        t_om, t_th = median_seconds(args.steps, lambda: om_step(om_params, om_x, om_y),
+                                    lambda: torch_step(th_params, th_x, th_y))
         print(f"{threads:7d} {t_om * 1e3:12.2f} {t_th * 1e3:11.2f} {t_om / t_th:9.2f}")
 
     if not args.no_profile:
