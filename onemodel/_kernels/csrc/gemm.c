@@ -138,10 +138,11 @@ static void macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth
                 x->u->kernel(depth, ap, bp, ct, ldc, accumulate);
                 continue;
             }
-            if (accumulate)
-                for (int64_t i = 0; i < h; i++) memcpy(edge + i * nr, ct + i * ldc, w * sizeof(float));
+            const size_t row_bytes = (size_t)w * sizeof(float);
+            for (int64_t i = 0; i < h && accumulate; i++)
+                memcpy(edge + i * nr, ct + i * ldc, row_bytes);
             x->u->kernel(depth, ap, bp, edge, nr, accumulate);
-            for (int64_t i = 0; i < h; i++) memcpy(ct + i * ldc, edge + i * nr, w * sizeof(float));
+            for (int64_t i = 0; i < h; i++) memcpy(ct + i * ldc, edge + i * nr, row_bytes);
         }
     }
 }
@@ -170,12 +171,13 @@ static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
 static int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
 
 /* Splits one product into gm x gn sub-blocks for t threads: the factorisation with the least
- * padded work plus packing. */
+ * work per thread, counting padding to whole tiles and (roughly) packing. */
 static void choose_grid(int64_t m, int64_t n, int mr, int nr, int t, int *gm, int *gn) {
     int64_t best = -1;
     for (int f = 1; f <= t; f++) {
         if (t % f) continue;
-        int64_t mb = round_up((m + f - 1) / f, mr), nb = round_up((n + t / f - 1) / (t / f), nr);
+        int64_t mb = round_up((m + f - 1) / f, mr);
+        int64_t nb = round_up((n + t / f - 1) / (t / f), nr);
         int64_t cost = mb * nb + 16 * (mb + nb);
         if (best < 0 || cost < best) best = cost, *gm = f, *gn = t / f;
     }
@@ -198,12 +200,13 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
     int gm = 1, gn = 1;
     if (batch % t) choose_grid(m, n, u->mr, u->nr, t, &gm, &gn);
     const int64_t jobs = batch * gm * gn;
-    const int64_t bm = round_up((m + gm - 1) / gm, u->mr), bn = round_up((n + gn - 1) / gn, u->nr);
-    const int64_t mc = u->mr * MC_TILES < bm ? u->mr * MC_TILES : bm;
-    const int64_t nc = u->nr * NC_TILES < bn ? u->nr * NC_TILES : bn;
+    const int64_t bm = round_up((m + gm - 1) / gm, u->mr);
+    const int64_t bn = round_up((n + gn - 1) / gn, u->nr);
+    const int64_t mc = min64(u->mr * MC_TILES, bm), nc = min64(u->nr * NC_TILES, bn);
     const int64_t kc = min64(k, OM_GEMM_KC);
     int failed = 0;
 
+    /* Whole products per thread when the batch divides evenly, else sub-blocks of each. */
 #pragma omp parallel num_threads(t) if (t > 1)
     {
         ctx x = {u, m, n, k, mc, nc, NULL, NULL};
@@ -213,6 +216,7 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
         for (int64_t j = 0; j < jobs; j++) {
             int64_t p = j / (gm * gn), m0 = (j % (gm * gn)) / gn * bm, n0 = j % gn * bn;
             if (!x.abuf || !x.bbuf) {
+#pragma omp atomic write
                 failed = 1;
                 continue;
             }
