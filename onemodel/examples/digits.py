@@ -5,8 +5,9 @@
 The data set ships with scikit-learn (1797 images of 8×8 pixels, ten classes). The run splits
 it into train / validation / test with a fixed seed, trains with AdamW, a warm-up cosine
 schedule and gradient-norm clipping, shows a progress bar with the loss and learning rate,
-evaluates on the validation split and writes a checkpoint after every epoch (keeping the best),
-then reports the test accuracy of the best checkpoint.
+evaluates on the validation split and writes a checkpoint after every epoch (the last three,
+and a copy of the one with the best validation accuracy), then reports the test accuracy of the
+best checkpoint.
 """
 from __future__ import annotations
 
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> float:
     schedule = WarmupCosineLR(args.lr, warmup_steps=steps_per_epoch, total_steps=total,
                               final_factor=0.02)
     rng = np.random.default_rng(args.seed)
-    best, best_path = -1.0, os.path.join(args.out, "best.ckpt")
+    manager = checkpoint.CheckpointManager(args.out, keep_last=3)
     print(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads, "
           f"{om.get_mode()} mode; {len(y_train)} training images, {total} steps",
           file=sys.stderr)
@@ -112,16 +113,13 @@ def main(argv: list[str] | None = None) -> float:
             optimizer.step()
             progress(epoch, args.epochs, i + 1, steps_per_epoch, loss.item(), optimizer.lr)
         val = accuracy(model, *data["val"])
-        path = os.path.join(args.out, f"epoch-{epoch:03d}.ckpt")
-        checkpoint.save(path, model, optimizer, extra={"epoch": epoch})
-        if val > best:
-            best = val
-            checkpoint.save(best_path, model, optimizer, extra={"epoch": epoch})
+        manager.save(optimizer.step_count, model, optimizer, extra={"epoch": epoch},
+                     metric=val)
         print(f"  val accuracy {val:.4f}  ({time.perf_counter() - start:.1f} s)",
               file=sys.stderr)
-    checkpoint.load(best_path, model)
+    checkpoint.load(manager.best_path, model)
     test = accuracy(model, *data["test"])
-    print(f"test accuracy {test:.4f} (best validation {best:.4f}) "
+    print(f"test accuracy {test:.4f} (best validation {manager.best_metric:.4f}) "
           f"in {time.perf_counter() - start:.1f} s; checkpoints in {args.out}")
     return test
 
