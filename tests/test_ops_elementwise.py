@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+import onemodel
 import onemodel.functional as F
 from onemodel.tensor import tensor
 
@@ -269,3 +270,11 @@ def test_errors_name_the_op_and_shapes(call, error, words):
         call()
     for word in words:
         assert word in str(info.value)
+
+
+def test_no_grad_and_constants_record_nothing(rng):
+    x = tensor(_sample(rng, (3,)), requires_grad=True)
+    with onemodel.no_grad():
+        assert not F.exp(x).requires_grad and F.add(x, 1.0).grad_fn is None
+    assert not F.mul(tensor(_sample(rng, (3,))), 2.0).requires_grad
+    assert F.add(x, 1.0).grad_fn == "add" and F.tanh(x).grad_fn == "tanh"

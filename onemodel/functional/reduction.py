@@ -26,6 +26,8 @@ def _axes(dim: Dim, ndim: int, op: str) -> tuple:
     """The reduced axes, sorted; None or () means every axis, as PyTorch."""
     if dim is None:
         return tuple(range(ndim))
+    if isinstance(dim, int) and ndim:
+        return (normalize_dim(dim, ndim, op),)
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     axes = [normalize_dim(d, ndim, op) for d in dims]
     if len(set(axes)) != len(axes):
@@ -42,6 +44,10 @@ def _kept_shape(shape: tuple, axes: tuple) -> tuple:
 
 def _sum_float(a: np.ndarray, axes: tuple) -> np.ndarray:
     """Σ of float32 `a` over `axes` (dropped) in the engine's fixed order."""
+    if len(axes) == a.ndim:
+        return sum_axis(a.reshape(-1), 0)
+    if len(axes) == 1:
+        return sum_axis(a, axes[0])
     merged: list[int] = []
     reduced: list[int] = []
     previous = None
