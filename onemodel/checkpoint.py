@@ -112,15 +112,18 @@ def _hyper_bits(optimizer: Any) -> list[dict]:
 
 def _bits_of(value: float) -> int:
     """A hyper-parameter (held as float32; flags as 0.0 or 1.0) as its IEEE-754 bit pattern."""
-    return int(np.float32(value).view(np.uint32))
+    return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
 def _value_of(bits: int) -> float:
-    return float(np.uint32(bits).view(np.float32))
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _has_surrogate(text: str) -> bool:
-    return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+    return _SURROGATE.search(text) is not None
 
 
 # -- writing --------------------------------------------------------------------------------
@@ -270,23 +273,21 @@ def _read_header(data: bytes) -> tuple[int, int, int, int]:
     return m_off, m_len, d_off, d_len
 
 
-# A string token (an unterminated one runs to the end; possessive, so the scan stays linear on
-# any input) or a bracket.
-_STRUCTURE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?|[\[\]{}]', re.DOTALL)
+# A JSON string (an unterminated one runs to the end; possessive, so the scan stays linear on
+# any input).
+_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?', re.DOTALL)
+_OPEN = np.zeros(256, np.int8)
+_OPEN[[ord("["), ord("{")]] = 1
+_OPEN[[ord("]"), ord("}")]] = -1
 
 
 def _json_depth_ok(text: str) -> bool:
     """Nesting depth of brackets outside strings, counted without recursion."""
-    depth = 0
-    for match in _STRUCTURE.finditer(text):
-        ch = match.group()
-        if ch in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return False
-        elif ch in "]}":
-            depth -= 1
-    return True
+    outside = _STRING.sub("", text).encode("utf-8", "surrogatepass")
+    if not outside:
+        return True
+    depth = np.cumsum(_OPEN[np.frombuffer(outside, np.uint8)], dtype=np.int64)
+    return int(depth.max()) <= MAX_DEPTH
 
 
 def _reject_duplicates(pairs: list) -> dict:
