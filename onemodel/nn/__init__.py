@@ -1,12 +1,15 @@
 """Modules: named parameters and buffers in a fixed state order, and the layers built on them."""
 from . import init
+from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 from .conv import AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, MaxPool2d
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, ReLU,
                      Sequential, Sigmoid, Tanh)
 from .module import Module, Parameter
+from .recurrent import GRU, LSTM
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "Dropout",
     "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MaxPool2d", "Module",
     "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh", "init",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LSTM", "GRU",
 ]

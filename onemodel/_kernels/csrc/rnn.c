@@ -1,0 +1,135 @@
+/* Recurrent layers: the step loop of rnn.h and the dispatch of its row kernels.
+ *
+ * Forward, step t: hw = h·W_hhᵀ (om_gemm_f32, B x G·H, K = H), then one row kernel per batch
+ * row that adds xw, the bias and hw and updates the state. Backward, step t from T-1 down:
+ * the row kernels turn the gradient of h (and c) into the gate gradients dg, then
+ * dh_prev = dg·W_hh (om_gemm_f32, B x H, K = G·H) plus the cell's direct term. The products
+ * over all steps (dW_hh = dgᵀ·h_prev, the input gradients) are left to the caller: they are
+ * single large products.
+ *
+ * Threading: the products thread inside gemm; the row kernels split batch rows over threads.
+ * Rows are independent and every value has one fixed sequence of operations (gemm's order is
+ * fixed by the shapes, the row formulas are elementwise), so the bits depend on neither the
+ * thread count nor the ISA path (rnn_body.h: no fused multiply-add in the cell; gemm's own
+ * policy for its products).
+ *
+ * Scratch: one (B, G·H) buffer for hw in the forward, one (B, H) for dg·W_hh in the backward.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "rnn.h"
+
+#if OM_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+static const om_lstm_row_fn lstm_row[OM_ISA_COUNT] = OM_ISA_TABLE(om_lstm_row_f32);
+static const om_lstm_row_bwd_fn lstm_row_bwd[OM_ISA_COUNT] = OM_ISA_TABLE(om_lstm_row_bwd_f32);
+static const om_gru_row_fn gru_row[OM_ISA_COUNT] = OM_ISA_TABLE(om_gru_row_f32);
+static const om_gru_row_bwd_fn gru_row_bwd[OM_ISA_COUNT] = OM_ISA_TABLE(om_gru_row_bwd_f32);
+
+/* Elements of row work per thread below which a step's row kernels stay on one thread. */
+#define OM_RNN_GRAIN 4096
+
+static int gates_of(int cell) { return cell == OM_RNN_LSTM ? 4 : 3; }
+
+int om_rnn_forward_f32(int cell, int64_t t, int64_t b, int64_t h, const float *xw,
+                       const float *w_hh, const float *bias, const float *h0, const float *c0,
+                       const int64_t *lengths, float *y, float *gates, float *cs,
+                       float *hn_lin, float *h_n, float *c_n, int nthreads) {
+    const int64_t gh = gates_of(cell) * h;
+    float *hw = malloc((size_t)(b * gh > 0 ? b * gh : 1) * sizeof(float));
+    if (hw == NULL) return -1;
+    memcpy(h_n, h0, (size_t)(b * h) * sizeof(float));
+    if (cell == OM_RNN_LSTM) memcpy(c_n, c0, (size_t)(b * h) * sizeof(float));
+    const int nt = om_threads_for(b * gh, OM_RNN_GRAIN, nthreads);
+    const om_lstm_row_fn lstm = lstm_row[om_isa];
+    const om_gru_row_fn gru = gru_row[om_isa];
+    int status = 0;
+    for (int64_t s = 0; s < t && status == 0; s++) {
+        if (om_gemm_f32(1, b, gh, h, h_n, 0, 0, w_hh, 0, 1, hw, nthreads) != 0) {
+            status = -1;
+            break;
+        }
+        #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+        for (int64_t r = 0; r < b; r++) {
+            const int64_t row = s * b + r;
+            float *yr = y + row * h, *gr = gates + row * gh;
+            if (s >= lengths[r]) {  /* past the row's end: state carried, output zero */
+                memset(yr, 0, (size_t)h * sizeof(float));
+                memset(gr, 0, (size_t)gh * sizeof(float));
+                if (cell == OM_RNN_LSTM) memcpy(cs + row * h, c_n + r * h, (size_t)h * sizeof(float));
+                else memset(hn_lin + row * h, 0, (size_t)h * sizeof(float));
+                continue;
+            }
+            if (cell == OM_RNN_LSTM) {
+                lstm(h, xw + row * gh, hw + r * gh, bias, c_n + r * h, gr, cs + row * h, yr);
+                memcpy(c_n + r * h, cs + row * h, (size_t)h * sizeof(float));
+            } else {
+                gru(h, xw + row * gh, hw + r * gh, bias, h_n + r * h, gr, hn_lin + row * h, yr);
+            }
+            memcpy(h_n + r * h, yr, (size_t)h * sizeof(float));
+        }
+    }
+    free(hw);
+    return status;
+}
+
+int om_rnn_backward_f32(int cell, int64_t t, int64_t b, int64_t h, const float *w_hh,
+                        const float *h0, const float *c0, const int64_t *lengths,
+                        const float *y, const float *gates, const float *cs,
+                        const float *hn_lin, const float *gy, const float *g_hn,
+                        const float *g_cn, float *dgx, float *dgh, float *dh0, float *dc0,
+                        int nthreads) {
+    const int64_t gh = gates_of(cell) * h;
+    float *tmp = malloc((size_t)(b * h > 0 ? b * h : 1) * sizeof(float));
+    if (tmp == NULL) return -1;
+    /* dh0 and dc0 hold the running gradients of h and c, from the final state down. */
+    memcpy(dh0, g_hn, (size_t)(b * h) * sizeof(float));
+    if (cell == OM_RNN_LSTM) memcpy(dc0, g_cn, (size_t)(b * h) * sizeof(float));
+    float *dg = cell == OM_RNN_LSTM ? dgx : dgh;
+    const int nt = om_threads_for(b * gh, OM_RNN_GRAIN, nthreads);
+    const om_lstm_row_bwd_fn lstm = lstm_row_bwd[om_isa];
+    const om_gru_row_bwd_fn gru = gru_row_bwd[om_isa];
+    int status = 0;
+    for (int64_t s = t - 1; s >= 0; s--) {
+        #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+        for (int64_t r = 0; r < b; r++) {
+            const int64_t row = s * b + r;
+            if (s >= lengths[r]) {  /* padded step: no gate gradient, state gradient carried */
+                memset(dgx + row * gh, 0, (size_t)gh * sizeof(float));
+                if (cell == OM_RNN_GRU) memset(dgh + row * gh, 0, (size_t)gh * sizeof(float));
+                continue;
+            }
+            float *d = dh0 + r * h;
+            const float *g = gy + row * h;
+            for (int64_t j = 0; j < h; j++) d[j] += g[j];
+            if (cell == OM_RNN_LSTM) {
+                const float *c_prev = s > 0 ? cs + (row - b) * h : c0 + r * h;
+                lstm(h, gates + row * gh, c_prev, cs + row * h, d, dc0 + r * h, dgx + row * gh);
+            } else {
+                const float *h_prev = s > 0 ? y + (row - b) * h : h0 + r * h;
+                gru(h, gates + row * gh, hn_lin + row * h, h_prev, d, dgx + row * gh,
+                    dgh + row * gh);
+            }
+        }
+        if (om_gemm_f32(1, b, h, gh, dg + s * b * gh, 0, 0, w_hh, 0, 0, tmp, nthreads) != 0) {
+            status = -1;
+            break;
+        }
+        #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+        for (int64_t r = 0; r < b; r++) {
+            if (s >= lengths[r]) continue;
+            float *d = dh0 + r * h;
+            const float *m = tmp + r * h;
+            /* The LSTM's h reaches h_prev only through the gates; the GRU adds its direct
+             * part d·z, which the row kernel left in d. */
+            if (cell == OM_RNN_LSTM) memcpy(d, m, (size_t)h * sizeof(float));
+            else for (int64_t j = 0; j < h; j++) d[j] += m[j];
+        }
+    }
+    free(tmp);
+    return status;
+}

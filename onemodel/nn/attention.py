@@ -1,0 +1,191 @@
+"""Multi-head attention and the transformer encoder (Vaswani et al. 2017), PyTorch's arguments.
+
+MultiheadAttention has four Linear children q, k, v, o (drawn in that order from one
+generator, training.txt 1.1) where PyTorch has one fused in_proj_weight and out_proj;
+onemodel.interop converts between the two. Attention weights are softmax(q·kᵀ/√d_head + mask)
+with bool masks (True = masked, as PyTorch) turned into -inf and float masks added; dropout on
+the weights is the counter-based Dropout of training.txt 1.2.
+
+TransformerEncoderLayer's children are attn, ff1, ff2 (drawn in that order), norm1, norm2 and
+the dropouts; TransformerEncoder deep-copies a layer into children layer0, layer1, ... so state
+names read layer0.attn.q.weight (PyTorch's layers.0.self_attn.in_proj_weight). Dropout seeds:
+the attention's dropout uses `seed`, the layer's three others seed+1..seed+3, and copy i of an
+encoder adds 4·i to every seed of its layer, so no two dropouts share a mask stream.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Optional
+
+import numpy as np
+
+from .. import functional as F
+from ..random import Generator
+from ..tensor import Tensor, float32
+from .init import resolve_generator
+from .layers import Dropout, LayerNorm, Linear, _positive
+from .module import Module
+
+_SEEDS_PER_LAYER = 4
+
+
+def _additive(mask: Any, what: str) -> Optional[np.ndarray]:
+    """A mask as a float32 array to add to the scores: bool True -> -inf, floats as given."""
+    if mask is None:
+        return None
+    arr = np.asarray(mask._data if isinstance(mask, Tensor) else mask)
+    if arr.dtype == np.bool_:
+        return np.where(arr, np.float32(-np.inf), np.float32(0.0))
+    if arr.dtype.kind != "f":
+        raise TypeError(f"MultiheadAttention: {what} must be bool or floating point, got "
+                        f"{arr.dtype}")
+    return arr.astype(float32, copy=False)
+
+
+class MultiheadAttention(Module):
+    """forward(query, key, value, key_padding_mask=None, attn_mask=None, need_weights=False)
+    -> (output, weights averaged over heads or None)."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 batch_first: bool = True, *, generator: Optional[Generator] = None,
+                 seed: int = 0) -> None:
+        super().__init__()
+        self.embed_dim = _positive(embed_dim, "embed_dim", "MultiheadAttention")
+        self.num_heads = _positive(num_heads, "num_heads", "MultiheadAttention")
+        if self.embed_dim % self.num_heads:
+            raise ValueError(f"MultiheadAttention: embed_dim {embed_dim} is not divisible by "
+                             f"num_heads {num_heads}")
+        self.head_dim = self.embed_dim // self.num_heads
+        self.batch_first = bool(batch_first)
+        g = resolve_generator(generator, seed)
+        for name in ("q", "k", "v", "o"):
+            setattr(self, name, Linear(self.embed_dim, self.embed_dim, bias, generator=g))
+        self.dropout = Dropout(dropout, seed=seed)
+
+    def _mask(self, key_padding_mask: Any, attn_mask: Any, b: int, lq: int,
+              lk: int) -> Optional[np.ndarray]:
+        """The sum of both masks, shaped to broadcast over scores (B, heads, Lq, Lk)."""
+        total = None
+        am = _additive(attn_mask, "attn_mask")
+        if am is not None:
+            if am.shape == (lq, lk):
+                total = am
+            elif am.shape == (b * self.num_heads, lq, lk):
+                total = am.reshape(b, self.num_heads, lq, lk)
+            else:
+                raise ValueError(f"MultiheadAttention: attn_mask of shape {am.shape}; expected "
+                                 f"({lq}, {lk}) or ({b * self.num_heads}, {lq}, {lk})")
+        kp = _additive(key_padding_mask, "key_padding_mask")
+        if kp is not None:
+            if kp.shape != (b, lk):
+                raise ValueError(f"MultiheadAttention: key_padding_mask of shape {kp.shape}; "
+                                 f"expected ({b}, {lk})")
+            kp = kp.reshape(b, 1, 1, lk)
+            total = kp if total is None else total + kp
+        return total
+
+    def _heads(self, x: Tensor, b: int, length: int) -> Tensor:
+        """(B, L, E) -> (B, heads, L, head_dim)."""
+        return F.permute(F.reshape(x, (b, length, self.num_heads, self.head_dim)), (0, 2, 1, 3))
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
+                attn_mask: Any = None, need_weights: bool = False) -> tuple:
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if t.ndim != 3 or t.shape[2] != self.embed_dim:
+                raise ValueError(f"MultiheadAttention: {name} of shape {t.shape} must be 3-D "
+                                 f"with embed_dim {self.embed_dim} last")
+        if not self.batch_first:
+            query, key, value = (F.transpose(t, 0, 1) for t in (query, key, value))
+        b, lq = query.shape[:2]
+        lk = key.shape[1]
+        if key.shape[:2] != value.shape[:2] or key.shape[0] != b:
+            raise ValueError(f"MultiheadAttention: query {query.shape}, key {key.shape} and "
+                             f"value {value.shape} disagree in batch or key length")
+        scale = np.float32(1.0 / math.sqrt(self.head_dim))
+        q = self._heads(self.q(query) * scale, b, lq)
+        k = F.permute(F.reshape(self.k(key), (b, lk, self.num_heads, self.head_dim)),
+                      (0, 2, 3, 1))
+        v = self._heads(self.v(value), b, lk)
+        scores = F.matmul(q, k)
+        mask = self._mask(key_padding_mask, attn_mask, b, lq, lk)
+        if mask is not None:
+            scores = scores + Tensor._wrap(mask)
+        weights = self.dropout(F.softmax(scores, -1))
+        out = F.reshape(F.permute(F.matmul(weights, v), (0, 2, 1, 3)), (b, lq, self.embed_dim))
+        out = self.o(out)
+        if not self.batch_first:
+            out = F.transpose(out, 0, 1)
+        return out, (F.mean(weights, 1) if need_weights else None)
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention and a feed-forward block, each with a residual and a LayerNorm, after
+    (norm_first=False) or before (norm_first=True) the block."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: str = "relu", norm_first: bool = False,
+                 batch_first: bool = True, layer_norm_eps: float = 1e-5, *,
+                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+        super().__init__()
+        if activation not in ("relu", "gelu"):
+            raise ValueError(f"TransformerEncoderLayer: activation must be 'relu' or 'gelu', "
+                             f"got {activation!r}")
+        self.activation = activation
+        self.norm_first = bool(norm_first)
+        self.batch_first = bool(batch_first)
+        g = resolve_generator(generator, seed)
+        self.attn = MultiheadAttention(d_model, nhead, dropout, batch_first=True, generator=g,
+                                       seed=seed)
+        self.ff1 = Linear(d_model, dim_feedforward, generator=g)
+        self.ff2 = Linear(dim_feedforward, d_model, generator=g)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps)
+        self.dropout = Dropout(dropout, seed=seed + 1)
+        self.dropout1 = Dropout(dropout, seed=seed + 2)
+        self.dropout2 = Dropout(dropout, seed=seed + 3)
+
+    def _attention(self, x: Tensor, mask: Any, padding: Any) -> Tensor:
+        return self.dropout1(self.attn(x, x, x, key_padding_mask=padding, attn_mask=mask)[0])
+
+    def _feed_forward(self, x: Tensor) -> Tensor:
+        h = self.ff1(x)
+        h = F.relu(h) if self.activation == "relu" else F.gelu(h)
+        return self.dropout2(self.ff2(self.dropout(h)))
+
+    def forward(self, src: Tensor, src_mask: Any = None,
+                src_key_padding_mask: Any = None) -> Tensor:
+        x = src if self.batch_first else F.transpose(src, 0, 1)
+        if self.norm_first:
+            x = x + self._attention(self.norm1(x), src_mask, src_key_padding_mask)
+            x = x + self._feed_forward(self.norm2(x))
+        else:
+            x = self.norm1(x + self._attention(x, src_mask, src_key_padding_mask))
+            x = self.norm2(x + self._feed_forward(x))
+        return x if self.batch_first else F.transpose(x, 0, 1)
+
+
+class TransformerEncoder(Module):
+    """num_layers deep copies of `layer` (equal initial weights, as PyTorch), run in order."""
+
+    def __init__(self, layer: TransformerEncoderLayer, num_layers: int) -> None:
+        super().__init__()
+        if not isinstance(layer, Module):
+            raise TypeError(f"TransformerEncoder: layer must be a Module, got "
+                            f"{type(layer).__name__}")
+        self.num_layers = _positive(num_layers, "num_layers", "TransformerEncoder")
+        for i in range(self.num_layers):
+            copy_i = copy.deepcopy(layer)
+            for m in copy_i.modules():
+                if isinstance(m, Dropout):
+                    m.seed += _SEEDS_PER_LAYER * i
+            setattr(self, f"layer{i}", copy_i)
+
+    def forward(self, src: Tensor, mask: Any = None, src_key_padding_mask: Any = None) -> Tensor:
+        x = src
+        for layer in self.children():
+            x = layer(x, mask, src_key_padding_mask)
+        return x

@@ -1,0 +1,138 @@
+"""LSTM and GRU: PyTorch's constructor, parameter names, shapes and gate order.
+
+Parameters per layer k and direction: weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k},
+bias_hh_l{k}, with the suffix _reverse for the backward direction, registered (and drawn) in
+PyTorch's order, every one from Uniform(±1/√hidden_size) as PyTorch initialises them, so
+PyTorch weights load unchanged. forward(x, h0=None, lengths=None) returns (output, h_n) for the
+GRU and (output, (h_n, c_n)) for the LSTM; `lengths` gives packed-sequence meaning to padded
+batches (functional/recurrent.py).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from .. import functional as F
+from ..functional.recurrent import check_lengths, gru_layer, lstm_layer
+from ..random import Generator
+from ..tensor import Tensor, float32
+from .init import fan_in_bound, resolve_generator, uniform_parameter
+from .layers import _positive
+from .module import Module
+
+
+class _Recurrent(Module):
+    _gates = 0
+    _cell = ""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, bidirectional: bool = False, *,
+                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.input_size = _positive(input_size, "input_size", name)
+        self.hidden_size = _positive(hidden_size, "hidden_size", name)
+        self.num_layers = _positive(num_layers, "num_layers", name)
+        self.bias = bool(bias)
+        self.batch_first = bool(batch_first)
+        self.bidirectional = bool(bidirectional)
+        g = resolve_generator(generator, seed)
+        bound = fan_in_bound(self.hidden_size)
+        gh = self._gates * self.hidden_size
+        for k in range(self.num_layers):
+            width = self.input_size if k == 0 else self.hidden_size * self.directions
+            for suffix in self._suffixes():
+                shapes = [("weight_ih", (gh, width)), ("weight_hh", (gh, self.hidden_size))]
+                if self.bias:
+                    shapes += [("bias_ih", (gh,)), ("bias_hh", (gh,))]
+                for stem, shape in shapes:
+                    setattr(self, f"{stem}_l{k}{suffix}", uniform_parameter(shape, bound, g))
+
+    @property
+    def directions(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    def _suffixes(self) -> tuple:
+        return ("", "_reverse") if self.bidirectional else ("",)
+
+    def _initial(self, state: Any, batch: int, what: str) -> Tensor:
+        shape = (self.num_layers * self.directions, batch, self.hidden_size)
+        if state is None:
+            return Tensor._wrap(np.zeros(shape, float32))
+        state = state if isinstance(state, Tensor) else Tensor(state)
+        if state.shape != shape:
+            raise ValueError(f"{type(self).__name__}: {what} has shape {state.shape}, expected "
+                             f"{shape} (num_layers * num_directions, batch, hidden_size)")
+        return state
+
+    def _run(self, x: Tensor, h0: Any, c0: Any, lengths: Any) -> tuple:
+        name = type(self).__name__
+        x = x if isinstance(x, Tensor) else Tensor(x)
+        if x.ndim != 3 or x.shape[2] != self.input_size:
+            layout = "(batch, seq, input_size)" if self.batch_first else \
+                "(seq, batch, input_size)"
+            raise ValueError(f"{name}: input of shape {x.shape} must be {layout} with "
+                             f"input_size {self.input_size}")
+        if self.batch_first:
+            x = F.transpose(x, 0, 1)
+        steps, batch = x.shape[:2]
+        lengths = check_lengths(lengths, batch, steps, name)
+        h0 = self._initial(h0, batch, "h0")
+        c0 = self._initial(c0, batch, "c0") if self._cell == "lstm" else None
+        hs, cs = [], []
+        for k in range(self.num_layers):
+            outs = []
+            for d, suffix in enumerate(self._suffixes()):
+                i = k * self.directions + d
+                p = f"_l{k}{suffix}"
+                xw = F.linear(x, getattr(self, "weight_ih" + p),
+                              getattr(self, "bias_ih" + p) if self.bias else None)
+                b_hh = getattr(self, "bias_hh" + p) if self.bias else None
+                w_hh = getattr(self, "weight_hh" + p)
+                if self._cell == "lstm":
+                    y, h_n, c_n = lstm_layer(xw, w_hh, b_hh, F.index(h0, i), F.index(c0, i),
+                                             lengths, reverse=d == 1)
+                    cs.append(c_n)
+                else:
+                    y, h_n = gru_layer(xw, w_hh, b_hh, F.index(h0, i), lengths,
+                                       reverse=d == 1)
+                outs.append(y)
+                hs.append(h_n)
+            x = outs[0] if len(outs) == 1 else F.cat(outs, 2)
+        if self.batch_first:
+            x = F.transpose(x, 0, 1)
+        return x, F.stack(hs, 0), (F.stack(cs, 0) if cs else None)
+
+    def extra_repr(self) -> str:
+        return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
+                f"bias={self.bias}, batch_first={self.batch_first}, "
+                f"bidirectional={self.bidirectional}")
+
+
+class LSTM(_Recurrent):
+    """Long short-term memory; gates (i, f, g, o) stacked in that order as PyTorch."""
+
+    _gates = 4
+    _cell = "lstm"
+
+    def forward(self, x: Tensor, h0: Optional[tuple] = None,
+                lengths: Any = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """x (T, B, input_size) (or (B, T, ...) with batch_first); h0 is (h_0, c_0) or None."""
+        if h0 is not None and (not isinstance(h0, (tuple, list)) or len(h0) != 2):
+            raise TypeError("LSTM: h0 must be a pair (h_0, c_0) or None")
+        h_0, c_0 = (None, None) if h0 is None else h0
+        y, h_n, c_n = self._run(x, h_0, c_0, lengths)
+        return y, (h_n, c_n)
+
+
+class GRU(_Recurrent):
+    """Gated recurrent unit; gates (r, z, n) stacked in that order as PyTorch."""
+
+    _gates = 3
+    _cell = "gru"
+
+    def forward(self, x: Tensor, h0: Optional[Tensor] = None,
+                lengths: Any = None) -> tuple[Tensor, Tensor]:
+        y, h_n, _ = self._run(x, h0, None, lengths)
+        return y, h_n
