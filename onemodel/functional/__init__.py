@@ -8,12 +8,13 @@ from .shape import (cat, clone, flatten, gather, index, pad, permute, reshape, s
 from .nn import embedding, layer_norm, log_softmax, softmax
 from .conv import adaptive_avg_pool2d, avg_pool2d, batch_norm, conv2d, max_pool2d
 from .dropout import dropout
+from .ctc import ctc_loss
 from .loss import (binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss,
                    nll_loss)
 
 __all__ = [
     "abs", "adaptive_avg_pool2d", "add", "avg_pool2d", "batch_norm",
-    "binary_cross_entropy_with_logits", "cat", "clamp", "clone", "conv2d", "cross_entropy",
+    "binary_cross_entropy_with_logits", "cat", "clamp", "clone", "conv2d", "cross_entropy", "ctc_loss",
     "div", "dropout", "embedding", "erf", "exp", "flatten", "gather", "gelu", "index",
     "l1_loss", "layer_norm", "linear", "log", "log_softmax", "matmul", "max", "max_pool2d",
     "mean", "mse_loss", "mul", "neg", "nll_loss", "pad", "permute", "pow", "relu", "reshape",
