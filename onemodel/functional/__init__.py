@@ -14,8 +14,8 @@ from .loss import (binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse
 
 __all__ = [
     "abs", "adaptive_avg_pool2d", "add", "avg_pool2d", "batch_norm",
-    "binary_cross_entropy_with_logits", "cat", "clamp", "clone", "conv2d", "cross_entropy", "ctc_loss",
-    "div", "dropout", "embedding", "erf", "exp", "flatten", "gather", "gelu", "index",
+    "binary_cross_entropy_with_logits", "cat", "clamp", "clone", "conv2d", "cross_entropy",
+    "ctc_loss", "div", "dropout", "embedding", "erf", "exp", "flatten", "gather", "gelu", "index",
     "l1_loss", "layer_norm", "linear", "log", "log_softmax", "matmul", "max", "max_pool2d",
     "mean", "mse_loss", "mul", "neg", "nll_loss", "pad", "permute", "pow", "relu", "reshape",
     "sigmoid", "softmax", "softplus", "sqrt", "squeeze", "stack", "sub", "sum", "tanh",
