@@ -22,51 +22,30 @@ def set_isa(int isa) -> None:
 
 
 cdef str _operands(a, b, bint trans_a, bint trans_b):
-    return (f"{tuple(a.shape)}{'.T' if trans_a else ''} @ "
-            f"{tuple(b.shape)}{'.T' if trans_b else ''}")
+    """The operands as the error messages name them, e.g. "(3, 4) @ (6, 5).T"."""
+    def shape(x, bint t):
+        return f"{tuple(x.shape) if hasattr(x, 'shape') else type(x).__name__}{'.T' if t else ''}"
+    return f"{shape(a, trans_a)} @ {shape(b, trans_b)}"
 
 
-cdef _check_array(str name, x, str where):
+cdef _check_array(str name, x, a, b, bint trans_a, bint trans_b):
     if not isinstance(x, np.ndarray):
-        raise TypeError(f"matmul: {where}: {name} must be a numpy array, got {type(x).__name__}")
+        raise TypeError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} must be a numpy "
+                        f"array, got {type(x).__name__}")
     if x.dtype != np.float32:
-        raise TypeError(f"matmul: {where}: {name} must be float32, got {x.dtype}")
-    if x.ndim not in (2, 3):
-        raise ValueError(f"matmul: {where}: {name} must be 2-D or 3-D, got {x.ndim}-D")
+        raise TypeError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} must be float32, "
+                        f"got {x.dtype}")
+    if x.ndim != 2 and x.ndim != 3:
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} must be 2-D or "
+                         f"3-D, got {x.ndim}-D")
     if not x.flags.c_contiguous:
-        raise ValueError(f"matmul: {where}: {name} must be C-contiguous")
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} must be "
+                         f"C-contiguous")
 
 
-def _shape3(x) -> tuple:
+cdef tuple _shape3(x):
     """(batch, rows, cols) of a 2-D or 3-D array; a 2-D array is a batch of one."""
-    return tuple(x.shape) if x.ndim == 3 else (1,) + tuple(x.shape)
-
-
-def _dims(a, b, out, bint trans_a, bint trans_b) -> tuple:
-    """Validates the operands; returns (batch, batch_a, batch_b, m, n, k, where) or raises."""
-    where = _operands(a, b, trans_a, trans_b) if hasattr(a, "shape") and hasattr(b, "shape") \
-        else "operands"
-    _check_array("a", a, where)
-    _check_array("b", b, where)
-    _check_array("out", out, where)
-    batch_a, ra, ca = _shape3(a)
-    batch_b, rb, cb = _shape3(b)
-    batch, ro, co = _shape3(out)
-    m, ka = (ca, ra) if trans_a else (ra, ca)
-    kb, n = (cb, rb) if trans_b else (rb, cb)
-    if ka != kb:
-        raise ValueError(f"matmul: {where}: inner dimensions {ka} != {kb}")
-    for name, nb in (("a", batch_a), ("b", batch_b)):
-        if nb != batch and nb != 1:
-            raise ValueError(f"matmul: {where}: batch of {name} is {nb}, expected 1 or "
-                             f"{batch} (the batch of out)")
-    if (ro, co) != (m, n):
-        expected = (batch, m, n) if out.ndim == 3 else (m, n)
-        raise ValueError(f"matmul: {where}: out has shape {tuple(out.shape)}, expected "
-                         f"{expected}")
-    if out.size and (np.may_share_memory(out, a) or np.may_share_memory(out, b)):
-        raise ValueError(f"matmul: {where}: out overlaps an operand")
-    return batch, batch_a, batch_b, m, n, ka, where
+    return x.shape if x.ndim == 3 else (1,) + x.shape
 
 
 def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads) -> None:
@@ -76,22 +55,52 @@ def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads) -> None:
     a or b is either out's batch or 1 (that operand is used for every product). Everything is
     checked before the kernel writes anything.
     """
-    batch, batch_a, batch_b, m, n, k, where = _dims(a, b, out, trans_a, trans_b)
+    _check_array("a", a, a, b, trans_a, trans_b)
+    _check_array("b", b, a, b, trans_a, trans_b)
+    _check_array("out", out, a, b, trans_a, trans_b)
+    cdef int64_t batch_a, ra, ca, batch_b, rb, cb, batch, ro, co
+    batch_a, ra, ca = _shape3(a)
+    batch_b, rb, cb = _shape3(b)
+    batch, ro, co = _shape3(out)
+    cdef int64_t m = ca if trans_a else ra
+    cdef int64_t k = ra if trans_a else ca
+    cdef int64_t kb = cb if trans_b else rb
+    cdef int64_t n = rb if trans_b else cb
+    if k != kb:
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: inner dimensions "
+                         f"{k} != {kb}")
+    if batch_a != batch and batch_a != 1 or batch_b != batch and batch_b != 1:
+        name, nb = ("a", batch_a) if batch_a != batch and batch_a != 1 else ("b", batch_b)
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: batch of {name} is "
+                         f"{nb}, expected 1 or {batch} (the batch of out)")
+    if ro != m or co != n:
+        expected = out.shape[:out.ndim - 2] + (m, n)
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: out has shape "
+                         f"{tuple(out.shape)}, expected {expected}")
     if nthreads < 1:
-        raise ValueError(f"matmul: {where}: nthreads must be >= 1, got {nthreads}")
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: nthreads must be "
+                         f">= 1, got {nthreads}")
     if out.size == 0:
         return
-    cdef const float[:, :, ::1] av = a.reshape(_shape3(a))
-    cdef const float[:, :, ::1] bv = b.reshape(_shape3(b))
-    cdef float[:, :, ::1] cv = out.reshape(batch, m, n)
+    if np.may_share_memory(out, a) or np.may_share_memory(out, b):
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: out overlaps an operand")
+
+    cdef const float *ap = NULL
+    cdef const float *bp = NULL
+    cdef const float[:, ::1] a2
+    cdef const float[:, ::1] b2
+    cdef float[:, ::1] c2 = out.reshape(batch * m, n)
+    if k:   # the kernel reads nothing when k == 0 (it writes zeros)
+        a2 = a.reshape(batch_a * ra, ca)
+        b2 = b.reshape(batch_b * rb, cb)
+        ap = &a2[0, 0]
+        bp = &b2[0, 0]
     cdef int64_t sa = 0 if batch_a == 1 else m * k
     cdef int64_t sb = 0 if batch_b == 1 else k * n
-    cdef const float *ap = &av[0, 0, 0] if k else NULL
-    cdef const float *bp = &bv[0, 0, 0] if k else NULL
-    cdef int64_t cb = batch, cm = m, cn = n, ck = k
     cdef int status
     with nogil:
-        status = om_gemm_f32(cb, cm, cn, ck, ap, sa, trans_a, bp, sb, trans_b,
-                             &cv[0, 0, 0], nthreads)
+        status = om_gemm_f32(batch, m, n, k, ap, sa, trans_a, bp, sb, trans_b, &c2[0, 0],
+                             nthreads)
     if status != 0:
-        raise MemoryError(f"matmul: {where}: out of memory for packing buffers")
+        raise MemoryError(f"matmul: {_operands(a, b, trans_a, trans_b)}: out of memory for "
+                          f"packing buffers")

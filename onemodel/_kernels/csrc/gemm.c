@@ -38,7 +38,7 @@
  * 2 MB-L2 core; every choice gives the same bits. */
 enum { MC_TILES = 32, NC_TILES = 32 };
 /* Below this many fused multiply-adds per thread, one thread is faster. */
-#define GRAIN_FMAS (1 << 17)
+#define GRAIN_FMAS (1 << 20)
 
 static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
     OM_ISA_TABLE(om_gemm_ukernel_f32);
