@@ -6,7 +6,7 @@ Each check is a fixture returning a plain function, so test files need no import
         a, b = rng.standard_normal((3, 4), np.float32), rng.standard_normal((4,), np.float32)
         check_torch(F.add, torch.add, a, b)                     # forward + backward vs PyTorch
         check_grad(F.add, a, b, ref64=np.add)                   # backward vs central differences
-        check_exact(F.add, a, b)                                # same bits on every ISA, 1-3 threads
+        check_exact(F.add, a, b)                                # same bits: every ISA, 1-3 threads
 
 Inputs are numpy arrays or Python scalars. Float32 arrays become tensors that require gradients
 (unless `requires_grad` says otherwise, one bool per input); integer and bool arrays become
@@ -26,8 +26,6 @@ from onemodel import _config, _kernels
 from onemodel.tensor import tensor as om_tensor
 
 THREAD_COUNTS = (1, 2, 3)
-# Sizes that straddle the 16-lane vectors of every path (and the empty and the long case).
-LANE_SIZES = (0, 1, 15, 16, 17, 1000)
 
 
 def scaled_error(actual: np.ndarray, expected: np.ndarray) -> float:
