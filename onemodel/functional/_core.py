@@ -64,11 +64,15 @@ def record(op: str, out: np.ndarray, inputs: Sequence[Tensor],
     `backward(g)` returns one gradient per input (None where not needed); `saved` lists the
     tensors whose values the closure reads, protected against in-place writes.
     """
-    out = np.require(out, requirements="C")  # unlike ascontiguousarray, keeps 0-d
-    if autograd.is_grad_enabled() and any(t._requires_grad for t in inputs):
-        t = Tensor._wrap(out, True)
-        t._node = autograd.Node(op, inputs, backward, saved)
-        return t
+    if not (isinstance(out, np.ndarray) and out.flags.c_contiguous):
+        out = np.require(out, requirements="C")  # unlike ascontiguousarray, keeps 0-d
+    for t in inputs:
+        if t._requires_grad:
+            if not autograd.is_grad_enabled():
+                break
+            result = Tensor._wrap(out, True)
+            result._node = autograd.Node(op, inputs, backward, saved)
+            return result
     return Tensor._wrap(out)
 
 
