@@ -343,3 +343,20 @@ def test_every_truncation_and_every_single_byte_flip_raises_only_checkpoint_erro
             assert checkpoint.to_bytes(model, opt) == before
         else:  # a flip that keeps the file valid (a value in a name's digit, say) loads it
             model, opt = make_target()
+
+
+def test_fuzz_harness_smoke():
+    """2000 random mutations of the seeds (valid files of four targets and the hostile files)
+    through tools/fuzz_checkpoint.py's harness: only CheckpointError, and a rejected input
+    never changes its target."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "fuzz_checkpoint", os.path.join(os.path.dirname(FOLDER), os.pardir, os.pardir, "tools",
+                                        "fuzz_checkpoint.py"))
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    # The repaired header of a valid file is the file itself.
+    assert fuzz.repaired(VALID) == VALID
+    outcomes = fuzz.smoke(2000, seed=1)
+    assert set(outcomes) == {"loaded", *KINDS}, outcomes

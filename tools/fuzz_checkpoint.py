@@ -1,0 +1,205 @@
+"""Fuzz target for checkpoint reading (training.txt section 6, the "checkpoint" target).
+
+    python tools/fuzz_checkpoint.py [CORPUS_DIR] [libFuzzer flags, e.g. -max_total_time=300]
+    python tools/fuzz_checkpoint.py --smoke N [--seed S]
+
+The first form needs atheris (pip install atheris); an empty or missing CORPUS_DIR is filled
+with the seeds: a valid checkpoint of each model/optimizer pair and the committed hostile files.
+The second form needs nothing: it runs N random mutations of the seeds through the same harness
+(the test suite uses it).
+
+Every input is tried against four model/optimizer pairs, as it is and again with its header
+repaired (magic, version, flags and reserved restored; manifest_length bounded by the file;
+data_offset, data_length and file_length made consistent), so that mutations of the manifest
+and the data get past the header checks. Any exception other than CheckpointError is a crash,
+and so is a rejected input that changed its target.
+"""
+from __future__ import annotations
+
+import os
+import random
+import re
+import struct
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+import onemodel as om  # noqa: E402
+from onemodel import checkpoint, nn  # noqa: E402
+from onemodel.optim import SGD, Adam, AdamW  # noqa: E402
+
+HOSTILE = os.path.join(ROOT, "testdata", "checkpoint", "hostile")
+HEADER = struct.Struct("<8sIIQQQQQQ")
+
+
+def make_pairs() -> list[tuple[str, nn.Module, object]]:
+    """The four targets: batch norm + AdamW (the hostile files' own), dropout + Nesterov SGD
+    (i32 flags), a bare Linear + AMSGrad Adam, and an MLP loaded without an optimizer."""
+    g = om.Generator(1)
+    bn = nn.Sequential(nn.Linear(3, 4, generator=g), nn.BatchNorm1d(4))
+    drop = nn.Sequential(nn.Linear(2, 3, generator=g), nn.Dropout(0.5, seed=3),
+                         nn.Linear(3, 2, generator=g))
+    lin = nn.Linear(4, 2, generator=g)
+    mlp = nn.Sequential(nn.Linear(3, 3, generator=g), nn.ReLU(), nn.Linear(3, 1, generator=g))
+    return [("bn-adamw", bn, AdamW(bn.parameters(), lr=1e-3)),
+            ("dropout-sgd-nesterov", drop,
+             SGD(drop.parameters(), lr=0.1, momentum=0.9, nesterov=True)),
+            ("linear-adam-amsgrad", lin, Adam(lin.parameters(), amsgrad=True)),
+            ("mlp-model-only", mlp, None)]
+
+
+def repaired(data: bytes) -> bytes:
+    """The input with a header whose fixed fields are right and whose lengths fit the file."""
+    if len(data) < HEADER.size:
+        return data
+    fields = list(HEADER.unpack_from(data))
+    n = len(data)
+    m_len = min(fields[4], n - HEADER.size)
+    d_off = -(-(HEADER.size + m_len) // 64) * 64
+    if d_off > n:
+        d_off = n // 64 * 64
+        m_len = d_off - HEADER.size
+    fields = [b"ONEMCKPT", 1, 0, HEADER.size, m_len, d_off, n - d_off, n, 0]
+    return HEADER.pack(*fields) + data[HEADER.size:]
+
+
+def _state(model, optimizer) -> tuple:
+    """Everything a load may change: values, hyper-parameters, the step count."""
+    arrays = [t._data.tobytes() for _, t in model._named_state()]
+    if optimizer is None:
+        return tuple(arrays)
+    arrays += [a.tobytes() for a in optimizer.state_tensors().values()]
+    return (*arrays, tuple(optimizer.hyper_parameters().items()), optimizer.step_count)
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.pairs = make_pairs()
+        self.states = [_state(model, optimizer) for _, model, optimizer in self.pairs]
+        self.outcomes: dict[str, int] = {}
+
+    def __call__(self, data: bytes) -> None:
+        variants = (data, repaired(data))
+        for variant in variants[:1] if variants[1] == data else variants:
+            for i, (name, model, optimizer) in enumerate(self.pairs):
+                try:
+                    checkpoint.from_bytes(variant, model, optimizer)
+                    outcome = "loaded"
+                    self.states[i] = _state(model, optimizer)
+                except checkpoint.CheckpointError as e:
+                    outcome = e.kind
+                    if _state(model, optimizer) != self.states[i]:
+                        raise AssertionError(f"{name}: a rejected input ({e!r}) changed the "
+                                             "target")
+                self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+
+
+def seeds() -> list[bytes]:
+    out = []
+    for i, (_, model, optimizer) in enumerate(make_pairs()):
+        out.append(checkpoint.to_bytes(model, optimizer, {"samples": 64 * i, "epoch": i}))
+        if optimizer is not None:
+            out.append(checkpoint.to_bytes(model))
+    if os.path.isdir(HOSTILE):
+        for name in sorted(os.listdir(HOSTILE)):
+            with open(os.path.join(HOSTILE, name), "rb") as f:
+                data = f.read()
+            if len(data) <= 1 << 16:  # the megabyte-sized ones teach a mutator nothing
+                out.append(data)
+    return out
+
+
+# -- plain-Python mutations (smoke mode) -------------------------------------------------------
+_NUMBER = re.compile(rb"-?\d+")
+_STRING = re.compile(rb'"[^"]*"')
+_NUMBERS = [b"0", b"-1", b"1", b"63", b"64", b"-64", b"4294967296", b"9223372036854775807",
+            b"9223372036854775808", b"18446744073709551615", b"18446744073709551616",
+            b"4611686018427387904", b"1.5", b"1e3", b"true", b"null", b"NaN", b"[]", b"{}",
+            b'"f32"', b'"i64"', b'"u8"', b"99999999999999999999999999999"]
+_STRINGS = [b'""', b'"f32"', b'"i32"', b'"i64"', b'"u8"', b'"SGD"', b'"Adam"', b'"AdamW"',
+            b'"0.weight"', b'"\\ud800"', b'"lr"', b'"shape"', b'"offset"', b"0", b"[]"]
+
+
+def mutate(data: bytes, pool: list[bytes], rng: random.Random) -> bytes:
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(9)
+        if not b:
+            b += rng.choice(pool)[:rng.randint(0, 200)]
+        elif op == 0:
+            b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+        elif op == 1:
+            b[rng.randrange(len(b))] = rng.choice(b'\x00\xff\x7f\x80"[]{},:0-9\\e')
+        elif op == 2:
+            i = rng.randrange(len(b))
+            del b[i:i + rng.randint(1, 16)]
+        elif op == 3:
+            i, j = sorted(rng.randrange(len(b) + 1) for _ in range(2))
+            b[i:i] = b[i:j][:64]
+        elif op == 4:
+            del b[rng.randrange(len(b) + 1):]
+        elif op == 5:
+            other = rng.choice(pool)
+            i, j = rng.randrange(len(b) + 1), rng.randrange(len(other) + 1)
+            b = b[:i] + other[j:j + rng.randint(1, 256)]
+        elif op in (6, 7):
+            pattern, values = (_NUMBER, _NUMBERS) if op == 6 else (_STRING, _STRINGS)
+            found = list(pattern.finditer(b, 64, 64 + 4096))
+            if found:
+                m = rng.choice(found)
+                b[m.start():m.end()] = rng.choice(values)
+        else:
+            i = rng.choice((16, 24, 32, 40, 48, 56))  # a u64 header field
+            b[i:i + 8] = struct.pack("<Q", rng.choice([0, 1, 63, 64, len(b), max(len(b) - 64, 0),
+                                                       1 << 63, (1 << 64) - 1]))
+    return bytes(b)
+
+
+def smoke(n: int, seed: int = 0) -> dict[str, int]:
+    """Runs n random mutations of the seeds through the harness; returns outcome counts."""
+    rng = random.Random(seed)
+    harness = Harness()
+    pool = seeds()
+    for data in pool:
+        harness(data)
+    for _ in range(n):
+        harness(mutate(rng.choice(pool), pool, rng))
+    return harness.outcomes
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args[:1] == ["--smoke"]:
+        n = int(args[1])
+        seed = int(args[args.index("--seed") + 1]) if "--seed" in args else 0
+        print(smoke(n, seed))
+        return
+    import atheris
+
+    corpus = [a for a in args if not a.startswith("-")]
+    if not corpus:
+        corpus = [tempfile.mkdtemp(prefix="ckpt-corpus-")]
+        sys.argv.append(corpus[0])
+    os.makedirs(corpus[0], exist_ok=True)
+    if not os.listdir(corpus[0]):
+        for i, data in enumerate(seeds()):
+            with open(os.path.join(corpus[0], f"seed-{i:03d}"), "wb") as f:
+                f.write(data)
+    # Coverage comes from the reader alone: import it again, instrumented.
+    global checkpoint
+    sys.modules.pop("onemodel.checkpoint")
+    with atheris.instrument_imports(include=["onemodel.checkpoint"]):
+        import onemodel.checkpoint as instrumented
+    checkpoint = instrumented
+    harness = Harness()
+    atheris.Setup(sys.argv, lambda data: harness(bytes(data)))
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
