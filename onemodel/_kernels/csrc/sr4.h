@@ -1,0 +1,122 @@
+/* SR4: the ternary optimizer with a 4-bit state (spec/sr4.txt, clarifications.md "SR4").
+ *
+ * State: one accumulator q in [-q_clamp, q_clamp] per weight, packed two per byte, low nibble
+ * first: byte b holds element 2b in bits 0-3 and element 2b+1 in bits 4-7, each nibble the
+ * two's-complement 4-bit value. An odd element count leaves the last high nibble 0, and every
+ * kernel keeps it 0.
+ *
+ * The step (section 3), per element i of one parameter, given the per-parameter scalars
+ * s = float32(target_step) / (float32(mean|g|) + float32(1e-12)), key and phase:
+ *     prop = ((-g[i]) * s) * 256            two float32 multiplies, no fused multiply-add
+ *     prop = clamp(prop, -4096, 4096)
+ *     fx   = lrintf(prop)                   round half to even (every path converts with the
+ *                                           default MXCSR / FPCR rounding: nearest even)
+ *     k    = fx >> 8, f = fx & 255          arithmetic shift: floor for negative steps
+ *     u    = ((mix(key ^ (idx_base + i)) & 255) + phase) & 255
+ *     q    = clamp(q + k + (u < f), -q_clamp, q_clamp)
+ * and the materialised weight (section 2) w = q >= theta ? 1 : q <= -theta ? -1 : 0.
+ *
+ * key and phase fold the dither modes (section 4) into one formula, so the per-element work is
+ * one mix whatever the mode. With C0 = 0x9E3779B97F4A7C15 and counter = the step count:
+ *     Weyl dither:  key = mix(mix(seed ^ C0) ^ (counter >> 8)), phase = (159 * (counter & 255))
+ *                   & 255, which is sr_hash(seed, counter >> 8, idx) & 255 + 159 j (mod 256)
+ *     i.i.d.:       key = mix(mix(seed ^ C0) ^ counter), phase = 0, i.e. sr_hash(seed,
+ *                   counter, idx) & 255
+ * mix is the SplitMix64 output function without the golden-ratio add; all of it is unsigned
+ * 64-bit wrapping integer arithmetic, so every path, thread count and compiler gives the same q.
+ * The vector paths multiply 64-bit lanes with VPMULLQ (AVX-512DQ) or from three 32x32->64
+ * products (AVX2); the SSE2 entry of the dispatch table is the scalar function.
+ */
+#ifndef OM_SR4_H
+#define OM_SR4_H
+
+#include <stdint.h>
+
+#include "isa.h"
+
+#define OM_SR4_C0 0x9E3779B97F4A7C15ULL
+#define OM_SR4_M1 0xBF58476D1CE4E5B9ULL
+#define OM_SR4_M2 0x94D049BB133111EBULL
+#define OM_SR4_WEYL 159u
+
+static inline uint64_t om_sr4_mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * OM_SR4_M1;
+    z = (z ^ (z >> 27)) * OM_SR4_M2;
+    return z ^ (z >> 31);
+}
+
+typedef struct {
+    float s;             /* target_step / (mean|g| + 1e-12), float32 */
+    uint64_t key;        /* see above */
+    uint32_t phase;      /* Weyl offset of this step, 0 without dither */
+    uint64_t idx_base;   /* global index of the parameter's element 0 */
+    int32_t q_clamp;     /* 1..7 */
+    int32_t theta;       /* 1..q_clamp */
+} om_sr4_step_args;
+
+/* The scalar reference of one element: returns the new q and writes w (when w != NULL). */
+static inline int32_t om_sr4_elem(int32_t q, float g, uint64_t idx, const om_sr4_step_args *a,
+                                  float *w) {
+    float prop = (-g * a->s) * 256.0f;
+    if (prop > 4096.0f) prop = 4096.0f;
+    if (prop < -4096.0f) prop = -4096.0f;
+    /* |prop| <= 4096: adding and subtracting 1.5 * 2^23 rounds to an integer, half to even,
+     * exactly as lrintf in the default rounding mode, without a library call. */
+    const int32_t fx = (int32_t)((prop + 12582912.0f) - 12582912.0f);
+    const int32_t k = fx >> 8, f = fx & 255;
+    const uint32_t u = (uint32_t)((om_sr4_mix(a->key ^ idx) & 255u) + a->phase) & 255u;
+    q += k + (u < (uint32_t)f);
+    if (q > a->q_clamp) q = a->q_clamp;
+    if (q < -a->q_clamp) q = -a->q_clamp;
+    if (w) *w = q >= a->theta ? 1.0f : q <= -a->theta ? -1.0f : 0.0f;
+    return q;
+}
+
+static inline int32_t om_sr4_nibble(const uint8_t *q, int64_t i) {
+    const int32_t v = (q[i >> 1] >> ((i & 1) * 4)) & 15;
+    return (v ^ 8) - 8;
+}
+
+/* Per-path functions. start is the element index of the run (even), n its length; q, g and w
+ * point at element `start` (q at byte start / 2). */
+typedef void (*om_sr4_step_fn)(uint8_t *q, const float *g, float *w, int64_t start, int64_t n,
+                               const om_sr4_step_args *a);
+typedef void (*om_sr4_materialize_fn)(const uint8_t *q, int64_t n, int32_t theta, float *w);
+/* acc[r] += P[codes[t] * OM_SR4_RB + r] for r < OM_SR4_RB, t = 0..count-1 in order. */
+typedef void (*om_sr4_accum_fn)(const int32_t *codes, int64_t count, const float *P,
+                                float *acc);
+
+#define OM_SR4_RB 128  /* rows of one block of the ternary product */
+#define OM_SR4_KB 32   /* depth of one block of the ternary product */
+
+#define OM_SR4_DECLARE(isa)                                                                   \
+    void om_sr4_step_##isa(uint8_t *q, const float *g, float *w, int64_t start, int64_t n,    \
+                           const om_sr4_step_args *a);                                        \
+    void om_sr4_materialize_##isa(const uint8_t *q, int64_t n, int32_t theta, float *w);      \
+    void om_sr4_accum_##isa(const int32_t *codes, int64_t count, const float *P, float *acc);
+OM_SR4_DECLARE(scalar)
+OM_SR4_DECLARE(avx2)
+OM_SR4_DECLARE(avx512)
+
+/* -- entry points (sr4.c) -------------------------------------------------------------------- */
+
+/* Section 1: q = {-mag, 0, +mag} with probabilities 335/330/335 per mille, element i from the
+ * i-th output of xorshift64 (13, 7, 17) started at mix(seed ^ idx_base ^ C0) (C0 when that is
+ * 0): r = ((x >> 32) * 1000) >> 32, q = r < 335 ? -mag : r < 665 ? 0 : mag. Sequential. */
+void om_sr4_init(uint8_t *q, int64_t n, uint64_t seed, uint64_t idx_base, int32_t mag);
+
+/* mean|g| of clarifications.md: the double sum of |g[i]| for i = 0..n-1 in order. */
+double om_sr4_abs_sum(const float *g, int64_t n);
+
+void om_sr4_step(uint8_t *q, const float *g, float *w, int64_t n, const om_sr4_step_args *a,
+                 int nthreads);
+void om_sr4_materialize(const uint8_t *q, int64_t n, int32_t theta, float *w, int nthreads);
+
+/* out (m, n) = x (m, k) . W^T with W (n, k) the ternary weights of packed q: each output is
+ * the sum, in ascending k, of +x or -x over the nonzero weights, started from +0 (zeros are
+ * skipped, no multiply anywhere). For finite x this is bit for bit the float product with
+ * fused multiply-adds in k order. Returns 0, or -1 when scratch memory was not available. */
+int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const uint8_t *q,
+                          int32_t theta, float *out, int nthreads);
+
+#endif

@@ -1,0 +1,138 @@
+/* SR4 kernels, AVX2 path: 8 elements per iteration, a translation of sr4_scalar.c that gives
+ * the same bits (design note in sr4.h).
+ *
+ * Step: two VMULPS, a VMINPS/VMAXPS clamp and VCVTPS2DQ (round half to even), as on AVX-512;
+ * AVX2 has no 64-bit lane multiply, so the hash multiplies u64 lanes from three 32x32->64
+ * products (lo*lo + ((hi*lo + lo*hi) << 32), wrapping). 4 bytes of q (8 nibbles) are spread
+ * over 8 int32 lanes by a variable shift and packed back by an OR reduction. The tail runs
+ * the scalar reference.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "sr4.h"
+
+static inline __m256i mul64(__m256i a, __m256i b) {
+    const __m256i lo = _mm256_mul_epu32(a, b);
+    const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b),
+                                           _mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)));
+    return _mm256_add_epi64(lo, _mm256_slli_epi64(cross, 32));
+}
+
+static inline __m256i mix4(__m256i z) {
+    z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)),
+              _mm256_set1_epi64x((long long)OM_SR4_M1));
+    z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)),
+              _mm256_set1_epi64x((long long)OM_SR4_M2));
+    return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
+}
+
+static inline __m256i unpack8(uint32_t word, __m256i shifts) {
+    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)word), shifts),
+                                         _mm256_set1_epi32(15));
+    return _mm256_sub_epi32(_mm256_xor_si256(nib, _mm256_set1_epi32(8)), _mm256_set1_epi32(8));
+}
+
+static inline uint32_t pack8(__m256i q, __m256i shifts) {
+    const __m256i t = _mm256_sllv_epi32(_mm256_and_si256(q, _mm256_set1_epi32(15)), shifts);
+    __m128i x = _mm_or_si128(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+    x = _mm_or_si128(x, _mm_shuffle_epi32(x, 0x4E));
+    x = _mm_or_si128(x, _mm_shuffle_epi32(x, 0xB1));
+    return (uint32_t)_mm_cvtsi128_si32(x);
+}
+
+static inline __m256 ternary8(__m256i q, int32_t theta) {
+    const __m256i pos = _mm256_cmpgt_epi32(q, _mm256_set1_epi32(theta - 1));
+    const __m256i neg = _mm256_cmpgt_epi32(_mm256_set1_epi32(-theta + 1), q);
+    return _mm256_or_ps(_mm256_and_ps(_mm256_castsi256_ps(pos), _mm256_set1_ps(1.0f)),
+                        _mm256_and_ps(_mm256_castsi256_ps(neg), _mm256_set1_ps(-1.0f)));
+}
+
+static inline __m256i nibble_shifts(void) {
+    return _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+}
+
+void om_sr4_step_avx2(uint8_t *q, const float *g, float *w, int64_t start, int64_t n,
+                      const om_sr4_step_args *a) {
+    const __m256i shifts = nibble_shifts();
+    const __m256 s = _mm256_set1_ps(a->s), c256 = _mm256_set1_ps(256.0f);
+    const __m256 hi = _mm256_set1_ps(4096.0f), lo = _mm256_set1_ps(-4096.0f);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i key = _mm256_set1_epi64x((long long)a->key);
+    const __m256i step8 = _mm256_set1_epi64x(8);
+    const __m256i qc = _mm256_set1_epi32(a->q_clamp), nqc = _mm256_set1_epi32(-a->q_clamp);
+    const __m256i phase = _mm256_set1_epi32((int)a->phase), m255 = _mm256_set1_epi32(255);
+    const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    const uint64_t idx0 = a->idx_base + (uint64_t)start;
+    __m256i idx_lo = _mm256_add_epi64(_mm256_set1_epi64x((long long)idx0),
+                                      _mm256_setr_epi64x(0, 1, 2, 3));
+    __m256i idx_hi = _mm256_add_epi64(idx_lo, _mm256_set1_epi64x(4));
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 gv = _mm256_loadu_ps(g + i);
+        __m256 prop = _mm256_mul_ps(_mm256_mul_ps(_mm256_xor_ps(gv, sign), s), c256);
+        prop = _mm256_max_ps(_mm256_min_ps(prop, hi), lo);
+        const __m256i fx = _mm256_cvtps_epi32(prop);
+        const __m256i k = _mm256_srai_epi32(fx, 8), f = _mm256_and_si256(fx, m255);
+        /* The low 32 bits of the 8 hashes, in element order. */
+        const __m256i h_lo = _mm256_permutevar8x32_epi32(mix4(_mm256_xor_si256(key, idx_lo)),
+                                                         even);
+        const __m256i h_hi = _mm256_permutevar8x32_epi32(mix4(_mm256_xor_si256(key, idx_hi)),
+                                                         even);
+        const __m256i h = _mm256_permute2x128_si256(h_lo, h_hi, 0x20);
+        const __m256i u = _mm256_and_si256(_mm256_add_epi32(_mm256_and_si256(h, m255), phase),
+                                           m255);
+        /* u < f as signed compares: both are in [0, 255]; the bit is 1 (0 - (-1)). */
+        const __m256i bit = _mm256_cmpgt_epi32(f, u);
+        uint32_t word;
+        memcpy(&word, q + i / 2, 4);
+        __m256i qv = _mm256_sub_epi32(_mm256_add_epi32(unpack8(word, shifts), k), bit);
+        qv = _mm256_max_epi32(_mm256_min_epi32(qv, qc), nqc);
+        word = pack8(qv, shifts);
+        memcpy(q + i / 2, &word, 4);
+        if (w) _mm256_storeu_ps(w + i, ternary8(qv, a->theta));
+        idx_lo = _mm256_add_epi64(idx_lo, step8);
+        idx_hi = _mm256_add_epi64(idx_hi, step8);
+    }
+    if (i < n) om_sr4_step_scalar(q + i / 2, g + i, w ? w + i : NULL, start + i, n - i, a);
+}
+
+void om_sr4_materialize_avx2(const uint8_t *q, int64_t n, int32_t theta, float *w) {
+    const __m256i shifts = nibble_shifts();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint32_t word;
+        memcpy(&word, q + i / 2, 4);
+        _mm256_storeu_ps(w + i, ternary8(unpack8(word, shifts), theta));
+    }
+    if (i < n) om_sr4_materialize_scalar(q + i / 2, n - i, theta, w + i);
+}
+
+void om_sr4_accum_avx2(const int32_t *codes, int64_t count, const float *P, float *acc) {
+    /* Two passes of 64 rows: 8 accumulators each, so the adds of a pass are independent. */
+    for (int half = 0; half < OM_SR4_RB; half += 64) {
+        __m256 a0 = _mm256_load_ps(acc + half), a1 = _mm256_load_ps(acc + half + 8);
+        __m256 a2 = _mm256_load_ps(acc + half + 16), a3 = _mm256_load_ps(acc + half + 24);
+        __m256 a4 = _mm256_load_ps(acc + half + 32), a5 = _mm256_load_ps(acc + half + 40);
+        __m256 a6 = _mm256_load_ps(acc + half + 48), a7 = _mm256_load_ps(acc + half + 56);
+        for (int64_t t = 0; t < count; t++) {
+            const float *row = P + (int64_t)codes[t] * OM_SR4_RB + half;
+            a0 = _mm256_add_ps(a0, _mm256_load_ps(row));
+            a1 = _mm256_add_ps(a1, _mm256_load_ps(row + 8));
+            a2 = _mm256_add_ps(a2, _mm256_load_ps(row + 16));
+            a3 = _mm256_add_ps(a3, _mm256_load_ps(row + 24));
+            a4 = _mm256_add_ps(a4, _mm256_load_ps(row + 32));
+            a5 = _mm256_add_ps(a5, _mm256_load_ps(row + 40));
+            a6 = _mm256_add_ps(a6, _mm256_load_ps(row + 48));
+            a7 = _mm256_add_ps(a7, _mm256_load_ps(row + 56));
+        }
+        _mm256_store_ps(acc + half, a0);
+        _mm256_store_ps(acc + half + 8, a1);
+        _mm256_store_ps(acc + half + 16, a2);
+        _mm256_store_ps(acc + half + 24, a3);
+        _mm256_store_ps(acc + half + 32, a4);
+        _mm256_store_ps(acc + half + 40, a5);
+        _mm256_store_ps(acc + half + 48, a6);
+        _mm256_store_ps(acc + half + 56, a7);
+    }
+}

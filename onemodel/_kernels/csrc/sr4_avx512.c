@@ -1,0 +1,144 @@
+/* SR4 kernels, AVX-512 path (F, BW, VL, DQ): 16 elements per iteration, a translation of
+ * sr4_scalar.c that gives the same bits (design note in sr4.h).
+ *
+ * Step: the float part is two VMULPS, a clamp by VMINPS/VMAXPS (no NaN can reach it: the
+ * caller refuses non-finite gradients and s is finite) and VCVTPS2DQ (round half to even);
+ * the hash runs on two vectors of 8 u64 lanes with VPMULLQ; 8 bytes of q (16 nibbles) are
+ * spread over 16 int32 lanes by a variable shift and packed back by an OR reduction. The tail
+ * is masked; lanes past n hold q = 0, so an odd end keeps its high nibble 0.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "sr4.h"
+
+static inline __m512i mix8(__m512i z) {
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)),
+                           _mm512_set1_epi64((long long)OM_SR4_M1));
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)),
+                           _mm512_set1_epi64((long long)OM_SR4_M2));
+    return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+}
+
+/* Nibbles 0..15 of the 64-bit word as sign-extended int32 lanes. */
+static inline __m512i unpack16(uint64_t word, __m512i shifts) {
+    const __m512i lo = _mm512_set1_epi32((int)(uint32_t)word);
+    const __m512i v = _mm512_mask_set1_epi32(lo, 0xFF00, (int)(uint32_t)(word >> 32));
+    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi32(v, shifts), _mm512_set1_epi32(15));
+    return _mm512_sub_epi32(_mm512_xor_si512(nib, _mm512_set1_epi32(8)), _mm512_set1_epi32(8));
+}
+
+static inline uint64_t pack16(__m512i q, __m512i shifts) {
+    const __m512i t = _mm512_sllv_epi32(_mm512_and_si512(q, _mm512_set1_epi32(15)), shifts);
+    const uint32_t lo = (uint32_t)_mm512_mask_reduce_or_epi32(0x00FF, t);
+    const uint32_t hi = (uint32_t)_mm512_mask_reduce_or_epi32(0xFF00, t);
+    return (uint64_t)lo | ((uint64_t)hi << 32);
+}
+
+static inline __m512 ternary16(__m512i q, int32_t theta) {
+    const __mmask16 pos = _mm512_cmpge_epi32_mask(q, _mm512_set1_epi32(theta));
+    const __mmask16 neg = _mm512_cmple_epi32_mask(q, _mm512_set1_epi32(-theta));
+    __m512 w = _mm512_mask_mov_ps(_mm512_setzero_ps(), pos, _mm512_set1_ps(1.0f));
+    return _mm512_mask_mov_ps(w, neg, _mm512_set1_ps(-1.0f));
+}
+
+static inline __m512i nibble_shifts(void) {
+    return _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+}
+
+/* Little-endian words of up to 8 bytes; a full word is one unaligned move. */
+static inline uint64_t load_bytes(const uint8_t *q, int64_t nbytes) {
+    uint64_t word = 0;
+    if (nbytes == 8) {
+        memcpy(&word, q, 8);
+        return word;
+    }
+    for (int64_t b = 0; b < nbytes; b++) word |= (uint64_t)q[b] << (8 * b);
+    return word;
+}
+
+static inline void store_bytes(uint8_t *q, int64_t nbytes, uint64_t word) {
+    if (nbytes == 8) {
+        memcpy(q, &word, 8);
+        return;
+    }
+    for (int64_t b = 0; b < nbytes; b++) q[b] = (uint8_t)(word >> (8 * b));
+}
+
+void om_sr4_step_avx512(uint8_t *q, const float *g, float *w, int64_t start, int64_t n,
+                        const om_sr4_step_args *a) {
+    const __m512i shifts = nibble_shifts();
+    const __m512 s = _mm512_set1_ps(a->s), c256 = _mm512_set1_ps(256.0f);
+    const __m512 hi = _mm512_set1_ps(4096.0f), lo = _mm512_set1_ps(-4096.0f);
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    const __m512i key = _mm512_set1_epi64((long long)a->key);
+    const __m512i step8 = _mm512_set1_epi64(16);
+    const __m512i qc = _mm512_set1_epi32(a->q_clamp), nqc = _mm512_set1_epi32(-a->q_clamp);
+    const __m512i phase = _mm512_set1_epi32((int)a->phase), m255 = _mm512_set1_epi32(255);
+    const __m512i one = _mm512_set1_epi32(1);
+    const uint64_t idx0 = a->idx_base + (uint64_t)start;
+    __m512i idx_lo = _mm512_add_epi64(_mm512_set1_epi64((long long)idx0),
+                                      _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+    __m512i idx_hi = _mm512_add_epi64(idx_lo, _mm512_set1_epi64(8));
+    for (int64_t i = 0; i < n; i += 16) {
+        const int64_t len = n - i < 16 ? n - i : 16;
+        const __mmask16 m = (__mmask16)((1u << len) - 1u);
+        const int64_t nbytes = (len + 1) / 2;
+        const __m512 gv = _mm512_maskz_loadu_ps(m, g + i);
+        __m512 prop = _mm512_mul_ps(_mm512_mul_ps(_mm512_xor_ps(gv, sign), s), c256);
+        prop = _mm512_max_ps(_mm512_min_ps(prop, hi), lo);
+        const __m512i fx = _mm512_cvtps_epi32(prop);
+        const __m512i k = _mm512_srai_epi32(fx, 8), f = _mm512_and_si512(fx, m255);
+        const __m512i h_lo = mix8(_mm512_xor_si512(key, idx_lo));
+        const __m512i h_hi = mix8(_mm512_xor_si512(key, idx_hi));
+        const __m512i h = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm512_cvtepi64_epi32(h_lo)), _mm512_cvtepi64_epi32(h_hi), 1);
+        const __m512i u = _mm512_and_si512(_mm512_add_epi32(_mm512_and_si512(h, m255), phase),
+                                           m255);
+        const __mmask16 bit = _mm512_cmplt_epu32_mask(u, f);
+        const uint64_t word = load_bytes(q + i / 2, nbytes);
+        __m512i qv = _mm512_add_epi32(unpack16(word, shifts), k);
+        qv = _mm512_mask_add_epi32(qv, bit, qv, one);
+        qv = _mm512_maskz_mov_epi32(m, _mm512_max_epi32(_mm512_min_epi32(qv, qc), nqc));
+        store_bytes(q + i / 2, nbytes, pack16(qv, shifts));
+        if (w) _mm512_mask_storeu_ps(w + i, m, ternary16(qv, a->theta));
+        idx_lo = _mm512_add_epi64(idx_lo, step8);
+        idx_hi = _mm512_add_epi64(idx_hi, step8);
+    }
+}
+
+void om_sr4_materialize_avx512(const uint8_t *q, int64_t n, int32_t theta, float *w) {
+    const __m512i shifts = nibble_shifts();
+    for (int64_t i = 0; i < n; i += 16) {
+        const int64_t len = n - i < 16 ? n - i : 16;
+        const __mmask16 m = (__mmask16)((1u << len) - 1u);
+        const uint64_t word = load_bytes(q + i / 2, (len + 1) / 2);
+        _mm512_mask_storeu_ps(w + i, m, ternary16(unpack16(word, shifts), theta));
+    }
+}
+
+void om_sr4_accum_avx512(const int32_t *codes, int64_t count, const float *P, float *acc) {
+    __m512 a0 = _mm512_load_ps(acc), a1 = _mm512_load_ps(acc + 16);
+    __m512 a2 = _mm512_load_ps(acc + 32), a3 = _mm512_load_ps(acc + 48);
+    __m512 a4 = _mm512_load_ps(acc + 64), a5 = _mm512_load_ps(acc + 80);
+    __m512 a6 = _mm512_load_ps(acc + 96), a7 = _mm512_load_ps(acc + 112);
+    for (int64_t t = 0; t < count; t++) {
+        const float *row = P + (int64_t)codes[t] * OM_SR4_RB;
+        a0 = _mm512_add_ps(a0, _mm512_load_ps(row));
+        a1 = _mm512_add_ps(a1, _mm512_load_ps(row + 16));
+        a2 = _mm512_add_ps(a2, _mm512_load_ps(row + 32));
+        a3 = _mm512_add_ps(a3, _mm512_load_ps(row + 48));
+        a4 = _mm512_add_ps(a4, _mm512_load_ps(row + 64));
+        a5 = _mm512_add_ps(a5, _mm512_load_ps(row + 80));
+        a6 = _mm512_add_ps(a6, _mm512_load_ps(row + 96));
+        a7 = _mm512_add_ps(a7, _mm512_load_ps(row + 112));
+    }
+    _mm512_store_ps(acc, a0);
+    _mm512_store_ps(acc + 16, a1);
+    _mm512_store_ps(acc + 32, a2);
+    _mm512_store_ps(acc + 48, a3);
+    _mm512_store_ps(acc + 64, a4);
+    _mm512_store_ps(acc + 80, a5);
+    _mm512_store_ps(acc + 96, a6);
+    _mm512_store_ps(acc + 112, a7);
+}
