@@ -4,7 +4,7 @@ Every number comes from onemodel itself (SplitMix64 initialisation and data), so
 same on every machine, and `state_hash` after it is the pinned fingerprint of exact mode
 (training.txt section 7):
 
-    python -m onemodel.examples.reference convnet 20      # prints the state hash after 20 steps
+    python -m onemodel.examples.reference convnet transformer   # state hashes after 20 steps
 """
 from __future__ import annotations
 
@@ -153,4 +153,6 @@ def state_after(name: str, steps: int = 20) -> dict:
 
 
 if __name__ == "__main__":
-    print(state_hash_after(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 20))
+    import json
+    names = sys.argv[1:] or list(TRAININGS)
+    print(json.dumps({name: state_hash_after(name) for name in names}))
