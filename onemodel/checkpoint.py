@@ -15,6 +15,9 @@ manifest (BadManifest), its entries against the target (Mismatch) and then every
 length (BadTensor), in that order, before it changes anything; nothing else escapes for a bad
 file, and a rejected file leaves the model and optimizer as they were.
 
+`save` writes atomically; `CheckpointManager` keeps the last few step-<n>.ckpt files of a run and
+a copy of the best one (training.txt section 6; pipeline.txt, "keep the last few and the best").
+
 Integers in the manifest are read as arbitrary-precision JSON numbers and must fit in 64 bits
 (signed or unsigned, [-2^63, 2^64)); each field then has its own range. Offsets and lengths get
 theirs in the BadTensor checks (clarifications.md: an offset of 2^63 or more is BadTensor).

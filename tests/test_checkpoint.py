@@ -339,3 +339,27 @@ def test_manager_best_copy_follows_the_metric(tmp_path):
             losses.save(9, small(), metric=bad)
     with pytest.raises(ValueError):
         losses.save(9, small(), extra={checkpoint.METRIC_KEY: 1})
+
+
+class Picky(SGD):
+    """An optimizer with a rule of its own on restored values."""
+
+    def _set_hyper_parameters(self, values):
+        self._set_weight_decay(values["weight_decay"])
+        if values["lr"] >= 1.0:
+            raise ValueError("Picky: lr must be < 1")
+        self.lr = values["lr"]
+
+
+def test_optimizer_refusing_saved_values_is_bad_manifest_and_changes_nothing():
+    model = small()
+    opt = Picky(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.5)
+    opt.lr = 2.0  # allowed by the setter, refused on load
+    data = checkpoint.to_bytes(model, opt)
+    target = small(3)
+    target_opt = Picky(target.parameters(), lr=0.1, momentum=0.9)
+    before = checkpoint.to_bytes(target, target_opt)
+    with pytest.raises(checkpoint.BadManifest):
+        checkpoint.from_bytes(data, target, target_opt)
+    assert checkpoint.to_bytes(target, target_opt) == before
+    assert target_opt.weight_decay == 0.0

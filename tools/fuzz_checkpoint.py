@@ -190,6 +190,13 @@ def main() -> None:
         for i, data in enumerate(seeds()):
             with open(os.path.join(corpus[0], f"seed-{i:03d}"), "wb") as f:
                 f.write(data)
+    if not any(a.startswith("-dict=") for a in args):
+        # The manifest's tokens, so byte mutations can swap one field or number for another.
+        path = os.path.join(tempfile.mkdtemp(prefix="ckpt-dict-"), "checkpoint.dict")
+        with open(path, "w") as f:
+            for token in sorted(set(_NUMBERS + _STRINGS)):
+                f.write('"' + "".join(f"\\x{c:02x}" for c in token) + '"\n')
+        sys.argv.append(f"-dict={path}")
     # Coverage comes from the reader alone: import it again, instrumented.
     global checkpoint
     sys.modules.pop("onemodel.checkpoint")
