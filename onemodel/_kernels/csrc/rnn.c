@@ -31,7 +31,7 @@ static const om_gru_row_fn gru_row[OM_ISA_COUNT] = OM_ISA_TABLE(om_gru_row_f32);
 static const om_gru_row_bwd_fn gru_row_bwd[OM_ISA_COUNT] = OM_ISA_TABLE(om_gru_row_bwd_f32);
 
 /* Elements of row work per thread below which a step's row kernels stay on one thread. */
-#define OM_RNN_GRAIN 4096
+#define OM_RNN_GRAIN 8192
 
 static int gates_of(int cell) { return cell == OM_RNN_LSTM ? 4 : 3; }
 
