@@ -4,5 +4,6 @@ from .adam import Adam, AdamW
 from .clip import clip_grad_norm, clip_grad_value
 from .optimizer import Optimizer
 from .sgd import SGD
+from .sr4 import SR4
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "clip_grad_norm", "clip_grad_value", "lr"]
+__all__ = ["SGD", "SR4", "Adam", "AdamW", "Optimizer", "clip_grad_norm", "clip_grad_value", "lr"]
