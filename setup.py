@@ -9,6 +9,8 @@ Each Cython module links all objects, so the dispatch tables live next to the ke
 Every compilation uses contraction off and no fast-math: exact mode depends on it
 (spec/engine.md section 4). OpenMP is probed; a compiler without it builds a serial library.
 Set ONEMODEL_DEBUG_KERNELS=1 to compile the Cython modules with bounds checks on.
+ONEMODEL_OPT_LEVEL=2 builds at -O2 instead of -O3 (GCC/Clang; tools/check_exact_builds.sh
+checks that every level gives the same bits).
 """
 from __future__ import annotations
 
@@ -52,6 +54,13 @@ def isa_of(source: Path) -> str | None:
     return None
 
 
+def opt_flag() -> str:
+    level = os.environ.get("ONEMODEL_OPT_LEVEL", "3")
+    if level not in ("1", "2", "3"):
+        raise SystemExit(f"ONEMODEL_OPT_LEVEL must be 1, 2 or 3, not {level!r}")
+    return "-O" + level
+
+
 class BuildExt(build_ext):
     """Compiles the C kernels per ISA with their own flags, then the Cython modules."""
 
@@ -59,7 +68,7 @@ class BuildExt(build_ext):
         msvc = self.compiler.compiler_type == "msvc"
         self.openmp = self._probe_openmp(msvc)
         base = (["/O2", "/fp:precise"] if msvc else
-                ["-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-std=c11"])
+                [opt_flag(), "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-std=c11"])
         macros = [("OM_HAVE_OPENMP", "1" if self.openmp else "0"),
                   ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
         for isa in ISAS_FOR_ARCH:
