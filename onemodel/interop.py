@@ -108,7 +108,7 @@ def load_torch_state_dict(module: Module, torch_state_dict: Mapping[str, Any]) -
             continue
         pieces = np.split(value, np.cumsum(rows)[:-1], axis=0) if len(ours) > 1 else [value]
         for name, piece in zip(ours, pieces):
-            converted[name] = np.ascontiguousarray(piece)
+            converted[name] = np.require(piece, requirements="C")  # keeps rank 0
     if bad:
         raise ValueError(f"load_torch_state_dict into {type(module).__name__}: mismatched "
                          "keys: " + "; ".join(bad))
