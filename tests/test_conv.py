@@ -44,7 +44,7 @@ CASES = [
     ((1, 17, 6, 6), (15, 3, 3), 1, 1, 1, 1),
     ((4, 32, 8, 8), (16, 3, 3), 1, 1, 1, 1),   # K = 288: more than one depth block of gemm
     ((2, 8, 12, 12), (8, 3, 3), 3, 2, 1, 8),   # depthwise
-    ((12, 32, 14, 14), (8, 3, 3), 1, 1, 1, 2),  # the batch in two chunks (9 + 3 images)
+    ((12, 32, 14, 14), (8, 3, 3), 1, 1, 1, 2),  # the batch in 6 chunks of 2 images
 ]
 
 

@@ -1,10 +1,10 @@
 /* Convolution (im2col + gemm), max / average pooling and batch norm, float32, NCHW.
  *
- * Convolution. The batch is cut into chunks of nb images (nb from the shapes alone, so that a
- * chunk's column matrix stays in L2). The column matrix of a chunk holds, for group g, a
- * (C/G·kh·kw) x (nb·oh·ow) matrix: row (c, i, j) in that order, column (n, oy, ox) in that
- * order, zero where the tap falls in the padding. Each chunk is one product per group (gemm.c,
- * batched over groups):
+ * Convolution. The batch is cut into chunks of nb images (nb from the shapes alone: a chunk's
+ * column matrix stays in L2, and there are enough chunks for the threads to share). The column
+ * matrix of a chunk holds, for group g, a (C/G·kh·kw) x (nb·oh·ow) matrix: row (c, i, j) in
+ * that order, column (n, oy, ox) in that order, zero where the tap falls in the padding. Each
+ * chunk is one product per group (gemm.c, batched over groups):
  *   forward   Y'[g] (K/G x nb·P)         = W[g] (K/G x C/G·kh·kw) · col[g]
  *   weight    dW_chunk[g]^T              = col[g] · dY'[g]^T      (K of the product = nb·P)
  *   input     dcol[g] (C/G·kh·kw x nb·P) = W[g]^T · dY'[g], then col2im
@@ -28,9 +28,11 @@
  * separate float multiplies and adds (no fused multiply-add outside gemm). This file has one
  * path for every ISA: gemm is the only vectorised piece, and it is exact on every path.
  *
- * Threads split only independent outputs: (row, image) pairs of im2col, (image, channel)
- * planes of col2im and of the transposes, output blocks inside gemm, pooling planes, channels
- * of the bias gradient and of batch norm.
+ * Threads take whole chunks when there are at least as many chunks as threads (each chunk
+ * then runs on one thread); otherwise the chunks run in order and threads split the work
+ * inside each: rows of im2col, (image, channel) planes of col2im and of the transposes, output
+ * blocks inside gemm. Either way a chunk's arithmetic is the same. Elsewhere threads split
+ * pooling planes and the channels of the bias gradient and of batch norm.
  */
 #include "conv.h"
 
@@ -222,40 +224,108 @@ static float *scratch(int64_t count) {
     return (float *)malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
 }
 
-/* Images per chunk, so that a chunk's column matrix (about 2 MB) stays in L2 between im2col
- * and the product. A function of the shapes alone: the chunked weight-gradient sum is the
- * same at every thread count. */
+/* Images per chunk: at most CHUNK_FLOATS of column matrix (it stays in L2 between im2col and
+ * the product) and, when the batch allows, at least MIN_CHUNKS chunks so that threads can take
+ * whole chunks. A function of the shapes alone: the chunked weight-gradient sum is the same
+ * at every thread count. */
 #define CHUNK_FLOATS (1 << 19)
+#define MIN_CHUNKS 8
+/* Threads take whole chunks only while the chunks' partial weight gradients, kept until they
+ * are added in order, stay below this many floats. */
+#define PARTS_FLOATS (1 << 22)
 
 static int64_t chunk_images(const om_conv2d_shape *s) {
     const int64_t per_image = s->c * s->kh * s->kw * s->oh * s->ow;
-    int64_t nb = per_image > 0 ? CHUNK_FLOATS / per_image : s->n;
-    if (nb > s->n) nb = s->n;
+    const int64_t most = (s->n + MIN_CHUNKS - 1) / MIN_CHUNKS;
+    int64_t nb = per_image > 0 ? CHUNK_FLOATS / per_image : most;
+    if (nb > most) nb = most;
     return nb < 1 ? 1 : nb;
+}
+
+/* Threads over whole chunks (each chunk then runs on one thread) when there are enough chunks;
+ * otherwise the chunks run in order, each on every thread. Either way every chunk does the
+ * same arithmetic, so the choice changes no bit. */
+static int outer_threads(int64_t nchunks, int nthreads) {
+    return nchunks >= nthreads ? nthreads : 1;
+}
+
+/* Forward pass of images [n0, n0 + m). */
+static int forward_chunk(const om_conv2d_shape *s, const float *x, const float *w,
+                         const float *b, float *y, int64_t n0, int64_t m, float *col,
+                         float *yt, int nthreads) {
+    const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
+    const int64_t kg = s->k / G, rg = rows / G, cols = m * P;
+    im2col(s, x + n0 * s->c * s->h * s->w, m, col, nthreads);
+    int status = om_gemm_f32(G, kg, cols, rg, w, kg * rg, 0, col, rg * cols, 0, yt, nthreads);
+    if (status == 0) swap_outer(yt, y + n0 * s->k * P, s->k, m, P, b, nthreads);
+    return status;
+}
+
+/* Backward pass of images [n0, n0 + m): the chunk's dW^T (G, C/G·kh·kw, K/G) into part and
+ * its images' dx into gx, each when not NULL. */
+static int backward_chunk(const om_conv2d_shape *s, const float *x, const float *w,
+                          const float *gy, float *gx, float *part, int64_t n0, int64_t m,
+                          float *col, float *gyt, int nthreads) {
+    const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
+    const int64_t kg = s->k / G, rg = rows / G, cols = m * P;
+    int status = 0;
+    swap_outer(gy + n0 * s->k * P, gyt, m, s->k, P, NULL, nthreads);
+    if (part) {
+        /* dW^T = col · dY'^T: the same fma chains as dY' · col^T (fma is symmetric in its
+         * factors), with the output channels along gemm's vectorised columns, which measured
+         * faster on conv-net shapes (kh·kw = 9 makes poor vector rows). */
+        im2col(s, x + n0 * s->c * s->h * s->w, m, col, nthreads);
+        status = om_gemm_f32(G, rg, kg, cols, col, rg * cols, 0, gyt, kg * cols, 1, part,
+                             nthreads);
+    }
+    if (gx && status == 0) {
+        /* The column buffer is free again: it receives the input-side gradient. */
+        status = om_gemm_f32(G, rg, cols, kg, w, kg * rg, 1, gyt, kg * cols, 0, col, nthreads);
+        if (status == 0) col2im(s, col, m, gx + n0 * s->c * s->h * s->w, nthreads);
+    }
+    return status;
+}
+
+/* gw = part^T (first chunk) or gw + part^T, group by group. */
+static void add_weight_part(const om_conv2d_shape *s, float *gw, const float *part, int first) {
+    const int64_t G = s->groups, kg = s->k / G, rg = s->c * s->kh * s->kw / G;
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t k = 0; k < kg; k++)
+            for (int64_t r = 0; r < rg; r++) {
+                const float v = part[(g * rg + r) * kg + k];
+                float *dst = gw + (g * kg + k) * rg + r;
+                *dst = first ? v : *dst + v;
+            }
 }
 
 int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float *w,
                           const float *b, float *y, int nthreads) {
-    const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
-    const int64_t kg = s->k / G, rg = rows / G, nb = chunk_images(s);
+    const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow, nb = chunk_images(s);
     if (s->n * s->k * P == 0) return 0;
-    float *col = scratch(rows * nb * P), *yt = scratch(s->k * nb * P);
-    int status = col && yt ? 0 : -1;
-    for (int64_t n0 = 0; n0 < s->n && status == 0; n0 += nb) {
-        const int64_t m = s->n - n0 < nb ? s->n - n0 : nb, cols = m * P;
-        im2col(s, x + n0 * s->c * s->h * s->w, m, col, nthreads);
-        status = om_gemm_f32(G, kg, cols, rg, w, kg * rg, 0, col, rg * cols, 0, yt, nthreads);
-        if (status == 0) swap_outer(yt, y + n0 * s->k * P, s->k, m, P, b, nthreads);
+    const int64_t nchunks = (s->n + nb - 1) / nb;
+    const int outer = outer_threads(nchunks, nthreads), inner = outer > 1 ? 1 : nthreads;
+    int failed = 0;
+    #pragma omp parallel num_threads(outer) if (outer > 1)
+    {
+        float *col = scratch(rows * nb * P), *yt = scratch(s->k * nb * P);
+        #pragma omp for schedule(static)
+        for (int64_t t = 0; t < nchunks; t++) {
+            const int64_t n0 = t * nb, m = s->n - n0 < nb ? s->n - n0 : nb;
+            if (!col || !yt || forward_chunk(s, x, w, b, y, n0, m, col, yt, inner) != 0) {
+                #pragma omp atomic write
+                failed = 1;
+            }
+        }
+        free(col);
+        free(yt);
     }
-    free(col);
-    free(yt);
-    return status;
+    return failed ? -1 : 0;
 }
 
 int om_conv2d_backward_f32(const om_conv2d_shape *s, const float *x, const float *w,
                            const float *gy, float *gx, float *gw, float *gb, int nthreads) {
-    const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
-    const int64_t kg = s->k / G, rg = rows / G, nb = chunk_images(s), wsize = s->k * rg;
+    const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow, nb = chunk_images(s);
+    const int64_t wsize = s->k * (rows / s->groups), nchunks = (s->n + nb - 1) / nb;
     if (gb) {
         const int nt = om_threads_for(s->k * s->n * P, GRAIN, nthreads);
         #pragma omp parallel for schedule(static) num_threads(nt)
@@ -270,37 +340,37 @@ int om_conv2d_backward_f32(const om_conv2d_shape *s, const float *x, const float
         if (gx) memset(gx, 0, (size_t)(s->n * s->c * s->h * s->w) * sizeof(float));
         return 0;
     }
-    float *gyt = scratch(s->k * nb * P), *col = scratch(rows * nb * P), *part = scratch(wsize);
-    int status = gyt && col && part ? 0 : -1;
-    for (int64_t n0 = 0; n0 < s->n && status == 0; n0 += nb) {
-        const int64_t m = s->n - n0 < nb ? s->n - n0 : nb, cols = m * P;
-        swap_outer(gy + n0 * s->k * P, gyt, m, s->k, P, NULL, nthreads);
-        if (gw) {
-            /* dW^T = col · dY'^T: the same fma chains as dY' · col^T (fma is symmetric in its
-             * factors), with the output channels along gemm's vectorised columns, which
-             * measured faster on conv-net shapes (kh·kw = 9 makes poor vector rows). */
-            im2col(s, x + n0 * s->c * s->h * s->w, m, col, nthreads);
-            status = om_gemm_f32(G, rg, kg, cols, col, rg * cols, 0, gyt, kg * cols, 1, part,
-                                 nthreads);
-            for (int64_t g = 0; g < G && status == 0; g++)
-                for (int64_t k = 0; k < kg; k++)
-                    for (int64_t r = 0; r < rg; r++) {
-                        const float v = part[(g * rg + r) * kg + k];
-                        float *dst = gw + (g * kg + k) * rg + r;
-                        *dst = n0 == 0 ? v : *dst + v;
-                    }
+    int outer = outer_threads(nchunks, nthreads);
+    if (gw && nchunks * wsize > PARTS_FLOATS) outer = 1;
+    const int inner = outer > 1 ? 1 : nthreads;
+    /* One partial per chunk when threads take chunks (added in chunk order afterwards), else
+     * one, added as each chunk finishes. */
+    float *parts = gw ? scratch((outer > 1 ? nchunks : 1) * wsize) : NULL;
+    int failed = gw && !parts;
+    #pragma omp parallel num_threads(outer) if (outer > 1)
+    {
+        float *col = scratch(rows * nb * P), *gyt = scratch(s->k * nb * P);
+        #pragma omp for schedule(static)
+        for (int64_t t = 0; t < nchunks; t++) {
+            const int64_t n0 = t * nb, m = s->n - n0 < nb ? s->n - n0 : nb;
+            float *part = parts ? parts + (outer > 1 ? t : 0) * wsize : NULL;
+            int status = -1;
+            if (col && gyt && !(gw && !parts))
+                status = backward_chunk(s, x, w, gy, gx, part, n0, m, col, gyt, inner);
+            if (status != 0) {
+                #pragma omp atomic write
+                failed = 1;
+            } else if (part && outer == 1) {
+                add_weight_part(s, gw, part, t == 0);
+            }
         }
-        if (gx && status == 0) {
-            /* The column buffer is free again: it receives the input-side gradient. */
-            status = om_gemm_f32(G, rg, cols, kg, w, kg * rg, 1, gyt, kg * cols, 0, col,
-                                 nthreads);
-            if (status == 0) col2im(s, col, m, gx + n0 * s->c * s->h * s->w, nthreads);
-        }
+        free(col);
+        free(gyt);
     }
-    free(gyt);
-    free(col);
-    free(part);
-    return status;
+    for (int64_t t = 0; parts && outer > 1 && !failed && t < nchunks; t++)
+        add_weight_part(s, gw, parts + t * wsize, t == 0);
+    free(parts);
+    return failed ? -1 : 0;
 }
 
 /* ---- pooling --------------------------------------------------------------------------- */
