@@ -1,0 +1,103 @@
+"""Instruction-set dispatch, threads and modes (engine.md sections 3 and 4), in subprocesses."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import onemodel as om
+from onemodel import _kernels
+
+REPORT = "import json, onemodel as om; print(json.dumps(om.config()))"
+
+
+def _run(code: str, **env: str) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("ONEMODEL_")}
+    environment.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=environment, timeout=120, cwd=os.path.dirname(__file__))
+
+
+def test_config_reports_every_key():
+    config = om.config()
+    assert set(config) == {"isa", "isas_available", "mode", "num_threads", "openmp",
+                           "compiler", "version"}
+    assert config["isa"] in config["isas_available"]
+    assert config["isas_available"][0] == "scalar"
+    assert config["version"] == om.__version__
+    assert isinstance(config["openmp"], bool) and config["compiler"]
+
+
+def test_default_is_the_best_path_the_cpu_has():
+    config = json.loads(_run(REPORT).stdout)
+    assert config["isa"] == config["isas_available"][-1]
+    assert config["mode"] == "exact"
+
+
+@pytest.mark.parametrize("isa", _kernels.available_isas())
+def test_onemodel_isa_selects_a_lower_path(isa):
+    out = _run(REPORT, ONEMODEL_ISA=isa)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["isa"] == isa
+
+
+def test_asking_for_a_missing_path_is_a_clear_error_at_import():
+    missing = [isa for isa in _kernels.ISA_NAMES if isa not in _kernels.available_isas()]
+    assert missing, "every known path is available: nothing to ask for"
+    out = _run(REPORT, ONEMODEL_ISA=missing[0])
+    assert out.returncode != 0
+    assert f"ONEMODEL_ISA='{missing[0]}'" in out.stderr and "lacks that path" in out.stderr
+
+
+def test_an_unknown_path_name_is_rejected():
+    out = _run(REPORT, ONEMODEL_ISA="avx1024")
+    assert out.returncode != 0 and "unknown path" in out.stderr
+
+
+def test_thread_count_from_the_environment():
+    assert json.loads(_run(REPORT, ONEMODEL_NUM_THREADS="3").stdout)["num_threads"] == 3
+    for bad in ("0", "-2", "two"):
+        out = _run(REPORT, ONEMODEL_NUM_THREADS=bad)
+        assert out.returncode != 0 and "ONEMODEL_NUM_THREADS" in out.stderr
+
+
+def test_mode_from_the_environment():
+    assert json.loads(_run(REPORT, ONEMODEL_MODE="fast").stdout)["mode"] == "fast"
+    out = _run(REPORT, ONEMODEL_MODE="quick")
+    assert out.returncode != 0 and "ONEMODEL_MODE" in out.stderr
+
+
+def test_set_num_threads_validates_and_restores():
+    before = om.get_num_threads()
+    try:
+        om.set_num_threads(5)
+        assert om.get_num_threads() == 5 and om.config()["num_threads"] == 5
+        for bad in (0, -1, 1.5, True, "2"):
+            with pytest.raises(ValueError, match="set_num_threads"):
+                om.set_num_threads(bad)
+        assert om.get_num_threads() == 5
+    finally:
+        om.set_num_threads(before)
+
+
+def test_mode_context_manager_restores_the_previous_mode():
+    assert om.get_mode() == "exact"
+    with om.mode("fast"):
+        assert om.get_mode() == "fast"
+        with pytest.raises(ValueError, match="set_mode"):
+            om.set_mode("loose")
+        assert om.get_mode() == "fast"
+    assert om.get_mode() == "exact"
+    with pytest.raises(RuntimeError):
+        with om.mode("fast"):
+            raise RuntimeError("inside")
+    assert om.get_mode() == "exact"
+
+
+def test_select_isa_refuses_unknown_and_missing_paths():
+    with pytest.raises(ValueError, match="unknown instruction-set path"):
+        _kernels.select_isa("mmx")
+    missing = [isa for isa in _kernels.ISA_NAMES if isa not in _kernels.available_isas()]
+    with pytest.raises(RuntimeError, match="not available"):
+        _kernels.select_isa(missing[0])
