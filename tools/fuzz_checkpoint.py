@@ -27,8 +27,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-import numpy as np  # noqa: E402
-
 import onemodel as om  # noqa: E402
 from onemodel import checkpoint, nn  # noqa: E402
 from onemodel.optim import SGD, Adam, AdamW  # noqa: E402
