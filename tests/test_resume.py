@@ -89,8 +89,10 @@ def test_resume_in_a_fresh_process_is_bit_identical(tmp_path, optimizer, threads
 
     script = (f"import sys; sys.path.insert(0, {HERE!r}); import test_resume; "
               f"print(test_resume.resume({optimizer!r}, {path!r}, {threads}))")
+    # The child imports the same onemodel as this process (installed, or a development tree).
+    package_root = os.path.dirname(os.path.dirname(om.__file__))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+        [package_root] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, timeout=120)
     assert out.returncode == 0, out.stderr
