@@ -369,3 +369,13 @@ def test_bad_gradient_changes_nothing():
         assert (v == w).all()
     with pytest.raises(ValueError, match="last dimension"):
         nn.TernaryLinear(4, 2)(om.Tensor(np.ones((1, 5), np.float32)))
+
+
+def test_abs_mean_is_the_sequential_double_sum():
+    rng = np.random.default_rng(5)
+    for n in (1, 7, 8, 9, 1000, 4097):
+        for _ in range(20):
+            g = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(np.float32)
+            expect = np.float32(np.cumsum(np.abs(g).astype(np.float64))[-1] / n)
+            assert np.float32(_sr4.abs_mean(g)) == expect
+    assert np.isnan(_sr4.abs_mean(np.array([1.0, np.nan], np.float32)))

@@ -112,16 +112,15 @@ class SR4(Optimizer):
             if p.grad is None:
                 continue
             g = self._grad_array(i, p).reshape(-1)
-            total = _sr4.abs_sum(g)
-            if not math.isfinite(total):
-                raise ValueError(f"SR4.step: params[{i}] of shape {p.shape} has a non-finite "
-                                 "gradient; nothing was updated")
-            work.append((i, p, g, total))
-        nthreads = _config.num_threads()
-        for i, p, g, total in work:
             if g.size == 0:
                 continue
-            mean = np.float32(total / g.size)
+            mean = np.float32(_sr4.abs_mean(g))
+            if not math.isfinite(mean):
+                raise ValueError(f"SR4.step: params[{i}] of shape {p.shape} has a non-finite "
+                                 "gradient; nothing was updated")
+            work.append((i, p, g, mean))
+        nthreads = _config.num_threads()
+        for i, p, g, mean in work:
             s = ts32 / (mean + np.float32(1e-12))
             _sr4.step(self._q[i], g, p._data.reshape(-1), float(s), self.seed,
                       self._step_count, self.idx_base[i], self.q_clamp, self.theta,

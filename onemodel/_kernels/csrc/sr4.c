@@ -21,6 +21,7 @@
  */
 #include "sr4.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,13 +70,32 @@ void om_sr4_init(uint8_t *q, int64_t n, uint64_t seed, uint64_t idx_base, int32_
     }
 }
 
-double om_sr4_abs_sum(const float *g, int64_t n) {
+static double abs_sum_sequential(const float *g, int64_t n) {
     double acc = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        const float a = g[i] < 0.0f ? -g[i] : g[i];
-        acc += (double)a;
-    }
+    for (int64_t i = 0; i < n; i++) acc += (double)fabsf(g[i]);
     return acc;
+}
+
+/* The sequential sum is a chain of dependent additions (one per element, latency-bound). Its
+ * result differs from the exact sum by at most (n - 1) u S (u = 2^-53, S the exact sum, every
+ * term >= 0), and so does a sum over 8 interleaved lanes, which runs at full speed. Both means
+ * therefore lie within a relative 2 n u + a few u of the lane sum's; when float32 rounds the
+ * whole interval to one value (rounding is monotone), that value is the mean of the sequential
+ * sum, and only otherwise (a mean within about 2^-29 n of a float32 tie) the chain runs. */
+float om_sr4_abs_mean(const float *g, int64_t n) {
+    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) lane[l] += (double)fabsf(g[i + l]);
+    double fast = 0.0;
+    for (int l = 0; l < 8; l++) fast += lane[l];
+    for (; i < n; i++) fast += (double)fabsf(g[i]);
+    const double mean = fast / (double)n;
+    if (!isfinite(mean)) return (float)mean;
+    const double margin = 4.0 * ((double)n + 4.0) * 0x1p-53;
+    const float lo = (float)(mean * (1.0 - margin)), hi = (float)(mean * (1.0 + margin));
+    if (lo == hi) return lo;
+    return (float)(abs_sum_sequential(g, n) / (double)n);
 }
 
 #if OM_HAVE_OPENMP
@@ -115,10 +135,13 @@ static void build_codes(const uint8_t *q, int64_t j, int64_t k, int32_t theta, i
     for (int64_t b = 0; b < nkb; b++) {
         starts[b] = t;
         const int64_t end = (b + 1) * OM_SR4_KB < k ? (b + 1) * OM_SR4_KB : k;
+        /* Branch-free: ternary weights are random, so branches would mispredict; every code
+         * is written and only the nonzero ones are kept. */
         for (int64_t c = b * OM_SR4_KB; c < end; c++) {
             const int32_t v = om_sr4_nibble(q, j * k + c);
-            if (v >= theta) codes[t++] = (int32_t)c;
-            else if (v <= -theta) codes[t++] = (int32_t)(c + k);
+            const int32_t neg = v <= -theta;
+            codes[t] = (int32_t)(c + (neg ? k : 0));
+            t += (v >= theta) | neg;
         }
     }
     starts[nkb] = t;
@@ -128,7 +151,7 @@ int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const
                           int32_t theta, float *out, int nthreads) {
     if (m == 0 || n == 0) return 0;
     const int64_t nkb = (k + OM_SR4_KB - 1) / OM_SR4_KB;
-    int32_t *codes = malloc((size_t)(n * k > 0 ? n * k : 1) * sizeof(int32_t));
+    int32_t *codes = malloc((size_t)(n * k + 1) * sizeof(int32_t));
     int64_t *starts = malloc((size_t)(n * (nkb + 1)) * sizeof(int64_t));
     float *P = aligned_alloc(64, (size_t)(2 * k > 0 ? 2 * k : 1) * OM_SR4_RB * sizeof(float));
     if (!codes || !starts || !P) {

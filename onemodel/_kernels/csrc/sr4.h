@@ -105,8 +105,9 @@ OM_SR4_DECLARE(avx512)
  * 0): r = ((x >> 32) * 1000) >> 32, q = r < 335 ? -mag : r < 665 ? 0 : mag. Sequential. */
 void om_sr4_init(uint8_t *q, int64_t n, uint64_t seed, uint64_t idx_base, int32_t mag);
 
-/* mean|g| of clarifications.md: the double sum of |g[i]| for i = 0..n-1 in order. */
-double om_sr4_abs_sum(const float *g, int64_t n);
+/* mean|g| of clarifications.md, n > 0: float32(the double sum of |g[i]| for i = 0..n-1 in
+ * order, divided by n in double). Non-finite when g holds an infinity or a NaN. */
+float om_sr4_abs_mean(const float *g, int64_t n);
 
 void om_sr4_step(uint8_t *q, const float *g, float *w, int64_t n, const om_sr4_step_args *a,
                  int nthreads);
