@@ -148,7 +148,7 @@ def test_exact_bits_across_isa_and_threads(cell, h, check_exact, rng):
 
 
 def test_exact_bits_large_batch_threads(check_exact, rng):
-    # Large enough that the row kernels run on several threads.
+    # Large enough that the row kernels split rows over threads; two directions run concurrently.
     m = nn.LSTM(8, 64, bidirectional=True, seed=5)
     check_exact(lambda x: m(x, lengths=np.arange(64) % 3 + 1)[0],
                 rng.standard_normal((3, 64, 8)).astype(np.float32))

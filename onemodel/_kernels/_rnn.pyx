@@ -13,17 +13,41 @@ from onemodel._kernels._isa cimport om_set_isa
 cdef extern from "rnn.h" nogil:
     int OM_RNN_LSTM
     int OM_RNN_GRU
-    int om_rnn_forward_f32(int cell, int64_t t, int64_t b, int64_t h, const float *xw,
-                           const float *w_hh, const float *bias, const float *h0,
-                           const float *c0, const int64_t *lengths, float *y, float *gates,
-                           float *cs, float *hn_lin, float *h_n, float *c_n, int nthreads)
-    int om_rnn_backward_f32(int cell, int64_t t, int64_t b, int64_t h, const float *w_hh,
-                            const float *h0, const float *c0, const int64_t *lengths,
-                            const float *y, const float *gates, const float *cs,
-                            const float *hn_lin, const float *gy, const float *g_hn,
-                            const float *g_cn, float *dgx, float *dgh, float *dh0, float *dc0,
+    ctypedef struct om_rnn_forward_args:
+        const float *xw
+        const float *w_hh
+        const float *bias
+        const float *h0
+        const float *c0
+        float *y
+        float *gates
+        float *cs
+        float *hn_lin
+        float *h_n
+        float *c_n
+    ctypedef struct om_rnn_backward_args:
+        const float *w_hh
+        const float *h0
+        const float *c0
+        const float *y
+        const float *gates
+        const float *cs
+        const float *hn_lin
+        const float *gy
+        const float *g_hn
+        const float *g_cn
+        float *dgx
+        float *dgh
+        float *dh0
+        float *dc0
+    int om_rnn_forward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
+                           const int64_t *lengths, const om_rnn_forward_args *dirs,
+                           int nthreads)
+    int om_rnn_backward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
+                            const int64_t *lengths, const om_rnn_backward_args *dirs,
                             int nthreads)
 
+DIRECTIONS_MAX = 2
 CELLS = ("lstm", "gru")
 
 
@@ -67,81 +91,103 @@ cdef tuple _dims(str op, str cell, xw, w_hh, lengths):
     return t, b, h, g
 
 
-def forward(str cell, xw, w_hh, bias, h0, c0, lengths, y, gates, cs, hn_lin, h_n, c_n,
-            int nthreads) -> None:
-    """Runs the layer; see csrc/rnn.h. c0, cs and c_n are None for the GRU, hn_lin for the
-    LSTM."""
-    op = cell + "_forward"
-    t, b, h, g = _dims(op, cell, xw, w_hh, lengths)
-    lstm = cell == "lstm"
-    _require(op, "bias", bias, (g * h,))
-    for name, a, shape in (("h0", h0, (b, h)), ("y", y, (t, b, h)), ("gates", gates, (t, b, g * h)),
-                           ("h_n", h_n, (b, h))):
-        _require(op, name, a, shape)
-    for name, a, shape in (("c0", c0, (b, h)), ("cs", cs, (t, b, h)), ("c_n", c_n, (b, h))) \
-            if lstm else (("hn_lin", hn_lin, (t, b, h)),):
-        _require(op, name, a, shape)
+cdef tuple _checked(str op, str cell, list dirs, lengths, int nthreads):
+    """(T, B, H, G) after checking every direction's arrays against the first one's shapes."""
+    if not 1 <= len(dirs) <= DIRECTIONS_MAX:
+        raise ValueError(f"{op}: between 1 and {DIRECTIONS_MAX} directions, got {len(dirs)}")
     if nthreads < 1:
         raise ValueError(f"{op}: nthreads must be >= 1, got {nthreads}")
-    cdef int kind = OM_RNN_LSTM if lstm else OM_RNN_GRU
-    cdef int64_t ct = t, cb = b, ch = h
-    cdef int status
-    cdef float *p_xw = _fp(xw)
-    cdef float *p_w = _fp(w_hh)
-    cdef float *p_b = _fp(bias)
-    cdef float *p_h0 = _fp(h0)
-    cdef float *p_c0 = _fp(c0) if lstm else NULL
+    first = dirs[0]
+    t, b, h, g = _dims(op, cell, first["xw"] if "xw" in first else first["gates"],
+                       first["w_hh"], lengths)
+    lstm = cell == "lstm"
+    shapes = {"xw": (t, b, g * h), "w_hh": (g * h, h), "bias": (g * h,), "h0": (b, h),
+              "y": (t, b, h), "gates": (t, b, g * h), "h_n": (b, h), "gy": (t, b, h),
+              "g_hn": (b, h), "dgx": (t, b, g * h), "dh0": (b, h)}
+    shapes.update({"c0": (b, h), "cs": (t, b, h), "c_n": (b, h), "g_cn": (b, h),
+                   "dc0": (b, h)} if lstm else {"hn_lin": (t, b, h), "dgh": (t, b, g * h)})
+    for d in dirs:
+        for name, a in d.items():
+            if name not in shapes:
+                raise ValueError(f"{op}: array {name!r} is not used by the {cell} kernel")
+            _require(op, name, a, shapes[name])
+    return t, b, h, g
+
+
+cdef inline const float *_get(dict d, str name):
+    return _fp(d[name]) if name in d else NULL
+
+
+def forward(str cell, list dirs, lengths, int nthreads) -> None:
+    """Runs 1 or 2 directions (csrc/rnn.h); each a dict of arrays named as the fields of
+    om_rnn_forward_args (c0, cs, c_n only for the LSTM; hn_lin only for the GRU)."""
+    op = cell + "_forward"
+    needed = ("xw", "w_hh", "bias", "h0", "y", "gates", "h_n") + (
+        ("c0", "cs", "c_n") if cell == "lstm" else ("hn_lin",))
+    for d in dirs:
+        for name in needed:
+            if name not in d:
+                raise ValueError(f"{op}: missing array {name!r}")
+    t, b, h, g = _checked(op, cell, dirs, lengths, nthreads)
+    cdef om_rnn_forward_args args[2]
+    cdef int i
+    for i in range(len(dirs)):
+        d = dirs[i]
+        args[i].xw = _get(d, "xw")
+        args[i].w_hh = _get(d, "w_hh")
+        args[i].bias = _get(d, "bias")
+        args[i].h0 = _get(d, "h0")
+        args[i].c0 = _get(d, "c0")
+        args[i].y = <float *>_get(d, "y")
+        args[i].gates = <float *>_get(d, "gates")
+        args[i].cs = <float *>_get(d, "cs")
+        args[i].hn_lin = <float *>_get(d, "hn_lin")
+        args[i].h_n = <float *>_get(d, "h_n")
+        args[i].c_n = <float *>_get(d, "c_n")
+    cdef int kind = OM_RNN_LSTM if cell == "lstm" else OM_RNN_GRU
+    cdef int64_t nd = len(dirs), ct = t, cb = b, ch = h
     cdef const int64_t *p_len = _ip(lengths)
-    cdef float *p_y = _fp(y)
-    cdef float *p_g = _fp(gates)
-    cdef float *p_cs = _fp(cs) if lstm else NULL
-    cdef float *p_hl = NULL if lstm else _fp(hn_lin)
-    cdef float *p_hn = _fp(h_n)
-    cdef float *p_cn = _fp(c_n) if lstm else NULL
+    cdef int status
     with nogil:
-        status = om_rnn_forward_f32(kind, ct, cb, ch, p_xw, p_w, p_b, p_h0, p_c0, p_len, p_y,
-                                    p_g, p_cs, p_hl, p_hn, p_cn, nthreads)
+        status = om_rnn_forward_f32(kind, nd, ct, cb, ch, p_len, args, nthreads)
     if status != 0:
         raise MemoryError(f"{op}: out of memory for scratch of shape ({b}, {g * h})")
 
 
-def backward(str cell, w_hh, h0, c0, lengths, y, gates, cs, hn_lin, gy, g_hn, g_cn, dgx, dgh,
-             dh0, dc0, int nthreads) -> None:
-    """Gradients of the layer from its saved forward values; see csrc/rnn.h."""
+def backward(str cell, list dirs, lengths, int nthreads) -> None:
+    """Gradients of 1 or 2 directions from their saved forward values (csrc/rnn.h); each a
+    dict of arrays named as the fields of om_rnn_backward_args."""
     op = cell + "_backward"
-    t, b, h, g = _dims(op, cell, gates, w_hh, lengths)
-    lstm = cell == "lstm"
-    for name, a, shape in (("h0", h0, (b, h)), ("y", y, (t, b, h)), ("gy", gy, (t, b, h)),
-                           ("g_hn", g_hn, (b, h)), ("dgx", dgx, (t, b, g * h)),
-                           ("dh0", dh0, (b, h))):
-        _require(op, name, a, shape)
-    for name, a, shape in ((("c0", c0, (b, h)), ("cs", cs, (t, b, h)), ("g_cn", g_cn, (b, h)),
-                            ("dc0", dc0, (b, h))) if lstm else
-                           (("hn_lin", hn_lin, (t, b, h)), ("dgh", dgh, (t, b, g * h)))):
-        _require(op, name, a, shape)
-    if nthreads < 1:
-        raise ValueError(f"{op}: nthreads must be >= 1, got {nthreads}")
-    cdef int kind = OM_RNN_LSTM if lstm else OM_RNN_GRU
-    cdef int64_t ct = t, cb = b, ch = h
-    cdef int status
-    cdef float *p_w = _fp(w_hh)
-    cdef float *p_h0 = _fp(h0)
-    cdef float *p_c0 = _fp(c0) if lstm else NULL
+    needed = ("w_hh", "h0", "y", "gates", "gy", "g_hn", "dgx", "dh0") + (
+        ("c0", "cs", "g_cn", "dc0") if cell == "lstm" else ("hn_lin", "dgh"))
+    for d in dirs:
+        for name in needed:
+            if name not in d:
+                raise ValueError(f"{op}: missing array {name!r}")
+    t, b, h, g = _checked(op, cell, dirs, lengths, nthreads)
+    cdef om_rnn_backward_args args[2]
+    cdef int i
+    for i in range(len(dirs)):
+        d = dirs[i]
+        args[i].w_hh = _get(d, "w_hh")
+        args[i].h0 = _get(d, "h0")
+        args[i].c0 = _get(d, "c0")
+        args[i].y = _get(d, "y")
+        args[i].gates = _get(d, "gates")
+        args[i].cs = _get(d, "cs")
+        args[i].hn_lin = _get(d, "hn_lin")
+        args[i].gy = _get(d, "gy")
+        args[i].g_hn = _get(d, "g_hn")
+        args[i].g_cn = _get(d, "g_cn")
+        args[i].dgx = <float *>_get(d, "dgx")
+        args[i].dgh = <float *>_get(d, "dgh")
+        args[i].dh0 = <float *>_get(d, "dh0")
+        args[i].dc0 = <float *>_get(d, "dc0")
+    cdef int kind = OM_RNN_LSTM if cell == "lstm" else OM_RNN_GRU
+    cdef int64_t nd = len(dirs), ct = t, cb = b, ch = h
     cdef const int64_t *p_len = _ip(lengths)
-    cdef float *p_y = _fp(y)
-    cdef float *p_g = _fp(gates)
-    cdef float *p_cs = _fp(cs) if lstm else NULL
-    cdef float *p_hl = NULL if lstm else _fp(hn_lin)
-    cdef float *p_gy = _fp(gy)
-    cdef float *p_ghn = _fp(g_hn)
-    cdef float *p_gcn = _fp(g_cn) if lstm else NULL
-    cdef float *p_dgx = _fp(dgx)
-    cdef float *p_dgh = NULL if lstm else _fp(dgh)
-    cdef float *p_dh0 = _fp(dh0)
-    cdef float *p_dc0 = _fp(dc0) if lstm else NULL
+    cdef int status
     with nogil:
-        status = om_rnn_backward_f32(kind, ct, cb, ch, p_w, p_h0, p_c0, p_len, p_y, p_g, p_cs,
-                                     p_hl, p_gy, p_ghn, p_gcn, p_dgx, p_dgh, p_dh0, p_dc0,
-                                     nthreads)
+        status = om_rnn_backward_f32(kind, nd, ct, cb, ch, p_len, args, nthreads)
     if status != 0:
         raise MemoryError(f"{op}: out of memory for scratch of shape ({b}, {h})")

@@ -13,7 +13,7 @@ gather by an involutive permutation of time), so it starts at step lengths[b]-1 
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -56,80 +56,134 @@ def _float(t: Any, op: str, name: str, shape: tuple) -> Tensor:
     return t
 
 
-def _layer(cell: str, xw: Any, w_hh: Any, b_hh: Any, h0: Any, c0: Any, lengths: Any,
-           reverse: bool) -> tuple:
+class _Direction:
+    """One direction's inputs (checked) and the arrays its forward saves for backward."""
+
+    def __init__(self, op: str, cell: str, xw: Any, w_hh: Any, b_hh: Any, h0: Any, c0: Any,
+                 reverse: bool) -> None:
+        gates = 4 if cell == "lstm" else 3
+        self.w_hh = _core.as_tensor(w_hh, op)
+        _core.require_float(self.w_hh, op, "w_hh")
+        if self.w_hh.ndim != 2 or self.w_hh.shape[0] != gates * self.w_hh.shape[1]:
+            raise ValueError(f"{op}: w_hh of shape {self.w_hh.shape} must be ({gates}*H, H)")
+        h = self.w_hh.shape[1]
+        self.xw = _core.as_tensor(xw, op)
+        _core.require_float(self.xw, op, "xw")
+        if self.xw.ndim != 3 or self.xw.shape[2] != gates * h:
+            raise ValueError(f"{op}: xw of shape {self.xw.shape} must be (T, B, {gates * h}) "
+                             f"for w_hh of shape {self.w_hh.shape}")
+        batch = self.xw.shape[1]
+        self.h0 = _float(h0, op, "h0", (batch, h))
+        self.c0 = _float(c0, op, "c0", (batch, h)) if cell == "lstm" else None
+        self.b = None if b_hh is None else _float(b_hh, op, "b_hh", (gates * h,))
+        self.reverse = bool(reverse)
+
+    def inputs(self) -> tuple:
+        return tuple(t for t in (self.xw, self.w_hh, self.b, self.h0, self.c0) if t is not None)
+
+
+def _run(cell: str, dirs: list, lengths: Any) -> list:
+    """Runs the directions in one kernel call (concurrently when threads allow); returns
+    (y, h_n[, c_n]) per direction."""
     op = f"{cell}_layer"
-    gates = 4 if cell == "lstm" else 3
-    w_hh = _core.as_tensor(w_hh, op)
-    _core.require_float(w_hh, op, "w_hh")
-    if w_hh.ndim != 2 or w_hh.shape[0] != gates * w_hh.shape[1]:
-        raise ValueError(f"{op}: w_hh of shape {w_hh.shape} must be ({gates}*H, H)")
-    h = w_hh.shape[1]
-    xw = _core.as_tensor(xw, op)
-    _core.require_float(xw, op, "xw")
-    if xw.ndim != 3 or xw.shape[2] != gates * h:
-        raise ValueError(f"{op}: xw of shape {xw.shape} must be (T, B, {gates * h}) for "
-                         f"w_hh of shape {w_hh.shape}")
-    steps, batch = xw.shape[:2]
-    h0 = _float(h0, op, "h0", (batch, h))
-    c0 = _float(c0, op, "c0", (batch, h)) if cell == "lstm" else None
-    b = None if b_hh is None else _float(b_hh, op, "b_hh", (gates * h,))
+    lstm = cell == "lstm"
+    first = dirs[0]
+    steps, batch, gh = first.xw.shape
+    h = first.w_hh.shape[1]
+    for d in dirs[1:]:
+        if d.xw.shape != first.xw.shape or d.w_hh.shape != first.w_hh.shape:
+            raise ValueError(f"{op}: directions differ in shape: xw {d.xw.shape} vs "
+                             f"{first.xw.shape}, w_hh {d.w_hh.shape} vs {first.w_hh.shape}")
     lens = check_lengths(lengths, batch, steps, op)
     full = lens if lens is not None else np.full(batch, steps, int64)
-    perm = _reversal(full, steps) if reverse else None
+    perm = _reversal(full, steps)
 
-    def run_order(a: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(a[perm] if reverse else a)
+    def run_order(a: np.ndarray, d: _Direction) -> np.ndarray:
+        return np.ascontiguousarray(a[perm] if d.reverse else a)
 
-    lstm = cell == "lstm"
-    xw_run = run_order(xw._data)
-    bias = b._data if b is not None else np.zeros(gates * h, float32)
-    h0_d = np.ascontiguousarray(h0._data)
-    c0_d = np.ascontiguousarray(c0._data) if lstm else None
-    y = np.empty((steps, batch, h), float32)
-    gate_vals = np.empty((steps, batch, gates * h), float32)
-    cs = np.empty((steps, batch, h), float32) if lstm else None
-    hn_lin = None if lstm else np.empty((steps, batch, h), float32)
     states = 2 if lstm else 1
-    packed = np.empty((steps + states, batch, h), float32)
-    c_n = packed[steps + 1] if lstm else None
-    _rnn.forward(cell, xw_run, w_hh._data, bias, h0_d, c0_d, full, y, gate_vals, cs, hn_lin,
-                 packed[steps], c_n, _core.threads())
-    packed[:steps] = y[perm] if reverse else y
+    packed = np.empty((len(dirs), steps + states, batch, h), float32)
+    saved = []
+    for i, d in enumerate(dirs):
+        arrays = {"xw": run_order(d.xw._data, d), "w_hh": d.w_hh._data,
+                  "bias": d.b._data if d.b is not None else np.zeros(gh, float32),
+                  "h0": np.ascontiguousarray(d.h0._data),
+                  "y": np.empty((steps, batch, h), float32),
+                  "gates": np.empty((steps, batch, gh), float32), "h_n": packed[i, steps]}
+        if lstm:
+            arrays.update(c0=np.ascontiguousarray(d.c0._data),
+                          cs=np.empty((steps, batch, h), float32), c_n=packed[i, steps + 1])
+        else:
+            arrays["hn_lin"] = np.empty((steps, batch, h), float32)
+        saved.append(arrays)
+    _rnn.forward(cell, saved, full, _core.threads())
+    for i, (d, arrays) in enumerate(zip(dirs, saved)):
+        packed[i, :steps] = arrays["y"][perm] if d.reverse else arrays["y"]
+        del arrays["xw"], arrays["bias"], arrays["h_n"]
+        arrays.pop("c_n", None)
 
     def backward(g: np.ndarray) -> tuple:
-        gy = run_order(g[:steps])
-        dgx = np.empty(gate_vals.shape, float32)
-        dgh = None if lstm else np.empty(gate_vals.shape, float32)
-        dh0 = np.empty((batch, h), float32)
-        dc0 = np.empty((batch, h), float32) if lstm else None
-        _rnn.backward(cell, w_hh._data, h0_d, c0_d, full, y, gate_vals, cs, hn_lin, gy,
-                      np.ascontiguousarray(g[steps]),
-                      np.ascontiguousarray(g[steps + 1]) if lstm else None, dgx, dgh, dh0,
-                      dc0, _core.threads())
-        dg = (dgx if lstm else dgh).reshape(steps * batch, gates * h)
-        dw = db = None
-        if w_hh.requires_grad:
-            h_prev = np.concatenate([h0_d[None], y[:-1]]).reshape(steps * batch, h)
-            dw = _product(dg, h_prev, trans_a=True)
-        if b is not None and b.requires_grad:
-            db = _core.sum_axis(dg, 0)
-        grads = (run_order(dgx), dw, db, dh0) + ((dc0,) if lstm else ())
-        keep = (True, True, b is not None, True, lstm)
-        return tuple(gr for gr, k in zip(grads, keep) if k)
+        jobs = []
+        for i, (d, arrays) in enumerate(zip(dirs, saved)):
+            job = dict(arrays, gy=run_order(g[i, :steps], d),
+                       g_hn=np.ascontiguousarray(g[i, steps]),
+                       dgx=np.empty((steps, batch, gh), float32),
+                       dh0=np.empty((batch, h), float32))
+            if lstm:
+                job.update(g_cn=np.ascontiguousarray(g[i, steps + 1]),
+                           dc0=np.empty((batch, h), float32))
+            else:
+                job["dgh"] = np.empty((steps, batch, gh), float32)
+            jobs.append(job)
+        _rnn.backward(cell, jobs, full, _core.threads())
+        grads = []
+        for d, job in zip(dirs, jobs):
+            dg = (job["dgx"] if lstm else job["dgh"]).reshape(steps * batch, gh)
+            dw = db = None
+            if d.w_hh.requires_grad:
+                h_prev = np.concatenate([job["h0"][None], job["y"][:-1]])
+                dw = _product(dg, h_prev.reshape(steps * batch, h), trans_a=True)
+            if d.b is not None and d.b.requires_grad:
+                db = _core.sum_axis(dg, 0)
+            grads += [run_order(job["dgx"], d), dw]
+            grads += ([db] if d.b is not None else []) + [job["dh0"]]
+            grads += [job["dc0"]] if lstm else []
+        return tuple(grads)
 
-    inputs = tuple(t for t in (xw, w_hh, b, h0, c0) if t is not None)
+    inputs = tuple(t for d in dirs for t in d.inputs())
     out = _core.record(op, packed, inputs, backward, inputs)
-    return (index(out, slice(0, steps)),) + tuple(index(out, steps + i) for i in range(states))
+    return [(index(out, (i, slice(0, steps))),)
+            + tuple(index(out, (i, steps + s)) for s in range(states))
+            for i in range(len(dirs))]
+
+
+def lstm_directions(xws: Sequence[Tensor], w_hhs: Sequence[Tensor],
+                    b_hhs: Sequence[Optional[Tensor]], h0s: Sequence[Tensor],
+                    c0s: Sequence[Tensor], lengths: Any = None,
+                    reverses: Sequence[bool] = (False, True)) -> list:
+    """Several LSTM directions over the same steps (a bidirectional layer), run together:
+    [(y, h_n, c_n) per direction]."""
+    op = "lstm_layer"
+    return _run("lstm", [_Direction(op, "lstm", *a) for a in
+                         zip(xws, w_hhs, b_hhs, h0s, c0s, reverses)], lengths)
+
+
+def gru_directions(xws: Sequence[Tensor], w_hhs: Sequence[Tensor],
+                   b_hhs: Sequence[Optional[Tensor]], h0s: Sequence[Tensor],
+                   lengths: Any = None, reverses: Sequence[bool] = (False, True)) -> list:
+    """Several GRU directions over the same steps, run together: [(y, h_n) per direction]."""
+    op = "gru_layer"
+    return _run("gru", [_Direction(op, "gru", xw, w, b, h0, None, r) for xw, w, b, h0, r in
+                        zip(xws, w_hhs, b_hhs, h0s, reverses)], lengths)
 
 
 def lstm_layer(xw: Tensor, w_hh: Tensor, b_hh: Optional[Tensor], h0: Tensor, c0: Tensor,
                lengths: Any = None, reverse: bool = False) -> tuple[Tensor, Tensor, Tensor]:
     """(y (T, B, H), h_n (B, H), c_n (B, H)) of an LSTM direction from xw (T, B, 4H)."""
-    return _layer("lstm", xw, w_hh, b_hh, h0, c0, lengths, reverse)
+    return lstm_directions([xw], [w_hh], [b_hh], [h0], [c0], lengths, [reverse])[0]
 
 
 def gru_layer(xw: Tensor, w_hh: Tensor, b_hh: Optional[Tensor], h0: Tensor,
               lengths: Any = None, reverse: bool = False) -> tuple[Tensor, Tensor]:
     """(y (T, B, H), h_n (B, H)) of a GRU direction from xw (T, B, 3H)."""
-    return _layer("gru", xw, w_hh, b_hh, h0, None, lengths, reverse)
+    return gru_directions([xw], [w_hh], [b_hh], [h0], lengths, [reverse])[0]

@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import functional as F
-from ..functional.recurrent import check_lengths, gru_layer, lstm_layer
+from ..functional.recurrent import check_lengths, gru_directions, lstm_directions
 from ..random import Generator
 from ..tensor import Tensor, float32
 from .init import fan_in_bound, resolve_generator, uniform_parameter
@@ -82,24 +82,24 @@ class _Recurrent(Module):
         c0 = self._initial(c0, batch, "c0") if self._cell == "lstm" else None
         hs, cs = [], []
         for k in range(self.num_layers):
-            outs = []
+            xws, w_hhs, b_hhs, h0s, c0s = [], [], [], [], []
             for d, suffix in enumerate(self._suffixes()):
                 i = k * self.directions + d
                 p = f"_l{k}{suffix}"
-                xw = F.linear(x, getattr(self, "weight_ih" + p),
-                              getattr(self, "bias_ih" + p) if self.bias else None)
-                b_hh = getattr(self, "bias_hh" + p) if self.bias else None
-                w_hh = getattr(self, "weight_hh" + p)
-                if self._cell == "lstm":
-                    y, h_n, c_n = lstm_layer(xw, w_hh, b_hh, F.index(h0, i), F.index(c0, i),
-                                             lengths, reverse=d == 1)
-                    cs.append(c_n)
-                else:
-                    y, h_n = gru_layer(xw, w_hh, b_hh, F.index(h0, i), lengths,
-                                       reverse=d == 1)
-                outs.append(y)
-                hs.append(h_n)
-            x = outs[0] if len(outs) == 1 else F.cat(outs, 2)
+                xws.append(F.linear(x, getattr(self, "weight_ih" + p),
+                                    getattr(self, "bias_ih" + p) if self.bias else None))
+                w_hhs.append(getattr(self, "weight_hh" + p))
+                b_hhs.append(getattr(self, "bias_hh" + p) if self.bias else None)
+                h0s.append(F.index(h0, i))
+                c0s.append(F.index(c0, i) if c0 is not None else None)
+            reverses = [False, True][:self.directions]
+            if self._cell == "lstm":
+                results = lstm_directions(xws, w_hhs, b_hhs, h0s, c0s, lengths, reverses)
+            else:
+                results = gru_directions(xws, w_hhs, b_hhs, h0s, lengths, reverses)
+            hs += [r[1] for r in results]
+            cs += [r[2] for r in results] if self._cell == "lstm" else []
+            x = results[0][0] if len(results) == 1 else F.cat([r[0] for r in results], 2)
         if self.batch_first:
             x = F.transpose(x, 0, 1)
         return x, F.stack(hs, 0), (F.stack(cs, 0) if cs else None)

@@ -7,7 +7,8 @@
  * over all steps (dW_hh = dgᵀ·h_prev, the input gradients) are left to the caller: they are
  * single large products.
  *
- * Threading: the products thread inside gemm; the row kernels split batch rows over threads.
+ * Threading: the directions of a bidirectional layer run concurrently, one thread each; a
+ * single direction threads its products inside gemm and splits batch rows of the row kernels.
  * Rows are independent and every value has one fixed sequence of operations (gemm's order is
  * fixed by the shapes, the row formulas are elementwise), so the bits depend on neither the
  * thread count nor the ISA path (rnn_body.h: no fused multiply-add in the cell; gemm's own
@@ -35,10 +36,11 @@ static const om_gru_row_bwd_fn gru_row_bwd[OM_ISA_COUNT] = OM_ISA_TABLE(om_gru_r
 
 static int gates_of(int cell) { return cell == OM_RNN_LSTM ? 4 : 3; }
 
-int om_rnn_forward_f32(int cell, int64_t t, int64_t b, int64_t h, const float *xw,
-                       const float *w_hh, const float *bias, const float *h0, const float *c0,
-                       const int64_t *lengths, float *y, float *gates, float *cs,
-                       float *hn_lin, float *h_n, float *c_n, int nthreads) {
+static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t *lengths,
+                       const om_rnn_forward_args *a, int nthreads) {
+    const float *xw = a->xw, *w_hh = a->w_hh, *bias = a->bias, *h0 = a->h0, *c0 = a->c0;
+    float *y = a->y, *gates = a->gates, *cs = a->cs, *hn_lin = a->hn_lin;
+    float *h_n = a->h_n, *c_n = a->c_n;
     const int64_t gh = gates_of(cell) * h;
     float *hw = malloc((size_t)(b * gh > 0 ? b * gh : 1) * sizeof(float));
     if (hw == NULL) return -1;
@@ -77,12 +79,12 @@ int om_rnn_forward_f32(int cell, int64_t t, int64_t b, int64_t h, const float *x
     return status;
 }
 
-int om_rnn_backward_f32(int cell, int64_t t, int64_t b, int64_t h, const float *w_hh,
-                        const float *h0, const float *c0, const int64_t *lengths,
-                        const float *y, const float *gates, const float *cs,
-                        const float *hn_lin, const float *gy, const float *g_hn,
-                        const float *g_cn, float *dgx, float *dgh, float *dh0, float *dc0,
-                        int nthreads) {
+static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t *lengths,
+                        const om_rnn_backward_args *a, int nthreads) {
+    const float *w_hh = a->w_hh, *h0 = a->h0, *c0 = a->c0, *y = a->y, *gates = a->gates;
+    const float *cs = a->cs, *hn_lin = a->hn_lin, *gy = a->gy, *g_hn = a->g_hn;
+    const float *g_cn = a->g_cn;
+    float *dgx = a->dgx, *dgh = a->dgh, *dh0 = a->dh0, *dc0 = a->dc0;
     const int64_t gh = gates_of(cell) * h;
     float *tmp = malloc((size_t)(b * h > 0 ? b * h : 1) * sizeof(float));
     if (tmp == NULL) return -1;
@@ -132,4 +134,27 @@ int om_rnn_backward_f32(int cell, int64_t t, int64_t b, int64_t h, const float *
     }
     free(tmp);
     return status;
+}
+
+/* Directions concurrently: OpenMP regions nested inside (gemm's, the row loops') then run on
+ * the direction's own thread, so each direction computes exactly what it computes alone. */
+int om_rnn_forward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
+                       const int64_t *lengths, const om_rnn_forward_args *dirs, int nthreads) {
+    const int nt = ndir > 1 && nthreads > 1 ? (int)(ndir < nthreads ? ndir : nthreads) : 1;
+    int failed = 0;
+    #pragma omp parallel for num_threads(nt) schedule(static, 1) reduction(|:failed) if (nt > 1)
+    for (int64_t d = 0; d < ndir; d++)
+        failed |= forward_one(cell, t, b, h, lengths, dirs + d, nt > 1 ? 1 : nthreads) != 0;
+    return failed ? -1 : 0;
+}
+
+int om_rnn_backward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
+                        const int64_t *lengths, const om_rnn_backward_args *dirs,
+                        int nthreads) {
+    const int nt = ndir > 1 && nthreads > 1 ? (int)(ndir < nthreads ? ndir : nthreads) : 1;
+    int failed = 0;
+    #pragma omp parallel for num_threads(nt) schedule(static, 1) reduction(|:failed) if (nt > 1)
+    for (int64_t d = 0; d < ndir; d++)
+        failed |= backward_one(cell, t, b, h, lengths, dirs + d, nt > 1 ? 1 : nthreads) != 0;
+    return failed ? -1 : 0;
 }

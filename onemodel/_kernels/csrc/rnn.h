@@ -55,24 +55,30 @@ OM_RNN_DECLARE(avx512)
 OM_RNN_DECLARE(neon)
 #undef OM_RNN_DECLARE
 
-/* Forward over T steps. xw (T, B, G·H); w_hh (G·H, H); b (G·H); h0, c0 (B, H) (c0 and cs
- * only for LSTM, hn_lin only for GRU: pass NULL otherwise); lengths (B) in [0, T].
- * Writes y (T, B, H), gates (T, B, G·H), cs (T, B, H) (LSTM cell states), hn_lin (T, B, H)
- * (GRU), h_n and c_n (B, H). Returns 0, or -1 when scratch memory could not be allocated. */
-int om_rnn_forward_f32(int cell, int64_t t, int64_t b, int64_t h, const float *xw,
-                       const float *w_hh, const float *bias, const float *h0, const float *c0,
-                       const int64_t *lengths, float *y, float *gates, float *cs,
-                       float *hn_lin, float *h_n, float *c_n, int nthreads);
+/* One direction of a layer. Forward: xw (T, B, G·H); w_hh (G·H, H); bias (G·H); h0, c0
+ * (B, H) (c0, cs, c_n only for the LSTM and hn_lin only for the GRU: NULL otherwise). Writes
+ * y (T, B, H), gates (T, B, G·H), cs (T, B, H) (cell states), hn_lin (T, B, H) (W_hn·h + b_hn),
+ * h_n and c_n (B, H). Backward: from those saved values and gy (T, B, H) (the gradient of y,
+ * ignored at padded steps), g_hn and g_cn (B, H), writes dgx (T, B, G·H): the gradient of xw;
+ * dgh (T, B, G·H): that of hw (GRU only; for the LSTM it equals dgx); dh0 and dc0 (B, H). */
+typedef struct {
+    const float *xw, *w_hh, *bias, *h0, *c0;
+    float *y, *gates, *cs, *hn_lin, *h_n, *c_n;
+} om_rnn_forward_args;
 
-/* Backward over T steps from the saved values of the forward. gy (T, B, H) is the gradient of
- * y (ignored at padded steps), g_hn and g_cn (B, H) those of h_n and c_n. Writes dgx (T, B,
- * G·H): the gradient of xw; dgh (T, B, G·H): that of hw (GRU only; for the LSTM it equals dgx
- * and may be NULL); dh0 and dc0 (B, H). Returns 0 or -1 as the forward. */
-int om_rnn_backward_f32(int cell, int64_t t, int64_t b, int64_t h, const float *w_hh,
-                        const float *h0, const float *c0, const int64_t *lengths,
-                        const float *y, const float *gates, const float *cs,
-                        const float *hn_lin, const float *gy, const float *g_hn,
-                        const float *g_cn, float *dgx, float *dgh, float *dh0, float *dc0,
+typedef struct {
+    const float *w_hh, *h0, *c0, *y, *gates, *cs, *hn_lin, *gy, *g_hn, *g_cn;
+    float *dgx, *dgh, *dh0, *dc0;
+} om_rnn_backward_args;
+
+/* Runs `ndir` independent directions (the two of a bidirectional layer) over T steps, with the
+ * same lengths (B) in [0, T]. With two or more threads the directions run concurrently, each on
+ * one thread (no barrier per step); a single direction uses every thread inside its steps.
+ * Returns 0, or -1 when scratch memory could not be allocated. */
+int om_rnn_forward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
+                       const int64_t *lengths, const om_rnn_forward_args *dirs, int nthreads);
+int om_rnn_backward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
+                        const int64_t *lengths, const om_rnn_backward_args *dirs,
                         int nthreads);
 
 #endif
