@@ -103,7 +103,7 @@ static int flat_rows(const om_conv2d_shape *s) {
     return s->sh == 1 && s->sw == 1 && s->w == s->ow;
 }
 
-/* Start (in the tap's column row) and length of the run of rows y0..y1-1, columns x0..x1-1. */
+/* Length of the run from output (y0, x0) to output (y1 - 1, x1 - 1); 0 for an empty block. */
 static int64_t run_length(const om_conv2d_shape *s, int64_t y0, int64_t y1, int64_t x0,
                           int64_t x1) {
     return y0 < y1 && x0 < x1 ? (y1 - y0 - 1) * s->ow + (x1 - x0) : 0;
@@ -116,7 +116,7 @@ static void copy_flat(const om_conv2d_shape *s, const float *plane, int64_t shif
     const int64_t P = s->oh * s->ow, len = run_length(s, y0, y1, x0, x1);
     const int64_t start = len ? y0 * s->ow + x0 : 0;
     memset(dst, 0, (size_t)start * sizeof(float));
-    memcpy(dst + start, plane + (start + shift), (size_t)len * sizeof(float));
+    if (len) memcpy(dst + start, plane + (start + shift), (size_t)len * sizeof(float));
     memset(dst + start + len, 0, (size_t)(P - start - len) * sizeof(float));
     for (int64_t oy = y0; len && oy + 1 < y1; oy++)
         memset(dst + oy * s->ow + x1, 0, (size_t)(s->ow - x1 + x0) * sizeof(float));
@@ -143,14 +143,12 @@ static void im2col(const om_conv2d_shape *s, const float *x, int64_t nb, float *
             }
             memset(dst, 0, (size_t)(y0 * s->ow) * sizeof(float));
             for (int64_t oy = y0; oy < y1; oy++) {
-                const float *restrict src = src0 + (oy * s->sh + offy) * s->w + offx;
+                /* src: the tap of output (oy, x0), the first inside the input. */
+                const float *restrict src = src0 + ((oy * s->sh + offy) * s->w + x0 * s->sw
+                                                    + offx);
                 float *restrict d = dst + oy * s->ow;
                 for (int64_t ox = 0; ox < x0; ox++) d[ox] = 0.0f;
-                if (s->sw == 1) {
-                    for (int64_t ox = x0; ox < x1; ox++) d[ox] = src[ox];
-                } else {
-                    for (int64_t ox = x0; ox < x1; ox++) d[ox] = src[ox * s->sw];
-                }
+                for (int64_t t = 0; t < x1 - x0; t++) d[x0 + t] = src[t * s->sw];
                 for (int64_t ox = x1; ox < s->ow; ox++) d[ox] = 0.0f;
             }
             memset(dst + y1 * s->ow, 0, (size_t)((s->oh - y1) * s->ow) * sizeof(float));
@@ -181,7 +179,8 @@ static void col2im(const om_conv2d_shape *s, float *col, int64_t nb, float *x,
                      * dropped) are zeroed first. The accumulator starts at +0 and so never
                      * holds -0, so adding +0 changes no bit. */
                     const int64_t len = run_length(s, y0, y1, x0, x1), start = y0 * s->ow + x0;
-                    for (int64_t oy = y0; len && oy + 1 < y1; oy++)
+                    if (!len) continue;
+                    for (int64_t oy = y0; oy + 1 < y1; oy++)
                         memset(src + oy * s->ow + x1, 0,
                                (size_t)(s->ow - x1 + x0) * sizeof(float));
                     float *restrict d = plane + (offy * s->w + offx + start);
@@ -190,13 +189,10 @@ static void col2im(const om_conv2d_shape *s, float *col, int64_t nb, float *x,
                     continue;
                 }
                 for (int64_t oy = y0; oy < y1; oy++) {
-                    float *restrict d = plane + (oy * s->sh + offy) * s->w + offx;
-                    const float *restrict g = src + oy * s->ow;
-                    if (s->sw == 1) {
-                        for (int64_t ox = x0; ox < x1; ox++) d[ox] += g[ox];
-                    } else {
-                        for (int64_t ox = x0; ox < x1; ox++) d[ox * s->sw] += g[ox];
-                    }
+                    float *restrict d = plane + ((oy * s->sh + offy) * s->w + x0 * s->sw
+                                                 + offx);
+                    const float *restrict g = src + oy * s->ow + x0;
+                    for (int64_t t = 0; t < x1 - x0; t++) d[t * s->sw] += g[t];
                 }
             }
     }
