@@ -72,6 +72,11 @@ def test_mha_matches_torch(mask, batch_first, rng, assert_close):
                  attn_mask=None if am is None else _t(am), need_weights=True)
     assert_close(out.detach().numpy(), tout.detach().numpy(), 1e-5, "output")
     assert_close(w.detach().numpy(), tw.detach().numpy(), 1e-5, "weights")
+    _, per_head = m(*ours, key_padding_mask=kpm, attn_mask=am, need_weights=True,
+                    average_attn_weights=False)
+    _, tper_head = t(*theirs, key_padding_mask=None if kpm is None else _t(kpm),
+                     attn_mask=None if am is None else _t(am), average_attn_weights=False)
+    assert_close(per_head.detach().numpy(), tper_head.detach().numpy(), 1e-5, "head weights")
     g = rng.standard_normal(out.shape).astype(np.float32)
     out.backward(g)
     tout.backward(_t(g))

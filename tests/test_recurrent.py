@@ -205,3 +205,22 @@ def test_bad_shapes():
     with pytest.raises(ValueError, match="xw"):
         lstm_layer(np.zeros((2, 2, 5), np.float32), np.zeros((12, 3), np.float32), None,
                    np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32))
+
+
+@pytest.mark.parametrize("cls,name", CELLS)
+def test_empty_sequence_and_batch(cls, name, rng):
+    m = cls(3, 4, 2, bidirectional=True, seed=0)
+    init = [rng.standard_normal((4, 2, 4)).astype(np.float32)
+            for _ in range(2 if name == "LSTM" else 1)]
+    io = [om.tensor(a, requires_grad=True) for a in init]
+    x = om.tensor(np.zeros((0, 2, 3), np.float32), requires_grad=True)
+    y, h = m(x, tuple(io) if name == "LSTM" else io[0])
+    assert y.shape == (0, 2, 8)
+    states = _states(h, name)
+    for s, a in zip(states, init):  # no step: the final state is the initial one
+        np.testing.assert_array_equal(s.detach().numpy(), a)
+    sum(s.sum() for s in states).backward()
+    for a in io:
+        np.testing.assert_array_equal(a.grad.numpy(), np.ones(a.shape, np.float32))
+    y, h = m(om.tensor(np.zeros((3, 0, 3), np.float32)))
+    assert y.shape == (3, 0, 8) and _states(h, name)[0].shape == (4, 0, 4)

@@ -141,7 +141,7 @@ def _run(cell: str, dirs: list, lengths: Any) -> list:
             dg = (job["dgx"] if lstm else job["dgh"]).reshape(steps * batch, gh)
             dw = db = None
             if d.w_hh.requires_grad:
-                h_prev = np.concatenate([job["h0"][None], job["y"][:-1]])
+                h_prev = np.concatenate([job["h0"][None], job["y"][:-1]])[:steps]
                 dw = _product(dg, h_prev.reshape(steps * batch, h), trans_a=True)
             if d.b is not None and d.b.requires_grad:
                 db = _core.sum_axis(dg, 0)

@@ -44,8 +44,9 @@ def _additive(mask: Any, what: str) -> Optional[np.ndarray]:
 
 
 class MultiheadAttention(Module):
-    """forward(query, key, value, key_padding_mask=None, attn_mask=None, need_weights=False)
-    -> (output, weights averaged over heads or None)."""
+    """forward(query, key, value, key_padding_mask=None, attn_mask=None, need_weights=False,
+    average_attn_weights=True) -> (output, weights (B, Lq, Lk), per head (B, heads, Lq, Lk)
+    when not averaged, or None)."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  batch_first: bool = True, *, generator: Optional[Generator] = None,
@@ -90,7 +91,8 @@ class MultiheadAttention(Module):
         return F.permute(F.reshape(x, (b, length, self.num_heads, self.head_dim)), (0, 2, 1, 3))
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
-                attn_mask: Any = None, need_weights: bool = False) -> tuple:
+                attn_mask: Any = None, need_weights: bool = False,
+                average_attn_weights: bool = True) -> tuple:
         for name, t in (("query", query), ("key", key), ("value", value)):
             if t.ndim != 3 or t.shape[2] != self.embed_dim:
                 raise ValueError(f"MultiheadAttention: {name} of shape {t.shape} must be 3-D "
@@ -116,7 +118,9 @@ class MultiheadAttention(Module):
         out = self.o(out)
         if not self.batch_first:
             out = F.transpose(out, 0, 1)
-        return out, (F.mean(weights, 1) if need_weights else None)
+        if not need_weights:
+            return out, None
+        return out, (F.mean(weights, 1) if average_attn_weights else weights)
 
     def extra_repr(self) -> str:
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
