@@ -43,6 +43,11 @@
 #include "gemm.h"
 #include "isa.h"
 
+#if !OM_HAVE_OPENMP && defined(__GNUC__)
+/* Thread counts feed only OpenMP pragmas, which a serial build ignores. */
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#endif
+
 /* Below this many elements per thread, one thread is faster. */
 #define GRAIN 32768
 #define LANES 8
