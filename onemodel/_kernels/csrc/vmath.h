@@ -79,7 +79,7 @@ static inline float om_ldexp2f(float p, int32_t n) {
     return p * s1 * s2;
 }
 
-/* exp: max error 1 ulp (sweep). */
+/* exp: max error 0.990 ulp (exhaustive sweep, at 70.4031). */
 static inline float om_expf(float x) {
     int32_t n;
     float p = om_exp_parts(x, 0.0f, &n);
@@ -113,7 +113,7 @@ static inline float om_log_kernel(float f, float *hfsq_out) {
     return s * (hfsq + r);
 }
 
-/* log: max error 1 ulp (sweep). */
+/* log: max error 0.835 ulp (exhaustive sweep, at 1.40546). */
 static inline float om_logf(float x) {
     /* denormals: scale into the normal range first */
     int sub = x < 1.17549435e-38f;
@@ -169,7 +169,7 @@ static inline void om_two_prod(float a, float b, float *hi, float *lo) {
 #define OM_TANH_P3 1.33314422036e-1f
 #define OM_TANH_P4 -3.33332819422e-1f
 
-/* tanh: max error 1.5 ulp (sweep). */
+/* tanh: max error 1.330 ulp (exhaustive sweep, at 0.62831). */
 static inline float om_tanhf(float x) {
     float ax = om_absf(x);
     float z = x * x;
@@ -186,13 +186,22 @@ static inline float om_tanhf(float x) {
 
 /* ---- sigmoid --------------------------------------------------------------------------- */
 
+/* num / (1 + e) for e <= 1, correcting for the rounding of d = 1 + e: with d + derr = 1 + e
+ * exactly, num / (1 + e) = (num / d) (1 - derr / d) to first order. */
+static inline float om_div_one_plus(float num, float e) {
+    float d = 1.0f + e;
+    float derr = (1.0f - d) + e;
+    float y = num / d;
+    return y - y * (derr / d);
+}
+
 /* 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, e = exp(-|x|) <= 1: no overflow, and the
  * negative side keeps full relative accuracy down to the denormals. */
-/* sigmoid: max error 1.5 ulp (sweep). */
+/* sigmoid: max error 1.967 ulp (exhaustive sweep, at -6.2377). */
 static inline float om_sigmoidf(float x) {
     float e = om_expf(-om_absf(x));
     float num = x < 0.0f ? e : 1.0f;
-    float y = num / (1.0f + e);
+    float y = om_div_one_plus(num, e);
     return x != x ? x + x : y;
 }
 
@@ -361,10 +370,10 @@ static inline float om_gelu_tanhf(float x) {
     int32_t n;
     float p = om_exp_parts(-om_absf(a), om_xorsignf(-al, sign), &n); /* exp(-|v|) */
     float e = om_ldexp2f(p, n);
-    float d = 1.0f + e;
-    float pos = x / d;
-    float neg = om_ldexp2f(p * xc / d, n);
+    float pos = om_div_one_plus(x, e);
+    float neg = om_ldexp2f(om_div_one_plus(p * xc, e), n);
     float y = a < 0.0f ? neg : pos;
+    y = x > OM_GELU_T_XMAX ? x : y; /* gelu_tanh(x) = x there, and inf stays inf */
     return x != x ? x + x : y;
 }
 

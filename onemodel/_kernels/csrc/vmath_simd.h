@@ -119,10 +119,17 @@ static inline OMV OMV_FN(om_tanh)(OMV x) {
 
 /* ---- sigmoid ---- */
 
+static inline OMV OMV_FN(om_div_one_plus)(OMV num, OMV e) {
+    OMV d = OMV_ADD(OMV_C(1.0f), e);
+    OMV derr = OMV_ADD(OMV_SUB(OMV_C(1.0f), d), e);
+    OMV y = OMV_DIV(num, d);
+    return OMV_SUB(y, OMV_MUL(y, OMV_DIV(derr, d)));
+}
+
 static inline OMV OMV_FN(om_sigmoid)(OMV x) {
     OMV e = OMV_FN(om_exp)(OMV_XOR(OMV_FN(om_abs)(x), OMV_C(-0.0f)));
     OMV num = OMV_SEL(OMV_LT(x, OMV_C(0.0f)), e, OMV_C(1.0f));
-    OMV y = OMV_DIV(num, OMV_ADD(OMV_C(1.0f), e));
+    OMV y = OMV_FN(om_div_one_plus)(num, e);
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
 }
 
@@ -240,10 +247,10 @@ static inline OMV OMV_FN(om_gelu_tanh)(OMV x) {
     OMV p = OMV_FN(om_exp_parts)(OMV_XOR(OMV_FN(om_abs)(a), OMV_C(-0.0f)),
                                  OMV_XOR(OMV_XOR(al, OMV_C(-0.0f)), sign), &n);
     OMV e = OMV_FN(om_ldexp2)(p, n);
-    OMV d = OMV_ADD(OMV_C(1.0f), e);
-    OMV pos = OMV_DIV(x, d);
-    OMV neg = OMV_FN(om_ldexp2)(OMV_DIV(OMV_MUL(p, xc), d), n);
+    OMV pos = OMV_FN(om_div_one_plus)(x, e);
+    OMV neg = OMV_FN(om_ldexp2)(OMV_FN(om_div_one_plus)(OMV_MUL(p, xc), e), n);
     OMV y = OMV_SEL(OMV_LT(a, OMV_C(0.0f)), neg, pos);
+    y = OMV_SEL(OMV_LT(OMV_C(OM_GELU_T_XMAX), x), x, y);
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
 }
 

@@ -1,0 +1,207 @@
+"""Exact-mode transcendentals (onemodel._kernels._vmath): accuracy, bit identity, PyTorch.
+
+The full accuracy sweep over all 2^32 inputs is tools/ulp_sweep.py; here a strided subset of it
+(windows spread over every exponent and both signs) and the special values keep the bounds
+honest in a few seconds.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from onemodel._kernels import _vmath, available_isas, select_isa
+from onemodel import _config
+
+OPS = _vmath.OPS
+# Max error in ulp over all 2^32 inputs, from tools/ulp_sweep.py (also stated in vmath.h).
+MAX_ULP = {"exp": 1.0, "log": 1.0, "tanh": 1.5, "sigmoid": 2.0, "erf": 2.0, "softplus": 2.0,
+           "gelu": 5.0, "gelu_tanh": 2.5}
+SIZES = (0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 10_007)
+THREADS = (1, 2, 3)
+
+
+@pytest.fixture(autouse=True)
+def _restore_isa():
+    isa = _config.isa()
+    yield
+    select_isa(isa)
+
+
+def forward(op, x, nthreads=1):
+    out = np.empty_like(x)
+    _vmath.unary(op, x, out, nthreads)
+    return out
+
+
+def backward(op, saved, g, nthreads=1):
+    out = np.empty_like(g)
+    _vmath.unary_backward(op, saved, g, out, nthreads)
+    return out
+
+
+def inputs(rng, n):
+    """Values over the whole float32 range: every exponent, both signs, specials first."""
+    bits = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    x = bits.view(np.float32).copy()
+    mixed = rng.standard_normal(n).astype(np.float32) * np.float32(4.0)
+    x[n // 2:] = mixed[n // 2:]  # half in the range where the functions are not flat
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-40, -3e-39,
+                        1.1754944e-38, -1.1754944e-38, 3e38, -3e38, 88.72, 88.73, -103.9, -104.1,
+                        89.0, -87.3, 20.0, -20.0, 15.9, -16.1, 9.0, -9.0, 0.625, -0.625,
+                        0.9, -0.9, 0.7071, -0.7072, 0.5, 1.0, -1.0, 2.0, 1e-7, -1e-7],
+                       np.float32)
+    x[:min(n, special.size)] = special[:n]
+    return x
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_ulp_bound_on_strided_sweep(op):
+    """Windows of 256 consecutive patterns every 2^24: both signs, every exponent."""
+    worst, worst_bits = 0.0, 0
+    for start in range(0, 2**32, 2**24):
+        ulp, bits, mismatches = _vmath.ulp_sweep(op, start, start + 256, 2)
+        assert mismatches == 0, f"{op}: selected path differs from scalar near {start:#x}"
+        if ulp > worst:
+            worst, worst_bits = ulp, bits
+    assert worst <= MAX_ULP[op], f"{op}: {worst:.3f} ulp at {worst_bits:#010x}"
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_special_values(op):
+    x = inputs(np.random.default_rng(0), 40)
+    y = forward(op, x)
+    nan_in = np.isnan(x)
+    assert np.isnan(y[nan_in]).all(), f"{op}: NaN in must give NaN out"
+    ref = {"exp": np.exp, "log": np.log, "tanh": np.tanh}.get(op)
+    if ref is not None:
+        with np.errstate(all="ignore"):
+            expected = ref(x.astype(np.float64)).astype(np.float32)
+        np.testing.assert_array_equal(np.isinf(y), np.isinf(expected))
+        np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+        np.testing.assert_array_equal(y[np.isinf(y)], expected[np.isinf(expected)])
+
+
+def test_limits():
+    inf = np.float32(np.inf)
+    x = np.array([inf, -inf, 0.0, -0.0, 1e-45, -1e-45], np.float32)
+    np.testing.assert_array_equal(forward("exp", x)[:2], [inf, 0.0])
+    assert forward("exp", np.array([-103.0], np.float32))[0] > 0  # gradual underflow
+    assert forward("exp", np.array([88.73], np.float32))[0] == inf
+    np.testing.assert_array_equal(forward("log", x)[:4], [inf, np.nan, -inf, -inf])
+    tiny = np.array([1e-45], np.float32)  # the smallest denormal, 2^-149
+    assert abs(forward("log", tiny)[0] - np.log(tiny.astype(np.float64))[0]) < 1e-5
+    for op, at_inf, at_minus_inf in [("tanh", 1, -1), ("sigmoid", 1, 0), ("erf", 1, -1),
+                                     ("softplus", inf, 0), ("gelu", inf, 0),
+                                     ("gelu_tanh", inf, 0)]:
+        y = forward(op, x)
+        assert y[0] == at_inf and y[1] == at_minus_inf, (op, y[:2])
+        # odd functions and x*something keep the sign of zero and the denormals exactly
+        if op in ("tanh", "erf"):
+            assert np.signbit(y[3]) and y[2] == 0
+    assert forward("sigmoid", np.array([-100.0], np.float32))[0] > 0  # denormal, not 0
+    assert forward("gelu", np.array([-12.0], np.float32))[0] < 0
+
+
+@pytest.mark.parametrize("isa", [i for i in available_isas() if i != "scalar"])
+def test_every_path_matches_scalar_bit_for_bit(isa):
+    rng = np.random.default_rng(1)
+    base = inputs(rng, 10_008)
+    grad = rng.standard_normal(base.size).astype(np.float32)
+    for op in OPS:
+        saved_of = {}
+        for path in ("scalar", isa):
+            select_isa(path)
+            results = []
+            for n in SIZES:
+                for offset in (0, 1):  # offset 1: misaligned start
+                    x = base[offset:offset + n]
+                    y = forward(op, x)
+                    s = y if _vmath.saves_output(op) else x
+                    results.append((y.tobytes(), backward(op, s, grad[offset:offset + n])
+                                    .tobytes()))
+            saved_of[path] = results
+        assert saved_of["scalar"] == saved_of[isa], f"{op}: {isa} differs from scalar"
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_thread_counts_and_in_place_give_same_bits(op):
+    x = inputs(np.random.default_rng(2), 3 * 32_770)  # enough for 3 threads
+    g = np.random.default_rng(3).standard_normal(x.size).astype(np.float32)
+    ref = forward(op, x, 1)
+    s = ref if _vmath.saves_output(op) else x
+    gref = backward(op, s, g, 1)
+    for n in THREADS[1:]:
+        assert forward(op, x, n).tobytes() == ref.tobytes()
+        assert backward(op, s, g, n).tobytes() == gref.tobytes()
+    inplace = x.reshape(-1, 3).copy()
+    _vmath.unary(op, inplace, inplace, 2)
+    assert inplace.tobytes() == ref.tobytes()
+    g2 = g.copy()
+    _vmath.unary_backward(op, s, g2, g2, 2)
+    assert g2.tobytes() == gref.tobytes()
+
+
+def torch_fns(torch):
+    F = torch.nn.functional
+    return {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
+            "erf": torch.erf, "softplus": F.softplus, "gelu": F.gelu,
+            "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
+
+
+def scaled_error(a, b):
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1.0)))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_forward_and_backward_match_pytorch(op):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(20_000) * 6).astype(np.float32)
+    x[:9] = [0.0, -0.0, 1e-40, -1e-40, 30.0, -30.0, 80.0, -80.0, 5.0]
+    if op == "log":
+        x = np.abs(x) + np.float32(1e-30)
+    g = rng.standard_normal(x.size).astype(np.float32)
+    t = torch.from_numpy(x.copy()).requires_grad_(True)
+    ty = torch_fns(torch)[op](t)
+    ty.backward(torch.from_numpy(g))
+    y = forward(op, x, 2)
+    assert scaled_error(y, ty.detach().numpy()) <= 1e-5
+    saved = y if _vmath.saves_output(op) else x
+    assert scaled_error(backward(op, saved, g, 2), t.grad.numpy()) <= 1e-5
+
+
+def test_backward_against_float64_derivatives():
+    x = np.linspace(-6, 6, 1001).astype(np.float32)
+    g = np.ones_like(x)
+    x64 = x.astype(np.float64)
+    sig = 1 / (1 + np.exp(-x64))
+    import math
+    erf64 = np.vectorize(math.erf)
+    cdf = 0.5 * (1 + erf64(x64 / np.sqrt(2)))
+    expected = {"softplus": sig, "erf": 2 / np.sqrt(np.pi) * np.exp(-x64 ** 2),
+                "gelu": cdf + x64 * np.exp(-x64 ** 2 / 2) / np.sqrt(2 * np.pi)}
+    for op, d in expected.items():
+        assert scaled_error(backward(op, x, g), d) <= 1e-6, op
+    y = forward("tanh", x)
+    assert scaled_error(backward("tanh", y, g), 1 - np.tanh(x64) ** 2) <= 1e-6
+
+
+def test_validation_names_the_op():
+    x = np.ones(4, np.float32)
+    with pytest.raises(ValueError, match="unknown op"):
+        _vmath.unary("cos", x, x, 1)
+    with pytest.raises(TypeError, match="tanh: x must be float32"):
+        _vmath.unary("tanh", np.ones(4), x, 1)
+    with pytest.raises(TypeError, match="exp: out must be a numpy.ndarray"):
+        _vmath.unary("exp", x, [0.0] * 4, 1)
+    with pytest.raises(ValueError, match=r"gelu: x of shape \(4,\) and out of shape \(5,\)"):
+        _vmath.unary("gelu", x, np.ones(5, np.float32), 1)
+    with pytest.raises(ValueError, match="log: x of shape .* C-contiguous"):
+        _vmath.unary("log", np.ones(8, np.float32)[::2], x, 1)
+    with pytest.raises(ValueError, match="sigmoid: nthreads"):
+        _vmath.unary("sigmoid", x, x, 0)
+    with pytest.raises(ValueError, match="softplus_backward: saved"):
+        _vmath.unary_backward("softplus", x, x, np.ones(3, np.float32), 1)
+    with pytest.raises(ValueError, match="ulp_sweep"):
+        _vmath.ulp_sweep("exp", 5, 2**33, 1)
