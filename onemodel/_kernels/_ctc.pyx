@@ -6,6 +6,8 @@ every array agrees with the others and that every length, offset and label index
 array, so no input can make a kernel read or write out of bounds. float32 and int64 arrays,
 C-contiguous.
 """
+import numpy as np
+
 from onemodel._kernels._isa cimport om_set_isa
 from libc.stdint cimport int64_t
 
@@ -17,10 +19,10 @@ cdef extern from "ctc.h" nogil:
         const int64_t *input_lengths
         const int64_t *target_lengths
     void om_ctc_forward_f32(const om_ctc_shape *s, const float *log_probs, float *alpha,
-                            float *nll, int nthreads)
+                            int64_t *lab, float *skip, float *nll, int nthreads)
     void om_ctc_backward_f32(const om_ctc_shape *s, const float *log_probs, const float *alpha,
                              const float *nll, const float *scale, int zero_infinity,
-                             float *beta, float *grad, int nthreads)
+                             float *beta, int64_t *lab, float *skip, float *grad, int nthreads)
 
 
 def set_isa(int isa) -> None:
@@ -35,7 +37,7 @@ cdef om_ctc_shape _shape(const float[:, :, ::1] log_probs, const int64_t[::1] ta
     cdef Py_ssize_t i, j
     s.t, s.b, s.c = log_probs.shape[0], log_probs.shape[1], log_probs.shape[2]
     s.width, s.blank = alpha.shape[2], blank
-    if alpha.shape[0] != s.b or alpha.shape[1] != s.t or s.width % 2 != 1:
+    if alpha.shape[0] != s.b or alpha.shape[1] != s.t or s.width % 2 != 1 or s.width < 3:
         raise ValueError(f"ctc: alpha of shape {tuple(alpha.shape)[:3]} does not fit "
                          f"log_probs of shape {tuple(log_probs.shape)[:3]}")
     if offsets.shape[0] != s.b or input_lengths.shape[0] != s.b or \
@@ -46,7 +48,7 @@ cdef om_ctc_shape _shape(const float[:, :, ::1] log_probs, const int64_t[::1] ta
     for i in range(s.b):
         if not 0 <= input_lengths[i] <= s.t:
             raise ValueError(f"ctc: input length {input_lengths[i]} not in [0, {s.t}]")
-        if not 0 <= target_lengths[i] <= (s.width - 1) // 2:
+        if not 0 <= target_lengths[i] <= (s.width - 3) // 2:
             raise ValueError(f"ctc: target length {target_lengths[i]} exceeds the width")
         if not 0 <= offsets[i] <= targets.shape[0] - target_lengths[i]:
             raise ValueError(f"ctc: offset {offsets[i]} out of the {targets.shape[0]} targets")
@@ -64,7 +66,7 @@ def forward(const float[:, :, ::1] log_probs not None, const int64_t[::1] target
             const int64_t[::1] offsets not None, const int64_t[::1] input_lengths not None,
             const int64_t[::1] target_lengths not None, int64_t blank,
             float[:, :, ::1] alpha not None, float[::1] nll not None, int nthreads) -> None:
-    """nll[b] = -log p(targets of row b); alpha (B, T, 2 * max target length + 1) is kept for
+    """nll[b] = -log p(targets of row b); alpha (B, T, 2 * max target length + 3) is kept for
     backward."""
     cdef om_ctc_shape s = _shape(log_probs, targets, offsets, input_lengths, target_lengths,
                                  blank, alpha)
@@ -74,28 +76,33 @@ def forward(const float[:, :, ::1] log_probs not None, const int64_t[::1] target
         for i in range(s.b):
             nll[i] = float("inf") if target_lengths[i] > 0 else -0.0
         return
+    cdef int64_t[:, ::1] lab = np.empty((s.b, s.width), np.int64)
+    cdef float[:, ::1] skip = np.empty((s.b, s.width), np.float32)
     with nogil:
-        om_ctc_forward_f32(&s, &log_probs[0, 0, 0], &alpha[0, 0, 0], &nll[0], nthreads)
+        om_ctc_forward_f32(&s, &log_probs[0, 0, 0], &alpha[0, 0, 0], &lab[0, 0], &skip[0, 0],
+                           &nll[0], nthreads)
 
 
 def backward(const float[:, :, ::1] log_probs not None, const int64_t[::1] targets not None,
              const int64_t[::1] offsets not None, const int64_t[::1] input_lengths not None,
              const int64_t[::1] target_lengths not None, int64_t blank,
              const float[:, :, ::1] alpha not None, const float[::1] nll not None,
-             const float[::1] scale not None, bint zero_infinity, float[:, ::1] beta not None,
+             const float[::1] scale not None, bint zero_infinity,
              float[:, :, ::1] grad not None, int nthreads) -> None:
     """grad (T, B, C) of sum_b scale[b] * nll[b] (PyTorch's convention, csrc/ctc.h)."""
     cdef om_ctc_shape s = _shape(log_probs, targets, offsets, input_lengths, target_lengths,
                                  blank, alpha)
     if nll.shape[0] != s.b or scale.shape[0] != s.b:
         raise ValueError(f"ctc: nll and scale must have {s.b} entries")
-    if beta.shape[0] != s.b or beta.shape[1] != 2 * s.width:
-        raise ValueError(f"ctc: beta must have shape ({s.b}, {2 * s.width})")
     if tuple(grad.shape)[:3] != tuple(log_probs.shape)[:3]:
         raise ValueError(f"ctc: grad of shape {tuple(grad.shape)[:3]} does not match "
                          f"log_probs of shape {tuple(log_probs.shape)[:3]}")
     if s.b == 0 or s.t == 0 or s.c == 0:
         return
+    cdef float[:, ::1] beta = np.empty((s.b, 3 * s.width), np.float32)
+    cdef int64_t[:, ::1] lab = np.empty((s.b, s.width), np.int64)
+    cdef float[:, ::1] skip = np.empty((s.b, s.width), np.float32)
     with nogil:
         om_ctc_backward_f32(&s, &log_probs[0, 0, 0], &alpha[0, 0, 0], &nll[0], &scale[0],
-                            zero_infinity, &beta[0, 0], &grad[0, 0, 0], nthreads)
+                            zero_infinity, &beta[0, 0], &lab[0, 0], &skip[0, 0],
+                            &grad[0, 0, 0], nthreads)

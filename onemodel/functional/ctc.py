@@ -101,16 +101,15 @@ def ctc_loss(log_probs: Tensor, targets: Any, input_lengths: Any, target_lengths
     flat, offsets = _flat_targets(targets, lt, batch, classes, blank)
 
     lp = np.ascontiguousarray(log_probs._data)
-    alpha = np.empty((batch, steps, 2 * int(lt.max(initial=0)) + 1), float32)
+    alpha = np.empty((batch, steps, 2 * int(lt.max(initial=0)) + 3), float32)
     nll = np.empty(batch, float32)
     _ctc.forward(lp, flat, offsets, lin, lt, blank, alpha, nll, threads())
     out = np.where(nll == np.inf, np.float32(0), nll) if zero_infinity else nll
 
     def backward(g: np.ndarray) -> tuple:
         grad = np.empty(lp.shape, float32)
-        beta = np.empty((batch, 2 * alpha.shape[2]), float32)
         _ctc.backward(lp, flat, offsets, lin, lt, blank, alpha, nll,
-                      np.ascontiguousarray(g, float32), zero_infinity, beta, grad, threads())
+                      np.ascontiguousarray(g, float32), zero_infinity, grad, threads())
         return (grad,)
 
     loss = record(_OP, out, (log_probs,), backward, saved=(log_probs,))

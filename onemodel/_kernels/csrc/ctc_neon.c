@@ -1,0 +1,3 @@
+/* CTC row kernels, neon path: ctc_impl.h compiled with this path's flags. */
+#define OM_CTC_FN(name) name##_neon
+#include "ctc_impl.h"
