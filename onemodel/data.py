@@ -1,0 +1,210 @@
+"""DataLoader: shuffled, sharded, prefetched batches whose order is the same on every machine.
+
+The order of epoch e is a function of (seed, e) alone: every example gets a 64-bit key from a
+SplitMix64 stream seeded by mix(mix(seed ^ C0) ^ e), and the examples are taken in the stable
+order of their keys (an unbiased permutation, vectorised, with no platform-dependent RNG).
+
+Sharding is by batch, not by example: the epoch is cut into global batches 0, 1, 2, ... of
+`batch_size`, and rank r of W takes global batches r, r + W, r + 2W, ... So W workers together
+at their local step k see the global batches kW .. kW + W - 1, which are exactly the W
+consecutive batches a single worker with W-fold gradient accumulation sees (distributed.py).
+Each rank yields len(loader) = (number of global batches) // W batches, so all ranks step
+together and no example repeats within an epoch; the last few batches (fewer than W) are left
+out when the count does not divide.
+
+Batches over arrays (a numpy array, or a tuple of arrays with the same first dimension)
+are cut by one fancy index per array; any other dataset (with __len__ and __getitem__) is read
+per example and stacked field by field. A dataset that is one array yields one Tensor per
+batch; a tuple of arrays, or examples that are tuples, yield tuples of Tensors (PyTorch's
+default collation). Floats become float32, integers int64 (int32 is kept), as om.from_numpy.
+
+The position (epoch, batches already yielded in it) is what state_dict() holds, as integers,
+so it fits a checkpoint's extra and a resumed run sees exactly the remaining batches. Batches
+are prepared `prefetch` ahead by a background thread; breaking out of the loop stops it, and an
+exception raised while reading the dataset is raised in the consuming thread.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Iterator, Mapping, Optional
+
+import numpy as np
+
+from .random import MASK64, mix, splitmix_blocks
+from .tensor import Tensor, _canonical
+
+_C0 = 0x9E3779B97F4A7C15
+
+
+def _integer(owner: str, name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{owner}: {name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
+    """The permutation of range(n) used for epoch `epoch` of a loader seeded with `seed`."""
+    key = mix(mix((seed & MASK64) ^ _C0) ^ (epoch & MASK64))
+    keys = np.empty(n, np.uint64)
+    for start, bits in splitmix_blocks(key, n):
+        keys[start:start + len(bits)] = bits
+    return np.argsort(keys, kind="stable")
+
+
+def _to_tensor(arr: Any) -> Tensor:
+    return Tensor._wrap(_canonical(np.asarray(arr), "DataLoader"))
+
+
+class DataLoader:
+    """Iterates over `dataset` in batches of `batch_size` (see the module notes)."""
+
+    def __init__(self, dataset: Any, batch_size: int, shuffle: bool = True, seed: int = 0,
+                 drop_last: bool = False, rank: int = 0, world_size: int = 1,
+                 prefetch: int = 2) -> None:
+        owner = "DataLoader"
+        self.batch_size = _integer(owner, "batch_size", batch_size, 1)
+        self.world_size = _integer(owner, "world_size", world_size, 1)
+        self.rank = _integer(owner, "rank", rank, 0)
+        if self.rank >= self.world_size:
+            raise ValueError(f"{owner}: rank {rank} is not below world_size {world_size}")
+        self.prefetch = _integer(owner, "prefetch", prefetch, 0)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise ValueError(f"{owner}: seed must be an integer, got {seed!r}")
+        self.seed = int(seed)
+        self.shuffle = bool(shuffle)
+        self.drop_last = bool(drop_last)
+        self.dataset = dataset
+        self._arrays, self._single = self._as_arrays(dataset)
+        self._n = len(self._arrays[0]) if self._arrays is not None else len(dataset)
+        self.epoch = 0
+        self.position = 0
+
+    @staticmethod
+    def _as_arrays(dataset: Any) -> tuple[Optional[list[np.ndarray]], bool]:
+        """The arrays of an array dataset (and whether it is one array), or None."""
+        if isinstance(dataset, np.ndarray):
+            if dataset.ndim == 0:
+                raise ValueError("DataLoader: a dataset array needs at least one dimension")
+            return [dataset], True
+        # Only a tuple: a list of arrays is a dataset of examples.
+        if isinstance(dataset, tuple) and dataset and all(
+                isinstance(a, np.ndarray) for a in dataset):
+            lengths = [a.shape[0] if a.ndim else None for a in dataset]
+            if None in lengths or len(set(lengths)) != 1:
+                shapes = [a.shape for a in dataset]
+                raise ValueError(f"DataLoader: the arrays of a dataset need the same first "
+                                 f"dimension, got shapes {shapes}")
+            return list(dataset), False
+        if not hasattr(dataset, "__len__") or not hasattr(dataset, "__getitem__"):
+            raise TypeError(f"DataLoader: dataset must be an array, a tuple of arrays or "
+                            f"support len() and indexing, got {type(dataset).__name__}")
+        return None, False
+
+    # -- the schedule of an epoch ---------------------------------------------------------------
+    def _global_batches(self) -> int:
+        full, rest = divmod(self._n, self.batch_size)
+        return full + (1 if rest and not self.drop_last else 0)
+
+    def __len__(self) -> int:
+        """Batches per epoch on this rank."""
+        return self._global_batches() // self.world_size
+
+    def set_epoch(self, epoch: int) -> None:
+        """Starts epoch `epoch` from its first batch."""
+        self.epoch = _integer("DataLoader.set_epoch", "epoch", epoch, 0)
+        self.position = 0
+
+    def _indices(self, order: Optional[np.ndarray], local: int) -> np.ndarray:
+        start = (local * self.world_size + self.rank) * self.batch_size
+        stop = min(start + self.batch_size, self._n)
+        return order[start:stop] if order is not None else np.arange(start, stop)
+
+    def _batch(self, idx: np.ndarray) -> Any:
+        if self._arrays is not None:
+            fields = [_to_tensor(a[idx]) for a in self._arrays]
+            return fields[0] if self._single else tuple(fields)
+        samples = [self.dataset[int(i)] for i in idx]
+        if isinstance(samples[0], tuple):
+            return tuple(_to_tensor(np.stack([np.asarray(s[f]) for s in samples]))
+                         for f in range(len(samples[0])))
+        return _to_tensor(np.stack([np.asarray(s) for s in samples]))
+
+    # -- iteration --------------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Any]:
+        """The remaining batches of the current epoch; at its end the loader moves to the next
+        epoch, so the next loop over it runs that one."""
+        epoch, first, count = self.epoch, self.position, len(self)
+        order = epoch_order(self._n, self.seed, epoch) if self.shuffle else None
+        batches = (self._batch(self._indices(order, k)) for k in range(first, count))
+        source = _Prefetcher(batches, self.prefetch) if self.prefetch else None
+        try:
+            for k in range(first, count):
+                batch = source.get() if source else next(batches)
+                # The position counts batches handed out: a checkpoint taken after this batch's
+                # step resumes at the next one.
+                self.position = k + 1
+                yield batch
+            self.epoch, self.position = epoch + 1, 0
+        finally:
+            if source:
+                source.close()
+
+    def state_dict(self) -> dict[str, int]:
+        """{"epoch", "position"}: integers; a finished epoch reads as the next one's start."""
+        if self.position >= len(self):
+            return {"epoch": self.epoch + 1, "position": 0}
+        return {"epoch": self.epoch, "position": self.position}
+
+    def load_state_dict(self, state: Mapping[str, int]) -> None:
+        epoch = _integer("DataLoader.load_state_dict", "epoch", state.get("epoch"), 0)
+        position = _integer("DataLoader.load_state_dict", "position", state.get("position"), 0)
+        if position > len(self):
+            raise ValueError(f"DataLoader.load_state_dict: position {position} is beyond the "
+                             f"{len(self)} batches of an epoch")
+        self.epoch, self.position = epoch, position
+
+    def __repr__(self) -> str:
+        return (f"DataLoader({self._n} examples, batch_size={self.batch_size}, "
+                f"shuffle={self.shuffle}, rank={self.rank}/{self.world_size}, "
+                f"epoch={self.epoch}, position={self.position})")
+
+
+class _Prefetcher:
+    """Runs an iterator in a daemon thread, at most `depth` items ahead of the consumer."""
+
+    def __init__(self, items: Iterator[Any], depth: int) -> None:
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(items,), daemon=True,
+                                        name="onemodel-prefetch")
+        self._thread.start()
+
+    def _run(self, items: Iterator[Any]) -> None:
+        try:
+            for item in items:
+                if not self._put((True, item)):
+                    return
+        except BaseException as exc:  # handed to the consumer, which raises it
+            self._put((False, exc))
+
+    def _put(self, entry: tuple) -> bool:
+        """Puts unless the consumer has gone; False if it has."""
+        while not self._stop.is_set():
+            try:
+                self._queue.put(entry, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def get(self) -> Any:
+        ok, item = self._queue.get()
+        if not ok:
+            raise item
+        return item
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+

@@ -1,0 +1,146 @@
+"""DataLoader: order as a function of (seed, epoch), sharding, batching, prefetch, resume."""
+import threading
+
+import numpy as np
+import pytest
+
+import onemodel as om
+from onemodel.data import DataLoader, epoch_order
+
+
+def _ids(batch):
+    return batch.numpy().tolist() if isinstance(batch, om.Tensor) else batch[0].numpy().tolist()
+
+
+def _epoch(loader):
+    return [_ids(b) for b in loader]
+
+
+def test_epoch_order_is_pinned_and_a_permutation():
+    order = epoch_order(10, seed=0, epoch=0)
+    assert sorted(order.tolist()) == list(range(10))
+    assert epoch_order(10, 0, 1).tolist() != order.tolist()
+    assert epoch_order(10, 1, 0).tolist() != order.tolist()
+    assert epoch_order(12, seed=7, epoch=3).tolist() == [1, 2, 0, 6, 10, 7, 4, 3, 11, 5, 9, 8]
+
+
+def test_arrays_batched_without_shuffle():
+    x = np.arange(10, dtype=np.float64).reshape(10, 1)
+    y = np.arange(10, dtype=np.int32)
+    loader = DataLoader((x, y), batch_size=4, shuffle=False, prefetch=0)
+    assert len(loader) == 3
+    batches = list(loader)
+    assert [b[1].numpy().tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert batches[0][0].dtype == np.float32 and batches[0][1].dtype == np.int32
+    assert DataLoader(x, 4, shuffle=False, drop_last=True).__len__() == 2
+    assert isinstance(next(iter(DataLoader(x, 4))), om.Tensor)
+
+
+def test_shuffle_covers_every_example_once_and_changes_per_epoch():
+    x = np.arange(103)
+    loader = DataLoader(x, batch_size=10, seed=5)
+    first = sum(_epoch(loader), [])
+    second = sum(_epoch(loader), [])
+    assert sorted(first) == sorted(second) == list(range(103))
+    assert first != second and loader.epoch == 2
+    loader.set_epoch(0)
+    assert sum(_epoch(loader), []) == first
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_shards_are_disjoint_and_rebuild_the_single_worker_order(world):
+    x = np.arange(95)
+    single = _epoch(DataLoader(x, batch_size=8, seed=3))
+    shards = [_epoch(DataLoader(x, 8, seed=3, rank=r, world_size=world)) for r in range(world)]
+    assert len({len(s) for s in shards}) == 1 and len(shards[0]) == len(single) // world
+    seen = sum((sum(s, []) for s in shards), [])
+    assert len(seen) == len(set(seen))
+    # Local step k of rank r is global batch k·W + r of the unsharded loader.
+    for k in range(len(shards[0])):
+        for r in range(world):
+            assert shards[r][k] == single[k * world + r]
+
+
+def test_indexable_dataset_stacks_tuples():
+    class Squares:
+        def __len__(self):
+            return 7
+
+        def __getitem__(self, i):
+            return np.array([i, i * i], np.float64), i % 2
+
+    batches = list(DataLoader(Squares(), batch_size=3, shuffle=False))
+    x, y = batches[-1]
+    assert x.shape == (1, 2) and x.numpy().tolist() == [[6.0, 36.0]]
+    assert y.dtype == np.int64 and batches[0][1].numpy().tolist() == [0, 1, 0]
+
+
+def test_same_batches_for_arrays_and_indexable_with_shuffle():
+    x = np.random.default_rng(0).normal(size=(50, 3)).astype(np.float32)
+    a = [b.numpy() for b in DataLoader(x, 7, seed=11)]
+    b = [b.numpy() for b in DataLoader(list(x), 7, seed=11)]
+    assert all(np.array_equal(p, q) for p, q in zip(a, b)) and len(a) == len(b) == 8
+
+
+def test_resume_from_state_dict_sees_the_remaining_batches():
+    x = np.arange(60)
+    full = DataLoader(x, 7, seed=2)
+    reference = _epoch(full) + _epoch(full)
+    run = DataLoader(x, 7, seed=2)
+    seen = []
+    for batch in run:
+        seen.append(_ids(batch))
+        if len(seen) == 5:
+            break
+    state = run.state_dict()
+    assert state == {"epoch": 0, "position": 5}
+    fresh = DataLoader(x, 7, seed=2)
+    fresh.load_state_dict(state)
+    seen += _epoch(fresh) + _epoch(fresh)
+    assert seen == reference
+
+
+def test_state_after_the_last_batch_is_the_next_epoch():
+    loader = DataLoader(np.arange(9), 3, seed=0)
+    it = iter(loader)
+    for _ in range(3):
+        next(it)
+    assert loader.state_dict() == {"epoch": 1, "position": 0}
+    with pytest.raises(ValueError, match="position"):
+        loader.load_state_dict({"epoch": 0, "position": 4})
+
+
+def test_prefetch_thread_stops_when_the_loop_breaks():
+    before = threading.active_count()
+    loader = DataLoader(np.arange(1000), 1, prefetch=2)
+    for i, _ in enumerate(loader):
+        if i == 3:
+            break
+    assert threading.active_count() == before
+
+
+def test_errors_in_the_dataset_reach_the_consumer():
+    class Broken:
+        def __len__(self):
+            return 10
+
+        def __getitem__(self, i):
+            if i == 6:
+                raise KeyError("example 6 is missing")
+            return np.float32(i)
+
+    with pytest.raises(KeyError, match="example 6"):
+        list(DataLoader(Broken(), 2, shuffle=False, prefetch=2))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(batch_size=0), "batch_size"), (dict(batch_size=2, rank=2, world_size=2), "rank"),
+    (dict(batch_size=2, prefetch=-1), "prefetch"), (dict(batch_size=2, seed=1.5), "seed")])
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        DataLoader(np.arange(4), **kwargs)
+
+
+def test_arrays_of_different_lengths_are_refused():
+    with pytest.raises(ValueError, match=r"\(4,\), \(5,\)"):
+        DataLoader((np.arange(4), np.arange(5)), 2)
