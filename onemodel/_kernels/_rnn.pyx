@@ -14,6 +14,7 @@ cdef extern from "rnn.h" nogil:
     int OM_RNN_LSTM
     int OM_RNN_GRU
     ctypedef struct om_rnn_forward_args:
+        int reverse
         const float *xw
         const float *w_hh
         const float *bias
@@ -26,6 +27,7 @@ cdef extern from "rnn.h" nogil:
         float *h_n
         float *c_n
     ctypedef struct om_rnn_backward_args:
+        int reverse
         const float *w_hh
         const float *h0
         const float *c0
@@ -92,6 +94,7 @@ cdef tuple _dims(str op, str cell, xw, w_hh, lengths):
 
 
 cdef tuple _checked(str op, str cell, list dirs, lengths, int nthreads):
+    # Each direction is {"reverse": bool, name: array, ...}.
     """(T, B, H, G) after checking every direction's arrays against the first one's shapes."""
     if not 1 <= len(dirs) <= DIRECTIONS_MAX:
         raise ValueError(f"{op}: between 1 and {DIRECTIONS_MAX} directions, got {len(dirs)}")
@@ -108,6 +111,8 @@ cdef tuple _checked(str op, str cell, list dirs, lengths, int nthreads):
                    "dc0": (b, h)} if lstm else {"hn_lin": (t, b, h), "dgh": (t, b, g * h)})
     for d in dirs:
         for name, a in d.items():
+            if name == "reverse":
+                continue
             if name not in shapes:
                 raise ValueError(f"{op}: array {name!r} is not used by the {cell} kernel")
             _require(op, name, a, shapes[name])
@@ -120,7 +125,8 @@ cdef inline const float *_get(dict d, str name):
 
 def forward(str cell, list dirs, lengths, int nthreads) -> None:
     """Runs 1 or 2 directions (csrc/rnn.h); each a dict of arrays named as the fields of
-    om_rnn_forward_args (c0, cs, c_n only for the LSTM; hn_lin only for the GRU)."""
+    om_rnn_forward_args (c0, cs, c_n only for the LSTM; hn_lin only for the GRU) and an
+    optional bool "reverse"."""
     op = cell + "_forward"
     needed = ("xw", "w_hh", "bias", "h0", "y", "gates", "h_n") + (
         ("c0", "cs", "c_n") if cell == "lstm" else ("hn_lin",))
@@ -133,6 +139,7 @@ def forward(str cell, list dirs, lengths, int nthreads) -> None:
     cdef int i
     for i in range(len(dirs)):
         d = dirs[i]
+        args[i].reverse = 1 if d.get("reverse", False) else 0
         args[i].xw = _get(d, "xw")
         args[i].w_hh = _get(d, "w_hh")
         args[i].bias = _get(d, "bias")
@@ -169,6 +176,7 @@ def backward(str cell, list dirs, lengths, int nthreads) -> None:
     cdef int i
     for i in range(len(dirs)):
         d = dirs[i]
+        args[i].reverse = 1 if d.get("reverse", False) else 0
         args[i].w_hh = _get(d, "w_hh")
         args[i].h0 = _get(d, "h0")
         args[i].c0 = _get(d, "c0")

@@ -8,8 +8,9 @@ with n = tanh(x_n + r·(W_hn·h + b_hn)).
 
 `lengths` has packed-sequence meaning (training.txt section 10): row b runs its first
 lengths[b] steps; its outputs after them are exactly zero with zero gradient, and h_n (c_n) is
-the state at its last valid step. `reverse=True` runs each row reversed within its length (a
-gather by an involutive permutation of time), so it starts at step lengths[b]-1 from h0.
+the state at its last valid step. `reverse=True` runs each row backwards from its last valid
+step, starting from h0; the kernel reads and writes every array in time order, so nothing is
+permuted.
 """
 from __future__ import annotations
 
@@ -38,14 +39,6 @@ def check_lengths(lengths: Any, batch: int, steps: int, op: str) -> Optional[np.
         raise ValueError(f"{op}: lengths must lie in [1, {steps}] (the sequence length), got "
                          f"{arr.min()} .. {arr.max()}")
     return np.ascontiguousarray(arr, dtype=int64)
-
-
-def _reversal(lengths: np.ndarray, steps: int) -> tuple:
-    """Index (time, row) of the gather that reverses each row within its length; applying it
-    twice is the identity."""
-    t = np.arange(steps)[:, None]
-    time = np.where(t < lengths[None, :], lengths[None, :] - 1 - t, t)
-    return time, np.arange(len(lengths))[None, :]
 
 
 def _float(t: Any, op: str, name: str, shape: tuple) -> Tensor:
@@ -96,19 +89,14 @@ def _run(cell: str, dirs: list, lengths: Any) -> list:
                              f"{first.xw.shape}, w_hh {d.w_hh.shape} vs {first.w_hh.shape}")
     lens = check_lengths(lengths, batch, steps, op)
     full = lens if lens is not None else np.full(batch, steps, int64)
-    perm = _reversal(full, steps)
-
-    def run_order(a: np.ndarray, d: _Direction) -> np.ndarray:
-        return np.ascontiguousarray(a[perm] if d.reverse else a)
-
     states = 2 if lstm else 1
     packed = np.empty((len(dirs), steps + states, batch, h), float32)
     saved = []
     for i, d in enumerate(dirs):
-        arrays = {"xw": run_order(d.xw._data, d), "w_hh": d.w_hh._data,
+        arrays = {"reverse": d.reverse, "xw": np.ascontiguousarray(d.xw._data),
+                  "w_hh": d.w_hh._data,
                   "bias": d.b._data if d.b is not None else np.zeros(gh, float32),
-                  "h0": np.ascontiguousarray(d.h0._data),
-                  "y": np.empty((steps, batch, h), float32),
+                  "h0": np.ascontiguousarray(d.h0._data), "y": packed[i, :steps],
                   "gates": np.empty((steps, batch, gh), float32), "h_n": packed[i, steps]}
         if lstm:
             arrays.update(c0=np.ascontiguousarray(d.c0._data),
@@ -117,15 +105,27 @@ def _run(cell: str, dirs: list, lengths: Any) -> list:
             arrays["hn_lin"] = np.empty((steps, batch, h), float32)
         saved.append(arrays)
     _rnn.forward(cell, saved, full, _core.threads())
-    for i, (d, arrays) in enumerate(zip(dirs, saved)):
-        packed[i, :steps] = arrays["y"][perm] if d.reverse else arrays["y"]
+    for arrays in saved:
         del arrays["xw"], arrays["bias"], arrays["h_n"]
         arrays.pop("c_n", None)
 
+    def previous_state(d: _Direction, y: np.ndarray, h0: np.ndarray) -> np.ndarray:
+        """The state each step starts from, in time order: h0 at a row's first step (time 0,
+        or its last valid time when reversed), else the output of the step before."""
+        h_prev = np.empty_like(y)
+        if not d.reverse:
+            h_prev[:1] = h0[None]
+            h_prev[1:] = y[:-1]
+        elif steps:
+            h_prev[:-1] = y[1:]
+            h_prev[-1] = 0.0  # reached only through padded steps, whose gradient is zero
+            h_prev[full - 1, np.arange(batch)] = h0
+        return h_prev.reshape(steps * batch, h)
+
     def backward(g: np.ndarray) -> tuple:
         jobs = []
-        for i, (d, arrays) in enumerate(zip(dirs, saved)):
-            job = dict(arrays, gy=run_order(g[i, :steps], d),
+        for i, arrays in enumerate(saved):
+            job = dict(arrays, gy=np.ascontiguousarray(g[i, :steps]),
                        g_hn=np.ascontiguousarray(g[i, steps]),
                        dgx=np.empty((steps, batch, gh), float32),
                        dh0=np.empty((batch, h), float32))
@@ -141,12 +141,10 @@ def _run(cell: str, dirs: list, lengths: Any) -> list:
             dg = (job["dgx"] if lstm else job["dgh"]).reshape(steps * batch, gh)
             dw = db = None
             if d.w_hh.requires_grad:
-                h_prev = np.concatenate([job["h0"][None], job["y"][:-1]])[:steps]
-                dw = _product(dg, h_prev.reshape(steps * batch, h), trans_a=True)
+                dw = _product(dg, previous_state(d, job["y"], job["h0"]), trans_a=True)
             if d.b is not None and d.b.requires_grad:
                 db = _core.sum_axis(dg, 0)
-            grads += [run_order(job["dgx"], d), dw]
-            grads += ([db] if d.b is not None else []) + [job["dh0"]]
+            grads += [job["dgx"], dw] + ([db] if d.b is not None else []) + [job["dh0"]]
             grads += [job["dc0"]] if lstm else []
         return tuple(grads)
 

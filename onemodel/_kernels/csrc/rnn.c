@@ -14,7 +14,11 @@
  * thread count nor the ISA path (rnn_body.h: no fused multiply-add in the cell; gemm's own
  * policy for its products).
  *
- * Scratch: one (B, G·H) buffer for hw in the forward, one (B, H) for dg·W_hh in the backward.
+ * A reversed direction runs each row from its last valid step down, reading and writing every
+ * array at the row's time index (time_at), so no input or output is ever permuted.
+ *
+ * Scratch: one (B, G·H) buffer for hw in the forward; in the backward one (B, G·H) for the
+ * step's gate gradients and one (B, H) for their product with W_hh.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +39,12 @@ static const om_gru_row_bwd_fn gru_row_bwd[OM_ISA_COUNT] = OM_ISA_TABLE(om_gru_r
 #define OM_RNN_GRAIN 8192
 
 static int gates_of(int cell) { return cell == OM_RNN_LSTM ? 4 : 3; }
+
+/* The time index of step s of a row of length len: s itself, or len-1-s for a reversed
+ * direction (padded steps keep their place). Every saved array is in time order. */
+static inline int64_t time_at(int reverse, int64_t s, int64_t len) {
+    return reverse && s < len ? len - 1 - s : s;
+}
 
 static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t *lengths,
                        const om_rnn_forward_args *a, int nthreads) {
@@ -57,7 +67,7 @@ static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t 
         }
         #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
         for (int64_t r = 0; r < b; r++) {
-            const int64_t row = s * b + r;
+            const int64_t row = time_at(a->reverse, s, lengths[r]) * b + r;
             float *yr = y + row * h, *gr = gates + row * gh;
             if (s >= lengths[r]) {  /* past the row's end: state carried, output zero */
                 memset(yr, 0, (size_t)h * sizeof(float));
@@ -86,12 +96,19 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
     const float *g_cn = a->g_cn;
     float *dgx = a->dgx, *dgh = a->dgh, *dh0 = a->dh0, *dc0 = a->dc0;
     const int64_t gh = gates_of(cell) * h;
+    /* dstep: the step's gate gradients as one (B, G·H) matrix for the product with W_hh (the
+     * rows' time indices differ when reversed); tmp: that product, (B, H). */
+    float *dstep = malloc((size_t)(b * gh > 0 ? b * gh : 1) * sizeof(float));
     float *tmp = malloc((size_t)(b * h > 0 ? b * h : 1) * sizeof(float));
-    if (tmp == NULL) return -1;
+    if (dstep == NULL || tmp == NULL) {
+        free(dstep);
+        free(tmp);
+        return -1;
+    }
     /* dh0 and dc0 hold the running gradients of h and c, from the final state down. */
     memcpy(dh0, g_hn, (size_t)(b * h) * sizeof(float));
     if (cell == OM_RNN_LSTM) memcpy(dc0, g_cn, (size_t)(b * h) * sizeof(float));
-    float *dg = cell == OM_RNN_LSTM ? dgx : dgh;
+    float *dg_all = cell == OM_RNN_LSTM ? dgx : dgh;
     const int nt = om_threads_for(b * gh, OM_RNN_GRAIN, nthreads);
     const om_lstm_row_bwd_fn lstm = lstm_row_bwd[om_isa];
     const om_gru_row_bwd_fn gru = gru_row_bwd[om_isa];
@@ -99,25 +116,28 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
     for (int64_t s = t - 1; s >= 0; s--) {
         #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
         for (int64_t r = 0; r < b; r++) {
-            const int64_t row = s * b + r;
+            const int64_t row = time_at(a->reverse, s, lengths[r]) * b + r;
+            float *ds = dstep + r * gh;
             if (s >= lengths[r]) {  /* padded step: no gate gradient, state gradient carried */
+                memset(ds, 0, (size_t)gh * sizeof(float));
                 memset(dgx + row * gh, 0, (size_t)gh * sizeof(float));
                 if (cell == OM_RNN_GRU) memset(dgh + row * gh, 0, (size_t)gh * sizeof(float));
                 continue;
             }
+            const int64_t prev = s > 0 ? time_at(a->reverse, s - 1, lengths[r]) * b + r : -1;
             float *d = dh0 + r * h;
             const float *g = gy + row * h;
             for (int64_t j = 0; j < h; j++) d[j] += g[j];
             if (cell == OM_RNN_LSTM) {
-                const float *c_prev = s > 0 ? cs + (row - b) * h : c0 + r * h;
-                lstm(h, gates + row * gh, c_prev, cs + row * h, d, dc0 + r * h, dgx + row * gh);
+                const float *c_prev = prev >= 0 ? cs + prev * h : c0 + r * h;
+                lstm(h, gates + row * gh, c_prev, cs + row * h, d, dc0 + r * h, ds);
             } else {
-                const float *h_prev = s > 0 ? y + (row - b) * h : h0 + r * h;
-                gru(h, gates + row * gh, hn_lin + row * h, h_prev, d, dgx + row * gh,
-                    dgh + row * gh);
+                const float *h_prev = prev >= 0 ? y + prev * h : h0 + r * h;
+                gru(h, gates + row * gh, hn_lin + row * h, h_prev, d, dgx + row * gh, ds);
             }
+            memcpy(dg_all + row * gh, ds, (size_t)gh * sizeof(float));
         }
-        if (om_gemm_f32(1, b, h, gh, dg + s * b * gh, 0, 0, w_hh, 0, 0, tmp, nthreads) != 0) {
+        if (om_gemm_f32(1, b, h, gh, dstep, 0, 0, w_hh, 0, 0, tmp, nthreads) != 0) {
             status = -1;
             break;
         }
@@ -132,6 +152,7 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
             else for (int64_t j = 0; j < h; j++) d[j] += m[j];
         }
     }
+    free(dstep);
     free(tmp);
     return status;
 }

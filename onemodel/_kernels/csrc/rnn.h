@@ -8,8 +8,9 @@
  *
  * Per-row lengths (packed-sequence meaning): row b runs steps 0..len[b]-1. At a later step its
  * state is carried unchanged, its output is exactly zero and its gate gradients are zero, so
- * the final state is the state at the row's last valid step. A reversed direction is run by the
- * caller on rows reversed within their lengths.
+ * the final state is the state at the row's last valid step. A reversed direction (reverse = 1)
+ * runs each row from step len[b]-1 down to 0, starting from h0: every array stays in time
+ * order, only the order of the steps changes.
  */
 #ifndef OM_RNN_H
 #define OM_RNN_H
@@ -55,18 +56,20 @@ OM_RNN_DECLARE(avx512)
 OM_RNN_DECLARE(neon)
 #undef OM_RNN_DECLARE
 
-/* One direction of a layer. Forward: xw (T, B, G·H); w_hh (G·H, H); bias (G·H); h0, c0
+/* One direction of a layer; all (T, ...) arrays in time order. Forward: xw (T, B, G·H); w_hh (G·H, H); bias (G·H); h0, c0
  * (B, H) (c0, cs, c_n only for the LSTM and hn_lin only for the GRU: NULL otherwise). Writes
  * y (T, B, H), gates (T, B, G·H), cs (T, B, H) (cell states), hn_lin (T, B, H) (W_hn·h + b_hn),
  * h_n and c_n (B, H). Backward: from those saved values and gy (T, B, H) (the gradient of y,
  * ignored at padded steps), g_hn and g_cn (B, H), writes dgx (T, B, G·H): the gradient of xw;
  * dgh (T, B, G·H): that of hw (GRU only; for the LSTM it equals dgx); dh0 and dc0 (B, H). */
 typedef struct {
+    int reverse;
     const float *xw, *w_hh, *bias, *h0, *c0;
     float *y, *gates, *cs, *hn_lin, *h_n, *c_n;
 } om_rnn_forward_args;
 
 typedef struct {
+    int reverse;
     const float *w_hh, *h0, *c0, *y, *gates, *cs, *hn_lin, *gy, *g_hn, *g_cn;
     float *dgx, *dgh, *dh0, *dc0;
 } om_rnn_backward_args;
