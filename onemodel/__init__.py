@@ -10,5 +10,5 @@ from . import amp, checkpoint, data, distributed, functional, nn, optim, train  
 
 __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_mode",
            "set_num_threads", "Generator", "Tensor", "tensor", "from_numpy", "zeros", "ones",
-           "full", "arange", "no_grad", "enable_grad", "amp", "checkpoint", "data", "distributed", "functional", "nn",
-           "optim", "train"]
+           "full", "arange", "no_grad", "enable_grad", "amp", "checkpoint", "data",
+           "distributed", "functional", "nn", "optim", "train"]
