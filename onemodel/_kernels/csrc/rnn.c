@@ -69,11 +69,12 @@ static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t 
         for (int64_t r = 0; r < b; r++) {
             const int64_t row = time_at(a->reverse, s, lengths[r]) * b + r;
             float *yr = y + row * h, *gr = gates + row * gh;
+            const size_t hb = (size_t)h * sizeof(float);
             if (s >= lengths[r]) {  /* past the row's end: state carried, output zero */
-                memset(yr, 0, (size_t)h * sizeof(float));
+                memset(yr, 0, hb);
                 memset(gr, 0, (size_t)gh * sizeof(float));
-                if (cell == OM_RNN_LSTM) memcpy(cs + row * h, c_n + r * h, (size_t)h * sizeof(float));
-                else memset(hn_lin + row * h, 0, (size_t)h * sizeof(float));
+                if (cell == OM_RNN_LSTM) memcpy(cs + row * h, c_n + r * h, hb);
+                else memset(hn_lin + row * h, 0, hb);
                 continue;
             }
             if (cell == OM_RNN_LSTM) {

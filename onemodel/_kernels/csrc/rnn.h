@@ -56,8 +56,9 @@ OM_RNN_DECLARE(avx512)
 OM_RNN_DECLARE(neon)
 #undef OM_RNN_DECLARE
 
-/* One direction of a layer; all (T, ...) arrays in time order. Forward: xw (T, B, G·H); w_hh (G·H, H); bias (G·H); h0, c0
- * (B, H) (c0, cs, c_n only for the LSTM and hn_lin only for the GRU: NULL otherwise). Writes
+/* One direction of a layer; all (T, ...) arrays in time order. Forward: xw (T, B, G·H); w_hh
+ * (G·H, H); bias (G·H); h0, c0 (B, H) (c0, cs, c_n only for the LSTM and hn_lin only for the
+ * GRU: NULL otherwise). Writes
  * y (T, B, H), gates (T, B, G·H), cs (T, B, H) (cell states), hn_lin (T, B, H) (W_hn·h + b_hn),
  * h_n and c_n (B, H). Backward: from those saved values and gy (T, B, H) (the gradient of y,
  * ignored at padded steps), g_hn and g_cn (B, H), writes dgx (T, B, G·H): the gradient of xw;
