@@ -21,8 +21,10 @@ import numpy as np
 import onemodel as om
 import onemodel.functional as F
 from onemodel import checkpoint, nn
-from onemodel.optim import AdamW, clip_grad_norm
+from onemodel.data import DataLoader
+from onemodel.optim import AdamW
 from onemodel.optim.lr import WarmupCosineLR
+from onemodel.train import Trainer
 
 
 def load_splits(seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -55,17 +57,6 @@ class DigitsNet(nn.Module):
         return self.classifier(self.features(x))
 
 
-def accuracy(model: nn.Module, x: np.ndarray, y: np.ndarray, batch: int = 512) -> float:
-    model.eval()
-    correct = 0
-    with om.no_grad():
-        for i in range(0, len(y), batch):
-            logits = model(om.from_numpy(x[i:i + batch]))
-            correct += int((logits.numpy().argmax(1) == y[i:i + batch]).sum())
-    model.train()
-    return correct / len(y)
-
-
 def progress(epoch: int, epochs: int, done: int, total: int, loss: float, lr: float) -> None:
     width = 24
     filled = width * done // total
@@ -85,41 +76,36 @@ def main(argv: list[str] | None = None) -> float:
     args = p.parse_args(argv)
     if args.threads:
         om.set_num_threads(args.threads)
-    os.makedirs(args.out, exist_ok=True)
 
     data = load_splits(args.seed)
-    x_train, y_train = data["train"]
+    train = DataLoader(data["train"], args.batch_size, seed=args.seed)
     model = DigitsNet(args.seed)
     optimizer = AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    steps_per_epoch = -(-len(y_train) // args.batch_size)
+    steps_per_epoch = len(train)
     total = steps_per_epoch * args.epochs
-    schedule = WarmupCosineLR(args.lr, warmup_steps=steps_per_epoch, total_steps=total,
-                              final_factor=0.02)
-    rng = np.random.default_rng(args.seed)
-    manager = checkpoint.CheckpointManager(args.out, keep_last=3)
-    print(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads, "
-          f"{om.get_mode()} mode; {len(y_train)} training images, {total} steps",
-          file=sys.stderr)
     start = time.perf_counter()
-    for epoch in range(1, args.epochs + 1):
-        order = rng.permutation(len(y_train))
-        for i in range(steps_per_epoch):
-            idx = order[i * args.batch_size:(i + 1) * args.batch_size]
-            schedule.apply(optimizer)
-            loss = F.cross_entropy(model(om.from_numpy(x_train[idx])), y_train[idx])
-            optimizer.zero_grad()
-            loss.backward()
-            clip_grad_norm(model.parameters(), 1.0)
-            optimizer.step()
-            progress(epoch, args.epochs, i + 1, steps_per_epoch, loss.item(), optimizer.lr)
-        val = accuracy(model, *data["val"])
-        manager.save(optimizer.step_count, model, optimizer, extra={"epoch": epoch},
-                     metric=val)
-        print(f"  val accuracy {val:.4f}  ({time.perf_counter() - start:.1f} s)",
-              file=sys.stderr)
-    checkpoint.load(manager.best_path, model)
-    test = accuracy(model, *data["test"])
-    print(f"test accuracy {test:.4f} (best validation {manager.best_metric:.4f}) "
+
+    def report(info: dict) -> None:
+        epoch, done = divmod(info["step"] - 1, steps_per_epoch)
+        if info["event"] == "step":
+            progress(epoch + 1, args.epochs, done + 1, steps_per_epoch, info["loss"], info["lr"])
+        else:
+            print(f"  val accuracy {info['accuracy']:.4f}  ({time.perf_counter() - start:.1f} s)",
+                  file=sys.stderr)
+
+    trainer = Trainer(model, F.cross_entropy, optimizer, train,
+                      schedule=WarmupCosineLR(args.lr, warmup_steps=steps_per_epoch,
+                                              total_steps=total, final_factor=0.02),
+                      clip_norm=1.0, eval_every=steps_per_epoch, checkpoint_dir=args.out,
+                      keep_last=3, eval_loader=DataLoader(data["val"], 512, shuffle=False),
+                      callback=report)
+    print(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads, "
+          f"{om.get_mode()} mode; {len(data['train'][1])} training images, {total} steps",
+          file=sys.stderr)
+    trainer.fit(total)
+    checkpoint.load(trainer.manager.best_path, model)
+    test = trainer.evaluate(DataLoader(data["test"], 512, shuffle=False))["accuracy"]
+    print(f"test accuracy {test:.4f} (best validation {trainer.manager.best_metric:.4f}) "
           f"in {time.perf_counter() - start:.1f} s; checkpoints in {args.out}")
     return test
 
