@@ -37,6 +37,10 @@
 
 #include "isa.h"
 
+/* Below this many lattice cells (rows x steps x states) per thread, fewer threads: a small
+ * batch costs less than waking a team. */
+#define CTC_GRAIN 32768
+
 typedef void (*forward_row_fn)(const om_ctc_shape *, const float *, int64_t, float *, int64_t *,
                                float *, float *);
 typedef void (*backward_row_fn)(const om_ctc_shape *, const float *, int64_t, const float *,
@@ -60,7 +64,7 @@ static const backward_row_fn backward_table[OM_ISA_COUNT] =
 
 void om_ctc_forward_f32(const om_ctc_shape *s, const float *log_probs, float *alpha,
                         int64_t *lab, float *skip, float *nll, int nthreads) {
-    const int nt = om_threads_for(s->b, 1, nthreads);
+    const int nt = om_threads_for(s->b * s->t * s->width, CTC_GRAIN, nthreads);
     const forward_row_fn fwd = forward_table[om_isa];
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int64_t b = 0; b < s->b; b++)
@@ -70,7 +74,7 @@ void om_ctc_forward_f32(const om_ctc_shape *s, const float *log_probs, float *al
 void om_ctc_backward_f32(const om_ctc_shape *s, const float *log_probs, const float *alpha,
                          const float *nll, const float *scale, int zero_infinity, float *beta,
                          int64_t *lab, float *skip, float *grad, int nthreads) {
-    const int nt = om_threads_for(s->b, 1, nthreads);
+    const int nt = om_threads_for(s->b * s->t * s->width, CTC_GRAIN, nthreads);
     const backward_row_fn bwd = backward_table[om_isa];
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int64_t b = 0; b < s->b; b++)
