@@ -5,6 +5,8 @@ labels (padded (B, S) form), every input length T, mean reduction. Both engines 
 call and its backward on a leaf holding the log-probabilities; "kernel" times onemodel's forward
 and backward kernels alone. numpy has no CTC, so it has no column here. Prints milliseconds per
 forward+backward and torch / onemodel (above 1: onemodel is faster).
+On a host loaded by other processes, OMP_WAIT_POLICY=passive keeps either engine's spinning
+OpenMP threads from taking the cores the other one is timed on.
 Run: python bench/losses.py [--quick]
 """
 from __future__ import annotations
@@ -20,15 +22,24 @@ import onemodel.functional as F
 from onemodel._kernels import _ctc
 
 
-def best_seconds(fn, budget: float) -> float:
-    # The best of many runs: a 2-thread call stalls whenever another process holds a core.
-    fn()
-    best, spent, runs = float("inf"), 0.0, 0
-    while spent < budget or runs < 20:
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        best, spent, runs = min(best, dt), spent + dt, runs + 1
+def best_seconds(fns: list, budget: float, rounds: int = 5) -> list[float]:
+    """Best time of each function over `rounds` rounds, each a block of runs per function.
+
+    Blocks rather than alternate calls: after a call, the idle threads of the other engine's
+    OpenMP runtime keep spinning for a while and would be charged to the next call; a block
+    starts with an untimed call that absorbs it. Best of many runs, since a 2-thread call stalls
+    whenever another process holds a core.
+    """
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            fn()
+            spent, runs = 0.0, 0
+            while spent < budget / rounds or runs < 5:
+                t0 = time.perf_counter()
+                fn()
+                dt = time.perf_counter() - t0
+                best[i], spent, runs = min(best[i], dt), spent + dt, runs + 1
     return best
 
 
@@ -74,9 +85,8 @@ def main() -> None:
     for threads in (1, 2):
         torch.set_num_threads(threads)
         om.set_num_threads(threads)
-        t_om = best_seconds(run_om, budget)
-        t_kernel = best_seconds(lambda: run_kernel(threads), budget)
-        t_th = best_seconds(run_th, budget)
+        t_om, t_kernel, t_th = best_seconds([run_om, lambda: run_kernel(threads), run_th],
+                                            budget)
         print(f"{threads:3d} {t_om * 1e3:9.3f} {t_kernel * 1e3:9.3f} {t_th * 1e3:9.3f} "
               f"{t_th / t_om:8.2f}")
 
