@@ -5,6 +5,10 @@ no transpose is ever materialised: linear computes x·wᵀ straight from w (out,
 backward passes compute g·bᵀ and aᵀ·g the same way. Gradients of a broadcast operand are
 reduced over the batch: where matmul folds a batch into rows (an N-D operand times a 2-D one)
 that reduction is part of a single product with a longer K; otherwise it is sum_to_shape.
+
+Under onemodel.amp.autocast both operands are rounded to bfloat16 or float16 before the
+product (which still accumulates in float32), and in backward so is the incoming gradient; the
+rounding in force at the forward pass is the one its backward uses.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from .. import amp
 from .._kernels import _gemm
 from ..tensor import Tensor
 from . import _core
@@ -49,6 +54,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     # 1-D operands: a row vector on the left, a column vector on the right, dropped afterwards.
     a2 = a._data.reshape((1,) + sa) if a.ndim == 1 else a._data
     b2 = b._data.reshape(sb + (1,)) if b.ndim == 1 else b._data
+    low = amp.operand_dtype()
+    a2, b2 = amp.round_operand(a2, low), amp.round_operand(b2, low)
     m, k = a2.shape[-2:]
     k2, n = b2.shape[-2:]
     if k != k2:
@@ -63,7 +70,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         out = _product(a_rows, b2)
 
         def backward(g: np.ndarray):
-            g_rows = g.reshape(a_rows.shape[0], n)
+            g_rows = amp.round_operand(g, low).reshape(a_rows.shape[0], n)
             ga = _product(g_rows, b2, trans_b=True).reshape(sa) if a.requires_grad else None
             gb = _product(a_rows, g_rows, trans_a=True).reshape(sb) if b.requires_grad else None
             return ga, gb
@@ -80,7 +87,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     out = _product(a3, b3)
 
     def backward(g: np.ndarray):
-        g3 = g.reshape((_rows(batch), m, n))
+        g3 = amp.round_operand(g, low).reshape((_rows(batch), m, n))
         ga = gb = None
         if a.requires_grad:
             ga = _product(g3, b3, trans_b=True).reshape(batch + (m, k))
@@ -114,15 +121,17 @@ def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
             raise ValueError(f"linear: bias of shape {b.shape} for a weight of shape {w.shape}; "
                              f"expected ({n_out},)")
         inputs = (x, w, b)
-    x_rows = x._data.reshape(_rows(x.shape[:-1]), n_in)
-    out = _product(x_rows, w._data, trans_b=True)
+    low = amp.operand_dtype()
+    x_rows = amp.round_operand(x._data.reshape(_rows(x.shape[:-1]), n_in), low)
+    w_data = amp.round_operand(w._data, low)
+    out = _product(x_rows, w_data, trans_b=True)
     if b is not None:
         out += b._data
     out_shape = x.shape[:-1] + (n_out,)
 
     def backward(g: np.ndarray):
-        g_rows = g.reshape(x_rows.shape[0], n_out)
-        gx = _product(g_rows, w._data).reshape(x.shape) if x.requires_grad else None
+        g_rows = amp.round_operand(g, low).reshape(x_rows.shape[0], n_out)
+        gx = _product(g_rows, w_data).reshape(x.shape) if x.requires_grad else None
         gw = _product(g_rows, x_rows, trans_a=True) if w.requires_grad else None
         if b is None:
             return gx, gw
