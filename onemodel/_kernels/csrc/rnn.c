@@ -26,10 +26,6 @@
 #include "gemm.h"
 #include "rnn.h"
 
-#if OM_HAVE_OPENMP
-#include <omp.h>
-#endif
-
 static const om_lstm_row_fn lstm_row[OM_ISA_COUNT] = OM_ISA_TABLE(om_lstm_row_f32);
 static const om_lstm_row_bwd_fn lstm_row_bwd[OM_ISA_COUNT] = OM_ISA_TABLE(om_lstm_row_bwd_f32);
 static const om_gru_row_fn gru_row[OM_ISA_COUNT] = OM_ISA_TABLE(om_gru_row_f32);
