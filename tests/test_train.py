@@ -144,3 +144,13 @@ def test_bad_arguments():
         Trainer(model, F.cross_entropy, opt, DataLoader((x, y), 8, world_size=2))
     with pytest.raises(ValueError, match="tuple"):
         Trainer(model, F.cross_entropy, opt, DataLoader(x, 8)).train_step()
+
+
+def test_bf16_autocast_training_learns_and_differs_from_float32():
+    plain = _setup(total=60)
+    plain.fit(60)
+    low = _setup(total=60, autocast="bf16")
+    before = low.evaluate()["loss"]
+    low.fit(60)
+    assert low.evaluate()["loss"] < 0.7 * before
+    assert checkpoint.state_hash(low.model) != checkpoint.state_hash(plain.model)
