@@ -7,7 +7,8 @@ is exact in float32, so the result is what a bfloat16 dot-product instruction wi
 accumulation gives. In backward the same rounded operands are used and the incoming gradient
 is rounded too, so gradients flow in low precision into float32 buffers (that is what makes
 float16 gradients underflow, and loss scaling useful). Everything else (reductions, norms,
-softmax, losses), master weights, gradients and optimizer state stay float32.
+softmax, losses), master weights, gradients and optimizer state stay float32; so, for now, do
+the operands of conv2d.
 
 GradScaler follows torch.amp.GradScaler's rules: scale(loss) multiplies by S; unscale_(opt)
 multiplies every gradient by float32(1/S) (exact: S is a power of two unless the factors say
