@@ -6,9 +6,10 @@ from ._config import (config, get_mode, get_num_threads, mode, set_mode,  # noqa
 from .autograd import enable_grad, no_grad  # noqa: E402
 from .tensor import Tensor, arange, from_numpy, full, ones, tensor, zeros  # noqa: E402
 from .random import Generator  # noqa: E402
-from . import amp, checkpoint, data, distributed, functional, nn, optim, train  # noqa: E402
+from . import (amp, checkpoint, data, distributed, functional, interop, nn,  # noqa: E402
+               optim, train)
 
 __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_mode",
            "set_num_threads", "Generator", "Tensor", "tensor", "from_numpy", "zeros", "ones",
            "full", "arange", "no_grad", "enable_grad", "amp", "checkpoint", "data",
-           "distributed", "functional", "nn", "optim", "train"]
+           "distributed", "functional", "interop", "nn", "optim", "train"]
