@@ -43,7 +43,22 @@ GNU_ISA_FLAGS = {
     "neon": [],
 }
 MSVC_ISA_FLAGS = {"sse2": [], "avx2": ["/arch:AVX2"], "avx512": ["/arch:AVX512"], "neon": []}
-ISAS_FOR_ARCH = ["sse2", "avx2", "avx512"] if IS_X86 else (["neon"] if IS_ARM64 else [])
+
+
+def neon_complete() -> bool:
+    """NEON is built once every kernel family has its *_neon.c: a dispatch table's NEON entry
+    must name a function (until then aarch64 runs the scalar path)."""
+    families = [p.stem[:-len("_scalar")] for p in (ROOT / CSRC).glob("*_scalar.c")]
+    return all((ROOT / CSRC / f"{f}_neon.c").exists() for f in families)
+
+
+ISAS_FOR_ARCH = (["sse2", "avx2", "avx512"] if IS_X86 else
+                 ["neon"] if IS_ARM64 and neon_complete() else [])
+# OpenMP (compile, link) flags, tried in order. Apple's clang has no -fopenmp driver flag: it
+# takes the pragmas through the preprocessor and links libomp (Homebrew's, found through
+# CPATH/LIBRARY_PATH, see [tool.cibuildwheel.macos]; delocate copies it into the wheel).
+OPENMP_FLAGS = {"msvc": [(["/openmp"], [])],
+                "gnu": [(["-fopenmp"], ["-fopenmp"]), (["-Xpreprocessor", "-fopenmp"], ["-lomp"])]}
 
 
 def isa_of(source: Path) -> str | None:
@@ -66,15 +81,14 @@ class BuildExt(build_ext):
 
     def build_extensions(self) -> None:
         msvc = self.compiler.compiler_type == "msvc"
-        self.openmp = self._probe_openmp(msvc)
+        omp_compile, omp_link = self._probe_openmp(msvc) or ([], [])
+        self.openmp = bool(omp_compile)
         base = (["/O2", "/fp:precise"] if msvc else
                 [opt_flag(), "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-std=c11"])
         macros = [("OM_HAVE_OPENMP", "1" if self.openmp else "0"),
                   ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
         for isa in ISAS_FOR_ARCH:
             macros.append(("OM_BUILD_" + isa.upper(), "1"))
-        omp_compile = (["/openmp"] if msvc else ["-fopenmp"]) if self.openmp else []
-        omp_link = ([] if msvc else ["-fopenmp"]) if self.openmp else []
 
         objects: list[str] = []
         for source in sorted((ROOT / CSRC).glob("*.c")):
@@ -96,22 +110,26 @@ class BuildExt(build_ext):
             ext.extra_link_args = omp_link
         super().build_extensions()
 
-    def _probe_openmp(self, msvc: bool) -> bool:
+    def _probe_openmp(self, msvc: bool) -> tuple[list[str], list[str]] | None:
+        """The first OpenMP (compile, link) flags that build a program, or None."""
         if os.environ.get("ONEMODEL_NO_OPENMP") == "1":
-            return False
-        flag = "/openmp" if msvc else "-fopenmp"
+            return None
         tmp = tempfile.mkdtemp()
         try:
             src = os.path.join(tmp, "probe.c")
             with open(src, "w") as f:
                 f.write("#include <omp.h>\nint main(void){return omp_get_max_threads() > 0 ? 0 : 1;}\n")
-            objs = self.compiler.compile([src], output_dir=tmp, extra_postargs=[flag])
-            self.compiler.link_executable(objs, "probe", output_dir=tmp,
-                                          extra_postargs=[] if msvc else [flag])
-            return True
-        except Exception:  # any compiler or linker failure means: no OpenMP here
+            for compile_flags, link_flags in OPENMP_FLAGS["msvc" if msvc else "gnu"]:
+                try:
+                    objs = self.compiler.compile([src], output_dir=tmp,
+                                                 extra_postargs=compile_flags)
+                    self.compiler.link_executable(objs, "probe", output_dir=tmp,
+                                                  extra_postargs=link_flags)
+                    return compile_flags, link_flags
+                except Exception:  # any compiler or linker failure: try the next flags
+                    continue
             print("onemodel: OpenMP not available, building serial kernels", file=sys.stderr)
-            return False
+            return None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
