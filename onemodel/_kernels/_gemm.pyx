@@ -3,12 +3,18 @@
 
 The kernel (csrc/gemm.c) computes every output element as one fused multiply-add chain over k
 in increasing order from +0.0, identical on every instruction-set path and thread count. This
-wrapper checks every shape, dtype, layout and aliasing rule before the kernel runs.
+wrapper checks every shape, dtype, layout and aliasing rule before the kernel runs: the
+arrays in C first (_arrays.pxd), and through the Python-level checks, which raise with the
+message, only when that test fails.
 """
 import numpy as np
 
+cimport numpy as cnp
+from onemodel._kernels._arrays cimport data_of, f32_array, overlap
 from onemodel._kernels._isa cimport om_set_isa
 from libc.stdint cimport int64_t
+
+cnp.import_array()
 
 cdef extern from "gemm.h" nogil:
     int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -28,7 +34,7 @@ cdef str _operands(a, b, bint trans_a, bint trans_b):
     return f"{shape(a, trans_a)} @ {shape(b, trans_b)}"
 
 
-cdef _check_array(str name, x, a, b, bint trans_a, bint trans_b):
+cdef _check_array(str name, x, a, b, bint trans_a, bint trans_b, bint output=False):
     if not isinstance(x, np.ndarray):
         raise TypeError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} must be a numpy "
                         f"array, got {type(x).__name__}")
@@ -41,11 +47,22 @@ cdef _check_array(str name, x, a, b, bint trans_a, bint trans_b):
     if not x.flags.c_contiguous:
         raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} must be "
                          f"C-contiguous")
+    if output and not x.flags.writeable:
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: out must be "
+                         f"writeable")
 
 
-cdef tuple _shape3(x):
-    """(batch, rows, cols) of a 2-D or 3-D array; a 2-D array is a batch of one."""
-    return x.shape if x.ndim == 3 else (1,) + x.shape
+cdef bint _fits(x, bint output) noexcept:
+    """The fast form of _check_array: true when it would accept x."""
+    return f32_array(x, output) and 2 <= cnp.PyArray_NDIM(<cnp.ndarray>x) <= 3
+
+
+cdef void _shape3(x, int64_t *dims) noexcept:
+    """(batch, rows, cols) of a 2-D or 3-D array _fits accepted; 2-D is a batch of one."""
+    cdef int nd = cnp.PyArray_NDIM(<cnp.ndarray>x)
+    dims[0] = cnp.PyArray_DIM(<cnp.ndarray>x, 0) if nd == 3 else 1
+    dims[1] = cnp.PyArray_DIM(<cnp.ndarray>x, nd - 2)
+    dims[2] = cnp.PyArray_DIM(<cnp.ndarray>x, nd - 1)
 
 
 def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads) -> None:
@@ -55,13 +72,19 @@ def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads) -> None:
     a or b is either out's batch or 1 (that operand is used for every product). Everything is
     checked before the kernel writes anything.
     """
-    _check_array("a", a, a, b, trans_a, trans_b)
-    _check_array("b", b, a, b, trans_a, trans_b)
-    _check_array("out", out, a, b, trans_a, trans_b)
-    cdef int64_t batch_a, ra, ca, batch_b, rb, cb, batch, ro, co
-    batch_a, ra, ca = _shape3(a)
-    batch_b, rb, cb = _shape3(b)
-    batch, ro, co = _shape3(out)
+    if not (_fits(a, False) and _fits(b, False) and _fits(out, True)):
+        _check_array("a", a, a, b, trans_a, trans_b)
+        _check_array("b", b, a, b, trans_a, trans_b)
+        _check_array("out", out, a, b, trans_a, trans_b, output=True)
+    cdef int64_t da[3]
+    cdef int64_t db[3]
+    cdef int64_t dout[3]
+    _shape3(a, da)
+    _shape3(b, db)
+    _shape3(out, dout)
+    cdef int64_t batch_a = da[0], ra = da[1], ca = da[2]
+    cdef int64_t batch_b = db[0], rb = db[1], cb = db[2]
+    cdef int64_t batch = dout[0], ro = dout[1], co = dout[2]
     cdef int64_t m = ca if trans_a else ra
     cdef int64_t k = ra if trans_a else ca
     cdef int64_t kb = cb if trans_b else rb
@@ -80,27 +103,20 @@ def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads) -> None:
     if nthreads < 1:
         raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: nthreads must be "
                          f">= 1, got {nthreads}")
-    if out.size == 0:
+    if batch * m * n == 0:
         return
-    if np.may_share_memory(out, a) or np.may_share_memory(out, b):
+    if overlap(out, a) or overlap(out, b):
         raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: out overlaps an operand")
 
-    cdef const float *ap = NULL
-    cdef const float *bp = NULL
-    cdef const float[:, ::1] a2
-    cdef const float[:, ::1] b2
-    cdef float[:, ::1] c2 = out.reshape(batch * m, n)
-    if k:   # the kernel reads nothing when k == 0 (it writes zeros)
-        a2 = a.reshape(batch_a * ra, ca)
-        b2 = b.reshape(batch_b * rb, cb)
-        ap = &a2[0, 0]
-        bp = &b2[0, 0]
+    # The kernel reads nothing when k == 0 (it writes zeros), and a and b are then empty.
+    cdef const float *ap = data_of(a) if k else NULL
+    cdef const float *bp = data_of(b) if k else NULL
+    cdef float *cp = data_of(out)
     cdef int64_t sa = 0 if batch_a == 1 else m * k
     cdef int64_t sb = 0 if batch_b == 1 else k * n
     cdef int status
     with nogil:
-        status = om_gemm_f32(batch, m, n, k, ap, sa, trans_a, bp, sb, trans_b, &c2[0, 0],
-                             nthreads)
+        status = om_gemm_f32(batch, m, n, k, ap, sa, trans_a, bp, sb, trans_b, cp, nthreads)
     if status != 0:
         raise MemoryError(f"matmul: {_operands(a, b, trans_a, trans_b)}: out of memory for "
                           f"packing buffers")

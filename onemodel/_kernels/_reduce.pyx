@@ -7,11 +7,19 @@ same on every instruction-set path and thread count. This wrapper checks every d
 size and overlap before a kernel runs. Tensors are viewed as (outer, n, inner), reduced over n;
 layer norm works on rows of length n. An output may be the very array of an input of the same
 size (computed in place) where noted; no other overlap is allowed.
+
+Each wrapper first tests in C (_arrays.pxd) that every argument is valid and no output overlaps
+anything; only when that test fails do the Python-level checks run, which either raise with
+the message or, for an allowed in-place call, accept it.
 """
 import numpy as np
 
+cimport numpy as cnp
+from onemodel._kernels._arrays cimport data_of, f32_array, overlap, size_of
 from onemodel._kernels._isa cimport om_set_isa
 from libc.stdint cimport int64_t
+
+cnp.import_array()
 
 cdef extern from "reduce.h" nogil:
     void om_sum_axis_f32(const float *x, float *out, int64_t outer, int64_t n, int64_t inner,
@@ -36,18 +44,31 @@ def set_isa(int isa) -> None:
 cdef float _empty[1]
 
 
-cdef const float *_in(x):
+cdef float *_ptr(x):
+    """Data of an array the checks accepted (NULL for None, a valid address when empty)."""
     if x is None:
         return NULL
-    cdef const float[::1] v = x.reshape(-1)
-    return &v[0] if v.shape[0] else _empty
+    return data_of(x) if size_of(x) else _empty
 
 
-cdef float *_out(x):
+cdef bint _fits(x, int64_t size, bint output=False, bint optional=False):
+    """The fast form of _check: true when _check would accept x."""
     if x is None:
-        return NULL
-    cdef float[::1] v = x.reshape(-1)
-    return &v[0] if v.shape[0] else _empty
+        return optional
+    return f32_array(x, output) and size_of(x) == size
+
+
+cdef bint _disjoint(tuple outputs, tuple inputs):
+    """No output overlaps another output or an input (else _check_overlap decides)."""
+    cdef Py_ssize_t i, j
+    for i in range(len(outputs)):
+        for j in range(i + 1, len(outputs)):
+            if overlap(outputs[i], outputs[j]):
+                return False
+        for a in inputs:
+            if overlap(outputs[i], a):
+                return False
+    return True
 
 
 def _check(str op, str where, str name, x, Py_ssize_t size, bint output=False,
@@ -101,27 +122,33 @@ def _where(outer, n, inner) -> str:
 def sum_axis(x, out, int64_t outer, int64_t n, int64_t inner, int nthreads) -> None:
     """out[o, k] = Σ_i x[o, i, k]: along a vector in the 16-lane order (inner == 1), else
     sequentially over i."""
-    where = _where(outer, n, inner)
-    _check_dims("sum_axis", where, (("outer", outer), ("n", n), ("inner", inner)), nthreads)
-    _check("sum_axis", where, "x", x, outer * n * inner)
-    _check("sum_axis", where, "out", out, outer * inner, output=True)
-    _check_overlap("sum_axis", where, (("out", out),), (("x", x),), ())
-    cdef const float *px = _in(x)
-    cdef float *po = _out(out)
+    if not (outer >= 0 and n >= 0 and inner >= 0 and nthreads >= 1
+            and _fits(x, outer * n * inner) and _fits(out, outer * inner, output=True)
+            and _disjoint((out,), (x,))):
+        where = _where(outer, n, inner)
+        _check_dims("sum_axis", where, (("outer", outer), ("n", n), ("inner", inner)), nthreads)
+        _check("sum_axis", where, "x", x, outer * n * inner)
+        _check("sum_axis", where, "out", out, outer * inner, output=True)
+        _check_overlap("sum_axis", where, (("out", out),), (("x", x),), ())
+    cdef const float *px = _ptr(x)
+    cdef float *po = _ptr(out)
     with nogil:
         om_sum_axis_f32(px, po, outer, n, inner, nthreads)
 
 
 def softmax(x, out, int64_t outer, int64_t n, int64_t inner, bint log, int nthreads) -> None:
     """softmax (or log_softmax when `log`) of x over n; out may be x."""
-    where = _where(outer, n, inner)
-    op = "log_softmax" if log else "softmax"
-    _check_dims(op, where, (("outer", outer), ("n", n), ("inner", inner)), nthreads)
-    _check(op, where, "x", x, outer * n * inner)
-    _check(op, where, "out", out, outer * n * inner, output=True)
-    _check_overlap(op, where, (("out", out),), (("x", x),), (("out", "x"),))
-    cdef const float *px = _in(x)
-    cdef float *po = _out(out)
+    cdef int64_t size = outer * n * inner
+    if not (outer >= 0 and n >= 0 and inner >= 0 and nthreads >= 1
+            and _fits(x, size) and _fits(out, size, output=True) and _disjoint((out,), (x,))):
+        where = _where(outer, n, inner)
+        op = "log_softmax" if log else "softmax"
+        _check_dims(op, where, (("outer", outer), ("n", n), ("inner", inner)), nthreads)
+        _check(op, where, "x", x, size)
+        _check(op, where, "out", out, size, output=True)
+        _check_overlap(op, where, (("out", out),), (("x", x),), (("out", "x"),))
+    cdef const float *px = _ptr(x)
+    cdef float *po = _ptr(out)
     with nogil:
         om_softmax_f32(px, po, outer, n, inner, log, nthreads)
 
@@ -130,18 +157,21 @@ def softmax_backward(y, g, out, int64_t outer, int64_t n, int64_t inner, bint lo
                      int nthreads) -> None:
     """Gradient of softmax (or log_softmax) from its output y and the upstream gradient g;
     out may be y or g."""
-    where = _where(outer, n, inner)
-    op = "log_softmax_backward" if log else "softmax_backward"
-    _check_dims(op, where, (("outer", outer), ("n", n), ("inner", inner)), nthreads)
-    size = outer * n * inner
-    _check(op, where, "y", y, size)
-    _check(op, where, "g", g, size)
-    _check(op, where, "out", out, size, output=True)
-    _check_overlap(op, where, (("out", out),), (("y", y), ("g", g)),
-                   (("out", "y"), ("out", "g")))
-    cdef const float *py = _in(y)
-    cdef const float *pg = _in(g)
-    cdef float *po = _out(out)
+    cdef int64_t size = outer * n * inner
+    if not (outer >= 0 and n >= 0 and inner >= 0 and nthreads >= 1
+            and _fits(y, size) and _fits(g, size) and _fits(out, size, output=True)
+            and _disjoint((out,), (y, g))):
+        where = _where(outer, n, inner)
+        op = "log_softmax_backward" if log else "softmax_backward"
+        _check_dims(op, where, (("outer", outer), ("n", n), ("inner", inner)), nthreads)
+        _check(op, where, "y", y, size)
+        _check(op, where, "g", g, size)
+        _check(op, where, "out", out, size, output=True)
+        _check_overlap(op, where, (("out", out),), (("y", y), ("g", g)),
+                       (("out", "y"), ("out", "g")))
+    cdef const float *py = _ptr(y)
+    cdef const float *pg = _ptr(g)
+    cdef float *po = _ptr(out)
     with nogil:
         om_softmax_backward_f32(py, pg, po, outer, n, inner, log, nthreads)
 
@@ -150,22 +180,27 @@ def layer_norm(x, w, b, float eps, y, mean, rstd, int64_t rows, int64_t n,
                int nthreads) -> None:
     """y = (x - mean) * rstd * w + b over rows of length n (w, b optional); mean and rstd
     receive one value per row. y may be x."""
-    where = f"(rows, n) = ({rows}, {n})"
-    _check_dims("layer_norm", where, (("rows", rows), ("n", n)), nthreads)
-    _check("layer_norm", where, "x", x, rows * n)
-    _check("layer_norm", where, "w", w, n, optional=True)
-    _check("layer_norm", where, "b", b, n, optional=True)
-    _check("layer_norm", where, "y", y, rows * n, output=True)
-    _check("layer_norm", where, "mean", mean, rows, output=True)
-    _check("layer_norm", where, "rstd", rstd, rows, output=True)
-    _check_overlap("layer_norm", where, (("y", y), ("mean", mean), ("rstd", rstd)),
-                   (("x", x), ("w", w), ("b", b)), (("y", "x"),))
-    cdef const float *px = _in(x)
-    cdef const float *pw = _in(w)
-    cdef const float *pb = _in(b)
-    cdef float *py = _out(y)
-    cdef float *pm = _out(mean)
-    cdef float *pr = _out(rstd)
+    if not (rows >= 0 and n >= 0 and nthreads >= 1
+            and _fits(x, rows * n) and _fits(w, n, False, True)
+            and _fits(b, n, False, True) and _fits(y, rows * n, output=True)
+            and _fits(mean, rows, output=True) and _fits(rstd, rows, output=True)
+            and _disjoint((y, mean, rstd), (x, w, b))):
+        where = f"(rows, n) = ({rows}, {n})"
+        _check_dims("layer_norm", where, (("rows", rows), ("n", n)), nthreads)
+        _check("layer_norm", where, "x", x, rows * n)
+        _check("layer_norm", where, "w", w, n, optional=True)
+        _check("layer_norm", where, "b", b, n, optional=True)
+        _check("layer_norm", where, "y", y, rows * n, output=True)
+        _check("layer_norm", where, "mean", mean, rows, output=True)
+        _check("layer_norm", where, "rstd", rstd, rows, output=True)
+        _check_overlap("layer_norm", where, (("y", y), ("mean", mean), ("rstd", rstd)),
+                       (("x", x), ("w", w), ("b", b)), (("y", "x"),))
+    cdef const float *px = _ptr(x)
+    cdef const float *pw = _ptr(w)
+    cdef const float *pb = _ptr(b)
+    cdef float *py = _ptr(y)
+    cdef float *pm = _ptr(mean)
+    cdef float *pr = _ptr(rstd)
     with nogil:
         om_layer_norm_f32(px, pw, pb, eps, py, pm, pr, rows, n, nthreads)
 
@@ -174,39 +209,46 @@ def layer_norm_backward(g, x, mean, rstd, w, dx, dw, db, int64_t rows, int64_t n
                         int nthreads) -> None:
     """dx of layer norm (PyTorch's formula), and when given dw = Σ_rows g * xhat,
     db = Σ_rows g. dx may be g or x."""
-    where = f"(rows, n) = ({rows}, {n})"
-    op = "layer_norm_backward"
-    _check_dims(op, where, (("rows", rows), ("n", n)), nthreads)
-    _check(op, where, "g", g, rows * n)
-    _check(op, where, "x", x, rows * n)
-    _check(op, where, "mean", mean, rows)
-    _check(op, where, "rstd", rstd, rows)
-    _check(op, where, "w", w, n, optional=True)
-    _check(op, where, "dx", dx, rows * n, output=True)
-    _check(op, where, "dw", dw, n, output=True, optional=True)
-    _check(op, where, "db", db, n, output=True, optional=True)
-    _check_overlap(op, where, (("dx", dx), ("dw", dw), ("db", db)),
-                   (("g", g), ("x", x), ("mean", mean), ("rstd", rstd), ("w", w)),
-                   (("dx", "g"), ("dx", "x")))
-    cdef const float *pg = _in(g)
-    cdef const float *px = _in(x)
-    cdef const float *pm = _in(mean)
-    cdef const float *pr = _in(rstd)
-    cdef const float *pw = _in(w)
-    cdef float *pdx = _out(dx)
-    cdef float *pdw = _out(dw)
-    cdef float *pdb = _out(db)
+    if not (rows >= 0 and n >= 0 and nthreads >= 1
+            and _fits(g, rows * n) and _fits(x, rows * n) and _fits(mean, rows)
+            and _fits(rstd, rows) and _fits(w, n, False, True)
+            and _fits(dx, rows * n, output=True) and _fits(dw, n, True, True)
+            and _fits(db, n, True, True)
+            and _disjoint((dx, dw, db), (g, x, mean, rstd, w))):
+        where = f"(rows, n) = ({rows}, {n})"
+        op = "layer_norm_backward"
+        _check_dims(op, where, (("rows", rows), ("n", n)), nthreads)
+        _check(op, where, "g", g, rows * n)
+        _check(op, where, "x", x, rows * n)
+        _check(op, where, "mean", mean, rows)
+        _check(op, where, "rstd", rstd, rows)
+        _check(op, where, "w", w, n, optional=True)
+        _check(op, where, "dx", dx, rows * n, output=True)
+        _check(op, where, "dw", dw, n, output=True, optional=True)
+        _check(op, where, "db", db, n, output=True, optional=True)
+        _check_overlap(op, where, (("dx", dx), ("dw", dw), ("db", db)),
+                       (("g", g), ("x", x), ("mean", mean), ("rstd", rstd), ("w", w)),
+                       (("dx", "g"), ("dx", "x")))
+    cdef const float *pg = _ptr(g)
+    cdef const float *px = _ptr(x)
+    cdef const float *pm = _ptr(mean)
+    cdef const float *pr = _ptr(rstd)
+    cdef const float *pw = _ptr(w)
+    cdef float *pdx = _ptr(dx)
+    cdef float *pdw = _ptr(dw)
+    cdef float *pdb = _ptr(db)
     with nogil:
         om_layer_norm_backward_f32(pg, px, pm, pr, pw, pdx, pdw, pdb, rows, n, nthreads)
 
 
 def sumsq_f64(x) -> float:
     """Σ x[i]^2 over the flattened array, each square and sum in double, in index order."""
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"sumsq_f64: x must be a numpy array, got {type(x).__name__}")
-    _check("sumsq_f64", f"shape {tuple(x.shape)}", "x", x, x.size)
-    cdef const float *px = _in(x)
-    cdef int64_t size = x.size
+    if not f32_array(x, False):
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"sumsq_f64: x must be a numpy array, got {type(x).__name__}")
+        _check("sumsq_f64", f"shape {tuple(x.shape)}", "x", x, x.size)
+    cdef const float *px = _ptr(x)
+    cdef int64_t size = size_of(x)
     cdef double s
     with nogil:
         s = om_sumsq_f64(px, size)

@@ -3,11 +3,18 @@
 
 Every op gives the same bits on every ISA path and at every thread count; accuracy against a
 float64 reference is measured by `ulp_sweep` over all float32 inputs (tools/ulp_sweep.py).
+
+The wrappers test their arrays in C first (_arrays.pxd); the Python-level checks run only when
+that test fails, to raise with the message.
 """
 import numpy as np
 
+cimport numpy as cnp
 from libc.stdint cimport int64_t, uint32_t
+from onemodel._kernels._arrays cimport data_of, f32_array, size_of
 from onemodel._kernels._isa cimport om_set_isa
+
+cnp.import_array()
 
 cdef extern from "vmath_kernels.h" nogil:
     int om_vmath_saves_output(int op)
@@ -54,44 +61,48 @@ cdef int _threads(str op, int nthreads) except -1:
 def unary(str op, x, out, int nthreads) -> None:
     """out = op(x) elementwise; out may be x itself."""
     cdef int k = _op_index(op)
-    _threads(op, nthreads)
-    _check(op, "x", x)
-    _check(op, "out", out)
-    if not out.flags.writeable:
-        raise ValueError(f"{op}: out is read-only")
-    if x.size != out.size:
-        raise ValueError(f"{op}: x of shape {x.shape} and out of shape {out.shape} "
-                         f"differ in size ({x.size} != {out.size})")
-    cdef float[::1] xv = x.reshape(-1)
-    cdef float[::1] ov = out.reshape(-1)
-    cdef int64_t n = x.size
+    if not (nthreads >= 1 and f32_array(x, False) and f32_array(out, True)
+            and size_of(x) == size_of(out)):
+        _threads(op, nthreads)
+        _check(op, "x", x)
+        _check(op, "out", out)
+        if not out.flags.writeable:
+            raise ValueError(f"{op}: out is read-only")
+        if x.size != out.size:
+            raise ValueError(f"{op}: x of shape {x.shape} and out of shape {out.shape} "
+                             f"differ in size ({x.size} != {out.size})")
+    cdef int64_t n = size_of(x)
+    cdef const float *px = data_of(x)
+    cdef float *po = data_of(out)
     if n == 0:
         return
     with nogil:
-        om_vmath_unary(k, &xv[0], &ov[0], n, nthreads)
+        om_vmath_unary(k, px, po, n, nthreads)
 
 
 def unary_backward(str op, saved, grad, out, int nthreads) -> None:
     """out = grad_in of op from saved (y for exp, tanh, sigmoid; x otherwise) and grad."""
     cdef int k = _op_index(op)
-    name = op + "_backward"
-    _threads(name, nthreads)
-    _check(name, "saved", saved)
-    _check(name, "grad", grad)
-    _check(name, "out", out)
-    if not out.flags.writeable:
-        raise ValueError(f"{name}: out is read-only")
-    if saved.size != grad.size or saved.size != out.size:
-        raise ValueError(f"{name}: saved {saved.shape}, grad {grad.shape} and out {out.shape} "
-                         f"must have the same size")
-    cdef float[::1] sv = saved.reshape(-1)
-    cdef float[::1] gv = grad.reshape(-1)
-    cdef float[::1] ov = out.reshape(-1)
-    cdef int64_t n = saved.size
+    if not (nthreads >= 1 and f32_array(saved, False) and f32_array(grad, False)
+            and f32_array(out, True) and size_of(saved) == size_of(grad) == size_of(out)):
+        name = op + "_backward"
+        _threads(name, nthreads)
+        _check(name, "saved", saved)
+        _check(name, "grad", grad)
+        _check(name, "out", out)
+        if not out.flags.writeable:
+            raise ValueError(f"{name}: out is read-only")
+        if saved.size != grad.size or saved.size != out.size:
+            raise ValueError(f"{name}: saved {saved.shape}, grad {grad.shape} and out "
+                             f"{out.shape} must have the same size")
+    cdef int64_t n = size_of(saved)
+    cdef const float *ps = data_of(saved)
+    cdef const float *pg = data_of(grad)
+    cdef float *po = data_of(out)
     if n == 0:
         return
     with nogil:
-        om_vmath_backward(k, &sv[0], &gv[0], &ov[0], n, nthreads)
+        om_vmath_backward(k, ps, pg, po, n, nthreads)
 
 
 def ulp_sweep(str op, int64_t start, int64_t stop, int nthreads) -> tuple:
