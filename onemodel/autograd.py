@@ -27,12 +27,18 @@ if TYPE_CHECKING:
 # (None where that input gets no gradient).
 BackwardFn = Callable[[np.ndarray], Sequence[Optional[np.ndarray]]]
 
-_state = threading.local()
+class _GradMode(threading.local):
+    # A class attribute: every thread starts enabled, and reading it raises nothing inside
+    # (getattr with a default costs an AttributeError per op in a thread that never set it).
+    enabled = True
+
+
+_state = _GradMode()
 _sequence = itertools.count()
 
 
 def is_grad_enabled() -> bool:
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 @contextlib.contextmanager

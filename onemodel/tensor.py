@@ -117,7 +117,6 @@ class Tensor:
 
     @property
     def T(self) -> "Tensor":
-        from . import functional as F
         return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
     def size(self, dim: Optional[int] = None) -> Union[tuple, int]:
@@ -157,7 +156,6 @@ class Tensor:
         return t
 
     def clone(self) -> "Tensor":
-        from . import functional as F
         return F.clone(self)
 
     def float(self) -> "Tensor":
@@ -294,63 +292,48 @@ class Tensor:
 
     # -- operators (differentiable ones live in functional) -----------------------------
     def __add__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.add(self, other)
 
     def __radd__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.add(other, self)
 
     def __sub__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.sub(self, other)
 
     def __rsub__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.sub(other, self)
 
     def __mul__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.mul(self, other)
 
     def __rmul__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.mul(other, self)
 
     def __truediv__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.div(self, other)
 
     def __rtruediv__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.div(other, self)
 
     def __pow__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.pow(self, other)
 
     def __rpow__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.pow(other, self)
 
     def __matmul__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> "Tensor":
-        from . import functional as F
         return F.matmul(other, self)
 
     def __neg__(self) -> "Tensor":
-        from . import functional as F
         return F.neg(self)
 
     def __abs__(self) -> "Tensor":
-        from . import functional as F
         return F.abs(self)
 
     def __getitem__(self, index: Any) -> "Tensor":
-        from . import functional as F
         return F.index(self, index)
 
     def _compare(self, other: Any, ufunc: np.ufunc) -> "Tensor":
@@ -378,83 +361,64 @@ class Tensor:
 
     # -- method spellings of common functional ops --------------------------------------
     def sum(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
-        from . import functional as F
         return F.sum(self, dim, keepdim)
 
     def mean(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
-        from . import functional as F
         return F.mean(self, dim, keepdim)
 
     def max(self, dim: Optional[int] = None, keepdim: bool = False) -> Any:
-        from . import functional as F
         return F.max(self, dim, keepdim)
 
     def reshape(self, *shape: Any) -> "Tensor":
-        from . import functional as F
         return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
                          else shape)
 
     view = reshape
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
-        from . import functional as F
         return F.flatten(self, start_dim, end_dim)
 
     def transpose(self, dim0: int, dim1: int) -> "Tensor":
-        from . import functional as F
         return F.transpose(self, dim0, dim1)
 
     def permute(self, *dims: Any) -> "Tensor":
-        from . import functional as F
         return F.permute(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int)
                          else dims)
 
     def unsqueeze(self, dim: int) -> "Tensor":
-        from . import functional as F
         return F.unsqueeze(self, dim)
 
     def squeeze(self, dim: Optional[int] = None) -> "Tensor":
-        from . import functional as F
         return F.squeeze(self, dim)
 
     def exp(self) -> "Tensor":
-        from . import functional as F
         return F.exp(self)
 
     def log(self) -> "Tensor":
-        from . import functional as F
         return F.log(self)
 
     def sqrt(self) -> "Tensor":
-        from . import functional as F
         return F.sqrt(self)
 
     def tanh(self) -> "Tensor":
-        from . import functional as F
         return F.tanh(self)
 
     def sigmoid(self) -> "Tensor":
-        from . import functional as F
         return F.sigmoid(self)
 
     def relu(self) -> "Tensor":
-        from . import functional as F
         return F.relu(self)
 
     def abs(self) -> "Tensor":
-        from . import functional as F
         return F.abs(self)
 
     def clamp(self, min: Optional[float] = None, max: Optional[float] = None) -> "Tensor":
-        from . import functional as F
         return F.clamp(self, min, max)
 
     def softmax(self, dim: int) -> "Tensor":
-        from . import functional as F
         return F.softmax(self, dim)
 
     def log_softmax(self, dim: int) -> "Tensor":
-        from . import functional as F
         return F.log_softmax(self, dim)
 
     def argmax(self, dim: Optional[int] = None) -> "Tensor":
@@ -517,3 +481,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None) -> Ten
     values = np.arange(start, end, step)
     return Tensor._wrap(values.astype(_dtype_arg(dtype, "arange")) if dtype is not None
                         else _canonical(values, "arange"))
+
+
+# Bound once, after Tensor exists (functional imports this module): the operators and methods
+# above call into it, and an import statement per call would cost about a microsecond.
+from . import functional as F  # noqa: E402

@@ -27,7 +27,7 @@ _SAVES_OUTPUT = {op: _vmath.saves_output(op) for op in _vmath.OPS}
 
 def _vm(op: str, x: np.ndarray) -> np.ndarray:
     """One transcendental over a C-contiguous float32 array, by the exact kernel."""
-    out = np.empty_like(x)
+    out = np.empty(x.shape, float32)
     _vmath.unary(op, x, out, threads())
     return out
 

@@ -12,6 +12,7 @@ rounding in force at the forward pass is the one its backward uses.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -24,21 +25,23 @@ from . import _core
 
 def _product(a: np.ndarray, b: np.ndarray, trans_a: bool = False,
              trans_b: bool = False) -> np.ndarray:
-    """op(a)·op(b) for float32 arrays of rank 2 or 3 (a leading batch of 1 broadcasts)."""
+    """op(a)·op(b) for float32 arrays of rank 2 or 3 (a 2-D operand, or a leading batch of 1,
+    serves every product of the batch); the result is 3-D if either operand is."""
     a = np.ascontiguousarray(a)
     b = np.ascontiguousarray(b)
-    a3 = a if a.ndim == 3 else a[None]
-    b3 = b if b.ndim == 3 else b[None]
-    m = a3.shape[2] if trans_a else a3.shape[1]
-    n = b3.shape[1] if trans_b else b3.shape[2]
-    out = np.empty((max(a3.shape[0], b3.shape[0]), m, n), np.float32)
+    m = a.shape[-1] if trans_a else a.shape[-2]
+    n = b.shape[-2] if trans_b else b.shape[-1]
+    if a.ndim == 2 and b.ndim == 2:
+        out = np.empty((m, n), np.float32)
+    else:
+        out = np.empty((max(x.shape[0] for x in (a, b) if x.ndim == 3), m, n), np.float32)
     if out.size:
-        _gemm.gemm(a3, b3, out, int(trans_a), int(trans_b), _core.threads())
-    return out if a.ndim == 3 or b.ndim == 3 else out[0]
+        _gemm.gemm(a, b, out, trans_a, trans_b, _core.threads())
+    return out
 
 
 def _rows(shape: tuple) -> int:
-    return int(np.prod(shape, dtype=np.int64))
+    return math.prod(shape)  # not np.prod, which costs microseconds per call
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -48,12 +51,12 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     b = _core.as_tensor(b, "matmul")
     _core.require_float(a, "matmul", "a")
     _core.require_float(b, "matmul", "b")
-    sa, sb = a.shape, b.shape
-    if a.ndim == 0 or b.ndim == 0:
+    sa, sb = a._data.shape, b._data.shape
+    if not sa or not sb:
         raise ValueError(f"matmul: {sa} @ {sb}: both operands need at least one dimension")
     # 1-D operands: a row vector on the left, a column vector on the right, dropped afterwards.
-    a2 = a._data.reshape((1,) + sa) if a.ndim == 1 else a._data
-    b2 = b._data.reshape(sb + (1,)) if b.ndim == 1 else b._data
+    a2 = a._data.reshape((1,) + sa) if len(sa) == 1 else a._data
+    b2 = b._data.reshape(sb + (1,)) if len(sb) == 1 else b._data
     low = amp.operand_dtype()
     a2, b2 = amp.round_operand(a2, low), amp.round_operand(b2, low)
     m, k = a2.shape[-2:]
@@ -62,11 +65,11 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         raise ValueError(f"matmul: {sa} @ {sb}: inner dimensions {k} != {k2}")
     batch_a, batch_b = a2.shape[:-2], b2.shape[:-2]
     batch = _core.broadcast_shape(batch_a, batch_b, "matmul")
-    out_shape = batch + (() if a.ndim == 1 else (m,)) + (() if b.ndim == 1 else (n,))
+    out_shape = batch + (() if len(sa) == 1 else (m,)) + (() if len(sb) == 1 else (n,))
 
     if b2.ndim == 2:
         # Fold a's batch into rows: one (rows, k)·(k, n) product.
-        a_rows = a2.reshape(_rows(a2.shape[:-1]), k)
+        a_rows = a2 if a2.ndim == 2 else a2.reshape(_rows(a2.shape[:-1]), k)
         out = _product(a_rows, b2)
 
         def backward(g: np.ndarray):
@@ -106,32 +109,34 @@ def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
     w = _core.as_tensor(w, "linear")
     _core.require_float(x, "linear", "input")
     _core.require_float(w, "linear", "weight")
-    if w.ndim != 2:
+    sx, sw = x._data.shape, w._data.shape
+    if len(sw) != 2:
         raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got shape "
-                         f"{w.shape}")
-    if x.ndim == 0 or x.shape[-1] != w.shape[1]:
-        raise ValueError(f"linear: input of shape {x.shape} and weight of shape {w.shape}: "
-                         f"the last dimension of the input must be {w.shape[1]}")
-    n_out, n_in = w.shape
+                         f"{sw}")
+    if not sx or sx[-1] != sw[1]:
+        raise ValueError(f"linear: input of shape {sx} and weight of shape {sw}: "
+                         f"the last dimension of the input must be {sw[1]}")
+    n_out, n_in = sw
     inputs: tuple = (x, w)
     if b is not None:
         b = _core.as_tensor(b, "linear")
         _core.require_float(b, "linear", "bias")
-        if b.shape != (n_out,):
-            raise ValueError(f"linear: bias of shape {b.shape} for a weight of shape {w.shape}; "
-                             f"expected ({n_out},)")
+        if b._data.shape != (n_out,):
+            raise ValueError(f"linear: bias of shape {b._data.shape} for a weight of shape "
+                             f"{sw}; expected ({n_out},)")
         inputs = (x, w, b)
     low = amp.operand_dtype()
-    x_rows = amp.round_operand(x._data.reshape(_rows(x.shape[:-1]), n_in), low)
+    x_rows = x._data if len(sx) == 2 else x._data.reshape(_rows(sx[:-1]), n_in)
+    x_rows = amp.round_operand(x_rows, low)
     w_data = amp.round_operand(w._data, low)
     out = _product(x_rows, w_data, trans_b=True)
     if b is not None:
         out += b._data
-    out_shape = x.shape[:-1] + (n_out,)
+    out_shape = sx[:-1] + (n_out,)
 
     def backward(g: np.ndarray):
         g_rows = amp.round_operand(g, low).reshape(x_rows.shape[0], n_out)
-        gx = _product(g_rows, w_data).reshape(x.shape) if x.requires_grad else None
+        gx = _product(g_rows, w_data).reshape(sx) if x.requires_grad else None
         gw = _product(g_rows, x_rows, trans_a=True) if w.requires_grad else None
         if b is None:
             return gx, gw

@@ -6,6 +6,7 @@ adds rows in index order (np.add.at, sequential), which is deterministic as well
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -17,8 +18,7 @@ from ._core import as_tensor, normalize_dim, record, require_float, threads
 
 def _outer_n_inner(shape: tuple, axis: int) -> tuple:
     shape = shape or (1,)
-    return (int(np.prod(shape[:axis], dtype=np.int64)), shape[axis],
-            int(np.prod(shape[axis + 1:], dtype=np.int64)))
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
 
 
 def _softmax(op: str, input: Tensor, dim: int, log: bool) -> Tensor:
@@ -73,8 +73,8 @@ def layer_norm(input: Tensor, normalized_shape: Union[int, Sequence[int]],
                          f"axes of input of shape {x.shape}")
     w = _affine("layer_norm", "weight", weight, norm, x)
     b = _affine("layer_norm", "bias", bias, norm, x)
-    n = int(np.prod(norm, dtype=np.int64))
-    rows = int(np.prod(x.shape[:x.ndim - k], dtype=np.int64))
+    n = math.prod(norm)
+    rows = math.prod(x.shape[:x.ndim - k])
     y = np.empty(x.shape, float32)
     mean = np.empty(rows, float32)
     rstd = np.empty(rows, float32)

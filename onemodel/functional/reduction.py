@@ -8,6 +8,7 @@ any order and use numpy.
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from typing import Any, Optional, Sequence, Union
 
@@ -95,7 +96,7 @@ def mean(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
                         "convert it with .float()")
     shape = a.shape
     axes = _axes(dim, a.ndim, "mean")
-    count = np.float32(int(np.prod([shape[i] for i in axes], dtype=np.int64)))
+    count = np.float32(math.prod(shape[i] for i in axes))
     # Over no elements: 0/0 = NaN forward, and a gradient for no elements at all.
     with np.errstate(invalid="ignore", divide="ignore"):
         out = (_sum_float(a, axes) if axes else a.copy()) / count
