@@ -16,8 +16,7 @@ from .._kernels import _reduce
 from ..tensor import Tensor, float32
 
 
-def threads() -> int:
-    return _config.num_threads()
+threads = _config.num_threads  # the thread count kernels use, read at every call
 
 
 def as_tensor(x: Any, op: str, like: Optional[Tensor] = None) -> Tensor:

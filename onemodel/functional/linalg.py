@@ -78,7 +78,9 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
             gb = _product(a_rows, g_rows, trans_a=True).reshape(sb) if b.requires_grad else None
             return ga, gb
 
-        return _core.record("matmul", out.reshape(out_shape), (a, b), backward, (a, b))
+        if out.shape != out_shape:
+            out = out.reshape(out_shape)
+        return _core.record("matmul", out, (a, b), backward, (a, b))
 
     # Batched: each operand is either one matrix for every product or a full batch.
     def batched(x: np.ndarray, x_batch: tuple) -> np.ndarray:
