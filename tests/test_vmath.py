@@ -95,9 +95,8 @@ def test_limits():
                                      ("gelu_tanh", inf, 0)]:
         y = forward(op, x)
         assert y[0] == at_inf and y[1] == at_minus_inf, (op, y[:2])
-        # odd functions and x*something keep the sign of zero and the denormals exactly
-        if op in ("tanh", "erf"):
-            assert np.signbit(y[3]) and y[2] == 0
+        if op in ("tanh", "erf", "gelu", "gelu_tanh"):  # the sign of zero is kept
+            assert np.signbit(y[3]) and y[2] == 0 and not np.signbit(y[2]), op
     assert forward("sigmoid", np.array([-100.0], np.float32))[0] > 0  # denormal, not 0
     assert forward("gelu", np.array([-12.0], np.float32))[0] < 0
 

@@ -114,6 +114,7 @@ static inline OMV OMV_FN(om_tanh)(OMV x) {
     OMV large = OMV_SUB(OMV_C(1.0f), OMV_DIV(OMV_C(2.0f), OMV_ADD(e, OMV_C(1.0f))));
     large = OMV_XOR(large, OMV_FN(om_sign)(x));
     OMV y = OMV_SEL(OMV_LT(ax, OMV_C(OM_TANH_SMALL)), small, large);
+    y = OMV_SEL(OMV_EQ(x, OMV_C(0.0f)), x, y);
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
 }
 
@@ -251,6 +252,7 @@ static inline OMV OMV_FN(om_gelu_tanh)(OMV x) {
     OMV neg = OMV_FN(om_ldexp2)(OMV_FN(om_div_one_plus)(OMV_MUL(p, xc), e), n);
     OMV y = OMV_SEL(OMV_LT(a, OMV_C(0.0f)), neg, pos);
     y = OMV_SEL(OMV_LT(OMV_C(OM_GELU_T_XMAX), x), x, y);
+    y = OMV_SEL(OMV_EQ(x, OMV_C(0.0f)), x, y);
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
 }
 
