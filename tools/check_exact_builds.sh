@@ -110,7 +110,7 @@ EOF
         "$venv/bin/python" -m onemodel.examples.reference convnet transformer)
     echo "   state hashes: $hashes"
     echo "== $name: pinned-hash tests"
-    if (cd "$work" && "$venv/bin/python" -m pytest -p no:cacheprovider -q -rfE \
+    if (cd "$work" && "$venv/bin/python" -m pytest -p no:cacheprovider -q --tb=line \
             ${pytest_args[@]+"${pytest_args[@]}"} "$root/tests/test_determinism.py"); then
         result=pass
     else
