@@ -36,7 +36,8 @@ def as_tensor(x: Any, op: str, like: Optional[Tensor] = None) -> Tensor:
 
 
 def require_float(t: Tensor, op: str, name: str = "input") -> None:
-    if t._data.dtype != float32:
+    # Identity first: arrays share numpy's float32 descriptor, and `is` skips a rich compare.
+    if t._data.dtype is not float32 and t._data.dtype != float32:
         raise TypeError(f"{op}: {name} must be float32, got {t._data.dtype} "
                         f"(shape {t.shape})")
 
