@@ -30,12 +30,16 @@ import numpy as np
 from .tensor import Tensor
 
 _DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16"}
-_state = threading.local()
+class _AutocastState(threading.local):
+    dtype: Optional[str] = None  # a class default: reading it never raises
+
+
+_state = _AutocastState()
 
 
 def operand_dtype() -> Optional[str]:
     """"bf16", "fp16" inside autocast (in this thread), else None."""
-    return getattr(_state, "dtype", None)
+    return _state.dtype
 
 
 def dtype_name(dtype: str) -> str:
