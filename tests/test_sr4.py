@@ -316,11 +316,15 @@ def test_resume_in_a_fresh_process_is_bit_exact(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(RESUME)
     path = str(tmp_path / "k.ckpt")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    # The child imports the same onemodel as this process (installed, or a development tree).
+    package_root = os.path.dirname(os.path.dirname(om.__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_root] + sys.path))
 
     def run(mode: str) -> str:
-        return subprocess.run([sys.executable, str(script), mode, path, "37", "80"], env=env,
-                              check=True, capture_output=True, text=True).stdout.strip()
+        out = subprocess.run([sys.executable, str(script), mode, path, "37", "80"], env=env,
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
 
     straight = run("save")
     assert run("resume") == straight
