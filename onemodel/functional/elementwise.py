@@ -294,8 +294,18 @@ def relu(input: Tensor) -> Tensor:
     x = as_tensor(input, "relu")
     a = x._data
     out = np.maximum(a, _ZERO if a.dtype == float32 else 0)
-    # Gradient 0 where the output is <= 0, passed through elsewhere (NaN included), as PyTorch.
-    return record("relu", out, (x,), lambda g: (np.where(out <= 0, 0, g),))
+    return record("relu", out, (x,), lambda g: (_relu_grad(out, g),))
+
+
+def _relu_grad(out: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """g where the output is > 0 or NaN, +0 elsewhere, as PyTorch (a multiply by the mask is
+    several times faster than np.where)."""
+    keep = ~(out <= 0)
+    grad = g * keep
+    grad += _ZERO  # -0 (a negative g times 0) becomes +0
+    if not np.isfinite(g).all():
+        grad[~keep] = 0  # inf·0 is NaN where PyTorch gives 0
+    return grad
 
 
 def clamp(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor:
