@@ -93,9 +93,10 @@ def main(argv: list[str] | None = None) -> float:
             print(f"  val accuracy {info['accuracy']:.4f}  ({time.perf_counter() - start:.1f} s)",
                   file=sys.stderr)
 
+    warmup = min(steps_per_epoch, total // 2)
     trainer = Trainer(model, F.cross_entropy, optimizer, train,
-                      schedule=WarmupCosineLR(args.lr, warmup_steps=steps_per_epoch,
-                                              total_steps=total, final_factor=0.02),
+                      schedule=WarmupCosineLR(args.lr, warmup_steps=warmup, total_steps=total,
+                                              final_factor=0.02),
                       clip_norm=1.0, eval_every=steps_per_epoch, checkpoint_dir=args.out,
                       keep_last=3, eval_loader=DataLoader(data["val"], 512, shuffle=False),
                       callback=report)
