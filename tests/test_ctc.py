@@ -43,7 +43,8 @@ def om_loss(x, targets, il, tl, **kw):
 @pytest.mark.parametrize("zero_infinity", [False, True])
 def test_matches_torch(rng, assert_close, reduction, zero_infinity):
     x, targets, il, tl = batch(rng)
-    il[4], tl[4] = 3, 4  # impossible: inf, or 0 with zero_infinity
+    il[4], tl[4] = 2, 2
+    targets[4, 1] = targets[4, 0]  # a repeated label needs 3 steps: inf, or 0 with zero_infinity
     kw = dict(reduction=reduction, zero_infinity=zero_infinity)
     xt, lt = torch_loss(x, targets, il, tl, **kw)
     xo, lo = om_loss(x, targets, il, tl, **kw)
@@ -163,6 +164,7 @@ def test_exact_on_every_path_and_thread_count(rng, check_exact):
     (dict(input_lengths=[13] + [12] * 5), "input_lengths must be <= 12"),
     (dict(input_lengths=[-1] + [12] * 5), "input_lengths must be >= 0"),
     (dict(target_lengths=[-1] + [2] * 5), "target_lengths must be >= 0"),
+    (dict(target_lengths=[2, 2, 13, 2, 2, 2]), "target_lengths\\[2\\] = 13 is longer"),
     (dict(blank=5), "blank must be"),
     (dict(blank=-1), "blank must be"),
     (dict(reduction="avg"), "reduction must be"),
@@ -184,3 +186,18 @@ def test_bad_types(rng):
         F.ctc_loss(om.tensor(x.numpy()[0]), np.ones((2, 1)), [4, 4], [1, 1])
     with pytest.raises(TypeError, match="float32"):
         F.ctc_loss(om.tensor(np.zeros((4, 2, 3), np.int64)), np.ones((2, 1)), [4, 4], [1, 1])
+
+
+def test_target_longer_than_input_counts_as_zero_with_zero_infinity(rng):
+    x = rng.standard_normal((4, 2, 5)).astype(np.float32)
+    xo = om.tensor(x, requires_grad=True)
+    loss = F.ctc_loss(F.log_softmax(xo, 2), np.ones((2, 6), np.int64), [4, 4], [6, 2],
+                      reduction="none", zero_infinity=True)
+    xt = torch.tensor(x, requires_grad=True)
+    expected = TF.ctc_loss(xt.log_softmax(2), torch.ones((2, 6), dtype=torch.long),
+                           torch.tensor([4, 4]), torch.tensor([6, 2]), reduction="none",
+                           zero_infinity=True)
+    assert loss.detach().numpy()[0] == 0.0 and expected[0].item() == 0.0
+    loss.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), atol=1e-6)

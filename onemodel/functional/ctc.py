@@ -9,9 +9,10 @@ then takes the batch mean (clarifications.md, Losses), "sum" adds them.
 
 Deliberate differences from PyTorch: a target outside [0, C) or equal to the blank raises
 ValueError (PyTorch reads out of bounds or computes a meaningless loss), and targets must be
-integers. A target that no alignment of its input can produce (too long, or repeated labels
-without room for the blanks between them) is an infinite loss, as in PyTorch, or 0 with
-zero_infinity.
+integers, and a target longer than its input raises ValueError unless zero_infinity is set
+(then, as in PyTorch, that row's loss and gradient are 0). A target that fits but that no
+alignment can produce (repeated labels without room for the blanks between them) is an
+infinite loss, as in PyTorch, or 0 with zero_infinity.
 """
 from __future__ import annotations
 
@@ -98,6 +99,11 @@ def ctc_loss(log_probs: Tensor, targets: Any, input_lengths: Any, target_lengths
     blank = int(blank)
     lin = _lengths(input_lengths, "input_lengths", batch, steps)
     lt = _lengths(target_lengths, "target_lengths", batch, np.iinfo(np.int64).max)
+    if not zero_infinity and (lt > lin).any():
+        row = int(np.argmax(lt > lin))
+        raise ValueError(f"{_OP}: target_lengths[{row}] = {lt[row]} is longer than "
+                         f"input_lengths[{row}] = {lin[row]}, so no alignment exists "
+                         "(zero_infinity=True counts such a row as 0)")
     flat, offsets = _flat_targets(targets, lt, batch, classes, blank)
 
     lp = np.ascontiguousarray(log_probs._data)
