@@ -9,7 +9,6 @@ tensordot). Prints milliseconds and onemodel / PyTorch. Run: python bench/conv.p
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
@@ -17,6 +16,8 @@ import torch.nn.functional as TF
 from threadpoolctl import threadpool_limits
 
 from onemodel._kernels import _conv
+
+from _timing import best_of
 
 # name, input (N, C, H, W), output channels
 CONVS = [
@@ -26,17 +27,6 @@ CONVS = [
     ("conv 32->64 8x8", (64, 32, 8, 8), 64),
 ]
 ARGS = ((1, 1), (1, 1), (1, 1), 1)  # stride, padding, dilation, groups
-
-
-def best_seconds(fn, budget: float) -> float:
-    fn()
-    best, spent, runs = float("inf"), 0.0, 0
-    while spent < budget or runs < 3:
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        best, spent, runs = min(best, dt), spent + dt, runs + 1
-    return best
 
 
 def numpy_conv(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -128,13 +118,13 @@ def main() -> None:
         for name, om, npy, th in cases:
             for threads in (1, 2):
                 torch.set_num_threads(threads)
-                t_om = best_seconds(lambda: om(threads), budget)
-                t_th = best_seconds(th, budget)
+                t_om = best_of(lambda: om(threads), budget)
+                t_th = best_of(th, budget)
                 if npy is None:
                     t_np = "-"
                 else:
                     with threadpool_limits(threads, user_api="blas"):
-                        t_np = f"{best_seconds(npy, budget) * 1e3:9.2f}"
+                        t_np = f"{best_of(npy, budget) * 1e3:9.2f}"
                 print(f"{name:34s} {threads:3d} {t_om * 1e3:9.2f} {t_np:>9s} "
                       f"{t_th * 1e3:9.2f} {t_om / t_th:8.2f}")
 

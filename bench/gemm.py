@@ -7,13 +7,14 @@ dW = dY.T @ X. Prints GFLOP/s and onemodel / PyTorch. Run: python bench/gemm.py 
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
 from onemodel._kernels import _gemm
+
+from _timing import best_of
 
 # name, (rows, cols) of a and b as stored, trans_a, trans_b
 CASES = [
@@ -25,17 +26,6 @@ CASES = [
     ("bwd dX = dY.W", (256, 1024), (1024, 784), False, False),
     ("bwd dW = dY^T.X", (256, 1024), (256, 784), True, False),
 ]
-
-
-def best_seconds(fn, budget: float) -> float:
-    fn()
-    best, spent, runs = float("inf"), 0.0, 0
-    while spent < budget or runs < 3:
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        best, spent, runs = min(best, dt), spent + dt, runs + 1
-    return best
 
 
 def main() -> None:
@@ -59,10 +49,10 @@ def main() -> None:
         flops = 2.0 * m * n * k
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            om = best_seconds(lambda: _gemm.gemm(a, b, out, ta, tb, threads), budget)
+            om = best_of(lambda: _gemm.gemm(a, b, out, ta, tb, threads), budget)
             with threadpool_limits(threads, user_api="blas"):
-                npy = best_seconds(lambda: np.matmul(opa, opb), budget)
-            th = best_seconds(lambda: torch.matmul(topa, topb, out=tout), budget)
+                npy = best_of(lambda: np.matmul(opa, opb), budget)
+            th = best_of(lambda: torch.matmul(topa, topb, out=tout), budget)
             g = [flops / s / 1e9 for s in (om, npy, th)]
             print(f"{name:24s} {threads:3d} {g[0]:9.1f} {g[1]:9.1f} {g[2]:9.1f} "
                   f"{g[0] / g[2]:8.2f}")

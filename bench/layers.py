@@ -11,7 +11,6 @@ milliseconds, with the onemodel / PyTorch ratio. Run: python bench/layers.py [--
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
@@ -20,22 +19,7 @@ from threadpoolctl import threadpool_limits
 import onemodel as om
 from onemodel import interop, nn
 
-
-def best_seconds(fns, budget: float) -> list[float]:
-    """Best time of each function, running them in turn so load hits all alike."""
-    for fn in fns:
-        fn()
-    best = [float("inf")] * len(fns)
-    spent, runs = 0.0, 0
-    while spent < budget or runs < 3:
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            dt = time.perf_counter() - t0
-            best[i] = min(best[i], dt)
-            spent += dt
-        runs += 1
-    return best
+from _timing import best_seconds
 
 
 def numpy_lstm(x: np.ndarray, sd: dict, layers: int, hidden: int) -> np.ndarray:

@@ -14,7 +14,6 @@ Run: python bench/models.py [--quick] [--mode exact|fast]
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
@@ -25,22 +24,7 @@ import onemodel as om
 import onemodel.functional as F
 from onemodel import nn
 
-
-def best_seconds(fns, budget: float) -> list[float]:
-    """Best time of each function, running them in turn so load hits all alike."""
-    for fn in fns:
-        fn()
-    best = [float("inf")] * len(fns)
-    spent, runs = 0.0, 0
-    while spent < budget or runs < 3:
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            dt = time.perf_counter() - t0
-            best[i] = min(best[i], dt)
-            spent += dt
-        runs += 1
-    return best
+from _timing import best_seconds
 
 
 def conv_block(lib, cin: int, cout: int, pool):

@@ -10,26 +10,15 @@ onemodel is faster). Run: python bench/ops.py [--quick]
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
 
 from onemodel._kernels import _vmath
 
+from _timing import best_of
+
 N = 1 << 20
-
-
-def best_seconds(fn, budget: float) -> float:
-    # The best of many runs: the machine may be shared, and the minimum is the kernel's cost.
-    fn()
-    best, spent, runs = float("inf"), 0.0, 0
-    while spent < budget or runs < 20:
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        best, spent, runs = min(best, dt), spent + dt, runs + 1
-    return best
 
 
 def numpy_forward(x: np.ndarray, out: np.ndarray) -> dict:
@@ -83,27 +72,27 @@ def main() -> None:
     b = rng.standard_normal(N, dtype=np.float32)
     for name, fn in (("numpy add", lambda: np.add(x, b, out=out)),
                      ("numpy mul", lambda: np.multiply(x, b, out=out))):
-        t = best_seconds(fn, budget)
+        t = best_of(fn, budget, 20)
         print(f"{name:18s} {1:3d} {'':9s} {t * 1e6:9.1f}")
     for op in _vmath.OPS:
         xi = np.abs(x) + np.float32(1e-3) if op == "log" else x
         xt, ot, gt = torch.from_numpy(xi), torch.from_numpy(out.copy()), torch.from_numpy(g)
         np_fn = numpy_forward(xi, out).get(op)
-        np_s = best_seconds(np_fn, budget) if np_fn else float("nan")
+        np_s = best_of(np_fn, budget, 20) if np_fn else float("nan")
         _vmath.unary(op, xi, out, 1)
         saved = out.copy() if _vmath.saves_output(op) else xi
         st = torch.from_numpy(saved)
         grad_in = np.empty_like(x)
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            om = best_seconds(lambda: _vmath.unary(op, xi, out, threads), budget)
-            row(op, threads, om, np_s, best_seconds(torch_forward(op, xt, ot), budget))
+            om = best_of(lambda: _vmath.unary(op, xi, out, threads), budget, 20)
+            row(op, threads, om, np_s, best_of(torch_forward(op, xt, ot), budget, 20))
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            om = best_seconds(lambda: _vmath.unary_backward(op, saved, g, grad_in, threads),
-                              budget)
+            om = best_of(lambda: _vmath.unary_backward(op, saved, g, grad_in, threads),
+                         budget, 20)
             row(op + " bwd", threads, om, float("nan"),
-                best_seconds(torch_backward(op, st, gt), budget))
+                best_of(torch_backward(op, st, gt), budget, 20))
 
 
 if __name__ == "__main__":

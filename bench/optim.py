@@ -9,7 +9,6 @@ momentum 20 (p, g, b read; p, b written). Run: python bench/optim.py [--quick]
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
@@ -18,21 +17,9 @@ import onemodel as om
 from onemodel import optim
 from onemodel.tensor import tensor
 
+from _timing import best_seconds
+
 BYTES_PER_PARAM = {"AdamW": 28, "SGD momentum": 20}
-
-
-def best_seconds(fns, runs: int) -> list[float]:
-    """The fastest of `runs` calls of each function, taken in turns so that all of them see
-    the same machine (other processes sharing the cores slow some calls, never speed one)."""
-    best = [float("inf")] * len(fns)
-    for fn in fns:
-        fn()
-    for _ in range(runs):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
 
 
 def copy_bandwidth(n_bytes: int, threads: int, runs: int) -> tuple[float, float]:
@@ -41,7 +28,8 @@ def copy_bandwidth(n_bytes: int, threads: int, runs: int) -> tuple[float, float]
     src, dst = np.ones(n, np.float32), np.empty(n, np.float32)
     torch.set_num_threads(threads)
     tsrc, tdst = torch.from_numpy(src), torch.from_numpy(dst)
-    t_np, t_torch = best_seconds([lambda: np.copyto(dst, src), lambda: tdst.copy_(tsrc)], runs)
+    t_np, t_torch = best_seconds([lambda: np.copyto(dst, src), lambda: tdst.copy_(tsrc)],
+                                 min_runs=runs)
     return 2 * n_bytes / t_np / 1e9, 2 * n_bytes / t_torch / 1e9
 
 
@@ -99,7 +87,8 @@ def main() -> None:
             torch.set_num_threads(threads)
             t_om, t_fe, t_lp = best_seconds([ours(kind, params, grads),
                                              theirs(kind, params, grads, True),
-                                             theirs(kind, params, grads, False)], runs)
+                                             theirs(kind, params, grads, False)],
+                                            min_runs=runs)
             gbs = BYTES_PER_PARAM[kind] * total / t_om / 1e9
             print(f"{kind:<14}{threads:>4}{t_om * 1e3:>13.2f}{t_fe * 1e3:>15.2f}"
                   f"{t_lp * 1e3:>12.2f}{t_fe / t_om:>11.2f}x{t_lp / t_om:>8.2f}x"

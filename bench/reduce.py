@@ -9,25 +9,13 @@ torch / onemodel (above 1: onemodel is faster). Run: python bench/reduce.py [--q
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
 
 from onemodel._kernels import _reduce
 
-
-def best_seconds(fn, budget: float) -> float:
-    # The best of many runs: a 2-thread call stalls whenever another process (or the idle,
-    # spinning threads of torch's own OpenMP runtime) holds one of the cores.
-    fn()
-    best, spent, runs = float("inf"), 0.0, 0
-    while spent < budget or runs < 30:
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        best, spent, runs = min(best, dt), spent + dt, runs + 1
-    return best
+from _timing import best_of
 
 
 def np_softmax(x: np.ndarray, log: bool) -> np.ndarray:
@@ -99,11 +87,11 @@ def main() -> None:
     print(f"{'operation':28s} {'thr':>3s} {'onemodel':>9s} {'numpy':>9s} {'torch':>9s} "
           f"{'torch/om':>8s} {'numpy/om':>8s}   (microseconds)")
     for name, om_fn, np_fn, th_fn in cases(rng):
-        np_s = best_seconds(np_fn, budget) if np_fn else float("nan")
+        np_s = best_of(np_fn, budget, 30) if np_fn else float("nan")
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            om = best_seconds(lambda: om_fn(threads), budget)
-            th = best_seconds(th_fn, budget)
+            om = best_of(lambda: om_fn(threads), budget, 30)
+            th = best_of(th_fn, budget, 30)
             print(f"{name:28s} {threads:3d} {om * 1e6:9.1f} {np_s * 1e6:9.1f} {th * 1e6:9.1f} "
                   f"{th / om:8.2f} {np_s / om:8.2f}")
 

@@ -36,17 +36,7 @@ from onemodel._kernels import _gemm, _sr4
 from onemodel.optim import SGD, SR4, AdamW
 from onemodel.optim.lr import CosineLR
 
-
-def best_seconds(fns, runs: int) -> list[float]:
-    best = [float("inf")] * len(fns)
-    for fn in fns:
-        fn()
-    for _ in range(runs):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
+from _timing import best_seconds
 
 
 # -- part 1: kernels -------------------------------------------------------------------------
@@ -70,7 +60,8 @@ def bench_step(threads: int, runs: int) -> None:
     tadamw = torch.optim.AdamW(tp, lr=1e-3, foreach=True)
     om.set_num_threads(threads)
     torch.set_num_threads(threads)
-    t_sr4, t_adamw, t_torch = best_seconds([sr4.step, adamw.step, tadamw.step], runs)
+    t_sr4, t_adamw, t_torch = best_seconds([sr4.step, adamw.step, tadamw.step],
+                                               min_runs=runs)
     print(f"step, {n / 1e6:.0f}M params, {threads} thread(s): SR4 {n / t_sr4 / 1e9:.2f} G/s, "
           f"AdamW {n / t_adamw / 1e9:.2f} G/s, torch AdamW {n / t_torch / 1e9:.2f} G/s; "
           f"SR4 / AdamW = {t_adamw / t_sr4:.2f}x, SR4 / torch = {t_torch / t_sr4:.2f}x")
@@ -92,7 +83,7 @@ def bench_forward(threads: int, runs: int, m: int = 256, k: int = 1024, n: int =
         lambda: _sr4.ternary_matmul(x, q, n, 2, out, threads),
         lambda: _gemm.gemm(x3, w3, out3, 0, 1, threads),
         lambda: x @ w.T,
-        lambda: xt @ wt.T], runs)
+        lambda: xt @ wt.T], min_runs=runs)
     gflop = 2 * m * n * k / 1e9
     print(f"forward ({m}, {k}) x ({n}, {k})^T, {threads} thread(s): ternary "
           f"{t_tern * 1e3:.2f} ms, float32 gemm {t_gemm * 1e3:.2f} ms ({gflop / t_gemm:.0f} "
