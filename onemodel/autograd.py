@@ -74,7 +74,8 @@ class Node:
         self.inputs = tuple(inputs)
         self.backward_fn: Optional[BackwardFn] = backward_fn
         self.saved = tuple(saved)
-        self.saved_versions = tuple(t._version for t in self.saved)
+        # _vc[0] is _version without the property call: this runs for every recorded op.
+        self.saved_versions = tuple([t._vc[0] for t in self.saved])
 
     def __lt__(self, other: "Node") -> bool:  # heap order: newest first
         return self.seq > other.seq

@@ -215,3 +215,35 @@ def test_bad_arguments_raise_before_writing():
     with pytest.raises(ValueError, match="overlaps"):
         _gemm.gemm(buf[:3], np.ones((6, 6), f), buf[1:4], False, False, 1)
     assert (out == 7).all() and (buf == 7).all()
+
+
+@pytest.mark.parametrize("batch", [None, 3])
+def test_bias_is_one_rounded_add_after_the_product(isa, batch):
+    """gemm(..., bias) equals the product followed by out += bias, bit for bit, on every path,
+    also for k = 0 (out = bias) and for a batch."""
+    rng = np.random.default_rng(5)
+    for path in ISAS:
+        isa(path)
+        for m, n, k in [(5, 7, 9), (14, 33, 17), (3, 4, 0)]:
+            a = rand(rng, *(((batch,) if batch else ()) + (m, k)))
+            b = rand(rng, k, n)
+            bias = rand(rng, n)
+            expected = run(a, b, trans_b=True, batch=batch) + bias
+            out = np.empty_like(expected)
+            _gemm.gemm(a, np.ascontiguousarray(b.T), out, False, True, 2, bias)
+            np.testing.assert_array_equal(out.view(np.uint32), expected.view(np.uint32))
+            if k == 0:
+                np.testing.assert_array_equal(out, np.broadcast_to(bias, out.shape))
+
+
+def test_bad_bias_raises_before_writing():
+    f = np.float32
+    a, b = np.ones((3, 4), f), np.ones((4, 6), f)
+    out = np.full((3, 6), 7, f)
+    for bias in (np.ones(5, f), np.ones((1, 6), f), np.ones(6), np.ones(12, f)[::2], [1.0] * 6):
+        with pytest.raises(ValueError, match="bias must be a C-contiguous float32 vector of "
+                                             "length 6"):
+            _gemm.gemm(a, b, out, False, False, 1, bias)
+        assert (out == 7).all()
+    with pytest.raises(ValueError, match="overlaps"):
+        _gemm.gemm(a, b, out, False, False, 1, out[0])

@@ -65,12 +65,14 @@ cdef void _shape3(x, int64_t *dims) noexcept:
     dims[2] = cnp.PyArray_DIM(<cnp.ndarray>x, nd - 1)
 
 
-def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads) -> None:
-    """out[p] = op(a[p]) @ op(b[p]); op transposes the last two axes when trans_* is set.
+def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads, bias=None) -> None:
+    """out[p] = op(a[p]) @ op(b[p]) (+ bias); op transposes the last two axes when trans_* is set.
 
     a, b, out: float32 C-contiguous, 2-D (one product) or 3-D (batch, rows, cols). The batch of
-    a or b is either out's batch or 1 (that operand is used for every product). Everything is
-    checked before the kernel writes anything.
+    a or b is either out's batch or 1 (that operand is used for every product). bias, if given,
+    is a float32 vector of out's column count added to every row after the product (one
+    rounded add per element, as `out += bias` would do, without a second call into numpy).
+    Everything is checked before the kernel writes anything.
     """
     if not (_fits(a, False) and _fits(b, False) and _fits(out, True)):
         _check_array("a", a, a, b, trans_a, trans_b)
@@ -103,9 +105,15 @@ def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads) -> None:
     if nthreads < 1:
         raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: nthreads must be "
                          f">= 1, got {nthreads}")
+    if bias is not None and not (f32_array(bias, False) and cnp.PyArray_NDIM(<cnp.ndarray>bias) == 1
+                                 and cnp.PyArray_DIM(<cnp.ndarray>bias, 0) == n):
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: bias must be a "
+                         f"C-contiguous float32 vector of length {n}, got "
+                         f"{getattr(bias, 'dtype', type(bias).__name__)} "
+                         f"{getattr(bias, 'shape', '')}")
     if batch * m * n == 0:
         return
-    if overlap(out, a) or overlap(out, b):
+    if overlap(out, a) or overlap(out, b) or bias is not None and overlap(out, bias):
         raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: out overlaps an operand")
 
     # The kernel reads nothing when k == 0 (it writes zeros), and a and b are then empty.
@@ -114,9 +122,15 @@ def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads) -> None:
     cdef float *cp = data_of(out)
     cdef int64_t sa = 0 if batch_a == 1 else m * k
     cdef int64_t sb = 0 if batch_b == 1 else k * n
+    cdef const float *biasp = data_of(bias) if bias is not None else NULL
+    cdef int64_t row, j
     cdef int status
     with nogil:
         status = om_gemm_f32(batch, m, n, k, ap, sa, trans_a, bp, sb, trans_b, cp, nthreads)
+        if status == 0 and biasp != NULL:
+            for row in range(batch * m):
+                for j in range(n):
+                    cp[row * n + j] = cp[row * n + j] + biasp[j]
     if status != 0:
         raise MemoryError(f"matmul: {_operands(a, b, trans_a, trans_b)}: out of memory for "
                           f"packing buffers")

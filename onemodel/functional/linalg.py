@@ -24,9 +24,10 @@ from . import _core
 
 
 def _product(a: np.ndarray, b: np.ndarray, trans_a: bool = False,
-             trans_b: bool = False) -> np.ndarray:
-    """op(a)·op(b) for float32 arrays of rank 2 or 3 (a 2-D operand, or a leading batch of 1,
-    serves every product of the batch); the result is 3-D if either operand is."""
+             trans_b: bool = False, bias: Optional[np.ndarray] = None) -> np.ndarray:
+    """op(a)·op(b) (+ bias, a vector over the columns) for float32 arrays of rank 2 or 3 (a 2-D
+    operand, or a leading batch of 1, serves every product of the batch); the result is 3-D if
+    either operand is."""
     a = np.ascontiguousarray(a)
     b = np.ascontiguousarray(b)
     m = a.shape[-1] if trans_a else a.shape[-2]
@@ -36,7 +37,7 @@ def _product(a: np.ndarray, b: np.ndarray, trans_a: bool = False,
     else:
         out = np.empty((max(x.shape[0] for x in (a, b) if x.ndim == 3), m, n), np.float32)
     if out.size:
-        _gemm.gemm(a, b, out, trans_a, trans_b, _core.threads())
+        _gemm.gemm(a, b, out, trans_a, trans_b, _core.threads(), bias)
     return out
 
 
@@ -128,12 +129,16 @@ def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
                              f"{sw}; expected ({n_out},)")
         inputs = (x, w, b)
     low = amp.operand_dtype()
-    x_rows = x._data if len(sx) == 2 else x._data.reshape(_rows(sx[:-1]), n_in)
-    x_rows = amp.round_operand(x_rows, low)
-    w_data = amp.round_operand(w._data, low)
-    out = _product(x_rows, w_data, trans_b=True)
-    if b is not None:
-        out += b._data
+    x_rows = np.ascontiguousarray(x._data if len(sx) == 2
+                                  else x._data.reshape(_rows(sx[:-1]), n_in))
+    w_data = np.ascontiguousarray(w._data)
+    if low is not None:
+        x_rows = amp.round_operand(x_rows, low)
+        w_data = amp.round_operand(w_data, low)
+    out = np.empty((x_rows.shape[0], n_out), np.float32)
+    if out.size:
+        _gemm.gemm(x_rows, w_data, out, False, True, _core.threads(),
+                   None if b is None else b._data)
     out_shape = sx[:-1] + (n_out,)
 
     def backward(g: np.ndarray):
