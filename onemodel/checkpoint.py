@@ -177,8 +177,9 @@ def _encode(value: Any) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
-def to_bytes(model: Any, optimizer: Any = None, extra: Optional[dict] = None) -> bytes:
-    """The checkpoint of the whole training state; the same state gives the same bytes."""
+def _chunks(model: Any, optimizer: Any, extra: Optional[dict]) -> list:
+    """The checkpoint as a list of byte strings and array views, in file order: the header and
+    manifest, then each tensor after its alignment padding. The arrays are not copied."""
     manifest, arrays = _manifest(model, optimizer, _check_extra(extra))
     if len(_encode(manifest["extra"])) > MAX_EXTRA_TEXT:
         raise ValueError(f"checkpoint: extra takes more than {MAX_EXTRA_TEXT} bytes of "
@@ -188,43 +189,58 @@ def to_bytes(model: Any, optimizer: Any = None, extra: Optional[dict] = None) ->
     entries = manifest["model"] + (manifest["optimizer"]["state"] if optimizer is not None
                                    else [])
     data_length = entries[-1]["offset"] + entries[-1]["length"] if entries else 0
-    buf = bytearray(data_offset + data_length)
-    HEADER.pack_into(buf, 0, MAGIC, VERSION, 0, HEADER.size, len(text), data_offset,
-                     data_length, len(buf), 0)
-    buf[HEADER.size:HEADER.size + len(text)] = text
+    head = HEADER.pack(MAGIC, VERSION, 0, HEADER.size, len(text), data_offset, data_length,
+                       data_offset + data_length, 0) + text
+    chunks: list = [head + bytes(data_offset - len(head))]
+    end = 0
     for entry, arr in zip(entries, arrays):
-        start = data_offset + entry["offset"]
-        buf[start:start + arr.nbytes] = np.ascontiguousarray(
-            arr, dtype=DTYPES[entry["dtype"]]).tobytes()
-    return bytes(buf)
+        if entry["offset"] > end:
+            chunks.append(bytes(entry["offset"] - end))
+        if arr.nbytes:
+            raw = np.ascontiguousarray(arr, dtype=DTYPES[entry["dtype"]])
+            chunks.append(memoryview(raw.reshape(-1)).cast("B"))
+        end = entry["offset"] + entry["length"]
+    return chunks
+
+
+def to_bytes(model: Any, optimizer: Any = None, extra: Optional[dict] = None) -> bytes:
+    """The checkpoint of the whole training state; the same state gives the same bytes."""
+    return b"".join(_chunks(model, optimizer, extra))
 
 
 def state_hash(model: Any, optimizer: Any = None) -> str:
-    """Hex SHA-256 of the checkpoint bytes of this state."""
-    return hashlib.sha256(to_bytes(model, optimizer)).hexdigest()
+    """Hex SHA-256 of the checkpoint bytes of this state (hashed piece by piece, no copy)."""
+    sha = hashlib.sha256()
+    for chunk in _chunks(model, optimizer, None):
+        sha.update(chunk)
+    return sha.hexdigest()
 
 
 def save(path: str | os.PathLike, model: Any, optimizer: Any = None,
          extra: Optional[dict] = None) -> None:
     """Writes atomically: a temporary file in the same folder, fsync, rename, fsync the folder.
 
-    A failure at any point leaves the previous file intact and no temporary file behind.
+    A failure before the rename leaves the previous file intact and no temporary file behind;
+    the OSError itself propagates (errno intact). Only the folder fsync comes after the rename:
+    if it fails, the new checkpoint is complete at `path` but may not survive a power cut, and
+    its OSError propagates too. The tensors are written from the arrays themselves, no copy.
     """
-    _atomic_write(os.fspath(path), to_bytes(model, optimizer, extra))
+    _atomic_write(os.fspath(path), _chunks(model, optimizer, extra))
 
 
-def _atomic_write(path: str, data: bytes) -> None:
+def _atomic_write(path: str, chunks: list) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
                                suffix=".tmp")
     try:
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                if written <= 0:
-                    raise OSError(f"checkpoint: writing {tmp} made no progress")
-                view = view[written:]
+            for chunk in chunks:
+                view = memoryview(chunk)
+                while view:
+                    written = os.write(fd, view)
+                    if written <= 0:
+                        raise OSError(f"checkpoint: writing {tmp} made no progress")
+                    view = view[written:]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -247,10 +263,11 @@ def _fsync_folder(folder: str) -> None:
 
 
 # -- reading --------------------------------------------------------------------------------
-def _read_header(data: bytes) -> tuple[int, int, int, int]:
-    if len(data) < HEADER.size:
-        raise BadHeader(f"file of {len(data)} bytes is shorter than the 64-byte header")
-    magic, version, flags, m_off, m_len, d_off, d_len, f_len, reserved = HEADER.unpack_from(data)
+def _read_header(head: bytes, size: int) -> tuple[int, int, int, int]:
+    """Checks the header (the file's first bytes) against the file's real length `size`."""
+    if size < HEADER.size:
+        raise BadHeader(f"file of {size} bytes is shorter than the 64-byte header")
+    magic, version, flags, m_off, m_len, d_off, d_len, f_len, reserved = HEADER.unpack_from(head)
     if magic != MAGIC:
         raise BadHeader(f"magic {magic!r} is not {MAGIC!r}")
     if version != VERSION:
@@ -259,36 +276,36 @@ def _read_header(data: bytes) -> tuple[int, int, int, int]:
         raise BadHeader(f"flags {flags:#x} are not 0")
     if reserved != 0:
         raise BadHeader(f"reserved field {reserved:#x} is not 0")
-    if f_len != len(data):
-        raise BadHeader(f"file_length {f_len} differs from the real length {len(data)}")
+    if f_len != size:
+        raise BadHeader(f"file_length {f_len} differs from the real length {size}")
     if m_off != HEADER.size:
         raise BadHeader(f"manifest_offset {m_off} is not {HEADER.size}")
-    if m_len > len(data) - m_off:
-        raise BadHeader(f"manifest of {m_len} bytes leaves the {len(data)}-byte file")
+    if m_len > size - m_off:
+        raise BadHeader(f"manifest of {m_len} bytes leaves the {size}-byte file")
     if d_off % ALIGN != 0:
         raise BadHeader(f"data_offset {d_off} is not a multiple of {ALIGN}")
-    if d_off < m_off + m_len or d_off > len(data):
+    if d_off < m_off + m_len or d_off > size:
         raise BadHeader(f"data_offset {d_off} is not between the manifest end "
-                        f"{m_off + m_len} and the file end {len(data)}")
-    if d_len != len(data) - d_off:
+                        f"{m_off + m_len} and the file end {size}")
+    if d_len != size - d_off:
         raise BadHeader(f"data_length {d_len} is not file length - data_offset "
-                        f"({len(data) - d_off})")
+                        f"({size - d_off})")
     return m_off, m_len, d_off, d_len
 
 
 # A JSON string (an unterminated one runs to the end; possessive, so the scan stays linear on
-# any input).
-_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?', re.DOTALL)
+# any input). It runs on the UTF-8 bytes: a multi-byte character never holds an ASCII byte.
+_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"?', re.DOTALL)
 _OPEN = np.zeros(256, np.int8)
 _OPEN[[ord("["), ord("{")]] = 1
 _OPEN[[ord("]"), ord("}")]] = -1
 
 
-def _json_depth_ok(text: str) -> bool:
+def _json_depth_ok(raw: bytes) -> bool:
     """Nesting depth of brackets outside strings, counted without recursion."""
-    outside = _STRING.sub("", text).encode("utf-8", "surrogatepass")
-    if not outside:
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:  # cannot nest deeper, strings or not
         return True
+    outside = _STRING.sub(b"", raw)
     depth = np.cumsum(_OPEN[np.frombuffer(outside, np.uint8)], dtype=np.int64)
     return int(depth.max()) <= MAX_DEPTH
 
@@ -306,18 +323,22 @@ def _reject_constant(name: str) -> None:
     raise BadManifest(f"{name} is not a JSON number")
 
 
-def _parse_manifest(raw: bytes, limit: int) -> dict:
+def _check_manifest_length(length: int, limit: int) -> None:
+    """Before the manifest is read: its length against the target's bound."""
     limit = min(limit, MAX_MANIFEST)
-    if len(raw) > limit:
-        raise BadManifest(f"manifest of {len(raw)} bytes exceeds the limit of {limit} bytes "
+    if length > limit:
+        raise BadManifest(f"manifest of {length} bytes exceeds the limit of {limit} bytes "
                           "for this target")
+
+
+def _parse_manifest(raw: bytes) -> dict:
     if raw.startswith(b"\xef\xbb\xbf"):
         raise BadManifest("manifest starts with a byte-order mark")
     try:
         text = raw.decode("utf-8", errors="strict")
     except UnicodeDecodeError as e:
         raise BadManifest(f"manifest is not valid UTF-8: {e.reason} at byte {e.start}") from None
-    if not _json_depth_ok(text):
+    if not _json_depth_ok(raw):
         raise BadManifest(f"manifest nests deeper than {MAX_DEPTH} levels")
     try:
         value = json.loads(text, object_pairs_hook=_reject_duplicates,
@@ -487,33 +508,82 @@ def _check_extent(entries: list[dict], data_length: int, what: str) -> None:
                             f"the data region of {data_length} bytes")
 
 
-def _manifest_limit(model: Any, optimizer: Any) -> int:
-    manifest, _ = _manifest(model, optimizer, [])
-    own = len(_encode(manifest))
+# A bound on the writer's JSON for one tensor entry beyond its name and dimensions (field
+# names, dtype, 20-digit offset and length), for the manifest-wide part, and for one
+# hyper-parameter; a name character takes at most 6 bytes (a \u escape).
+_ENTRY_BOUND, _MANIFEST_BOUND, _HYPER_BOUND = 128, 256, 64
+
+
+def _manifest_limit(state: list[tuple[str, np.ndarray]], optimizer: Any) -> int:
+    """Twice a bound on the manifest this target writes, plus the margin (computed from the
+    names and ranks, so no JSON is encoded for it)."""
+    own = _MANIFEST_BOUND + sum(_ENTRY_BOUND + 6 * len(name) + 21 * arr.ndim
+                                for name, arr in state)
     if optimizer is None:
         own *= OPTIMIZER_ALLOWANCE
+    else:
+        own += 6 * len(type(optimizer).__name__) + sum(
+            _HYPER_BOUND + 6 * len(name) for name in optimizer.hyper_parameters())
     return 2 * own + MANIFEST_MARGIN
 
 
-def _as_bytes(data: Any) -> bytes:
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"checkpoint: expected bytes, got {type(data).__name__}")
-    return bytes(data)
+class _Memory:
+    """Checkpoint bytes in memory, read by _restore."""
+
+    def __init__(self, data: Any) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"checkpoint: expected bytes, got {type(data).__name__}")
+        self.data = memoryview(data).cast("B")
+        self.size = len(self.data)
+
+    def read(self, offset: int, length: int) -> bytes:
+        return bytes(self.data[offset:offset + length])
+
+    def read_into(self, arr: np.ndarray, offset: int, dtype: np.dtype) -> None:
+        arr[...] = np.frombuffer(self.data, dtype, arr.size, offset).reshape(arr.shape)
 
 
-def from_bytes(data: bytes, model: Any, optimizer: Any = None) -> dict:
-    """Restores model (and optimizer) from checkpoint bytes; returns the extra integers.
+class _File:
+    """An open checkpoint file, read by _restore: the header and manifest as bytes, each tensor
+    straight into its destination array (no copy of the file in memory)."""
 
-    Every check runs before anything is changed; errors are CheckpointError subclasses only.
-    """
-    data = _as_bytes(data)
-    m_off, m_len, d_off, d_len = _read_header(data)
-    manifest = _validate_manifest(_parse_manifest(data[m_off:m_off + m_len],
-                                                  _manifest_limit(model, optimizer)))
+    def __init__(self, f: Any) -> None:
+        self.f = f
+        self.size = os.fstat(f.fileno()).st_size
+
+    def _fill(self, view: memoryview, offset: int) -> None:
+        self.f.seek(offset)
+        done = 0
+        while done < len(view):
+            n = self.f.readinto(view[done:])
+            if not n:
+                raise BadHeader(f"file ended at byte {offset + done}, before the length its "
+                                "header gives: it changed while being read")
+            done += n
+
+    def read(self, offset: int, length: int) -> bytes:
+        buf = bytearray(length)
+        self._fill(memoryview(buf), offset)
+        return bytes(buf)
+
+    def read_into(self, arr: np.ndarray, offset: int, dtype: np.dtype) -> None:
+        if arr.flags.c_contiguous and arr.dtype == dtype:
+            self._fill(memoryview(arr.reshape(-1)).cast("B"), offset)
+        else:  # the state arrays are contiguous and native; this path is for safety only
+            tmp = np.empty(arr.shape, dtype)
+            self._fill(memoryview(tmp.reshape(-1)).cast("B"), offset)
+            arr[...] = tmp
+
+
+def _restore(source: Any, model: Any, optimizer: Any) -> dict:
+    """Checks header, manifest, entries and extents in that order, then restores."""
+    m_off, m_len, d_off, d_len = _read_header(source.read(0, HEADER.size), source.size)
     model_state = _model_state(model)
+    opt_state = _optimizer_state(optimizer) if optimizer is not None else []
+    _check_manifest_length(m_len, _manifest_limit(model_state + opt_state, optimizer))
+    manifest = _validate_manifest(_parse_manifest(source.read(m_off, m_len)))
     _match(manifest["model"], model_state, "model")
     entries = list(manifest["model"])
-    opt_state: list[tuple[str, np.ndarray]] = []
     if optimizer is not None:
         if "optimizer" not in manifest:
             raise Mismatch("optimizer state was asked for, but the file holds a model only")
@@ -522,7 +592,6 @@ def from_bytes(data: bytes, model: Any, optimizer: Any = None) -> dict:
             raise Mismatch(f"optimizer kind {_short(saved['kind'])} in the file, "
                            f"{type(optimizer).__name__!r} in the target")
         hyper = _match_hyper(saved["hyper"], optimizer)
-        opt_state = _optimizer_state(optimizer)
         _match(saved["state"], opt_state, "optimizer state")
         entries += saved["state"]
     _check_extent(manifest["model"], d_len, "model")
@@ -534,13 +603,21 @@ def from_bytes(data: bytes, model: Any, optimizer: Any = None) -> dict:
     if optimizer is not None:
         _load_hyper(optimizer, hyper)
     for entry, (_, arr) in zip(entries, model_state + opt_state):
-        values = np.frombuffer(data, DTYPES[entry["dtype"]], arr.size, d_off + entry["offset"])
-        arr[...] = values.reshape(arr.shape)
+        if arr.size:
+            source.read_into(arr, d_off + entry["offset"], DTYPES[entry["dtype"]])
     for _, t in model._named_state():
         t._version += 1
     if optimizer is not None:
         optimizer.step_count = manifest["optimizer"]["step"]
     return dict(manifest["extra"])
+
+
+def from_bytes(data: bytes, model: Any, optimizer: Any = None) -> dict:
+    """Restores model (and optimizer) from checkpoint bytes; returns the extra integers.
+
+    Every check runs before anything is changed; errors are CheckpointError subclasses only.
+    """
+    return _restore(_Memory(data), model, optimizer)
 
 
 def _match_hyper(saved: list[tuple[str, int]], optimizer: Any) -> dict[str, float]:
@@ -570,16 +647,19 @@ def _load_hyper(optimizer: Any, values: dict[str, float]) -> None:
 
 
 def load(path: str | os.PathLike, model: Any, optimizer: Any = None) -> dict:
-    """Reads the whole file, then restores as from_bytes; returns the extra integers."""
-    with open(path, "rb") as f:
-        data = f.read()
-    return from_bytes(data, model, optimizer)
+    """Restores as from_bytes, reading the header and manifest first and then each tensor
+    straight into its array, so a load needs no memory beyond the manifest; returns the extra
+    integers. Only a file that changes on disk during the load (it ends before the length its
+    header gave) can fail after the copying began: BadHeader, with the target partly loaded."""
+    with open(path, "rb", buffering=0) as f:
+        return _restore(_File(f), model, optimizer)
 
 
 def _extra_of(data: bytes) -> dict:
     """The extra integers of checkpoint bytes, header and manifest checked, no target."""
-    m_off, m_len, _, _ = _read_header(data)
-    return _validate_manifest(_parse_manifest(data[m_off:m_off + m_len], MAX_MANIFEST))["extra"]
+    m_off, m_len, _, _ = _read_header(data[:HEADER.size], len(data))
+    _check_manifest_length(m_len, MAX_MANIFEST)
+    return _validate_manifest(_parse_manifest(data[m_off:m_off + m_len]))["extra"]
 
 
 # -- rotation -------------------------------------------------------------------------------
@@ -648,9 +728,9 @@ class CheckpointManager:
                                  f"got {metric!r}")
             metric = float(metric)
             extra[METRIC_KEY] = _metric_bits(metric)
-        data = to_bytes(model, optimizer, extra)
+        chunks = _chunks(model, optimizer, extra)
         path = os.path.join(self.folder, f"step-{int(step):08d}.ckpt")
-        _atomic_write(path, data)
+        _atomic_write(path, chunks)
         # The oldest beyond keep_last go; the file just written stays even if its step is lower.
         others = [p for _, p in self._steps() if p != path]
         for old in others[:max(0, len(others) - (self.keep_last - 1))]:
@@ -658,6 +738,6 @@ class CheckpointManager:
                 os.unlink(old)
         if metric is not None and (self.best_metric is None or (
                 metric > self.best_metric if higher_is_better else metric < self.best_metric)):
-            _atomic_write(self.best_path, data)
+            _atomic_write(self.best_path, chunks)
             self.best_metric = metric
         return path
