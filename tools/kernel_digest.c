@@ -181,6 +181,8 @@ static void check_reduce(run_t *r, int nt) {
         const int64_t o = shapes[s][0], n = shapes[s][1], in = shapes[s][2], size = o * n * in;
         float *x = uniform(size, 8.0f), *g = uniform(size, 1.0f), *y = zeros(size);
         float *dx = zeros(size), *sum = zeros(o * in);
+        if (s < 2)  /* specials in the first row (n along the row) or across the first columns */
+            memcpy(x, SPECIALS, sizeof SPECIALS);
         om_sum_axis_f32(x, sum, o, n, in, nt);
         snprintf(name, sizeof name, "sum %lldx%lldx%lld", (long long)o, (long long)n,
                  (long long)in);
@@ -225,6 +227,7 @@ static void check_optim(run_t *r, int nt) {
                           1};
     for (int step = 0; step < 3; step++) {
         float *g = uniform(n, 0.5f);
+        if (step == 0) memcpy(g + n - N_SPECIALS, SPECIALS, sizeof SPECIALS);  /* vectors and tail */
         sgd.first = step == 0;
         sgd.nesterov = step != 1;
         om_sgd_step_f32(p, g, buf, n, &sgd, nt);

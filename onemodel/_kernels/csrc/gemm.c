@@ -123,7 +123,7 @@ static void pack_b(const om_gemm_ukernel *u, int64_t depth, int64_t cols, view b
 static void macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth, float *c,
                          int64_t ldc, int accumulate) {
     const int mr = x->u->mr, nr = x->u->nr;
-    _Alignas(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
+    OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
     for (int64_t i0 = 0; i0 < rows; i0 += mr) {
         const float *ap = x->abuf + i0 * depth;
         int64_t h = rows - i0 < mr ? rows - i0 : mr;
@@ -207,7 +207,7 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
     int failed = 0;
 
     /* Whole products per thread when the batch divides evenly, else sub-blocks of each. */
-#pragma omp parallel num_threads(t) if (t > 1)
+#pragma omp parallel num_threads(t) if (t > 1) reduction(|: failed)
     {
         ctx x = {u, m, n, k, mc, nc, NULL, NULL};
         x.abuf = alloc_aligned((size_t)(round_up(mc, u->mr) * kc) * sizeof(float));
@@ -216,7 +216,6 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
         for (int64_t j = 0; j < jobs; j++) {
             int64_t p = j / (gm * gn), m0 = (j % (gm * gn)) / gn * bm, n0 = j % gn * bn;
             if (!x.abuf || !x.bbuf) {
-#pragma omp atomic write
                 failed = 1;
                 continue;
             }

@@ -41,6 +41,7 @@ const om_gemm_ukernel *om_gemm_ukernel_f32_scalar(void);
 const om_gemm_ukernel *om_gemm_ukernel_f32_sse2(void);
 const om_gemm_ukernel *om_gemm_ukernel_f32_avx2(void);
 const om_gemm_ukernel *om_gemm_ukernel_f32_avx512(void);
+const om_gemm_ukernel *om_gemm_ukernel_f32_neon(void);
 
 /* C[p] = op(A[p]) * op(B[p]) for p < batch. op(A) is m x k: a holds it row-major (m, k), or
  * (k, m) when trans_a. op(B) is k x n: b holds (k, n), or (n, k) when trans_b. c is (m, n)

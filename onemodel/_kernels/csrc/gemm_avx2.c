@@ -13,25 +13,25 @@ enum { MR = 6, NV = 2, NR = 8 * NV };
 static void kernel(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                    int accumulate) {
     __m256 acc[MR][NV];
-#pragma GCC unroll 8
+OM_UNROLL(8)
     for (int i = 0; i < MR; i++)
-#pragma GCC unroll 8
+OM_UNROLL(8)
         for (int v = 0; v < NV; v++)
             acc[i][v] = accumulate ? _mm256_loadu_ps(c + i * ldc + 8 * v) : _mm256_setzero_ps();
     for (int64_t k = 0; k < kc; k++, a += MR, b += NR) {
         __m256 bv[NV];
-#pragma GCC unroll 8
+OM_UNROLL(8)
         for (int v = 0; v < NV; v++) bv[v] = _mm256_load_ps(b + 8 * v);
-#pragma GCC unroll 8
+OM_UNROLL(8)
         for (int i = 0; i < MR; i++) {
             __m256 ai = _mm256_broadcast_ss(a + i);
-#pragma GCC unroll 8
+OM_UNROLL(8)
             for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
         }
     }
-#pragma GCC unroll 8
+OM_UNROLL(8)
     for (int i = 0; i < MR; i++)
-#pragma GCC unroll 8
+OM_UNROLL(8)
         for (int v = 0; v < NV; v++) _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
 }
 

@@ -17,28 +17,28 @@ enum { MR = 8, NV = 2, NR = 16 * NV, PREFETCH_K = 8 };
 static void kernel(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                    int accumulate) {
     __m512 acc[MR][NV];
-#pragma GCC unroll 16
+OM_UNROLL(16)
     for (int i = 0; i < MR; i++)
-#pragma GCC unroll 4
+OM_UNROLL(4)
         for (int v = 0; v < NV; v++)
             acc[i][v] = accumulate ? _mm512_loadu_ps(c + i * ldc + 16 * v) : _mm512_setzero_ps();
     for (int64_t k = 0; k < kc; k++, a += MR, b += NR) {
         __m512 bv[NV];
-#pragma GCC unroll 4
+OM_UNROLL(4)
         for (int v = 0; v < NV; v++) {
             _mm_prefetch((const char *)(b + PREFETCH_K * NR + 16 * v), _MM_HINT_T0);
             bv[v] = _mm512_load_ps(b + 16 * v);
         }
-#pragma GCC unroll 16
+OM_UNROLL(16)
         for (int i = 0; i < MR; i++) {
             __m512 ai = _mm512_set1_ps(a[i]);
-#pragma GCC unroll 4
+OM_UNROLL(4)
             for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
         }
     }
-#pragma GCC unroll 16
+OM_UNROLL(16)
     for (int i = 0; i < MR; i++)
-#pragma GCC unroll 4
+OM_UNROLL(4)
         for (int v = 0; v < NV; v++) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
 }
 
@@ -74,7 +74,7 @@ static void transpose(int64_t depth, int rows, const float *src, int64_t rs, flo
         int n = depth - k < 16 ? (int)(depth - k) : 16;
         __mmask16 k_mask = (__mmask16)((1u << n) - 1);
         __m512 r[16];
-#pragma GCC unroll 16
+OM_UNROLL(16)
         for (int i = 0; i < 16; i++)
             r[i] = i < rows ? _mm512_maskz_loadu_ps(k_mask, src + i * rs + k) : _mm512_setzero_ps();
         transpose16(r);

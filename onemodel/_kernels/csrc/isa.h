@@ -30,6 +30,30 @@ enum { OM_ISA_SCALAR = 0, OM_ISA_SSE2 = 1, OM_ISA_AVX2 = 2, OM_ISA_AVX512 = 3, O
 #define OM_HAVE_OPENMP 0
 #endif
 
+/* A pragma inside a macro and the alignment of a local array, in the spelling every compiler
+ * takes: MSVC and clang-cl have __pragma and __declspec(align) in any C mode, while _Pragma
+ * and _Alignas need a recent MSVC in /std:c11 mode. */
+#if defined(_MSC_VER)
+#define OM_PRAGMA(x) __pragma(x)
+#define OM_ALIGNED(n) __declspec(align(n))
+#else
+#define OM_PRAGMA(x) _Pragma(#x)
+#define OM_ALIGNED(n) _Alignas(n)
+#endif
+
+/* A loop unroll hint; MSVC has no such pragma (and warns on unknown ones). */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define OM_UNROLL(n)
+#else
+#define OM_UNROLL(n) OM_PRAGMA(GCC unroll n)
+#endif
+
+/* Before Visual Studio 2022 (MSVC 19.30), /fp:precise let the compiler contract a multiply and
+ * an add into a fused multiply-add on x64, which would change exact-mode bits. */
+#if defined(_MSC_VER) && !defined(__clang__) && _MSC_VER < 1930
+#error "onemodel's kernels need MSVC 19.30 (Visual Studio 2022) or later"
+#endif
+
 extern int om_isa;
 
 /* 1 if the path was compiled into this build and the CPU (and OS) can run it. */

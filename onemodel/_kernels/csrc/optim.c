@@ -26,7 +26,7 @@ static const unary_fn clamp_table[OM_ISA_COUNT] = OM_ISA_TABLE(om_clamp_f32);
 
 /* The loop over chunks; each caller names its thread count nt. */
 #if OM_HAVE_OPENMP
-#define PARALLEL_CHUNKS _Pragma("omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)")
+#define PARALLEL_CHUNKS OM_PRAGMA(omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1))
 #else
 #define PARALLEL_CHUNKS (void)nt;
 #endif

@@ -1,4 +1,4 @@
-/* The vector translation of the scalar reference in optim.h, written once for every x86 path.
+/* The vector translation of the scalar reference in optim.h, written once for every vector path.
  *
  * An ISA file defines the vector type V, its width W, the operations below (each one IEEE
  * single-precision instruction, never a fused multiply-add) and OM_NAME(f) (f with the path's
