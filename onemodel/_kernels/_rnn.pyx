@@ -93,11 +93,15 @@ cdef tuple _dims(str op, str cell, xw, w_hh, lengths):
     return t, b, h, g
 
 
-cdef tuple _checked(str op, str cell, list dirs, lengths, int nthreads):
-    # Each direction is {"reverse": bool, name: array, ...}.
-    """(T, B, H, G) after checking every direction's arrays against the first one's shapes."""
+cdef tuple _checked(str op, str cell, list dirs, lengths, int nthreads, tuple needed):
+    """(T, B, H, G) after checking that every direction ({"reverse": bool, name: array, ...})
+    has the `needed` arrays, and every array against the first direction's shapes."""
     if not 1 <= len(dirs) <= DIRECTIONS_MAX:
         raise ValueError(f"{op}: between 1 and {DIRECTIONS_MAX} directions, got {len(dirs)}")
+    for d in dirs:
+        for name in needed:
+            if name not in d:
+                raise ValueError(f"{op}: missing array {name!r}")
     if nthreads < 1:
         raise ValueError(f"{op}: nthreads must be >= 1, got {nthreads}")
     first = dirs[0]
@@ -130,11 +134,7 @@ def forward(str cell, list dirs, lengths, int nthreads) -> None:
     op = cell + "_forward"
     needed = ("xw", "w_hh", "bias", "h0", "y", "gates", "h_n") + (
         ("c0", "cs", "c_n") if cell == "lstm" else ("hn_lin",))
-    for d in dirs:
-        for name in needed:
-            if name not in d:
-                raise ValueError(f"{op}: missing array {name!r}")
-    t, b, h, g = _checked(op, cell, dirs, lengths, nthreads)
+    t, b, h, g = _checked(op, cell, dirs, lengths, nthreads, needed)
     cdef om_rnn_forward_args args[2]
     cdef int i
     for i in range(len(dirs)):
@@ -167,11 +167,7 @@ def backward(str cell, list dirs, lengths, int nthreads) -> None:
     op = cell + "_backward"
     needed = ("w_hh", "h0", "y", "gates", "gy", "g_hn", "dgx", "dh0") + (
         ("c0", "cs", "g_cn", "dc0") if cell == "lstm" else ("hn_lin", "dgh"))
-    for d in dirs:
-        for name in needed:
-            if name not in d:
-                raise ValueError(f"{op}: missing array {name!r}")
-    t, b, h, g = _checked(op, cell, dirs, lengths, nthreads)
+    t, b, h, g = _checked(op, cell, dirs, lengths, nthreads, needed)
     cdef om_rnn_backward_args args[2]
     cdef int i
     for i in range(len(dirs)):
