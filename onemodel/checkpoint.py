@@ -221,11 +221,17 @@ def save(path: str | os.PathLike, model: Any, optimizer: Any = None,
     """Writes atomically: a temporary file in the same folder, fsync, rename, fsync the folder.
 
     A failure before the rename leaves the previous file intact and no temporary file behind;
-    the OSError itself propagates (errno intact). Only the folder fsync comes after the rename:
+    the OSError itself propagates (errno intact), unwrapped. Temporaries left by a process
+    killed while saving to `path` are removed by the next successful save. Only the folder fsync comes after the rename:
     if it fails, the new checkpoint is complete at `path` but may not survive a power cut, and
     its OSError propagates too. The tensors are written from the arrays themselves, no copy.
     """
     _atomic_write(os.fspath(path), _chunks(model, optimizer, extra))
+
+
+def _temporary_name(path: str) -> re.Pattern:
+    """The names mkstemp gives the temporaries of `path` (the prefix, 8 random characters)."""
+    return re.compile(re.escape("." + os.path.basename(path) + ".") + r"[A-Za-z0-9_]{8}\.tmp")
 
 
 def _atomic_write(path: str, chunks: list) -> None:
@@ -249,6 +255,14 @@ def _atomic_write(path: str, chunks: list) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    # A process killed mid-save leaves its temporary behind; the next save of the same path
+    # removes it. (A concurrent save of the same path then fails at its rename, loudly, and
+    # the file at `path` stays a complete checkpoint.)
+    stale = _temporary_name(path)
+    for entry in os.scandir(folder):
+        if stale.fullmatch(entry.name):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
     _fsync_folder(folder)
 
 
