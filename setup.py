@@ -43,6 +43,14 @@ GNU_ISA_FLAGS = {
     "neon": [],
 }
 MSVC_ISA_FLAGS = {"sse2": [], "avx2": ["/arch:AVX2"], "avx512": ["/arch:AVX512"], "neon": []}
+# MSVC (Visual Studio 2022 or later: csrc/isa.h refuses older ones, whose /fp:precise could
+# contract on x64): /fp:precise never fuses a multiply and an add. clang-cl maps /fp:precise to
+# contraction *on*, so it also gets the clang option, passed through /clang: (a bare
+# -ffp-contract=off is ignored by clang-cl with a warning). /std:c11 for the kernel sources
+# only (restrict, _Alignas); the Cython modules keep MSVC's default C mode.
+MSVC_BASE = ["/O2", "/fp:precise"]
+CLANG_CL_BASE = MSVC_BASE + ["/clang:-ffp-contract=off"]
+MSVC_KERNEL_ONLY = ["/std:c11"]
 
 
 def neon_complete() -> bool:
@@ -83,8 +91,9 @@ class BuildExt(build_ext):
         msvc = self.compiler.compiler_type == "msvc"
         omp_compile, omp_link = self._probe_openmp(msvc) or ([], [])
         self.openmp = bool(omp_compile)
-        base = (["/O2", "/fp:precise"] if msvc else
+        base = ((CLANG_CL_BASE if self._is_clang_cl() else MSVC_BASE) if msvc else
                 [opt_flag(), "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-std=c11"])
+        kernel_only = MSVC_KERNEL_ONLY if msvc else []
         macros = [("OM_HAVE_OPENMP", "1" if self.openmp else "0"),
                   ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
         for isa in ISAS_FOR_ARCH:
@@ -98,7 +107,7 @@ class BuildExt(build_ext):
             flags = (MSVC_ISA_FLAGS if msvc else GNU_ISA_FLAGS).get(isa, []) if isa else []
             objects += self.compiler.compile(
                 [str(source.relative_to(ROOT))], output_dir=self.build_temp, macros=macros,
-                include_dirs=[str(CSRC)], extra_postargs=base + flags + omp_compile,
+                include_dirs=[str(CSRC)], extra_postargs=base + kernel_only + flags + omp_compile,
                 depends=[str(p) for p in (ROOT / CSRC).glob("*.h")])
         kernel_sources = [str(p.relative_to(ROOT)) for p in (ROOT / CSRC).glob("*.[ch]")]
         for ext in self.extensions:
@@ -109,6 +118,12 @@ class BuildExt(build_ext):
             ext.extra_compile_args = base + omp_compile
             ext.extra_link_args = omp_link
         super().build_extensions()
+
+    def _is_clang_cl(self) -> bool:
+        """Whether the MSVC-style compiler is clang-cl (its executable, known once initialised)."""
+        if not getattr(self.compiler, "initialized", True):
+            self.compiler.initialize()
+        return "clang-cl" in os.path.basename(str(getattr(self.compiler, "cc", ""))).lower()
 
     def _probe_openmp(self, msvc: bool) -> tuple[list[str], list[str]] | None:
         """The first OpenMP (compile, link) flags that build a program, or None."""
