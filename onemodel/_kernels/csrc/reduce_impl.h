@@ -11,8 +11,8 @@
  *   vf_exp(v)                  om_expf lane by lane (csrc/vmath*.h: the same bits on every path),
  *   vf_lanes(v, l)             the 16 lanes to l[0..15].
  * Lane j of a vector loaded from p holds p[j], so "lane j" is the same element on every path
- * (AVX-512: one register; AVX2: two; SSE2: four; scalar: an array). Elementwise steps are
- * single IEEE operations, so they agree on every path whatever the vector width.
+ * (AVX-512: one register; AVX2: two; SSE2 and NEON: four; scalar: an array). Elementwise
+ * steps are single IEEE operations, so they agree on every path whatever the vector width.
  *
  * Order (defined in reduce.c): along a vector, 16 lanes and a fixed tree per chunk of OM_CHUNK
  * elements, chunk sums added in order; across columns, a plain sequential sum over the rows.
