@@ -14,7 +14,6 @@ import onemodel as om
 import onemodel.functional as F
 from onemodel import _config, checkpoint, nn
 from onemodel._kernels import _sr4, available_isas, select_isa
-from onemodel.functional.linalg import _product
 from onemodel.optim import SGD, SR4
 
 C0 = 0x9E3779B97F4A7C15
@@ -210,32 +209,133 @@ def test_every_isa_and_thread_count_gives_the_same_q(isa_restore):
 
 
 # -- the ternary product -----------------------------------------------------------------------
-@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 0, 5), (0, 4, 2), (130, 70, 33),
-                                   (257, 31, 17), (16, 300, 64)])
-def test_ternary_matmul_equals_float_product(m, k, n, isa_restore):
+def ref_pairs_product(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The documented order (csrc/sr4.h): per output, +0 plus the pair sums t[2p] + t[2p+1] in
+    ascending p, t = +x, -x or +0 by the weight, float32 throughout."""
+    m, k = x.shape
+    t = np.where(w[None] == 1, x[:, None], np.where(w[None] == -1, -x[:, None],
+                                                   np.float32(0)))
+    if k % 2:
+        t = np.concatenate([t, np.zeros(t.shape[:2] + (1,), np.float32)], 2)
+    with np.errstate(invalid="ignore", over="ignore"):
+        pairs = t[..., 0::2] + t[..., 1::2]
+        acc = np.zeros((m, w.shape[0]), np.float32)
+        for p in range(pairs.shape[2]):
+            acc = acc + pairs[..., p]
+    return acc
+
+
+def plan_of(q: np.ndarray, n: int, k: int, theta: int = 2) -> np.ndarray:
+    codes = np.empty(_sr4.plan_size(n, k), np.uint8)
+    _sr4.ternary_plan(q, n, k, theta, codes, 1)
+    return codes
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal bytes, NaNs of any payload counting as one."""
+    a, b = np.where(np.isnan(a), np.nan, a), np.where(np.isnan(b), np.nan, b)
+    return a.tobytes() == b.tobytes()
+
+
+# Rows around the block of 64 rows, columns around blocks of 16 pairs, odd sizes, 2-output steps.
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 0, 5), (0, 4, 2), (1, 2, 3), (63, 31, 2),
+                                   (64, 32, 17), (65, 33, 3), (130, 70, 33), (16, 300, 64)])
+def test_ternary_matmul_is_the_pair_order_on_every_path(m, k, n, isa_restore):
     rng = np.random.default_rng(m + k + n)
-    x = rng.standard_normal((m, k)).astype(np.float32)
-    x.reshape(-1)[:3] = [0.0, -0.0, 1e-40][:x.size]
+    # Magnitudes over many octaves so that the order of the additions shows in the bits.
+    x = (rng.standard_normal((m, k)) * 2.0 ** rng.integers(-12, 12, (m, k))).astype(np.float32)
     q = np.zeros((n * k + 1) // 2, np.uint8)
     _sr4.init(q, n * k, 1, 0, 3)
     w = np.empty(n * k, np.float32)
     _sr4.materialize(q, w, 2, 1)
-    expect = _product(x, w.reshape(n, k), trans_b=True) if m * n else np.zeros((m, n))
-    exact = x.astype(np.float64) @ w.reshape(n, k).T.astype(np.float64)
-    np.testing.assert_allclose(expect, exact, rtol=1e-5, atol=1e-5)
+    w = w.reshape(n, k)
+    expect = ref_pairs_product(x, w)
+    np.testing.assert_allclose(expect, x.astype(np.float64) @ w.T.astype(np.float64),
+                               rtol=1e-4, atol=1e-3)
+    codes = plan_of(q, n, k)
     for isa in available_isas():
         select_isa(isa)
         for threads in (1, 2, 3):
             out = np.full((m, n), np.nan, np.float32)
-            _sr4.ternary_matmul(x, q, n, 2, out, threads)
-            assert out.tobytes() == np.asarray(expect, np.float32).tobytes(), (isa, threads)
+            _sr4.ternary_matmul(x, codes, n, out, threads)
+            assert out.tobytes() == expect.tobytes(), (isa, threads)
+
+
+def test_pair_order_differs_from_the_sequential_sum():
+    """The reference above is not vacuous: on such data the k-sequential sum differs."""
+    rng = np.random.default_rng(5)
+    m, k, n = 64, 64, 16
+    x = (rng.standard_normal((m, k)) * 2.0 ** rng.integers(-12, 12, (m, k))).astype(np.float32)
+    w = rng.integers(-1, 2, (n, k)).astype(np.float32)
+    seq = np.zeros((m, n), np.float32)
+    for c in range(k):
+        seq = seq + np.where(w[:, c] == 1, x[:, c:c + 1], np.where(w[:, c] == -1, -x[:, c:c + 1],
+                                                                  np.float32(0)))
+    assert seq.tobytes() != ref_pairs_product(x, w).tobytes()
+
+
+def test_ternary_matmul_special_values(isa_restore):
+    rng = np.random.default_rng(2)
+    m, k, n = 70, 67, 9
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-45, 3e38, -3e38],
+                        np.float32)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    x.reshape(-1)[rng.integers(0, m * k, 400)] = rng.choice(specials, 400)
+    x[0] = -0.0  # a row of negative zeros: every sum is +0
+    q = np.zeros((n * k + 1) // 2, np.uint8)
+    _sr4.init(q, n * k, 3, 0, 3)
+    w = np.empty(n * k, np.float32)
+    _sr4.materialize(q, w, 2, 1)
+    expect = ref_pairs_product(x, w.reshape(n, k))
+    codes = plan_of(q, n, k)
+    for isa in available_isas():
+        select_isa(isa)
+        for threads in (1, 2):
+            out = np.empty((m, n), np.float32)
+            _sr4.ternary_matmul(x, codes, n, out, threads)
+            assert same_bits(out, expect), (isa, threads)
+    assert np.signbit(expect[0]).sum() == 0
 
 
 def test_ternary_matmul_skips_zero_weights_for_inf():
     q = np.array([0x03], np.uint8)  # w = [+1, 0]
     out = np.empty((1, 1), np.float32)
-    _sr4.ternary_matmul(np.array([[2.0, np.inf]], np.float32), q, 1, 2, out, 1)
+    _sr4.ternary_matmul(np.array([[2.0, np.inf]], np.float32), plan_of(q, 1, 2), 1, out, 1)
     assert out[0, 0] == 2.0
+
+
+@pytest.mark.parametrize("theta", [1, 2, 5])
+def test_plan_matches_materialised_weights(theta):
+    rng = np.random.default_rng(theta)
+    for n, k in [(3, 7), (5, 32), (2, 33), (4, 100)]:
+        q = rng.integers(0, 256, (n * k + 1) // 2).astype(np.uint8)
+        if n * k % 2:
+            q[-1] &= 15
+        w = ternary(unpack(q, n * k), theta).reshape(n, k)
+        x = rng.standard_normal((5, k)).astype(np.float32)
+        out = np.empty((5, n), np.float32)
+        _sr4.ternary_matmul(x, plan_of(q, n, k, theta), n, out, 1)
+        assert out.tobytes() == ref_pairs_product(x, w).tobytes(), (n, k)
+
+
+def test_ternary_plan_and_product_check_sizes():
+    q = np.zeros(6, np.uint8)
+    with pytest.raises(ValueError, match="ternary_plan"):
+        _sr4.ternary_plan(q, 3, 4, 2, np.empty(5, np.uint8), 1)
+    with pytest.raises(ValueError, match="ternary_matmul"):
+        _sr4.ternary_matmul(np.zeros((2, 4), np.float32), plan_of(q, 3, 4), 4,
+                            np.empty((2, 4), np.float32), 1)
+
+
+def test_layer_plan_follows_q_changed_in_place():
+    layer = nn.TernaryLinear(6, 2, bias=False)
+    SR4(nn.ternary_weights(layer), seed=1)
+    x = om.Tensor(np.ones((1, 6), np.float32))
+    layer(x)
+    layer.weight.packed[:] = 0x22  # every q = 2: every weight +1
+    out = layer(x).detach().numpy()
+    np.testing.assert_array_equal(out, layer.scale.detach().numpy()[None] * 6)
+    assert (layer.weight.detach().numpy() == 1).all()
 
 
 # -- TernaryLinear --------------------------------------------------------------------------------

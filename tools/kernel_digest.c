@@ -401,7 +401,8 @@ static void check_rnn(run_t *r, int nt) {
 }
 
 static void check_sr4(run_t *r, int nt) {
-    enum { ROWS = 130, K = 40, M = 9, N = ROWS * K };  /* more than one row and depth block */
+    /* More than one block of rows and of pairs; K odd, so pairs cross bytes of q. */
+    enum { ROWS = 130, K = 41, M = 70, N = ROWS * K };
     uint8_t q[(N + 1) / 2];
     om_sr4_init(q, N, 42, 1000, 2);
     rec_bytes(r, "sr4 init", q, sizeof q);
@@ -419,9 +420,12 @@ static void check_sr4(run_t *r, int nt) {
     rec_f32(r, "sr4 step w", w, N);
     om_sr4_materialize(q, N, 3, w, nt);
     rec_f32(r, "sr4 materialize", w, N);
-    om_sr4_ternary_matmul(M, ROWS, K, x, q, 2, out, nt);
+    uint8_t *codes = malloc((size_t)om_sr4_ternary_plan_size(ROWS, K));
+    om_sr4_ternary_plan(q, ROWS, K, 2, codes, nt);
+    rec_bytes(r, "sr4 ternary plan", codes, (size_t)om_sr4_ternary_plan_size(ROWS, K));
+    om_sr4_ternary_matmul(M, ROWS, K, x, codes, out, nt);
     rec_f32(r, "sr4 ternary matmul", out, M * ROWS);
-    free(g), free(w), free(x), free(out);
+    free(g), free(w), free(x), free(out), free(codes);
 }
 
 static void run_all(run_t *r, int nt) {

@@ -24,8 +24,11 @@ cdef extern from "sr4.h" nogil:
     void om_sr4_step(uint8_t *q, const float *g, float *w, int64_t n, const om_sr4_step_args *a,
                      int nthreads)
     void om_sr4_materialize(const uint8_t *q, int64_t n, int32_t theta, float *w, int nthreads)
-    int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const uint8_t *q,
-                              int32_t theta, float *out, int nthreads)
+    int64_t om_sr4_ternary_plan_size(int64_t n, int64_t k)
+    void om_sr4_ternary_plan(const uint8_t *q, int64_t n, int64_t k, int32_t theta,
+                             uint8_t *codes, int nthreads)
+    int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x,
+                              const uint8_t *codes, float *out, int nthreads)
 
 
 def set_isa(int isa) -> None:
@@ -99,20 +102,40 @@ def materialize(const uint8_t[::1] q not None, float[::1] w not None, int32_t th
         om_sr4_materialize(&q[0], n, theta, &w[0], nthreads)
 
 
-def ternary_matmul(const float[:, ::1] x not None, const uint8_t[::1] q not None,
-                   int64_t n, int32_t theta, float[:, ::1] out not None, int nthreads) -> None:
-    """out (m, n) = x (m, k) . W^T with W (n, k) the ternary weights of q; no multiplies."""
+def plan_size(int64_t n, int64_t k) -> int:
+    """Bytes of the plan of a ternary (n, k) weight."""
+    return om_sr4_ternary_plan_size(n, k)
+
+
+def ternary_plan(const uint8_t[::1] q not None, int64_t n, int64_t k, int32_t theta,
+                 uint8_t[::1] codes not None, int nthreads) -> None:
+    """The plan of the ternary product for W (n, k) of packed q: one byte per pair of columns."""
+    _packed("sr4.ternary_plan", q.shape[0], n * k)
+    if codes.shape[0] != om_sr4_ternary_plan_size(n, k):
+        raise ValueError(f"sr4.ternary_plan: codes has {codes.shape[0]} bytes, a ({n}, {k}) "
+                         f"weight needs {om_sr4_ternary_plan_size(n, k)}")
+    if codes.shape[0] == 0:
+        return
+    with nogil:
+        om_sr4_ternary_plan(&q[0] if q.shape[0] else NULL, n, k, theta, &codes[0], nthreads)
+
+
+def ternary_matmul(const float[:, ::1] x not None, const uint8_t[::1] codes not None,
+                   int64_t n, float[:, ::1] out not None, int nthreads) -> None:
+    """out (m, n) = x (m, k) . W^T from the plan of W (n, k); adds only (order in csrc/sr4.h)."""
     cdef int64_t m = x.shape[0], k = x.shape[1]
     cdef int rc
-    _packed("sr4.ternary_matmul", q.shape[0], n * k)
+    if codes.shape[0] != om_sr4_ternary_plan_size(n, k):
+        raise ValueError(f"sr4.ternary_matmul: the plan has {codes.shape[0]} bytes, a ({n}, "
+                         f"{k}) weight needs {om_sr4_ternary_plan_size(n, k)}")
     if out.shape[0] != m or out.shape[1] != n:
         raise ValueError(f"sr4.ternary_matmul: out is {(out.shape[0], out.shape[1])}, "
                          f"expected {(m, n)}")
     if m == 0 or n == 0:
         return
     cdef const float *xp = &x[0, 0] if k > 0 else NULL
-    cdef const uint8_t *qp = &q[0] if k > 0 else NULL
+    cdef const uint8_t *cp = &codes[0] if codes.shape[0] else NULL
     with nogil:
-        rc = om_sr4_ternary_matmul(m, n, k, xp, qp, theta, &out[0, 0], nthreads)
+        rc = om_sr4_ternary_matmul(m, n, k, xp, cp, &out[0, 0], nthreads)
     if rc != 0:
         raise MemoryError(f"sr4.ternary_matmul: no scratch memory for ({m}, {k}) x ({n}, {k})")

@@ -9,11 +9,12 @@ its training state is SR4's (`q.<i>` in the optimizer's state, 4 bits per weight
 and `ternary_weights(model)` lists the weights to hand to SR4. A checkpoint of the model with
 its SR4 optimizer therefore stores each weight once, as 4 bits.
 
-Forward: the product x · Wᵀ reads the packed state directly (csrc/sr4.c: add, subtract or skip,
-no multiply), then the scale and bias run through the ordinary differentiable ops. Backward is
+Forward: the product x · Wᵀ runs from a plan of the packed state (csrc/sr4.h: one byte per pair
+of weights, rebuilt only when q changed) and adds only: each output sums its pairs of signed
+inputs, pair by pair in ascending order (zero weights contribute +0, so an infinite input meets
+no 0 · inf). Then the scale and bias run through the ordinary differentiable ops. Backward is
 straight-through: the gradient of W is that of a float weight, gᵀ · x, summed over the batch;
-the gradient of x is g · W. For finite inputs the product is bit for bit the float32 product
-with W as floats (zero weights are skipped, so an infinite input meets no 0 · inf).
+the gradient of x is g · W.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class TernaryWeight(Tensor):
     like a parameter's. `theta` is the dead zone the values are read with (SR4 sets it).
     """
 
-    __slots__ = ("packed", "theta")
+    __slots__ = ("packed", "theta", "_plan", "_plan_of")
 
     @classmethod
     def zeros(cls, shape: tuple) -> "TernaryWeight":
@@ -44,7 +45,26 @@ class TernaryWeight(Tensor):
         n = t._data.size
         t.packed = np.zeros((n + 1) // 2, np.uint8)
         t.theta = 2
+        t._plan, t._plan_of = None, None
         return t
+
+    def plan(self, nthreads: int) -> np.ndarray:
+        """The plan of the ternary product for the current q and theta (cached).
+
+        The cache is keyed by a copy of q, not by a version counter: q may change under the
+        layer (a checkpoint loads the optimizer's q in place), and comparing 4 bits per weight
+        costs little next to one product. A rebuilt plan also rewrites the float values, so
+        they follow q; graphs already recorded stay valid, as the values only repeat q.
+        """
+        if self._plan_of is None or self._plan_of[0] != self.theta \
+                or not np.array_equal(self._plan_of[1], self.packed):
+            n, k = self.shape
+            if self._plan is None:
+                self._plan = np.empty(_sr4.plan_size(n, k), np.uint8)
+            _sr4.ternary_plan(self.packed, n, k, self.theta, self._plan, nthreads)
+            _sr4.materialize(self.packed, self._data.reshape(-1), self.theta, nthreads)
+            self._plan_of = (self.theta, self.packed.copy())
+        return self._plan
 
     def __repr__(self) -> str:
         return "TernaryWeight containing:\n" + super().__repr__()
@@ -63,11 +83,9 @@ def ternary_matmul(x: Tensor, w: TernaryWeight) -> Tensor:
                          f"{w.shape}: the last dimension of the input must be {n_in}")
     x_rows = np.ascontiguousarray(x._data.reshape(_rows(x.shape[:-1]), n_in))
     nthreads = _core.threads()
-    # The values follow q even when q was loaded from a checkpoint after the last step; the
-    # write repeats what SR4 wrote otherwise, so graphs already recorded stay valid.
-    _sr4.materialize(w.packed, w._data.reshape(-1), w.theta, nthreads)
+    plan = w.plan(nthreads)
     out = np.empty((x_rows.shape[0], n_out), np.float32)
-    _sr4.ternary_matmul(x_rows, w.packed, n_out, w.theta, out, nthreads)
+    _sr4.ternary_matmul(x_rows, plan, n_out, out, nthreads)
 
     def backward(g: np.ndarray):
         g_rows = g.reshape(x_rows.shape[0], n_out)

@@ -5,17 +5,15 @@
  * Threads, step and materialisation: the elements are cut into runs of OM_SR4_CHUNK (even, a
  * constant), each element is computed alone, so any split gives the same bits.
  *
- * Ternary product: out = x . W^T, W (n, k) from packed q. Each output (r, j) is a sequential
- * sum over the nonzero weights of row j in ascending k of +x[r, k] or -x[r, k], so the bits
- * depend on nothing but the data. Layout:
- *   codes  for each output j, the nonzero weights of row j in ascending k, as k (weight +1) or
- *          k + K (weight -1); `starts` cuts each list at multiples of OM_SR4_KB;
- *   P      for a block of OM_SR4_RB rows of x: P[c * RB + r] = x[r0 + r, c] for c < K and
- *          -x[r0 + r, c - K] for c >= K (rows past m are zero), so a weight of either sign is
- *          one vector add of a P row into the RB accumulators of its output;
- *   tiles  of OM_SR4_JB outputs x RB rows, accumulated over the K blocks in order (a block of
- *          P stays in L1 while the JB outputs use it) and stored transposed into out.
- * Threads take tiles of outputs (a static split of independent outputs). No multiply anywhere.
+ * Ternary product (order in sr4.h): the plan holds, for each output j, one byte per pair of
+ * columns: the pair's index in its block of PB pairs times 9 plus its weight pair e. The
+ * product takes blocks of RB rows of x; for each block of PB pairs it builds the table of the
+ * 9 pair sums of every pair (sr4.h), 36 KiB that stay in L1, and then every output adds one
+ * table row per pair: ceil(k / 2) vector adds per output for RB rows, where a float product
+ * makes k fused multiply-adds. The accumulators of a row block (RB per output) stay in a
+ * scratch buffer between blocks of pairs, and go to out transposed at the end of the row block.
+ * Threads split the outputs into contiguous ranges (independent sums); each thread builds its
+ * own tables (a small cost next to its adds), so threads never wait for one another.
  * The SSE2 entry of every table is the scalar function (the vector paths need 64-bit lane
  * multiplies for the hash; the scalar code compiled for the x86-64 baseline is SSE2 code).
  */
@@ -29,7 +27,7 @@
 #include <omp.h>
 #endif
 
-enum { OM_SR4_CHUNK = 1 << 14, OM_SR4_JB = 16 };
+enum { OM_SR4_CHUNK = 1 << 14 };
 #define OM_SR4_GRAIN (1 << 15)
 
 #if OM_BUILD_AVX2
@@ -47,13 +45,18 @@ enum { OM_SR4_CHUNK = 1 << 14, OM_SR4_JB = 16 };
 #else
 #define SR4_SSE2(f) NULL
 #endif
-#define SR4_TABLE(f) { f##_scalar, SR4_SSE2(f), SR4_AVX2(f), SR4_AVX512(f), NULL }
+#if OM_BUILD_NEON
+#define SR4_NEON(f) f##_neon
+#else
+#define SR4_NEON(f) NULL
+#endif
+#define SR4_TABLE(f) { f##_scalar, SR4_SSE2(f), SR4_AVX2(f), SR4_AVX512(f), SR4_NEON(f) }
 
 static const om_sr4_step_fn step_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_step);
 static const om_sr4_materialize_fn mat_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_materialize);
-static const om_sr4_accum_fn accum_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_accum);
+static const om_sr4_pairs_fn pairs_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_pairs);
 
-/* A path without its own SR4 functions (NEON) runs the scalar reference. */
+/* A path without its own SR4 functions runs the scalar reference. */
 #define SR4_PICK(table) ((table)[om_isa] ? (table)[om_isa] : (table)[OM_ISA_SCALAR])
 
 void om_sr4_init(uint8_t *q, int64_t n, uint64_t seed, uint64_t idx_base, int32_t mag) {
@@ -128,86 +131,112 @@ void om_sr4_materialize(const uint8_t *q, int64_t n, int32_t theta, float *w, in
     }
 }
 
-/* The nonzero weights of row j as codes, and where each K block starts in them. */
-static void build_codes(const uint8_t *q, int64_t j, int64_t k, int32_t theta, int64_t nkb,
-                        int32_t *codes, int64_t *starts) {
-    int64_t t = j * k;
-    for (int64_t b = 0; b < nkb; b++) {
-        starts[b] = t;
-        const int64_t end = (b + 1) * OM_SR4_KB < k ? (b + 1) * OM_SR4_KB : k;
-        /* Branch-free: ternary weights are random, so branches would mispredict; every code
-         * is written and only the nonzero ones are kept. */
-        for (int64_t c = b * OM_SR4_KB; c < end; c++) {
-            const int32_t v = om_sr4_nibble(q, j * k + c);
-            const int32_t neg = v <= -theta;
-            codes[t] = (int32_t)(c + (neg ? k : 0));
-            t += (v >= theta) | neg;
-        }
-    }
-    starts[nkb] = t;
+static int64_t pair_blocks(int64_t k) {
+    return ((k + 1) / 2 + OM_SR4_PB - 1) / OM_SR4_PB;
 }
 
-int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const uint8_t *q,
-                          int32_t theta, float *out, int nthreads) {
-    if (m == 0 || n == 0) return 0;
-    const int64_t nkb = (k + OM_SR4_KB - 1) / OM_SR4_KB;
-    int32_t *codes = malloc((size_t)(n * k + 1) * sizeof(int32_t));
-    int64_t *starts = malloc((size_t)(n * (nkb + 1)) * sizeof(int64_t));
-    float *P = aligned_alloc(64, (size_t)(2 * k > 0 ? 2 * k : 1) * OM_SR4_RB * sizeof(float));
-    if (!codes || !starts || !P) {
-        free(codes);
-        free(starts);
-        free(P);
-        return -1;
+int64_t om_sr4_ternary_plan_size(int64_t n, int64_t k) {
+    return n * pair_blocks(k) * OM_SR4_PB;
+}
+
+/* 0 for a weight 0, 1 for +1, 2 for -1 (integer only, no branch). */
+static inline int32_t weight_code(const uint8_t *q, int64_t i, int32_t theta) {
+    const int32_t v = om_sr4_nibble(q, i);
+    return (v >= theta) + 2 * (v <= -theta);
+}
+
+void om_sr4_ternary_plan(const uint8_t *q, int64_t n, int64_t k, int32_t theta, uint8_t *codes,
+                         int nthreads) {
+    const int64_t stride = pair_blocks(k) * OM_SR4_PB, pairs = (k + 1) / 2;
+    /* With k even every pair is one byte of q (low nibble first): a table of the 256 bytes. */
+    uint8_t byte_code[256];
+    for (int v = 0; v < 256; v++) {
+        const uint8_t b = (uint8_t)v;
+        byte_code[v] = (uint8_t)(3 * weight_code(&b, 0, theta) + weight_code(&b, 1, theta));
     }
-    const om_sr4_accum_fn accum = SR4_PICK(accum_table);
-    const int64_t tiles = (n + OM_SR4_JB - 1) / OM_SR4_JB;
-    const int nt = om_threads_for(m * n * (k > 0 ? k : 1), 1 << 20, nthreads);
-    (void)nt;
-#if OM_HAVE_OPENMP
-#pragma omp parallel num_threads(nt) if (nt > 1)
-#endif
-    {
-#if OM_HAVE_OPENMP
-#pragma omp for schedule(static)
-#endif
-        for (int64_t j = 0; j < n; j++)
-            build_codes(q, j, k, theta, nkb, codes, starts + j * (nkb + 1));
-        for (int64_t r0 = 0; r0 < m; r0 += OM_SR4_RB) {
-            const int64_t rows = m - r0 < OM_SR4_RB ? m - r0 : OM_SR4_RB;
-#if OM_HAVE_OPENMP
-#pragma omp for schedule(static)
-#endif
-            for (int64_t c = 0; c < k; c++) {
-                float *pos = P + c * OM_SR4_RB, *neg = P + (c + k) * OM_SR4_RB;
-                int64_t r = 0;
-                for (; r < rows; r++) {
-                    pos[r] = x[(r0 + r) * k + c];
-                    neg[r] = -pos[r];
-                }
-                for (; r < OM_SR4_RB; r++) pos[r] = neg[r] = 0.0f;
-            }
-#if OM_HAVE_OPENMP
-#pragma omp for schedule(static)
-#endif
-            for (int64_t tile = 0; tile < tiles; tile++) {
-                float acc[OM_SR4_JB][OM_SR4_RB] __attribute__((aligned(64)));
-                const int64_t j0 = tile * OM_SR4_JB;
-                const int64_t jn = n - j0 < OM_SR4_JB ? n - j0 : OM_SR4_JB;
-                memset(acc, 0, sizeof acc);  /* +0: the start of every sum */
-                for (int64_t b = 0; b < nkb; b++)
-                    for (int64_t jj = 0; jj < jn; jj++) {
-                        const int64_t *s = starts + (j0 + jj) * (nkb + 1) + b;
-                        accum(codes + s[0], s[1] - s[0], P, acc[jj]);
-                    }
-                for (int64_t r = 0; r < rows; r++)
-                    for (int64_t jj = 0; jj < jn; jj++)
-                        out[(r0 + r) * n + j0 + jj] = acc[jj][r];
+    const int nt = om_threads_for(n * k, OM_SR4_GRAIN, nthreads);
+    PARALLEL_FOR
+    for (int64_t j = 0; j < n; j++) {
+        uint8_t *c = codes + j * stride;
+        int64_t p = 0;
+        if (k % 2 == 0) {
+            for (const uint8_t *row = q + j * k / 2; p < pairs; p++)
+                c[p] = (uint8_t)((p % OM_SR4_PB) * 9 + byte_code[row[p]]);
+        } else {
+            for (const int64_t row = j * k; p < pairs; p++) {
+                int32_t e = 3 * weight_code(q, row + 2 * p, theta);
+                if (2 * p + 1 < k) e += weight_code(q, row + 2 * p + 1, theta);
+                c[p] = (uint8_t)((p % OM_SR4_PB) * 9 + e);
             }
         }
+        for (; p < stride; p++) c[p] = (uint8_t)((p % OM_SR4_PB) * 9);
     }
-    free(codes);
-    free(starts);
-    free(P);
-    return 0;
+}
+
+/* The table of one block (sr4.h): xt[c * RB + r] is column `c0 + c` of the row block, zero past
+ * the rows and the columns of x. Negation flips the sign bit; every sum is one float add. */
+static void build_table(const float *x, int64_t rows, int64_t k, int64_t c0, float *xt,
+                        float *T) {
+    const int64_t cols = k - c0 < 2 * OM_SR4_PB ? k - c0 : 2 * OM_SR4_PB;
+    memset(xt, 0, sizeof(float) * 2 * OM_SR4_PB * OM_SR4_RB);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) xt[c * OM_SR4_RB + r] = x[r * k + c0 + c];
+    for (int p = 0; p < OM_SR4_PB; p++) {
+        const float *a = xt + 2 * p * OM_SR4_RB, *b = a + OM_SR4_RB;
+        float *t = T + p * 9 * OM_SR4_RB;
+        /* One loop per entry, so that the compiler vectorises each over the rows. */
+        for (int r = 0; r < OM_SR4_RB; r++) t[r] = 0.0f + 0.0f;
+        for (int r = 0; r < OM_SR4_RB; r++) t[OM_SR4_RB + r] = 0.0f + b[r];
+        for (int r = 0; r < OM_SR4_RB; r++) t[2 * OM_SR4_RB + r] = 0.0f + -b[r];
+        for (int r = 0; r < OM_SR4_RB; r++) t[3 * OM_SR4_RB + r] = a[r] + 0.0f;
+        for (int r = 0; r < OM_SR4_RB; r++) t[4 * OM_SR4_RB + r] = a[r] + b[r];
+        for (int r = 0; r < OM_SR4_RB; r++) t[5 * OM_SR4_RB + r] = a[r] + -b[r];
+        for (int r = 0; r < OM_SR4_RB; r++) t[6 * OM_SR4_RB + r] = -a[r] + 0.0f;
+        for (int r = 0; r < OM_SR4_RB; r++) t[7 * OM_SR4_RB + r] = -a[r] + b[r];
+        for (int r = 0; r < OM_SR4_RB; r++) t[8 * OM_SR4_RB + r] = -a[r] + -b[r];
+    }
+}
+
+int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const uint8_t *codes,
+                          float *out, int nthreads) {
+    if (m == 0 || n == 0) return 0;
+    const om_sr4_pairs_fn pairs = SR4_PICK(pairs_table);
+    const int64_t nblocks = pair_blocks(k), stride = nblocks * OM_SR4_PB;
+    const int nt = om_threads_for(m * n * (k > 0 ? k : 1), 1 << 20, nthreads);
+    int failed = 0;
+    (void)nt;
+#if OM_HAVE_OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1) reduction(| : failed)
+#endif
+    {
+        int tid = 0, count = 1;
+#if OM_HAVE_OPENMP
+        tid = omp_get_thread_num();
+        count = omp_get_num_threads();
+#endif
+        const int64_t j0 = n * tid / count, j1 = n * (tid + 1) / count, nj = j1 - j0;
+        const size_t table = sizeof(float) * OM_SR4_PB * 9 * OM_SR4_RB;
+        const size_t cols = sizeof(float) * 2 * OM_SR4_PB * OM_SR4_RB;
+        float *T = aligned_alloc(64, table), *xt = aligned_alloc(64, cols);
+        float *acc = aligned_alloc(64, sizeof(float) * (size_t)(nj > 0 ? nj : 1) * OM_SR4_RB);
+        if (!T || !xt || !acc) {
+            failed = 1;
+        } else if (nj > 0) {
+            for (int64_t r0 = 0; r0 < m; r0 += OM_SR4_RB) {
+                const int64_t rows = m - r0 < OM_SR4_RB ? m - r0 : OM_SR4_RB;
+                memset(acc, 0, sizeof(float) * (size_t)nj * OM_SR4_RB);  /* +0 starts each sum */
+                for (int64_t b = 0; b < nblocks; b++) {
+                    build_table(x + r0 * k, rows, k, b * 2 * OM_SR4_PB, xt, T);
+                    pairs(codes + j0 * stride + b * OM_SR4_PB, stride, nj, T, acc);
+                }
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t j = 0; j < nj; j++)
+                        out[(r0 + r) * n + j0 + j] = acc[j * OM_SR4_RB + r];
+            }
+        }
+        free(T);
+        free(xt);
+        free(acc);
+    }
+    return failed ? -1 : 0;
 }

@@ -82,21 +82,28 @@ static inline int32_t om_sr4_nibble(const uint8_t *q, int64_t i) {
 typedef void (*om_sr4_step_fn)(uint8_t *q, const float *g, float *w, int64_t start, int64_t n,
                                const om_sr4_step_args *a);
 typedef void (*om_sr4_materialize_fn)(const uint8_t *q, int64_t n, int32_t theta, float *w);
-/* acc[r] += P[codes[t] * OM_SR4_RB + r] for r < OM_SR4_RB, t = 0..count-1 in order. */
-typedef void (*om_sr4_accum_fn)(const int32_t *codes, int64_t count, const float *P,
-                                float *acc);
 
-#define OM_SR4_RB 128  /* rows of one block of the ternary product */
-#define OM_SR4_KB 32   /* depth of one block of the ternary product */
+/* The ternary product works on pairs of weights (see om_sr4_ternary_matmul): a block of the
+ * input is OM_SR4_RB rows by OM_SR4_PB pairs of columns, and its table holds, for each pair
+ * and each of the 9 weight pairs e = 3 a + b (a, b: 0 for a weight 0, 1 for +1, 2 for -1),
+ * the RB sums t_a + t_b, where t is +x, -x or +0:
+ *     T[(p * 9 + e) * RB + r]. */
+#define OM_SR4_RB 64
+#define OM_SR4_PB 16
+/* acc[j * RB + r] += T[codes[j * stride + p] * RB + r] for p = 0..PB-1 in order, j < nout. */
+typedef void (*om_sr4_pairs_fn)(const uint8_t *codes, int64_t stride, int64_t nout,
+                                const float *T, float *acc);
 
 #define OM_SR4_DECLARE(isa)                                                                   \
     void om_sr4_step_##isa(uint8_t *q, const float *g, float *w, int64_t start, int64_t n,    \
                            const om_sr4_step_args *a);                                        \
     void om_sr4_materialize_##isa(const uint8_t *q, int64_t n, int32_t theta, float *w);      \
-    void om_sr4_accum_##isa(const int32_t *codes, int64_t count, const float *P, float *acc);
+    void om_sr4_pairs_##isa(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,\
+                            float *acc);
 OM_SR4_DECLARE(scalar)
 OM_SR4_DECLARE(avx2)
 OM_SR4_DECLARE(avx512)
+OM_SR4_DECLARE(neon)
 
 /* -- entry points (sr4.c) -------------------------------------------------------------------- */
 
@@ -113,11 +120,22 @@ void om_sr4_step(uint8_t *q, const float *g, float *w, int64_t n, const om_sr4_s
                  int nthreads);
 void om_sr4_materialize(const uint8_t *q, int64_t n, int32_t theta, float *w, int nthreads);
 
-/* out (m, n) = x (m, k) . W^T with W (n, k) the ternary weights of packed q: each output is
- * the sum, in ascending k, of +x or -x over the nonzero weights, started from +0 (zeros are
- * skipped, no multiply anywhere). For finite x this is bit for bit the float product with
- * fused multiply-adds in k order. Returns 0, or -1 when scratch memory was not available. */
-int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const uint8_t *q,
-                          int32_t theta, float *out, int nthreads);
+/* The ternary product out (m, n) = x (m, k) . W^T, W (n, k) the ternary weights of packed q,
+ * in two parts: a plan of W, built once for each value of q, and the product, which adds,
+ * subtracts or skips by the plan and multiplies nothing. Output (r, j) is
+ *     acc = +0;  for p = 0, 1, .., ceil(k / 2) - 1:  acc = acc + (t[2p] + t[2p + 1])
+ * with t[c] = x[r, c] where W[j, c] = +1, -x[r, c] where -1, and +0 where 0 or c = k: pairs
+ * of columns, each pair summed first, the pair sums added in ascending order. The order
+ * depends on nothing but k. (acc starts at +0 and so is never -0: adding a pair of zero
+ * weights changes nothing, and an infinite input meets no 0 * inf.) */
+
+/* Bytes of the plan: n * ceil(ceil(k / 2) / PB) * PB. */
+int64_t om_sr4_ternary_plan_size(int64_t n, int64_t k);
+/* codes[j * stride + p] = (p mod PB) * 9 + e of pair p of row j; pairs past the end get e = 0. */
+void om_sr4_ternary_plan(const uint8_t *q, int64_t n, int64_t k, int32_t theta, uint8_t *codes,
+                         int nthreads);
+/* Returns 0, or -1 when scratch memory was not available. */
+int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const uint8_t *codes,
+                          float *out, int nthreads);
 
 #endif

@@ -108,15 +108,18 @@ void om_sr4_materialize_avx2(const uint8_t *q, int64_t n, int32_t theta, float *
     if (i < n) om_sr4_materialize_scalar(q + i / 2, n - i, theta, w + i);
 }
 
-void om_sr4_accum_avx2(const int32_t *codes, int64_t count, const float *P, float *acc) {
-    /* Two passes of 64 rows: 8 accumulators each, so the adds of a pass are independent. */
-    for (int half = 0; half < OM_SR4_RB; half += 64) {
-        __m256 a0 = _mm256_load_ps(acc + half), a1 = _mm256_load_ps(acc + half + 8);
-        __m256 a2 = _mm256_load_ps(acc + half + 16), a3 = _mm256_load_ps(acc + half + 24);
-        __m256 a4 = _mm256_load_ps(acc + half + 32), a5 = _mm256_load_ps(acc + half + 40);
-        __m256 a6 = _mm256_load_ps(acc + half + 48), a7 = _mm256_load_ps(acc + half + 56);
-        for (int64_t t = 0; t < count; t++) {
-            const float *row = P + (int64_t)codes[t] * OM_SR4_RB + half;
+/* One output at a time: its 64 rows are 8 independent chains of adds. */
+void om_sr4_pairs_avx2(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,
+                       float *acc) {
+    for (int64_t j = 0; j < nout; j++) {
+        const uint8_t *c = codes + j * stride;
+        float *a = acc + j * OM_SR4_RB;
+        __m256 a0 = _mm256_load_ps(a), a1 = _mm256_load_ps(a + 8);
+        __m256 a2 = _mm256_load_ps(a + 16), a3 = _mm256_load_ps(a + 24);
+        __m256 a4 = _mm256_load_ps(a + 32), a5 = _mm256_load_ps(a + 40);
+        __m256 a6 = _mm256_load_ps(a + 48), a7 = _mm256_load_ps(a + 56);
+        for (int p = 0; p < OM_SR4_PB; p++) {
+            const float *row = T + c[p] * OM_SR4_RB;
             a0 = _mm256_add_ps(a0, _mm256_load_ps(row));
             a1 = _mm256_add_ps(a1, _mm256_load_ps(row + 8));
             a2 = _mm256_add_ps(a2, _mm256_load_ps(row + 16));
@@ -126,13 +129,13 @@ void om_sr4_accum_avx2(const int32_t *codes, int64_t count, const float *P, floa
             a6 = _mm256_add_ps(a6, _mm256_load_ps(row + 48));
             a7 = _mm256_add_ps(a7, _mm256_load_ps(row + 56));
         }
-        _mm256_store_ps(acc + half, a0);
-        _mm256_store_ps(acc + half + 8, a1);
-        _mm256_store_ps(acc + half + 16, a2);
-        _mm256_store_ps(acc + half + 24, a3);
-        _mm256_store_ps(acc + half + 32, a4);
-        _mm256_store_ps(acc + half + 40, a5);
-        _mm256_store_ps(acc + half + 48, a6);
-        _mm256_store_ps(acc + half + 56, a7);
+        _mm256_store_ps(a, a0);
+        _mm256_store_ps(a + 8, a1);
+        _mm256_store_ps(a + 16, a2);
+        _mm256_store_ps(a + 24, a3);
+        _mm256_store_ps(a + 32, a4);
+        _mm256_store_ps(a + 40, a5);
+        _mm256_store_ps(a + 48, a6);
+        _mm256_store_ps(a + 56, a7);
     }
 }

@@ -117,28 +117,52 @@ void om_sr4_materialize_avx512(const uint8_t *q, int64_t n, int32_t theta, float
     }
 }
 
-void om_sr4_accum_avx512(const int32_t *codes, int64_t count, const float *P, float *acc) {
-    __m512 a0 = _mm512_load_ps(acc), a1 = _mm512_load_ps(acc + 16);
-    __m512 a2 = _mm512_load_ps(acc + 32), a3 = _mm512_load_ps(acc + 48);
-    __m512 a4 = _mm512_load_ps(acc + 64), a5 = _mm512_load_ps(acc + 80);
-    __m512 a6 = _mm512_load_ps(acc + 96), a7 = _mm512_load_ps(acc + 112);
-    for (int64_t t = 0; t < count; t++) {
-        const float *row = P + (int64_t)codes[t] * OM_SR4_RB;
-        a0 = _mm512_add_ps(a0, _mm512_load_ps(row));
-        a1 = _mm512_add_ps(a1, _mm512_load_ps(row + 16));
-        a2 = _mm512_add_ps(a2, _mm512_load_ps(row + 32));
-        a3 = _mm512_add_ps(a3, _mm512_load_ps(row + 48));
-        a4 = _mm512_add_ps(a4, _mm512_load_ps(row + 64));
-        a5 = _mm512_add_ps(a5, _mm512_load_ps(row + 80));
-        a6 = _mm512_add_ps(a6, _mm512_load_ps(row + 96));
-        a7 = _mm512_add_ps(a7, _mm512_load_ps(row + 112));
+/* Two outputs at a time: 8 independent chains of adds, each table row read as 4 vectors. */
+void om_sr4_pairs_avx512(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,
+                         float *acc) {
+    int64_t j = 0;
+    for (; j + 2 <= nout; j += 2) {
+        const uint8_t *c0 = codes + j * stride, *c1 = c0 + stride;
+        float *a = acc + j * OM_SR4_RB;
+        __m512 x0 = _mm512_load_ps(a), x1 = _mm512_load_ps(a + 16);
+        __m512 x2 = _mm512_load_ps(a + 32), x3 = _mm512_load_ps(a + 48);
+        __m512 y0 = _mm512_load_ps(a + 64), y1 = _mm512_load_ps(a + 80);
+        __m512 y2 = _mm512_load_ps(a + 96), y3 = _mm512_load_ps(a + 112);
+        for (int p = 0; p < OM_SR4_PB; p++) {
+            const float *u = T + c0[p] * OM_SR4_RB, *v = T + c1[p] * OM_SR4_RB;
+            x0 = _mm512_add_ps(x0, _mm512_load_ps(u));
+            x1 = _mm512_add_ps(x1, _mm512_load_ps(u + 16));
+            x2 = _mm512_add_ps(x2, _mm512_load_ps(u + 32));
+            x3 = _mm512_add_ps(x3, _mm512_load_ps(u + 48));
+            y0 = _mm512_add_ps(y0, _mm512_load_ps(v));
+            y1 = _mm512_add_ps(y1, _mm512_load_ps(v + 16));
+            y2 = _mm512_add_ps(y2, _mm512_load_ps(v + 32));
+            y3 = _mm512_add_ps(y3, _mm512_load_ps(v + 48));
+        }
+        _mm512_store_ps(a, x0);
+        _mm512_store_ps(a + 16, x1);
+        _mm512_store_ps(a + 32, x2);
+        _mm512_store_ps(a + 48, x3);
+        _mm512_store_ps(a + 64, y0);
+        _mm512_store_ps(a + 80, y1);
+        _mm512_store_ps(a + 96, y2);
+        _mm512_store_ps(a + 112, y3);
     }
-    _mm512_store_ps(acc, a0);
-    _mm512_store_ps(acc + 16, a1);
-    _mm512_store_ps(acc + 32, a2);
-    _mm512_store_ps(acc + 48, a3);
-    _mm512_store_ps(acc + 64, a4);
-    _mm512_store_ps(acc + 80, a5);
-    _mm512_store_ps(acc + 96, a6);
-    _mm512_store_ps(acc + 112, a7);
+    for (; j < nout; j++) {
+        const uint8_t *c0 = codes + j * stride;
+        float *a = acc + j * OM_SR4_RB;
+        __m512 x0 = _mm512_load_ps(a), x1 = _mm512_load_ps(a + 16);
+        __m512 x2 = _mm512_load_ps(a + 32), x3 = _mm512_load_ps(a + 48);
+        for (int p = 0; p < OM_SR4_PB; p++) {
+            const float *u = T + c0[p] * OM_SR4_RB;
+            x0 = _mm512_add_ps(x0, _mm512_load_ps(u));
+            x1 = _mm512_add_ps(x1, _mm512_load_ps(u + 16));
+            x2 = _mm512_add_ps(x2, _mm512_load_ps(u + 32));
+            x3 = _mm512_add_ps(x3, _mm512_load_ps(u + 48));
+        }
+        _mm512_store_ps(a, x0);
+        _mm512_store_ps(a + 16, x1);
+        _mm512_store_ps(a + 32, x2);
+        _mm512_store_ps(a + 48, x3);
+    }
 }

@@ -1,7 +1,7 @@
 /* SR4 kernels, scalar path: the reference every other path translates (design note in sr4.h).
  *
- * The step calls om_sr4_elem per element; materialisation and the ternary accumulation are
- * plain loops. Integer arithmetic only, apart from the two float32 multiplies of the step.
+ * The step calls om_sr4_elem per element; materialisation and the pair sums of the ternary
+ * product are plain loops. Integer arithmetic only, apart from the two float32 multiplies of the step.
  */
 #include "sr4.h"
 
@@ -26,9 +26,13 @@ void om_sr4_materialize_scalar(const uint8_t *q, int64_t n, int32_t theta, float
     }
 }
 
-void om_sr4_accum_scalar(const int32_t *codes, int64_t count, const float *P, float *acc) {
-    for (int64_t t = 0; t < count; t++) {
-        const float *row = P + (int64_t)codes[t] * OM_SR4_RB;
-        for (int r = 0; r < OM_SR4_RB; r++) acc[r] += row[r];
+void om_sr4_pairs_scalar(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,
+                         float *acc) {
+    for (int64_t j = 0; j < nout; j++) {
+        float *aj = acc + j * OM_SR4_RB;
+        for (int p = 0; p < OM_SR4_PB; p++) {
+            const float *row = T + codes[j * stride + p] * OM_SR4_RB;
+            for (int r = 0; r < OM_SR4_RB; r++) aj[r] += row[r];
+        }
     }
 }
