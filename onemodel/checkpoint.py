@@ -325,11 +325,11 @@ def _json_depth_ok(raw: bytes) -> bool:
 
 
 def _reject_duplicates(pairs: list) -> dict:
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise BadManifest(f"duplicate key {_short(key)} in an object")
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise BadManifest(f"duplicate key {_short(key)} in an object")
     return out
 
 
@@ -592,10 +592,13 @@ class _File:
 def _restore(source: Any, model: Any, optimizer: Any) -> dict:
     """Checks header, manifest, entries and extents in that order, then restores."""
     m_off, m_len, d_off, d_len = _read_header(source.read(0, HEADER.size), source.size)
+    if m_len > MANIFEST_MARGIN:  # every target's bound exceeds the margin
+        state = _model_state(model) + (_optimizer_state(optimizer) if optimizer is not None
+                                       else [])
+        _check_manifest_length(m_len, _manifest_limit(state, optimizer))
+    manifest = _validate_manifest(_parse_manifest(source.read(m_off, m_len)))
     model_state = _model_state(model)
     opt_state = _optimizer_state(optimizer) if optimizer is not None else []
-    _check_manifest_length(m_len, _manifest_limit(model_state + opt_state, optimizer))
-    manifest = _validate_manifest(_parse_manifest(source.read(m_off, m_len)))
     _match(manifest["model"], model_state, "model")
     entries = list(manifest["model"])
     if optimizer is not None:

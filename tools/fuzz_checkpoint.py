@@ -16,7 +16,6 @@ and so is a rejected input that changed its target.
 """
 from __future__ import annotations
 
-import atexit
 import os
 import random
 import re
@@ -67,13 +66,18 @@ def repaired(data: bytes) -> bytes:
     return HEADER.pack(*fields) + data[HEADER.size:]
 
 
-def _state(model, optimizer) -> tuple:
+def _arrays(model, optimizer) -> list:
+    """The state arrays a load writes into (in place: the same objects for every input)."""
+    arrays = [t._data for _, t in model._named_state()]
+    return arrays + (list(optimizer.state_tensors().values()) if optimizer is not None else [])
+
+
+def _state(arrays: list, optimizer) -> tuple:
     """Everything a load may change: values, hyper-parameters, the step count."""
-    arrays = [t._data.tobytes() for _, t in model._named_state()]
+    values = tuple(a.tobytes() for a in arrays)
     if optimizer is None:
-        return tuple(arrays)
-    arrays += [a.tobytes() for a in optimizer.state_tensors().values()]
-    return (*arrays, tuple(optimizer.hyper_parameters().items()), optimizer.step_count)
+        return values
+    return (*values, tuple(optimizer.hyper_parameters().items()), optimizer.step_count)
 
 
 class Harness:
@@ -85,9 +89,11 @@ class Harness:
     def __init__(self) -> None:
         self.pairs = make_pairs()
         self.initial = [checkpoint.to_bytes(model, optimizer) for _, model, optimizer in self.pairs]
-        self.states = [_state(model, optimizer) for _, model, optimizer in self.pairs]
+        self.arrays = [_arrays(model, optimizer) for _, model, optimizer in self.pairs]
+        self.states = [_state(a, opt) for a, (_, _, opt) in zip(self.arrays, self.pairs)]
         self.outcomes: dict[str, int] = {}
         self.raw = self.repaired = 0
+        self.report_every = 0  # the atheris run prints its counts this often
 
     def _try(self, variant: bytes) -> None:
         for i, (name, model, optimizer) in enumerate(self.pairs):
@@ -100,13 +106,16 @@ class Harness:
                 return
             except checkpoint.CheckpointError as e:
                 outcome = e.kind
-                if _state(model, optimizer) != self.states[i]:
+                if _state(self.arrays[i], optimizer) != self.states[i]:
                     raise AssertionError(f"{name}: a rejected input ({e!r}) changed the "
                                          "target")
             self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
 
     def __call__(self, data: bytes) -> None:
         self.raw += 1
+        if self.report_every and self.raw % self.report_every == 0:
+            print(f"raw inputs {self.raw}, repaired {self.repaired}, outcomes {self.outcomes}",
+                  file=sys.stderr)
         self._try(data)
         fixed = repaired(data)
         if fixed != data:
@@ -219,9 +228,8 @@ def main() -> None:
         import onemodel.checkpoint as instrumented
     checkpoint = instrumented
     harness = Harness()
-    # libFuzzer exits without returning: the counts of raw and repaired runs go out on exit.
-    atexit.register(lambda: print(f"raw inputs {harness.raw}, repaired {harness.repaired}, "
-                                  f"outcomes {harness.outcomes}", file=sys.stderr))
+    # libFuzzer may leave without running exit handlers: the counts go out along the way.
+    harness.report_every = 1 << 18
     atheris.Setup(sys.argv, lambda data: harness(bytes(data)))
     atheris.Fuzz()
 
