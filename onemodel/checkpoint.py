@@ -15,6 +15,12 @@ manifest (BadManifest), its entries against the target (Mismatch) and then every
 length (BadTensor), in that order, before it changes anything; nothing else escapes for a bad
 file, and a rejected file leaves the model and optimizer as they were.
 
+`load` reads a file in the same order without holding it in memory: the header, the manifest,
+and only after every check each tensor straight into the target's own array (training.txt has
+the reader take the whole input first; reading in place keeps a load's extra memory to the
+manifest, and the checks need only the header and manifest plus the file's length). `save`
+writes the arrays themselves, no copy.
+
 `save` writes atomically; `CheckpointManager` keeps the last few step-<n>.ckpt files of a run and
 a copy of the best one (training.txt section 6; pipeline.txt, "keep the last few and the best").
 
