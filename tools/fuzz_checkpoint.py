@@ -3,6 +3,10 @@
     python tools/fuzz_checkpoint.py [CORPUS_DIR] [libFuzzer flags, e.g. -max_total_time=300]
     python tools/fuzz_checkpoint.py --smoke N [--seed S]
 
+A long run: nice -n 10 python tools/fuzz_checkpoint.py CORPUS -timeout=1 -rss_limit_mb=1024
+-max_total_time=SECONDS (an input over 1 s or 1 GiB is a finding too); every 2^18 inputs it
+prints how many it ran raw and repaired and the outcome counts.
+
 The first form needs atheris (pip install atheris); an empty or missing CORPUS_DIR is filled
 with the seeds: a valid checkpoint of each model/optimizer pair and the committed hostile files.
 The second form needs nothing: it runs N random mutations of the seeds through the same harness
