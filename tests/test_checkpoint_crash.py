@@ -93,6 +93,7 @@ def kill_loop(tmp_path, naive: bool, kills: int) -> dict:
             seen["corrupt"] += 1
             with pytest.raises(checkpoint.CheckpointError):
                 checkpoint.load(path, model)
+            set_state(model, 1)
             checkpoint.save(path, model, extra={"value": 2})  # the next round starts whole
         now = {e for e in os.listdir(tmp_path) if TEMPORARY.fullmatch(e)}
         if saves:  # a completed save removed every temporary that existed before it began
