@@ -553,7 +553,8 @@ class _Memory:
     def __init__(self, data: Any) -> None:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"checkpoint: expected bytes, got {type(data).__name__}")
-        self.data = memoryview(data).cast("B")
+        view = memoryview(data)
+        self.data = view.cast("B") if view.c_contiguous else memoryview(view.tobytes())
         self.size = len(self.data)
 
     def read(self, offset: int, length: int) -> bytes:

@@ -111,3 +111,13 @@ def test_optimizer_state_and_step_round_trip(bits, step):
     assert raw(next(iter(opt2.state_tensors().values()))) == raw(buf)
     assert raw(model2.weight._data) == raw(model.weight._data)
     assert checkpoint.to_bytes(model2, opt2) == data
+
+
+def test_from_bytes_takes_any_bytes_like_object():
+    arrays = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array(7, np.int64)]
+    data = checkpoint.to_bytes(Holder(arrays))
+    doubled = np.frombuffer(data, np.uint8).repeat(2)
+    for source in (data, bytearray(data), memoryview(data), memoryview(doubled)[::2]):
+        blank = Holder([np.zeros_like(a) for a in arrays])
+        checkpoint.from_bytes(source, blank)
+        assert state_of(blank) == [raw(a) for a in arrays]
