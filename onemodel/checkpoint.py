@@ -227,10 +227,11 @@ def save(path: str | os.PathLike, model: Any, optimizer: Any = None,
     """Writes atomically: a temporary file in the same folder, fsync, rename, fsync the folder.
 
     A failure before the rename leaves the previous file intact and no temporary file behind;
-    the OSError itself propagates (errno intact), unwrapped. Temporaries left by a process
-    killed while saving to `path` are removed by the next successful save. Only the folder fsync comes after the rename:
-    if it fails, the new checkpoint is complete at `path` but may not survive a power cut, and
-    its OSError propagates too. The tensors are written from the arrays themselves, no copy.
+    the OSError itself propagates (errno intact), unwrapped. Only the folder fsync comes after
+    the rename: if it fails, the new checkpoint is complete at `path` but may not survive a
+    power cut, and its OSError propagates too. Temporaries left by a process killed while
+    saving to `path` are removed by the next successful save. The tensors are written from the
+    arrays themselves, no copy.
     """
     _atomic_write(os.fspath(path), _chunks(model, optimizer, extra))
 
