@@ -66,8 +66,9 @@ void om_ctc_forward_f32(const om_ctc_shape *s, const float *log_probs, float *al
                         int64_t *lab, float *skip, float *nll, int nthreads) {
     const int nt = om_threads_for(s->b * s->t * s->width, CTC_GRAIN, nthreads);
     const forward_row_fn fwd = forward_table[om_isa];
+    int64_t b;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (int64_t b = 0; b < s->b; b++)
+    for (b = 0; b < s->b; b++)
         fwd(s, log_probs, b, alpha, lab + b * s->width, skip + b * s->width, nll + b);
 }
 
@@ -76,8 +77,9 @@ void om_ctc_backward_f32(const om_ctc_shape *s, const float *log_probs, const fl
                          int64_t *lab, float *skip, float *grad, int nthreads) {
     const int nt = om_threads_for(s->b * s->t * s->width, CTC_GRAIN, nthreads);
     const backward_row_fn bwd = backward_table[om_isa];
+    int64_t b;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (int64_t b = 0; b < s->b; b++)
+    for (b = 0; b < s->b; b++)
         bwd(s, log_probs, b, alpha, nll[b], scale[b], zero_infinity, beta + b * 3 * s->width,
             lab + b * s->width, skip + b * s->width, grad);
 }

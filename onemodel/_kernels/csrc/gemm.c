@@ -213,8 +213,9 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
         ctx x = {u, m, n, k, mc, nc, NULL, NULL};
         x.abuf = alloc_aligned((size_t)(round_up(mc, u->mr) * kc) * sizeof(float));
         x.bbuf = alloc_aligned((size_t)(round_up(nc, u->nr) * kc) * sizeof(float));
+        int64_t j;
 #pragma omp for schedule(static)
-        for (int64_t j = 0; j < jobs; j++) {
+        for (j = 0; j < jobs; j++) {
             int64_t p = j / (gm * gn), m0 = (j % (gm * gn)) / gn * bm, n0 = j % gn * bn;
             if (!x.abuf || !x.bbuf) {
                 failed = 1;

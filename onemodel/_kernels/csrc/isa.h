@@ -32,7 +32,10 @@ enum { OM_ISA_SCALAR = 0, OM_ISA_SSE2 = 1, OM_ISA_AVX2 = 2, OM_ISA_AVX512 = 3, O
 
 /* A pragma inside a macro and the alignment of a local array, in the spelling every compiler
  * takes: MSVC and clang-cl have __pragma and __declspec(align) in any C mode, while _Pragma
- * and _Alignas need a recent MSVC in /std:c11 mode. */
+ * and _Alignas need a recent MSVC in /std:c11 mode. OpenMP is written as MSVC's C compiler
+ * takes it (OpenMP 2.0): no atomic read/write, no collapse, and the index of an omp for loop
+ * is a signed integer declared before the pragma (a declaration inside the for statement is
+ * error C3015). */
 #if defined(_MSC_VER)
 #define OM_PRAGMA(x) __pragma(x)
 #define OM_ALIGNED(n) __declspec(align(n))

@@ -39,8 +39,9 @@ void om_sgd_step_f32(float *p, const float *g, float *buf, int64_t n, const om_s
     const sgd_fn f = sgd_table[om_isa];
     const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
     const int64_t chunks = CHUNKS(n);
+    int64_t c;
     PARALLEL_CHUNKS
-    for (int64_t c = 0; c < chunks; c++) {
+    for (c = 0; c < chunks; c++) {
         const int64_t o = c * OM_OPTIM_CHUNK;
         f(p + o, g + o, buf ? buf + o : NULL, CHUNK_LEN(n, c), h);
     }
@@ -51,8 +52,9 @@ void om_adam_step_f32(float *p, const float *g, float *m, float *v, float *vmax,
     const adam_fn f = adam_table[om_isa];
     const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
     const int64_t chunks = CHUNKS(n);
+    int64_t c;
     PARALLEL_CHUNKS
-    for (int64_t c = 0; c < chunks; c++) {
+    for (c = 0; c < chunks; c++) {
         const int64_t o = c * OM_OPTIM_CHUNK;
         f(p + o, g + o, m + o, v + o, vmax ? vmax + o : NULL, CHUNK_LEN(n, c), h);
     }
@@ -61,8 +63,9 @@ void om_adam_step_f32(float *p, const float *g, float *m, float *v, float *vmax,
 static void unary_inplace(const unary_fn f, float *g, int64_t n, float x, int nthreads) {
     const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
     const int64_t chunks = CHUNKS(n);
+    int64_t c;
     PARALLEL_CHUNKS
-    for (int64_t c = 0; c < chunks; c++)
+    for (c = 0; c < chunks; c++)
         f(g + c * OM_OPTIM_CHUNK, CHUNK_LEN(n, c), x);
 }
 

@@ -84,12 +84,13 @@ static float sum_long_vector(vsum_fn vsum, const float *x, int64_t n, int nthrea
     for (int64_t c0 = 0; c0 < chunks; c0 += BATCH) {
         int64_t nc = chunks - c0 < BATCH ? chunks - c0 : BATCH;
         int t = om_threads_for(nc, 1, nthreads);
+        int64_t c;
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-        for (int64_t c = 0; c < nc; c++) {
+        for (c = 0; c < nc; c++) {
             int64_t start = (c0 + c) * OM_CHUNK;
             part[c] = vsum(x + start, n - start < OM_CHUNK ? n - start : OM_CHUNK);
         }
-        for (int64_t c = 0; c < nc; c++) total += part[c];
+        for (c = 0; c < nc; c++) total += part[c];
     }
     return total;
 }
@@ -103,15 +104,17 @@ void om_sum_axis_f32(const float *x, float *out, int64_t outer, int64_t n, int64
             return;
         }
         int t = om_threads_for(outer * n, OM_REDUCE_GRAIN, nthreads);
+        int64_t o;
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-        for (int64_t o = 0; o < outer; o++) out[o] = vsum(x + o * n, n);
+        for (o = 0; o < outer; o++) out[o] = vsum(x + o * n, n);
         return;
     }
     sum_cols_fn sum_cols = sum_cols_table[om_isa];
     int64_t nb = col_blocks(inner);
     int t = om_threads_for(outer * n * inner, OM_REDUCE_GRAIN, nthreads);
+    int64_t item;
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (int64_t item = 0; item < outer * nb; item++) {
+    for (item = 0; item < outer * nb; item++) {
         int64_t o = item / nb, b = item % nb;
         sum_cols(x + o * n * inner + b * OM_COL_BLOCK, n, inner, block_width(inner, b),
                  out + o * inner + b * OM_COL_BLOCK);
@@ -123,14 +126,16 @@ void om_softmax_f32(const float *x, float *y, int64_t outer, int64_t n, int64_t 
     int t = om_threads_for(outer * n * inner, OM_REDUCE_GRAIN, nthreads);
     if (inner == 1) {
         softmax_row_fn row = softmax_row_table[om_isa];
+        int64_t o;
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-        for (int64_t o = 0; o < outer; o++) row(x + o * n, y + o * n, n, is_log);
+        for (o = 0; o < outer; o++) row(x + o * n, y + o * n, n, is_log);
         return;
     }
     softmax_cols_fn cols = softmax_cols_table[om_isa];
     int64_t nb = col_blocks(inner);
+    int64_t item;
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (int64_t item = 0; item < outer * nb; item++) {
+    for (item = 0; item < outer * nb; item++) {
         int64_t off = item / nb * n * inner + item % nb * OM_COL_BLOCK;
         cols(x + off, y + off, n, inner, block_width(inner, item % nb), is_log);
     }
@@ -141,14 +146,16 @@ void om_softmax_backward_f32(const float *y, const float *g, float *dx, int64_t 
     int t = om_threads_for(outer * n * inner, OM_REDUCE_GRAIN, nthreads);
     if (inner == 1) {
         softmax_bwd_row_fn row = softmax_bwd_row_table[om_isa];
+        int64_t o;
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-        for (int64_t o = 0; o < outer; o++) row(y + o * n, g + o * n, dx + o * n, n, is_log);
+        for (o = 0; o < outer; o++) row(y + o * n, g + o * n, dx + o * n, n, is_log);
         return;
     }
     softmax_bwd_cols_fn cols = softmax_bwd_cols_table[om_isa];
     int64_t nb = col_blocks(inner);
+    int64_t item;
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (int64_t item = 0; item < outer * nb; item++) {
+    for (item = 0; item < outer * nb; item++) {
         int64_t off = item / nb * n * inner + item % nb * OM_COL_BLOCK;
         cols(y + off, g + off, dx + off, n, inner, block_width(inner, item % nb), is_log);
     }
@@ -158,8 +165,9 @@ void om_layer_norm_f32(const float *x, const float *w, const float *b, float eps
                        float *mean, float *rstd, int64_t rows, int64_t n, int nthreads) {
     layer_norm_row_fn row = layer_norm_row_table[om_isa];
     int t = om_threads_for(rows * n, OM_REDUCE_GRAIN, nthreads);
+    int64_t r;
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (int64_t r = 0; r < rows; r++)
+    for (r = 0; r < rows; r++)
         row(x + r * n, w, b, eps, y + r * n, n, mean + r, rstd + r);
 }
 
@@ -171,16 +179,18 @@ void om_layer_norm_backward_f32(const float *g, const float *x, const float *mea
     if (dw || db) {
         layer_norm_dwdb_fn dwdb = layer_norm_dwdb_table[om_isa];
         int64_t nb = col_blocks(n);
+        int64_t b;
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-        for (int64_t b = 0; b < nb; b++) {
+        for (b = 0; b < nb; b++) {
             int64_t off = b * OM_COL_BLOCK;
             dwdb(g + off, x + off, mean, rstd, rows, n, block_width(n, b), dw ? dw + off : NULL,
                  db ? db + off : NULL);
         }
     }
     layer_norm_bwd_row_fn row = layer_norm_bwd_row_table[om_isa];
+    int64_t r;
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (int64_t r = 0; r < rows; r++)
+    for (r = 0; r < rows; r++)
         row(g + r * n, x + r * n, mean[r], rstd[r], w, dx + r * n, n);
 }
 

@@ -61,8 +61,9 @@ static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t 
             status = -1;
             break;
         }
+        int64_t r;
         #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-        for (int64_t r = 0; r < b; r++) {
+        for (r = 0; r < b; r++) {
             const int64_t row = time_at(a->reverse, s, lengths[r]) * b + r;
             float *yr = y + row * h, *gr = gates + row * gh;
             const size_t hb = (size_t)h * sizeof(float);
@@ -111,8 +112,9 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
     const om_gru_row_bwd_fn gru = gru_row_bwd[om_isa];
     int status = 0;
     for (int64_t s = t - 1; s >= 0; s--) {
+        int64_t r;
         #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-        for (int64_t r = 0; r < b; r++) {
+        for (r = 0; r < b; r++) {
             const int64_t row = time_at(a->reverse, s, lengths[r]) * b + r;
             float *ds = dstep + r * gh;
             if (s >= lengths[r]) {  /* padded step: no gate gradient, state gradient carried */
@@ -139,7 +141,7 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
             break;
         }
         #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-        for (int64_t r = 0; r < b; r++) {
+        for (r = 0; r < b; r++) {
             if (s >= lengths[r]) continue;
             float *d = dh0 + r * h;
             const float *m = tmp + r * h;
@@ -160,8 +162,9 @@ int om_rnn_forward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
                        const int64_t *lengths, const om_rnn_forward_args *dirs, int nthreads) {
     const int nt = ndir > 1 && nthreads > 1 ? (int)(ndir < nthreads ? ndir : nthreads) : 1;
     int failed = 0;
+    int64_t d;
     #pragma omp parallel for num_threads(nt) schedule(static, 1) reduction(|:failed) if (nt > 1)
-    for (int64_t d = 0; d < ndir; d++)
+    for (d = 0; d < ndir; d++)
         failed |= forward_one(cell, t, b, h, lengths, dirs + d, nt > 1 ? 1 : nthreads) != 0;
     return failed ? -1 : 0;
 }
@@ -171,8 +174,9 @@ int om_rnn_backward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
                         int nthreads) {
     const int nt = ndir > 1 && nthreads > 1 ? (int)(ndir < nthreads ? ndir : nthreads) : 1;
     int failed = 0;
+    int64_t d;
     #pragma omp parallel for num_threads(nt) schedule(static, 1) reduction(|:failed) if (nt > 1)
-    for (int64_t d = 0; d < ndir; d++)
+    for (d = 0; d < ndir; d++)
         failed |= backward_one(cell, t, b, h, lengths, dirs + d, nt > 1 ? 1 : nthreads) != 0;
     return failed ? -1 : 0;
 }
