@@ -475,11 +475,18 @@ def test_bad_gradient_changes_nothing():
         nn.TernaryLinear(4, 2)(om.Tensor(np.ones((1, 5), np.float32)))
 
 
-def test_abs_mean_is_the_sequential_double_sum():
+def test_abs_mean_is_the_sequential_double_sum(isa_restore):
     rng = np.random.default_rng(5)
-    for n in (1, 7, 8, 9, 1000, 4097):
-        for _ in range(20):
-            g = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(np.float32)
-            expect = np.float32(np.cumsum(np.abs(g).astype(np.float64))[-1] / n)
-            assert np.float32(_sr4.abs_mean(g)) == expect
+    cases = [(rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(np.float32)
+             for n in (1, 7, 8, 9, 15, 16, 17, 1000, 4097) for _ in range(8)]
+    cases.append(rng.standard_normal(70001).astype(np.float32))  # several chunks
+    # A mean exactly halfway between two float32 values: only the sequential sum decides.
+    cases.append(np.array([1.0, 1.0 + 2.0 ** -23], np.float32))
+    expect = [np.float32(np.cumsum(np.abs(g).astype(np.float64))[-1] / g.size) for g in cases]
+    assert expect[-1] == 1.0
+    for isa in available_isas():
+        select_isa(isa)
+        for threads in (1, 2, 3):
+            got = [np.float32(_sr4.abs_mean(g, threads)) for g in cases]
+            assert got == expect, (isa, threads)
     assert np.isnan(_sr4.abs_mean(np.array([1.0, np.nan], np.float32)))

@@ -136,7 +136,7 @@ static const float SPECIALS[] = {
 static void check_gemm(run_t *r, int nt) {
     static const int64_t shapes[][4] = {  /* batch, m, n, k */
         {1, 1, 1, 1}, {1, 5, 7, 3}, {1, 17, 33, 65}, {2, 64, 48, 600}, {1, 130, 100, 70},
-        {3, 9, 21, 0}};
+        {3, 9, 21, 0}, {1, 7, 11, 257}, {1, 9, 13, 5}};  /* tile sizes +-1, K block + 1 */
     char name[40];
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t batch = shapes[s][0], m = shapes[s][1], n = shapes[s][2], k = shapes[s][3];
@@ -353,7 +353,7 @@ static void check_ctc(run_t *r, int nt) {
 
 /* A bidirectional LSTM and GRU: the second direction runs reversed, with its own weights. */
 static void check_rnn(run_t *r, int nt) {
-    enum { T = 5, B = 3, H = 20, NDIR = 2 };
+    enum { T = 5, B = 3, H = 22, NDIR = 2 };  /* H: whole vectors and a tail on every path */
     static const int64_t lengths[B] = {5, 3, 1};
     for (int cell = OM_RNN_LSTM; cell <= OM_RNN_GRU; cell++) {
         const int64_t gh = (cell == OM_RNN_LSTM ? 4 : 3) * H;
@@ -408,7 +408,7 @@ static void check_sr4(run_t *r, int nt) {
     rec_bytes(r, "sr4 init", q, sizeof q);
     float *g = uniform(N, 0.125f), *w = zeros(N), *x = uniform(M * K, 2.0f);
     float *out = zeros(M * ROWS);
-    const float abs_mean = om_sr4_abs_mean(g, N);
+    const float abs_mean = om_sr4_abs_mean(g, N, nt);
     rec_f32(r, "sr4 abs_mean", &abs_mean, 1);
     for (uint32_t step = 0; step < 3; step++) {
         const uint64_t key = om_sr4_mix(om_sr4_mix(42 ^ OM_SR4_C0) ^ step);

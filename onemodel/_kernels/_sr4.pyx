@@ -20,7 +20,7 @@ cdef extern from "sr4.h" nogil:
     uint64_t OM_SR4_C0
     uint64_t om_sr4_mix(uint64_t z)
     void om_sr4_init(uint8_t *q, int64_t n, uint64_t seed, uint64_t idx_base, int32_t mag)
-    float om_sr4_abs_mean(const float *g, int64_t n)
+    float om_sr4_abs_mean(const float *g, int64_t n, int nthreads)
     void om_sr4_step(uint8_t *q, const float *g, float *w, int64_t n, const om_sr4_step_args *a,
                      int nthreads)
     void om_sr4_materialize(const uint8_t *q, int64_t n, int32_t theta, float *w, int nthreads)
@@ -55,12 +55,12 @@ def init(uint8_t[::1] q not None, int64_t n, uint64_t seed, uint64_t idx_base,
         om_sr4_init(&q[0], n, seed, idx_base, mag)
 
 
-def abs_mean(const float[::1] g not None) -> float:
+def abs_mean(const float[::1] g not None, int nthreads=1) -> float:
     """float32(Σ|g| in double, element by element in index order, / n); NaN when empty."""
     cdef float r = float("nan")
     if g.shape[0] != 0:
         with nogil:
-            r = om_sr4_abs_mean(&g[0], g.shape[0])
+            r = om_sr4_abs_mean(&g[0], g.shape[0], nthreads)
     return r
 
 

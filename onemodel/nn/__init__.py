@@ -6,12 +6,12 @@ from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Lin
                      Sequential, Sigmoid, Tanh)
 from .module import Module, Parameter
 from .recurrent import GRU, LSTM
-from .ternary import TernaryLinear, TernaryWeight, ternary_weights
+from .ternary import TernaryConv2d, TernaryLinear, TernaryWeight, ternary_weights
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "Dropout",
     "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MaxPool2d", "Module",
     "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh", "init",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LSTM", "GRU",
-    "TernaryLinear", "TernaryWeight", "ternary_weights",
+    "TernaryConv2d", "TernaryLinear", "TernaryWeight", "ternary_weights",
 ]

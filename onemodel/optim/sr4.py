@@ -107,6 +107,7 @@ class SR4(Optimizer):
         if ts <= 0.0:
             ts = self.target_step
         ts32 = np.float32(ts)
+        nthreads = _config.num_threads()
         work = []
         for i, p in enumerate(self.params):
             if p.grad is None:
@@ -114,12 +115,11 @@ class SR4(Optimizer):
             g = self._grad_array(i, p).reshape(-1)
             if g.size == 0:
                 continue
-            mean = np.float32(_sr4.abs_mean(g))
+            mean = np.float32(_sr4.abs_mean(g, nthreads))
             if not math.isfinite(mean):
                 raise ValueError(f"SR4.step: params[{i}] of shape {p.shape} has a non-finite "
                                  "gradient; nothing was updated")
             work.append((i, p, g, mean))
-        nthreads = _config.num_threads()
         for i, p, g, mean in work:
             s = ts32 / (mean + np.float32(1e-12))
             _sr4.step(self._q[i], g, p._data.reshape(-1), float(s), self.seed,

@@ -55,9 +55,7 @@ enum { OM_SR4_CHUNK = 1 << 14 };
 static const om_sr4_step_fn step_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_step);
 static const om_sr4_materialize_fn mat_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_materialize);
 static const om_sr4_pairs_fn pairs_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_pairs);
-
-/* A path without its own SR4 functions runs the scalar reference. */
-#define SR4_PICK(table) ((table)[om_isa] ? (table)[om_isa] : (table)[OM_ISA_SCALAR])
+static const om_sr4_abs_sum_fn abs_sum_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_abs_sum);
 
 void om_sr4_init(uint8_t *q, int64_t n, uint64_t seed, uint64_t idx_base, int32_t mag) {
     uint64_t x = om_sr4_mix(seed ^ idx_base ^ OM_SR4_C0);
@@ -79,20 +77,33 @@ static double abs_sum_sequential(const float *g, int64_t n) {
     return acc;
 }
 
+#if OM_HAVE_OPENMP
+#define PARALLEL_FOR _Pragma("omp parallel for schedule(static) num_threads(nt) if (nt > 1)")
+#else
+#define PARALLEL_FOR (void)nt;
+#endif
+
 /* The sequential sum is a chain of dependent additions (one per element, latency-bound). Its
  * result differs from the exact sum by at most (n - 1) u S (u = 2^-53, S the exact sum, every
- * term >= 0), and so does a sum over 8 interleaved lanes, which runs at full speed. Both means
- * therefore lie within a relative 2 n u + a few u of the lane sum's; when float32 rounds the
- * whole interval to one value (rounding is monotone), that value is the mean of the sequential
- * sum, and only otherwise (a mean within about 2^-29 n of a float32 tie) the chain runs. */
-float om_sr4_abs_mean(const float *g, int64_t n) {
-    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) lane[l] += (double)fabsf(g[i + l]);
+ * term >= 0), and so does a sum in any other order: the vector paths' lanes, and chunks of the
+ * threads added in chunk order. Both means therefore lie within a relative 2 n u + a few u of
+ * the fast sum's; when float32 rounds the whole interval to one value (rounding is monotone),
+ * that value is the mean of the sequential sum, and only otherwise (a mean within about
+ * 2^-29 n of a float32 tie) the chain runs. So the result never depends on the path or the
+ * thread count. */
+float om_sr4_abs_mean(const float *g, int64_t n, int nthreads) {
+    enum { MAX_CHUNKS = 256 };
+    const om_sr4_abs_sum_fn f = abs_sum_table[om_isa];
+    int64_t len = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
+    if (len < OM_SR4_CHUNK) len = OM_SR4_CHUNK;
+    const int64_t chunks = (n + len - 1) / len;
+    double part[MAX_CHUNKS];
+    const int nt = om_threads_for(n, OM_SR4_GRAIN, nthreads);
+    PARALLEL_FOR
+    for (int64_t c = 0; c < chunks; c++)
+        part[c] = f(g + c * len, n - c * len < len ? n - c * len : len);
     double fast = 0.0;
-    for (int l = 0; l < 8; l++) fast += lane[l];
-    for (; i < n; i++) fast += (double)fabsf(g[i]);
+    for (int64_t c = 0; c < chunks; c++) fast += part[c];
     const double mean = fast / (double)n;
     if (!isfinite(mean)) return (float)mean;
     const double margin = 4.0 * ((double)n + 4.0) * 0x1p-53;
@@ -101,15 +112,9 @@ float om_sr4_abs_mean(const float *g, int64_t n) {
     return (float)(abs_sum_sequential(g, n) / (double)n);
 }
 
-#if OM_HAVE_OPENMP
-#define PARALLEL_FOR _Pragma("omp parallel for schedule(static) num_threads(nt) if (nt > 1)")
-#else
-#define PARALLEL_FOR (void)nt;
-#endif
-
 void om_sr4_step(uint8_t *q, const float *g, float *w, int64_t n, const om_sr4_step_args *a,
                  int nthreads) {
-    const om_sr4_step_fn f = SR4_PICK(step_table);
+    const om_sr4_step_fn f = step_table[om_isa];
     const int nt = om_threads_for(n, OM_SR4_GRAIN, nthreads);
     const int64_t chunks = (n + OM_SR4_CHUNK - 1) / OM_SR4_CHUNK;
     PARALLEL_FOR
@@ -121,7 +126,7 @@ void om_sr4_step(uint8_t *q, const float *g, float *w, int64_t n, const om_sr4_s
 }
 
 void om_sr4_materialize(const uint8_t *q, int64_t n, int32_t theta, float *w, int nthreads) {
-    const om_sr4_materialize_fn f = SR4_PICK(mat_table);
+    const om_sr4_materialize_fn f = mat_table[om_isa];
     const int nt = om_threads_for(n, OM_SR4_GRAIN, nthreads);
     const int64_t chunks = (n + OM_SR4_CHUNK - 1) / OM_SR4_CHUNK;
     PARALLEL_FOR
@@ -200,7 +205,7 @@ static void build_table(const float *x, int64_t rows, int64_t k, int64_t c0, flo
 int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const uint8_t *codes,
                           float *out, int nthreads) {
     if (m == 0 || n == 0) return 0;
-    const om_sr4_pairs_fn pairs = SR4_PICK(pairs_table);
+    const om_sr4_pairs_fn pairs = pairs_table[om_isa];
     const int64_t nblocks = pair_blocks(k), stride = nblocks * OM_SR4_PB;
     const int nt = om_threads_for(m * n * (k > 0 ? k : 1), 1 << 20, nthreads);
     int failed = 0;

@@ -94,12 +94,17 @@ typedef void (*om_sr4_materialize_fn)(const uint8_t *q, int64_t n, int32_t theta
 typedef void (*om_sr4_pairs_fn)(const uint8_t *codes, int64_t stride, int64_t nout,
                                 const float *T, float *acc);
 
+/* The sum of |g[i]| in double, in any order (om_sr4_abs_mean accepts it only when the order
+ * cannot show in its float32 result). */
+typedef double (*om_sr4_abs_sum_fn)(const float *g, int64_t n);
+
 #define OM_SR4_DECLARE(isa)                                                                   \
     void om_sr4_step_##isa(uint8_t *q, const float *g, float *w, int64_t start, int64_t n,    \
                            const om_sr4_step_args *a);                                        \
     void om_sr4_materialize_##isa(const uint8_t *q, int64_t n, int32_t theta, float *w);      \
     void om_sr4_pairs_##isa(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,\
-                            float *acc);
+                            float *acc);                                                      \
+    double om_sr4_abs_sum_##isa(const float *g, int64_t n);
 OM_SR4_DECLARE(scalar)
 OM_SR4_DECLARE(avx2)
 OM_SR4_DECLARE(avx512)
@@ -113,8 +118,9 @@ OM_SR4_DECLARE(neon)
 void om_sr4_init(uint8_t *q, int64_t n, uint64_t seed, uint64_t idx_base, int32_t mag);
 
 /* mean|g| of clarifications.md, n > 0: float32(the double sum of |g[i]| for i = 0..n-1 in
- * order, divided by n in double). Non-finite when g holds an infinity or a NaN. */
-float om_sr4_abs_mean(const float *g, int64_t n);
+ * order, divided by n in double), whatever the path and thread count. Non-finite when g holds
+ * an infinity or a NaN. */
+float om_sr4_abs_mean(const float *g, int64_t n, int nthreads);
 
 void om_sr4_step(uint8_t *q, const float *g, float *w, int64_t n, const om_sr4_step_args *a,
                  int nthreads);

@@ -4,8 +4,9 @@
  * Step: the float part is two VMULPS, a clamp by VMINPS/VMAXPS (no NaN can reach it: the
  * caller refuses non-finite gradients and s is finite) and VCVTPS2DQ (round half to even);
  * the hash runs on two vectors of 8 u64 lanes with VPMULLQ; 8 bytes of q (16 nibbles) are
- * spread over 16 int32 lanes by a variable shift and packed back by an OR reduction. The tail
- * is masked; lanes past n hold q = 0, so an odd end keeps its high nibble 0.
+ * spread over 16 int32 lanes by a variable shift and packed back by narrowing to bytes. The
+ * tail is masked; lanes past n hold q = 0, so an odd end keeps its high nibble 0. The sum of
+ * |g| of mean|g| adds 8 double lanes (its order cannot show, see sr4.c).
  */
 #include <immintrin.h>
 #include <string.h>
@@ -28,11 +29,13 @@ static inline __m512i unpack16(uint64_t word, __m512i shifts) {
     return _mm512_sub_epi32(_mm512_xor_si512(nib, _mm512_set1_epi32(8)), _mm512_set1_epi32(8));
 }
 
-static inline uint64_t pack16(__m512i q, __m512i shifts) {
-    const __m512i t = _mm512_sllv_epi32(_mm512_and_si512(q, _mm512_set1_epi32(15)), shifts);
-    const uint32_t lo = (uint32_t)_mm512_mask_reduce_or_epi32(0x00FF, t);
-    const uint32_t hi = (uint32_t)_mm512_mask_reduce_or_epi32(0xFF00, t);
-    return (uint64_t)lo | ((uint64_t)hi << 32);
+/* The low nibbles of 16 int32 lanes as 8 bytes: narrow to bytes, then join byte pairs. */
+static inline uint64_t pack16(__m512i q) {
+    const __m128i b = _mm512_cvtepi32_epi8(q);
+    const __m128i lo = _mm_and_si128(b, _mm_set1_epi16(0x000F));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi16(0x00F0));
+    const __m128i pairs = _mm_or_si128(lo, hi);
+    return (uint64_t)_mm_cvtsi128_si64(_mm_packus_epi16(pairs, pairs));
 }
 
 static inline __m512 ternary16(__m512i q, int32_t theta) {
@@ -100,7 +103,7 @@ void om_sr4_step_avx512(uint8_t *q, const float *g, float *w, int64_t start, int
         __m512i qv = _mm512_add_epi32(unpack16(word, shifts), k);
         qv = _mm512_mask_add_epi32(qv, bit, qv, one);
         qv = _mm512_maskz_mov_epi32(m, _mm512_max_epi32(_mm512_min_epi32(qv, qc), nqc));
-        store_bytes(q + i / 2, nbytes, pack16(qv, shifts));
+        store_bytes(q + i / 2, nbytes, pack16(qv));
         if (w) _mm512_mask_storeu_ps(w + i, m, ternary16(qv, a->theta));
         idx_lo = _mm512_add_epi64(idx_lo, step8);
         idx_hi = _mm512_add_epi64(idx_hi, step8);
@@ -165,4 +168,17 @@ void om_sr4_pairs_avx512(const uint8_t *codes, int64_t stride, int64_t nout, con
         _mm512_store_ps(a + 32, x2);
         _mm512_store_ps(a + 48, x3);
     }
+}
+
+/* 16 floats per iteration into two vectors of 8 double lanes; the tail is masked. */
+double om_sr4_abs_sum_avx512(const float *g, int64_t n) {
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = (__mmask16)(n - i < 16 ? (1u << (n - i)) - 1u : 0xFFFFu);
+        const __m512 v = _mm512_abs_ps(_mm512_maskz_loadu_ps(m, g + i));
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(
+                                   _mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
 }

@@ -1,9 +1,12 @@
 /* SR4 kernels, scalar path: the reference every other path translates (design note in sr4.h).
  *
  * The step calls om_sr4_elem per element; materialisation and the pair sums of the ternary
- * product are plain loops. Integer arithmetic only, apart from the two float32 multiplies of the step.
+ * product are plain loops. Integer arithmetic only, apart from the two float32 multiplies of
+ * the step, the adds of the pair sums and the double sum of |g|.
  */
 #include "sr4.h"
+
+#include <math.h>
 
 void om_sr4_step_scalar(uint8_t *q, const float *g, float *w, int64_t start, int64_t n,
                         const om_sr4_step_args *a) {
@@ -35,4 +38,16 @@ void om_sr4_pairs_scalar(const uint8_t *codes, int64_t stride, int64_t nout, con
             for (int r = 0; r < OM_SR4_RB; r++) aj[r] += row[r];
         }
     }
+}
+
+/* 8 interleaved lanes: independent additions, then the lanes in order. */
+double om_sr4_abs_sum_scalar(const float *g, int64_t n) {
+    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) lane[l] += (double)fabsf(g[i + l]);
+    double sum = 0.0;
+    for (int l = 0; l < 8; l++) sum += lane[l];
+    for (; i < n; i++) sum += (double)fabsf(g[i]);
+    return sum;
 }
