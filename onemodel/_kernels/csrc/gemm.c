@@ -8,7 +8,7 @@
  * Exact-mode contract (the same bits on every path and thread count): each output element is
  *     acc = +0.0f; for k = 0..K-1: acc = fma(A[i,k], B[k,j], acc); C[i,j] = acc
  * with one rounding per fused multiply-add: fmaf() on the scalar and SSE2 paths (SSE2 has no
- * FMA instruction), _mm256_fmadd_ps / _mm512_fmadd_ps on AVX2 / AVX-512, vfmaq_n_f32 on NEON.
+ * FMA instruction), _mm256_fmadd_ps / _mm512_fmadd_ps on AVX2 / AVX-512, vfmaq_f32 on NEON.
  * No other association is ever used: vectors run across output columns, never along k.
  * K = 0 gives +0.0f.
  *
