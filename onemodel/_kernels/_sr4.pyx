@@ -47,7 +47,8 @@ def mix(uint64_t z) -> int:
 
 def init(uint8_t[::1] q not None, int64_t n, uint64_t seed, uint64_t idx_base,
          int32_t mag) -> None:
-    """Section 1: q = {-mag, 0, +mag} with 33.5/33/33.5 % from xorshift64 keyed by seed ^ idx_base."""
+    """Section 1: q = {-mag, 0, +mag} with 33.5/33/33.5 % from xorshift64 keyed by
+    seed ^ idx_base."""
     _packed("sr4.init", q.shape[0], n)
     if n == 0:
         return

@@ -8,7 +8,8 @@
  * Ternary product (order in sr4.h): the plan holds, for each output j, one byte per pair of
  * columns: the pair's index in its block of PB pairs times 9 plus its weight pair e. The
  * product takes blocks of RB rows of x; for each block of PB pairs it builds the table of the
- * 9 pair sums of every pair (sr4.h), 36 KiB that stay in L1, and then every output adds one
+ * 9 pair sums of every pair (sr4.h, one per path: the vector paths gather the columns of x),
+ * 36 KiB that stay in L1, and then every output adds one
  * table row per pair: ceil(k / 2) vector adds per output for RB rows, where a float product
  * makes k fused multiply-adds. The accumulators of a row block (RB per output) stay in a
  * scratch buffer between blocks of pairs, and go to out transposed at the end of the row block.
@@ -56,6 +57,7 @@ static const om_sr4_step_fn step_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_step);
 static const om_sr4_materialize_fn mat_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_materialize);
 static const om_sr4_pairs_fn pairs_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_pairs);
 static const om_sr4_abs_sum_fn abs_sum_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_abs_sum);
+static const om_sr4_table_fn table_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_table);
 
 void om_sr4_init(uint8_t *q, int64_t n, uint64_t seed, uint64_t idx_base, int32_t mag) {
     uint64_t x = om_sr4_mix(seed ^ idx_base ^ OM_SR4_C0);
@@ -178,34 +180,12 @@ void om_sr4_ternary_plan(const uint8_t *q, int64_t n, int64_t k, int32_t theta, 
     }
 }
 
-/* The table of one block (sr4.h): xt[c * RB + r] is column `c0 + c` of the row block, zero past
- * the rows and the columns of x. Negation flips the sign bit; every sum is one float add. */
-static void build_table(const float *x, int64_t rows, int64_t k, int64_t c0, float *xt,
-                        float *T) {
-    const int64_t cols = k - c0 < 2 * OM_SR4_PB ? k - c0 : 2 * OM_SR4_PB;
-    memset(xt, 0, sizeof(float) * 2 * OM_SR4_PB * OM_SR4_RB);
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) xt[c * OM_SR4_RB + r] = x[r * k + c0 + c];
-    for (int p = 0; p < OM_SR4_PB; p++) {
-        const float *a = xt + 2 * p * OM_SR4_RB, *b = a + OM_SR4_RB;
-        float *t = T + p * 9 * OM_SR4_RB;
-        /* One loop per entry, so that the compiler vectorises each over the rows. */
-        for (int r = 0; r < OM_SR4_RB; r++) t[r] = 0.0f + 0.0f;
-        for (int r = 0; r < OM_SR4_RB; r++) t[OM_SR4_RB + r] = 0.0f + b[r];
-        for (int r = 0; r < OM_SR4_RB; r++) t[2 * OM_SR4_RB + r] = 0.0f + -b[r];
-        for (int r = 0; r < OM_SR4_RB; r++) t[3 * OM_SR4_RB + r] = a[r] + 0.0f;
-        for (int r = 0; r < OM_SR4_RB; r++) t[4 * OM_SR4_RB + r] = a[r] + b[r];
-        for (int r = 0; r < OM_SR4_RB; r++) t[5 * OM_SR4_RB + r] = a[r] + -b[r];
-        for (int r = 0; r < OM_SR4_RB; r++) t[6 * OM_SR4_RB + r] = -a[r] + 0.0f;
-        for (int r = 0; r < OM_SR4_RB; r++) t[7 * OM_SR4_RB + r] = -a[r] + b[r];
-        for (int r = 0; r < OM_SR4_RB; r++) t[8 * OM_SR4_RB + r] = -a[r] + -b[r];
-    }
-}
-
 int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const uint8_t *codes,
                           float *out, int nthreads) {
     if (m == 0 || n == 0) return 0;
     const om_sr4_pairs_fn pairs = pairs_table[om_isa];
+    /* The gathers index rows with 32-bit offsets; any path gives the same table. */
+    const om_sr4_table_fn table_of = k < (1 << 26) ? table_table[om_isa] : om_sr4_table_scalar;
     const int64_t nblocks = pair_blocks(k), stride = nblocks * OM_SR4_PB;
     const int nt = om_threads_for(m * n * (k > 0 ? k : 1), 1 << 20, nthreads);
     int failed = 0;
@@ -221,26 +201,26 @@ int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const
 #endif
         const int64_t j0 = n * tid / count, j1 = n * (tid + 1) / count, nj = j1 - j0;
         const size_t table = sizeof(float) * OM_SR4_PB * 9 * OM_SR4_RB;
-        const size_t cols = sizeof(float) * 2 * OM_SR4_PB * OM_SR4_RB;
-        float *T = aligned_alloc(64, table), *xt = aligned_alloc(64, cols);
+        float *T = aligned_alloc(64, table);
         float *acc = aligned_alloc(64, sizeof(float) * (size_t)(nj > 0 ? nj : 1) * OM_SR4_RB);
-        if (!T || !xt || !acc) {
+        if (!T || !acc) {
             failed = 1;
         } else if (nj > 0) {
             for (int64_t r0 = 0; r0 < m; r0 += OM_SR4_RB) {
                 const int64_t rows = m - r0 < OM_SR4_RB ? m - r0 : OM_SR4_RB;
                 memset(acc, 0, sizeof(float) * (size_t)nj * OM_SR4_RB);  /* +0 starts each sum */
                 for (int64_t b = 0; b < nblocks; b++) {
-                    build_table(x + r0 * k, rows, k, b * 2 * OM_SR4_PB, xt, T);
+                    table_of(x + r0 * k, rows, k, b * 2 * OM_SR4_PB, T);
                     pairs(codes + j0 * stride + b * OM_SR4_PB, stride, nj, T, acc);
                 }
-                for (int64_t r = 0; r < rows; r++)
-                    for (int64_t j = 0; j < nj; j++)
-                        out[(r0 + r) * n + j0 + j] = acc[j * OM_SR4_RB + r];
+                /* Transposed by tiles of 16 outputs, whose accumulators stay in L1. */
+                for (int64_t jt = 0; jt < nj; jt += 16)
+                    for (int64_t r = 0; r < rows; r++)
+                        for (int64_t j = jt; j < nj && j < jt + 16; j++)
+                            out[(r0 + r) * n + j0 + j] = acc[j * OM_SR4_RB + r];
             }
         }
         free(T);
-        free(xt);
         free(acc);
     }
     return failed ? -1 : 0;

@@ -94,6 +94,11 @@ typedef void (*om_sr4_materialize_fn)(const uint8_t *q, int64_t n, int32_t theta
 typedef void (*om_sr4_pairs_fn)(const uint8_t *codes, int64_t stride, int64_t nout,
                                 const float *T, float *acc);
 
+/* The table of one block: x points at the first of `rows` <= RB rows (row stride k), c0 at
+ * the block's first column; columns past k and rows past `rows` read as +0. Each entry is one
+ * float add of two of +x, -x (sign flipped) and +0: e = 5 is x[c0 + 2p] + -x[c0 + 2p + 1]. */
+typedef void (*om_sr4_table_fn)(const float *x, int64_t rows, int64_t k, int64_t c0, float *T);
+
 /* The sum of |g[i]| in double, in any order (om_sr4_abs_mean accepts it only when the order
  * cannot show in its float32 result). */
 typedef double (*om_sr4_abs_sum_fn)(const float *g, int64_t n);
@@ -104,7 +109,8 @@ typedef double (*om_sr4_abs_sum_fn)(const float *g, int64_t n);
     void om_sr4_materialize_##isa(const uint8_t *q, int64_t n, int32_t theta, float *w);      \
     void om_sr4_pairs_##isa(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,\
                             float *acc);                                                      \
-    double om_sr4_abs_sum_##isa(const float *g, int64_t n);
+    double om_sr4_abs_sum_##isa(const float *g, int64_t n);                                   \
+    void om_sr4_table_##isa(const float *x, int64_t rows, int64_t k, int64_t c0, float *T);
 OM_SR4_DECLARE(scalar)
 OM_SR4_DECLARE(avx2)
 OM_SR4_DECLARE(avx512)

@@ -157,3 +157,35 @@ double om_sr4_abs_sum_avx2(const float *g, int64_t n) {
     for (; i < n; i++) sum += (double)fabsf(g[i]);
     return sum;
 }
+
+/* Columns of x gathered 8 rows at a time (rows past `rows` masked to +0), then the 9 sums. */
+void om_sr4_table_avx2(const float *x, int64_t rows, int64_t k, int64_t c0, float *T) {
+    const int64_t cols = k - c0 < 2 * OM_SR4_PB ? k - c0 : 2 * OM_SR4_PB;
+    const __m256i index = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                             _mm256_set1_epi32((int)k));
+    const __m256 zero = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
+    for (int v = 0; v < OM_SR4_RB / 8; v++) {
+        const int64_t left = rows - 8 * v;
+        const __m256 m = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+            _mm256_set1_epi32((int)(left < 8 ? (left > 0 ? left : 0) : 8)),
+            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+        const float *base = x + (left > 0 ? 8 * v * k + c0 : 0);
+        for (int p = 0; p < OM_SR4_PB; p++) {
+            const __m256 a = 2 * p < cols ?
+                _mm256_mask_i32gather_ps(zero, base + 2 * p, index, m, 4) : zero;
+            const __m256 b = 2 * p + 1 < cols ?
+                _mm256_mask_i32gather_ps(zero, base + 2 * p + 1, index, m, 4) : zero;
+            const __m256 na = _mm256_xor_ps(a, sign), nb = _mm256_xor_ps(b, sign);
+            float *t = T + p * 9 * OM_SR4_RB + 8 * v;
+            _mm256_store_ps(t, _mm256_add_ps(zero, zero));
+            _mm256_store_ps(t + OM_SR4_RB, _mm256_add_ps(zero, b));
+            _mm256_store_ps(t + 2 * OM_SR4_RB, _mm256_add_ps(zero, nb));
+            _mm256_store_ps(t + 3 * OM_SR4_RB, _mm256_add_ps(a, zero));
+            _mm256_store_ps(t + 4 * OM_SR4_RB, _mm256_add_ps(a, b));
+            _mm256_store_ps(t + 5 * OM_SR4_RB, _mm256_add_ps(a, nb));
+            _mm256_store_ps(t + 6 * OM_SR4_RB, _mm256_add_ps(na, zero));
+            _mm256_store_ps(t + 7 * OM_SR4_RB, _mm256_add_ps(na, b));
+            _mm256_store_ps(t + 8 * OM_SR4_RB, _mm256_add_ps(na, nb));
+        }
+    }
+}

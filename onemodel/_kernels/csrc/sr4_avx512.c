@@ -182,3 +182,34 @@ double om_sr4_abs_sum_avx512(const float *g, int64_t n) {
     }
     return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
 }
+
+/* Columns of x gathered 16 rows at a time (rows past `rows` masked to +0), then the 9 sums. */
+void om_sr4_table_avx512(const float *x, int64_t rows, int64_t k, int64_t c0, float *T) {
+    const int64_t cols = k - c0 < 2 * OM_SR4_PB ? k - c0 : 2 * OM_SR4_PB;
+    const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                                               10, 11, 12, 13, 14, 15),
+                                             _mm512_set1_epi32((int)k));
+    const __m512 zero = _mm512_setzero_ps(), sign = _mm512_set1_ps(-0.0f);
+    for (int v = 0; v < OM_SR4_RB / 16; v++) {
+        const int64_t left = rows - 16 * v;
+        const __mmask16 m = left >= 16 ? 0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+        const float *base = x + (m ? 16 * v * k + c0 : 0);
+        for (int p = 0; p < OM_SR4_PB; p++) {
+            const __m512 a = 2 * p < cols ?
+                _mm512_mask_i32gather_ps(zero, m, index, base + 2 * p, 4) : zero;
+            const __m512 b = 2 * p + 1 < cols ?
+                _mm512_mask_i32gather_ps(zero, m, index, base + 2 * p + 1, 4) : zero;
+            const __m512 na = _mm512_xor_ps(a, sign), nb = _mm512_xor_ps(b, sign);
+            float *t = T + p * 9 * OM_SR4_RB + 16 * v;
+            _mm512_store_ps(t, _mm512_add_ps(zero, zero));
+            _mm512_store_ps(t + OM_SR4_RB, _mm512_add_ps(zero, b));
+            _mm512_store_ps(t + 2 * OM_SR4_RB, _mm512_add_ps(zero, nb));
+            _mm512_store_ps(t + 3 * OM_SR4_RB, _mm512_add_ps(a, zero));
+            _mm512_store_ps(t + 4 * OM_SR4_RB, _mm512_add_ps(a, b));
+            _mm512_store_ps(t + 5 * OM_SR4_RB, _mm512_add_ps(a, nb));
+            _mm512_store_ps(t + 6 * OM_SR4_RB, _mm512_add_ps(na, zero));
+            _mm512_store_ps(t + 7 * OM_SR4_RB, _mm512_add_ps(na, b));
+            _mm512_store_ps(t + 8 * OM_SR4_RB, _mm512_add_ps(na, nb));
+        }
+    }
+}

@@ -112,3 +112,8 @@ double om_sr4_abs_sum_neon(const float *g, int64_t n) {
     for (; i < n; i++) sum += (double)fabsf(g[i]);
     return sum;
 }
+
+/* The scalar reference: its loops over the rows are plain enough for the compiler's NEON. */
+void om_sr4_table_neon(const float *x, int64_t rows, int64_t k, int64_t c0, float *T) {
+    om_sr4_table_scalar(x, rows, k, c0, T);
+}

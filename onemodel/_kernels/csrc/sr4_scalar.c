@@ -7,6 +7,7 @@
 #include "sr4.h"
 
 #include <math.h>
+#include <string.h>
 
 void om_sr4_step_scalar(uint8_t *q, const float *g, float *w, int64_t start, int64_t n,
                         const om_sr4_step_args *a) {
@@ -50,4 +51,28 @@ double om_sr4_abs_sum_scalar(const float *g, int64_t n) {
     for (int l = 0; l < 8; l++) sum += lane[l];
     for (; i < n; i++) sum += (double)fabsf(g[i]);
     return sum;
+}
+
+/* xt[c * RB + r] is column `c0 + c` of the row block, zero past the rows and the columns of
+ * x. Negation flips the sign bit; every sum is one float add. */
+void om_sr4_table_scalar(const float *x, int64_t rows, int64_t k, int64_t c0, float *T) {
+    float xt[2 * OM_SR4_PB * OM_SR4_RB];
+    const int64_t cols = k - c0 < 2 * OM_SR4_PB ? k - c0 : 2 * OM_SR4_PB;
+    memset(xt, 0, sizeof xt);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) xt[c * OM_SR4_RB + r] = x[r * k + c0 + c];
+    for (int p = 0; p < OM_SR4_PB; p++) {
+        const float *a = xt + 2 * p * OM_SR4_RB, *b = a + OM_SR4_RB;
+        float *t = T + p * 9 * OM_SR4_RB;
+        /* One loop per entry, so that the compiler vectorises each over the rows. */
+        for (int r = 0; r < OM_SR4_RB; r++) t[r] = 0.0f + 0.0f;
+        for (int r = 0; r < OM_SR4_RB; r++) t[OM_SR4_RB + r] = 0.0f + b[r];
+        for (int r = 0; r < OM_SR4_RB; r++) t[2 * OM_SR4_RB + r] = 0.0f + -b[r];
+        for (int r = 0; r < OM_SR4_RB; r++) t[3 * OM_SR4_RB + r] = a[r] + 0.0f;
+        for (int r = 0; r < OM_SR4_RB; r++) t[4 * OM_SR4_RB + r] = a[r] + b[r];
+        for (int r = 0; r < OM_SR4_RB; r++) t[5 * OM_SR4_RB + r] = a[r] + -b[r];
+        for (int r = 0; r < OM_SR4_RB; r++) t[6 * OM_SR4_RB + r] = -a[r] + 0.0f;
+        for (int r = 0; r < OM_SR4_RB; r++) t[7 * OM_SR4_RB + r] = -a[r] + b[r];
+        for (int r = 0; r < OM_SR4_RB; r++) t[8 * OM_SR4_RB + r] = -a[r] + -b[r];
+    }
 }
