@@ -1,23 +1,23 @@
-/* Convolution (im2col + gemm), max / average pooling and batch norm, float32, NCHW.
+/* Convolution (im2col + packed products), max / average pooling and batch norm, float32, NCHW.
  *
- * Convolution. The batch is cut into chunks of nb images (nb from the shapes alone: a chunk's
- * column matrix stays in L2, and there are enough chunks for the threads to share). The column
- * matrix of a chunk holds, for group g, a (C/G·kh·kw) x (nb·oh·ow) matrix: row (c, i, j) in
- * that order, column (n, oy, ox) in that order, zero where the tap falls in the padding. Each
- * chunk is one product per group (gemm.c, batched over groups):
- *   forward   Y'[g] (K/G x nb·P)         = W[g] (K/G x C/G·kh·kw) · col[g]
- *   weight    dW_chunk[g]^T              = col[g] · dY'[g]^T      (K of the product = nb·P)
- *   input     dcol[g] (C/G·kh·kw x nb·P) = W[g]^T · dY'[g], then col2im
- * where Y' and dY' are the chunk's output in (K, n, P) order; the transposes to and from
- * (n, K, P) are plain copies. The column matrix is rebuilt from x in backward rather than kept.
- * Scratch (one chunk's column matrix, output and weight gradient) is allocated and freed here.
+ * Convolution, image by image. The column matrix of one image holds, for group g, a
+ * (C/G·kh·kw) x (oh·ow) matrix: row (c, i, j) in that order, column (oy, ox) in that order, zero
+ * where the tap falls in the padding. The products run on gemm.c's micro-kernels over operands
+ * packed here (the weight once per call, the image's operands once per image), so each lands
+ * in its final layout:
+ *   forward   Y[n, g] (K/G x P)         = W[g] (K/G x C/G·kh·kw) · col[n, g]
+ *   weight    dW[g]^T                   = sum over the images of a chunk of col[n, g] · dY[n, g]^T
+ *   input     dcol[g] (C/G·kh·kw x P)   = W[g]^T · dY[n, g], then col2im into dx[n]
+ * The weight gradient cuts the batch into chunks of nb images (nb from the shapes alone) whose
+ * partial sums are added in chunk order. Scratch (column matrices, packed operands, partial
+ * weight gradients) is allocated and freed here.
  *
  * Exact mode (engine.md section 4), association orders, fixed by the shapes alone:
- *   y[n,k,p]    = fma chain over (c, i, j) ascending from +0 (gemm), then + b[k] (one add);
+ *   y[n,k,p]    = fma chain over (c, i, j) ascending from +0, then + b[k] (one add);
  *   dW[k,c,i,j] = ((D_0 + D_1) + D_2) + ...: D_t the fma chain from +0 over (n, p) ascending
  *                 within chunk t, the chunks added in order;
  *   dx[n,c,y,x] = float adds from +0 over the taps (i, j, oy, ox) ascending that read it, each
- *                 tap the fma chain over the output channels of the group (gemm);
+ *                 tap the fma chain over the output channels of the group ascending;
  *   db[k] and every per-channel sum of batch norm: double accumulators in 8 lanes; images in
  *                 ascending order, element e of an image's row of the channel going to lane
  *                 e mod 8; then the fixed tree (0+4, 1+5, 2+6, 3+7), (0+2, 1+3), 0+1, rounded
@@ -26,12 +26,12 @@
  * PyTorch); averages add the window row-major in float, then divide once. Backward passes of
  * pooling add into each input plane in output order. Batch norm's per-element arithmetic is
  * separate float multiplies and adds (no fused multiply-add outside gemm). This file has one
- * path for every ISA: gemm is the only vectorised piece, and it is exact on every path.
+ * path for every ISA: the micro-kernels are the only vectorised piece, exact on every path.
  *
- * Threads take whole chunks when there are at least as many chunks as threads (each chunk
- * then runs on one thread); otherwise the chunks run in order and threads split the work
- * inside each: rows of im2col, (image, channel) planes of col2im and of the transposes, output
- * blocks inside gemm. Either way a chunk's arithmetic is the same. Elsewhere threads split
+ * Threads take whole images (forward, input gradient) or whole chunks (weight gradient) when
+ * there are at least as many as threads; otherwise the images or chunks run in order and
+ * threads split the work inside each: rows of im2col, (image, channel) planes of col2im, row
+ * panels of the products. Either way the arithmetic is the same. Elsewhere threads split
  * pooling planes and the channels of the bias gradient and of batch norm.
  */
 #include "conv.h"
@@ -90,145 +90,258 @@ static double lanes_total(const double acc[LANES]) {
 
 /* ---- convolution ----------------------------------------------------------------------- */
 
-/* Outputs o in [*lo, *hi) of a dimension of `out` whose tap o * stride + off lies in [0, in). */
-static void valid_range(int64_t in, int64_t out, int64_t stride, int64_t off, int64_t *lo,
-                        int64_t *hi) {
-    int64_t l = off >= 0 ? 0 : (-off + stride - 1) / stride;
-    int64_t h = in - off <= 0 ? 0 : (in - off - 1) / stride + 1;
-    if (h > out) h = out;
-    if (l > h) l = h;
-    *lo = l;
-    *hi = h;
-}
+/* The taps of every output fall inside the input padded by (ph, pw) on each side, so the
+ * column matrix is read from a zero-padded copy of the image without any range test, and the
+ * input gradient is accumulated into a padded plane whose border is then dropped. */
+static int64_t padded_h(const om_conv2d_shape *s) { return s->h + 2 * s->ph; }
+static int64_t padded_w(const om_conv2d_shape *s) { return s->w + 2 * s->pw; }
 
-/* With unit strides and as many output as input columns (a "same" convolution), the taps of
- * consecutive output rows are consecutive in the input: a tap's whole valid block is one run
- * of memory, broken only by the few columns that fall in the padding (the gaps). */
-static int flat_rows(const om_conv2d_shape *s) {
-    return s->sh == 1 && s->sw == 1 && s->w == s->ow;
-}
-
-/* Length of the run from output (y0, x0) to output (y1 - 1, x1 - 1); 0 for an empty block. */
-static int64_t run_length(const om_conv2d_shape *s, int64_t y0, int64_t y1, int64_t x0,
-                          int64_t x1) {
-    return y0 < y1 && x0 < x1 ? (y1 - y0 - 1) * s->ow + (x1 - x0) : 0;
-}
-
-/* One tap's column row: output q = oy * ow + ox reads plane[q + shift] inside the valid block,
- * zero elsewhere. */
-static void copy_flat(const om_conv2d_shape *s, const float *plane, int64_t shift,
-                      float *restrict dst, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
-    const int64_t P = s->oh * s->ow, len = run_length(s, y0, y1, x0, x1);
-    const int64_t start = len ? y0 * s->ow + x0 : 0;
-    memset(dst, 0, (size_t)start * sizeof(float));
-    if (len) memcpy(dst + start, plane + (start + shift), (size_t)len * sizeof(float));
-    memset(dst + start + len, 0, (size_t)(P - start - len) * sizeof(float));
-    for (int64_t oy = y0; len && oy + 1 < y1; oy++)
-        memset(dst + oy * s->ow + x1, 0, (size_t)(s->ow - x1 + x0) * sizeof(float));
-}
-
-/* Column matrix (rows, nb, P) of the nb images starting at x. */
-static void im2col(const om_conv2d_shape *s, const float *x, int64_t nb, float *col,
-                   int nthreads) {
-    const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow, plane = s->h * s->w;
-    const int nt = om_threads_for(rows * nb * P, GRAIN, nthreads);
+/* The C planes of one image, zero-padded. */
+static void pad_image(const om_conv2d_shape *s, const float *x, float *pad, int nthreads) {
+    const int64_t hp = padded_h(s), wp = padded_w(s);
+    const int nt = om_threads_for(s->c * hp * wp, GRAIN, nthreads);
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; r++) {
-        const int64_t ci = r / (s->kh * s->kw), i = r / s->kw % s->kh, j = r % s->kw;
-        const int64_t offy = i * s->dh - s->ph, offx = j * s->dw - s->pw;
-        int64_t y0, y1, x0, x1;
-        valid_range(s->h, s->oh, s->sh, offy, &y0, &y1);
-        valid_range(s->w, s->ow, s->sw, offx, &x0, &x1);
-        for (int64_t img = 0; img < nb; img++) {
-            const float *src0 = x + (img * s->c + ci) * plane;
-            float *restrict dst = col + (r * nb + img) * P;
-            if (flat_rows(s)) {
-                copy_flat(s, src0, offy * s->w + offx, dst, y0, y1, x0, x1);
-                continue;
+    for (int64_t c = 0; c < s->c; c++) {
+        float *d = pad + c * hp * wp;
+        memset(d, 0, (size_t)(s->ph * wp) * sizeof(float));
+        for (int64_t y = 0; y < s->h; y++) {
+            float *row = d + (y + s->ph) * wp;
+            memset(row, 0, (size_t)s->pw * sizeof(float));
+            memcpy(row + s->pw, x + (c * s->h + y) * s->w, (size_t)s->w * sizeof(float));
+            memset(row + s->pw + s->w, 0, (size_t)s->pw * sizeof(float));
+        }
+        memset(d + (s->ph + s->h) * wp, 0, (size_t)(s->ph * wp) * sizeof(float));
+    }
+}
+
+/* A run of outputs that are consecutive both in one output row (so their taps are `sw` apart
+ * in the padded plane) and in one panel of a column-matrix layout. */
+typedef struct {
+    int64_t dst, src, len;   /* offset in the row's panel, offset of the first tap, length */
+} run;
+
+/* Where each row of the column matrix reads: the runs of the outputs for panels of `width`
+ * outputs (pack_cols layout at depth `depth`; width = P, depth = 1 is the plain row-major
+ * matrix), dst relative to the row's start and src to the row's tap; base[r] is the offset of
+ * row r's tap (c, i, j) for output (0, 0) in the padded image. */
+typedef struct {
+    run *runs;
+    int64_t nruns, *base;
+} col_plan;
+
+static void free_plan(col_plan *p) {
+    free(p->runs);
+    free(p->base);
+    p->runs = NULL;
+    p->base = NULL;
+}
+
+/* 0, or -1 when out of memory. */
+static int make_plan(const om_conv2d_shape *s, int64_t width, int64_t depth, col_plan *p) {
+    const int64_t P = s->oh * s->ow, hp = padded_h(s), wp = padded_w(s);
+    const int64_t taps = s->kh * s->kw, rows = s->c * taps;
+    /* A run ends at the end of an output row or of a panel. */
+    p->runs = (run *)malloc((size_t)(s->oh + P / width + 1) * sizeof(run));
+    p->base = (int64_t *)malloc((size_t)(rows > 0 ? rows : 1) * sizeof(int64_t));
+    p->nruns = 0;
+    if (!p->runs || !p->base) {
+        free_plan(p);
+        return -1;
+    }
+    for (int64_t pos = 0; pos < P; p->nruns++) {
+        const int64_t oy = pos / s->ow, ox = pos % s->ow, q = pos / width, j = pos % width;
+        const int64_t len = s->ow - ox < width - j ? s->ow - ox : width - j;
+        p->runs[p->nruns] = (run){q * depth * width + j, oy * s->sh * wp + ox * s->sw, len};
+        pos += len;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        p->base[r] = r / taps * hp * wp + r / s->kw % s->kh * s->dh * wp + r % s->kw * s->dw;
+    return 0;
+}
+
+/* Runs are short (an output row, often 8 to 32 values): blocks of 4 compile to plain vector
+ * moves, where a simple loop would become a call to memcpy per run. */
+static inline void copy_run(float *restrict d, const float *restrict src, int64_t len) {
+    int64_t e = 0;
+    for (; e + 4 <= len; e += 4) {
+        const float v0 = src[e], v1 = src[e + 1], v2 = src[e + 2], v3 = src[e + 3];
+        d[e] = v0;
+        d[e + 1] = v1;
+        d[e + 2] = v2;
+        d[e + 3] = v3;
+    }
+    for (int l = 0; l < 3 && e + l < len; l++) d[e + l] = src[e + l];
+}
+
+static inline void add_run(float *restrict d, const float *restrict v, int64_t len) {
+    int64_t e = 0;
+    for (; e + 4 <= len; e += 4)
+        for (int l = 0; l < 4; l++) d[e + l] += v[e + l];
+    for (; e < len; e++) d[e] += v[e];
+}
+
+/* Rows [r0, r1) of one image's column matrix from its padded planes, row r written at
+ * dst + (r - r0) * row_step along the runs. Runs outer, rows inner: the run is read once and
+ * the rows of a panel are written in order. Threads split the rows. */
+static void gather_rows(const om_conv2d_shape *s, const float *pad, const col_plan *p,
+                        int64_t r0, int64_t r1, float *dst, int64_t row_step, int nthreads) {
+    const int64_t sw = s->sw;
+    const int nt = om_threads_for((r1 - r0) * s->oh * s->ow, GRAIN, nthreads);
+    #pragma omp parallel for schedule(static) num_threads(nt)
+    for (int th = 0; th < nt; th++) {
+        const int64_t a = r0 + (r1 - r0) * th / nt, e = r0 + (r1 - r0) * (th + 1) / nt;
+        for (int64_t t = 0; t < p->nruns; t++) {
+            const run rn = p->runs[t];
+            for (int64_t r = a; r < e; r++) {
+                float *d = dst + (r - r0) * row_step + rn.dst;
+                const float *src = pad + p->base[r] + rn.src;
+                if (sw == 1) {
+                    copy_run(d, src, rn.len);
+                } else {
+                    for (int64_t k = 0; k < rn.len; k++) d[k] = src[k * sw];
+                }
             }
-            memset(dst, 0, (size_t)(y0 * s->ow) * sizeof(float));
-            for (int64_t oy = y0; oy < y1; oy++) {
-                /* src: the tap of output (oy, x0), the first inside the input. */
-                const float *restrict src = src0 + ((oy * s->sh + offy) * s->w + x0 * s->sw
-                                                    + offx);
-                float *restrict d = dst + oy * s->ow;
-                for (int64_t ox = 0; ox < x0; ox++) d[ox] = 0.0f;
-                for (int64_t t = 0; t < x1 - x0; t++) d[x0 + t] = src[t * s->sw];
-                for (int64_t ox = x1; ox < s->ow; ox++) d[ox] = 0.0f;
-            }
-            memset(dst + y1 * s->ow, 0, (size_t)((s->oh - y1) * s->ow) * sizeof(float));
         }
     }
 }
 
-/* x (nb images) = sum of the column matrix (rows, nb, P) over the taps that read each pixel. */
-static void col2im(const om_conv2d_shape *s, float *col, int64_t nb, float *x,
-                   int nthreads) {
-    const int64_t P = s->oh * s->ow, planes = nb * s->c;
-    const int nt = om_threads_for(planes * s->kh * s->kw * P, GRAIN, nthreads);
+/* One image's dx from its column-matrix gradient dcol (rows, P), row-major (a plan of width
+ * P): each padded plane starts at +0 and adds its taps' values in row order (c, i, j), each
+ * tap along its runs (a pixel gets at most one value per tap); the border is then dropped. */
+static void scatter_rows(const om_conv2d_shape *s, const float *dcol, const col_plan *p,
+                         float *pad, float *x, int nthreads) {
+    const int64_t hp = padded_h(s), wp = padded_w(s), taps = s->kh * s->kw, sw = s->sw;
+    const int64_t P = s->oh * s->ow;
+    const int nt = om_threads_for(s->c * taps * P, GRAIN, nthreads);
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t pl = 0; pl < planes; pl++) {
-        const int64_t img = pl / s->c, ci = pl % s->c;
-        float *plane = x + pl * s->h * s->w;
-        memset(plane, 0, (size_t)(s->h * s->w) * sizeof(float));
-        for (int64_t i = 0; i < s->kh; i++)
-            for (int64_t j = 0; j < s->kw; j++) {
-                const int64_t r = (ci * s->kh + i) * s->kw + j;
-                float *src = col + (r * nb + img) * P;
-                const int64_t offy = i * s->dh - s->ph, offx = j * s->dw - s->pw;
-                int64_t y0, y1, x0, x1;
-                valid_range(s->h, s->oh, s->sh, offy, &y0, &y1);
-                valid_range(s->w, s->ow, s->sw, offx, &x0, &x1);
-                if (flat_rows(s)) {
-                    /* Add the whole run; its gaps (taps in the padding, whose gradient is
-                     * dropped) are zeroed first. The accumulator starts at +0 and so never
-                     * holds -0, so adding +0 changes no bit. */
-                    const int64_t len = run_length(s, y0, y1, x0, x1), start = y0 * s->ow + x0;
-                    if (!len) continue;
-                    for (int64_t oy = y0; oy + 1 < y1; oy++)
-                        memset(src + oy * s->ow + x1, 0,
-                               (size_t)(s->ow - x1 + x0) * sizeof(float));
-                    float *restrict d = plane + (offy * s->w + offx + start);
-                    const float *restrict g = src + start;
-                    for (int64_t t = 0; t < len; t++) d[t] += g[t];
-                    continue;
-                }
-                for (int64_t oy = y0; oy < y1; oy++) {
-                    float *restrict d = plane + ((oy * s->sh + offy) * s->w + x0 * s->sw
-                                                 + offx);
-                    const float *restrict g = src + oy * s->ow + x0;
-                    for (int64_t t = 0; t < x1 - x0; t++) d[t * s->sw] += g[t];
+    for (int64_t c = 0; c < s->c; c++) {
+        float *plane = pad + c * hp * wp;
+        memset(plane, 0, (size_t)(hp * wp) * sizeof(float));
+        for (int64_t r = c * taps; r < (c + 1) * taps; r++) {
+            float *base = pad + p->base[r];
+            const float *g = dcol + r * P;
+            for (int64_t t = 0; t < p->nruns; t++) {
+                const run rn = p->runs[t];
+                if (sw == 1) {
+                    add_run(base + rn.src, g + rn.dst, rn.len);
+                } else {
+                    for (int64_t k = 0; k < rn.len; k++) base[rn.src + k * sw] += g[rn.dst + k];
                 }
             }
+        }
+        for (int64_t y = 0; y < s->h; y++)
+            memcpy(x + (c * s->h + y) * s->w, plane + (y + s->ph) * wp + s->pw,
+                   (size_t)s->w * sizeof(float));
     }
 }
 
-/* dst[b, a, :] = src[a, b, :] (+ bias[a] when given), blocks of length len. */
-static void swap_outer(const float *src, float *dst, int64_t A, int64_t B, int64_t len,
-                       const float *bias, int nthreads) {
-    const int nt = om_threads_for(A * B * len, GRAIN, nthreads);
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t job = 0; job < A * B; job++) {
-        const int64_t b = job / A, a = job % A;
-        const float *s = src + (a * B + b) * len;
-        float *d = dst + job * len;
-        if (bias) {
-            const float v = bias[a];
-            for (int64_t t = 0; t < len; t++) d[t] = s[t] + v;
-        } else {
-            memcpy(d, s, (size_t)len * sizeof(float));
-        }
-    }
+/* 64-byte aligned scratch (the micro-kernels load packed panels with aligned loads); NULL when
+ * it could not be allocated. Freed with release(). */
+static void *scratch_bytes(size_t bytes) {
+    void *raw = malloc(bytes + 64 + sizeof(void *));
+    if (!raw) return NULL;
+    uintptr_t p = ((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63;
+    ((void **)p)[-1] = raw;
+    return (void *)p;
 }
 
 static float *scratch(int64_t count) {
-    return (float *)malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
+    return (float *)scratch_bytes((size_t)(count > 0 ? count : 1) * sizeof(float));
 }
 
-/* Images per chunk: at most CHUNK_FLOATS of column matrix (it stays in L2 between im2col and
- * the product) and, when the batch allows, at least MIN_CHUNKS chunks so that threads can take
- * whole chunks. A function of the shapes alone: the chunked weight-gradient sum is the same
- * at every thread count. */
+static void release(void *p) {
+    if (p) free(((void **)p)[-1]);
+}
+
+static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
+
+/* The micro-kernels of gemm.c, one per path (gemm.h). */
+static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
+    OM_ISA_TABLE(om_gemm_ukernel_f32);
+
+/* Below this many fused multiply-adds per thread, one thread is faster. */
+#define GRAIN_FMAS (1 << 20)
+/* Columns of b per block of product(): a KC x NC block of b (1 MB) stays in L2. */
+#define NC 1024
+
+/* Panels of `width` columns of the depth x cols matrix src (row stride rs): panel q holds, for
+ * each k < depth in turn, src[k][q·width .. q·width + width), zero past the last column. */
+static void pack_cols(int width, int64_t depth, int64_t cols, const float *src, int64_t rs,
+                      float *dst) {
+    for (int64_t j0 = 0; j0 < cols; j0 += width, dst += depth * width) {
+        const int64_t w = cols - j0 < width ? cols - j0 : width;
+        for (int64_t k = 0; k < depth; k++) {
+            float *d = dst + k * width;
+            memcpy(d, src + k * rs + j0, (size_t)w * sizeof(float));
+            for (int64_t j = w; j < width; j++) d[j] = 0.0f;
+        }
+    }
+}
+
+/* Panels of `width` rows of the rows x depth matrix src (row stride rs): panel q holds, for
+ * each k < depth in turn, column k of rows [q·width, q·width + width), zero past the last row.
+ * The transposes run 16 rows at a time through the path's packing step. */
+static void pack_rows(const om_gemm_ukernel *u, int width, int64_t depth, int64_t rows,
+                      const float *src, int64_t rs, float *dst) {
+    for (int64_t i0 = 0; i0 < rows; i0 += width, dst += depth * width) {
+        const int h = rows - i0 < width ? (int)(rows - i0) : width;
+        for (int i = 0; i < h; i += 16)
+            u->transpose(depth, h - i < 16 ? h - i : 16, src + (i0 + i) * rs, rs, dst + i, width);
+        for (int64_t k = 0; k < depth && h < width; k++)
+            for (int i = h; i < width; i++) dst[k * width + i] = 0.0f;
+    }
+}
+
+/* c (m x n, row stride ldc) = a · b, or c += a · b with accumulate, a packed by pack_rows in
+ * panels of mr rows and b by pack_cols in panels of nr columns, both over depth d. Each element
+ * is the micro-kernel's fma chain over k ascending, from +0 or continued from the stored value:
+ * blocking the depth by OM_GEMM_KC (an A block stays in L1 while a block of B stays in L2)
+ * changes no bit. Threads split the row panels of a. */
+static void product(const om_gemm_ukernel *u, int64_t m, int64_t n, int64_t d, const float *a,
+                    const float *b, float *c, int64_t ldc, int accumulate, int nthreads) {
+    const int mr = u->mr, nr = u->nr;
+    const int64_t panels = (m + mr - 1) / mr;
+    if (d == 0) {
+        for (int64_t i = 0; i < m && !accumulate; i++)
+            memset(c + i * ldc, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    const int nt = om_threads_for(m * n * d, GRAIN_FMAS, nthreads);
+    #pragma omp parallel for schedule(static) num_threads(nt)
+    for (int t = 0; t < nt; t++) {
+        _Alignas(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
+        const int64_t q0 = panels * t / nt, q1 = panels * (t + 1) / nt;
+        for (int64_t jb = 0; jb < n; jb += NC)
+            for (int64_t k0 = 0; k0 < d; k0 += OM_GEMM_KC) {
+                const int64_t kc = d - k0 < OM_GEMM_KC ? d - k0 : OM_GEMM_KC;
+                const int64_t je = n - jb < NC ? n : jb + NC;
+                const int acc = accumulate || k0 > 0;
+                for (int64_t q = q0; q < q1; q++) {
+                    const int64_t i0 = q * mr, h = m - i0 < mr ? m - i0 : mr;
+                    const float *ap = a + i0 * d + k0 * mr;
+                    for (int64_t j0 = jb; j0 < je; j0 += nr) {
+                        const int64_t w = je - j0 < nr ? je - j0 : nr;
+                        const float *bp = b + j0 * d + k0 * nr;
+                        float *ct = c + i0 * ldc + j0;
+                        if (h == mr && w == nr) {
+                            u->kernel(kc, ap, bp, ct, ldc, acc);
+                            continue;
+                        }
+                        const size_t row_bytes = (size_t)w * sizeof(float);
+                        for (int64_t i = 0; i < h && acc; i++)
+                            memcpy(edge + i * nr, ct + i * ldc, row_bytes);
+                        u->kernel(kc, ap, bp, edge, nr, acc);
+                        for (int64_t i = 0; i < h; i++)
+                            memcpy(ct + i * ldc, edge + i * nr, row_bytes);
+                    }
+                }
+            }
+    }
+}
+
+/* Images per chunk of the weight gradient: at most CHUNK_FLOATS of column matrix and, when the
+ * batch allows, at least MIN_CHUNKS chunks so that threads can take whole chunks. A function
+ * of the shapes alone: the chunked weight-gradient sum is the same at every thread count. */
 #define CHUNK_FLOATS (1 << 19)
 #define MIN_CHUNKS 8
 /* Threads take whole chunks only while the chunks' partial weight gradients, kept until they
@@ -243,48 +356,76 @@ static int64_t chunk_images(const om_conv2d_shape *s) {
     return nb < 1 ? 1 : nb;
 }
 
-/* Threads over whole chunks (each chunk then runs on one thread) when there are enough chunks;
- * otherwise the chunks run in order, each on every thread. Either way every chunk does the
- * same arithmetic, so the choice changes no bit. */
-static int outer_threads(int64_t nchunks, int nthreads) {
-    return nchunks >= nthreads ? nthreads : 1;
+/* Threads over whole jobs (images, or chunks of images; each job then runs on one thread) when
+ * there are enough; otherwise the jobs run in order, each on every thread. Either way every
+ * job does the same arithmetic, so the choice changes no bit. */
+static int outer_threads(int64_t jobs, int nthreads) {
+    return jobs >= nthreads ? nthreads : 1;
 }
 
-/* Forward pass of images [n0, n0 + m). */
-static int forward_chunk(const om_conv2d_shape *s, const float *x, const float *w,
-                         const float *b, float *y, int64_t n0, int64_t m, float *col,
-                         float *yt, int nthreads) {
+int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float *w,
+                          const float *b, float *y, int nthreads) {
+    const om_gemm_ukernel *u = ukernels[om_isa]();
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
-    const int64_t kg = s->k / G, rg = rows / G, cols = m * P;
-    im2col(s, x + n0 * s->c * s->h * s->w, m, col, nthreads);
-    int status = om_gemm_f32(G, kg, cols, rg, w, kg * rg, 0, col, rg * cols, 0, yt, nthreads);
-    if (status == 0) swap_outer(yt, y + n0 * s->k * P, s->k, m, P, b, nthreads);
-    return status;
+    const int64_t kg = s->k / G, rg = rows / G, wpanel = round_up(kg, u->mr) * rg;
+    if (s->n * s->k * P == 0) return 0;
+    col_plan plan;
+    float *wp = scratch(G * wpanel);
+    int failed = make_plan(s, u->nr, rg, &plan) != 0 || !wp;
+    for (int64_t g = 0; g < G && !failed; g++)
+        pack_rows(u, u->mr, rg, kg, w + g * kg * rg, rg, wp + g * wpanel);
+    const int outer = outer_threads(s->n, nthreads), inner = outer > 1 ? 1 : nthreads;
+    #pragma omp parallel num_threads(outer) if (outer > 1)
+    {
+        float *pad = scratch(s->c * padded_h(s) * padded_w(s));
+        float *cp = scratch(rg * round_up(P, u->nr));
+        /* The runs never write the last panel's columns past P: zero once. */
+        if (cp) memset(cp, 0, (size_t)(rg * round_up(P, u->nr)) * sizeof(float));
+        #pragma omp for schedule(static)
+        for (int64_t img = 0; img < s->n; img++) {
+            if (failed || !pad || !cp) {
+                #pragma omp atomic write
+                failed = 1;
+                continue;
+            }
+            float *yi = y + img * s->k * P;
+            pad_image(s, x + img * s->c * s->h * s->w, pad, inner);
+            for (int64_t g = 0; g < G; g++) {
+                gather_rows(s, pad, &plan, g * rg, (g + 1) * rg, cp, u->nr, inner);
+                product(u, kg, P, rg, wp + g * wpanel, cp, yi + g * kg * P, P, 0, inner);
+            }
+            for (int64_t k = 0; k < s->k && b; k++)
+                for (int64_t t = 0; t < P; t++) yi[k * P + t] += b[k];
+        }
+        release(pad);
+        release(cp);
+    }
+    release(wp);
+    free_plan(&plan);
+    return failed ? -1 : 0;
 }
 
-/* Backward pass of images [n0, n0 + m): the chunk's dW^T (G, C/G·kh·kw, K/G) into part and
- * its images' dx into gx, each when not NULL. */
-static int backward_chunk(const om_conv2d_shape *s, const float *x, const float *w,
-                          const float *gy, float *gx, float *part, int64_t n0, int64_t m,
-                          float *col, float *gyt, int nthreads) {
+/* The weight gradient of the images [n0, n0 + m) into part, (G, C/G·kh·kw, K/G) = dW^T
+ * group by group: one fma chain per element over (image, position) ascending, from +0 for the
+ * first image and continued through part for the next. */
+static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *x,
+                        const float *gy, const col_plan *plan, int64_t n0, int64_t m,
+                        float *part, float *pad, float *col, float *cp, float *gp,
+                        int nthreads) {
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
-    const int64_t kg = s->k / G, rg = rows / G, cols = m * P;
-    int status = 0;
-    swap_outer(gy + n0 * s->k * P, gyt, m, s->k, P, NULL, nthreads);
-    if (part) {
-        /* dW^T = col · dY'^T: the same fma chains as dY' · col^T (fma is symmetric in its
-         * factors), with the output channels along gemm's vectorised columns, which measured
-         * faster on conv-net shapes (kh·kw = 9 makes poor vector rows). */
-        im2col(s, x + n0 * s->c * s->h * s->w, m, col, nthreads);
-        status = om_gemm_f32(G, rg, kg, cols, col, rg * cols, 0, gyt, kg * cols, 1, part,
-                             nthreads);
+    const int64_t kg = s->k / G, rg = rows / G;
+    for (int64_t img = n0; img < n0 + m; img++) {
+        pad_image(s, x + img * s->c * s->h * s->w, pad, nthreads);
+        gather_rows(s, pad, plan, 0, rows, col, P, nthreads);
+        for (int64_t g = 0; g < G; g++) {
+            /* dW^T = col · dY^T: the same fma chains as dY · col^T (fma is symmetric in its
+             * factors), with the output channels along the vectorised columns, which measured
+             * faster on conv-net shapes (kh·kw = 9 makes poor vector rows). */
+            pack_rows(u, u->mr, P, rg, col + g * rg * P, P, cp);
+            pack_rows(u, u->nr, P, kg, gy + (img * s->k + g * kg) * P, P, gp);
+            product(u, rg, kg, P, cp, gp, part + g * rg * kg, kg, img > n0, nthreads);
+        }
     }
-    if (gx && status == 0) {
-        /* The column buffer is free again: it receives the input-side gradient. */
-        status = om_gemm_f32(G, rg, cols, kg, w, kg * rg, 1, gyt, kg * cols, 0, col, nthreads);
-        if (status == 0) col2im(s, col, m, gx + n0 * s->c * s->h * s->w, nthreads);
-    }
-    return status;
 }
 
 /* gw = part^T (first chunk) or gw + part^T, group by group. */
@@ -299,34 +440,89 @@ static void add_weight_part(const om_conv2d_shape *s, float *gw, const float *pa
             }
 }
 
-int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float *w,
-                          const float *b, float *y, int nthreads) {
+static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *x,
+                           const float *gy, float *gw, int nthreads) {
     const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow, nb = chunk_images(s);
-    if (s->n * s->k * P == 0) return 0;
-    const int64_t nchunks = (s->n + nb - 1) / nb;
-    const int outer = outer_threads(nchunks, nthreads), inner = outer > 1 ? 1 : nthreads;
-    int failed = 0;
+    const int64_t G = s->groups, kg = s->k / G, rg = rows / G;
+    const int64_t wsize = s->k * rg, nchunks = (s->n + nb - 1) / nb;
+    int outer = outer_threads(nchunks, nthreads);
+    if (nchunks * wsize > PARTS_FLOATS) outer = 1;
+    const int inner = outer > 1 ? 1 : nthreads;
+    /* One partial per chunk when threads take chunks (added in chunk order afterwards), else
+     * one, added as each chunk finishes. */
+    col_plan plan;
+    float *parts = scratch((outer > 1 ? nchunks : 1) * wsize);
+    int failed = make_plan(s, P, 1, &plan) != 0 || !parts;
     #pragma omp parallel num_threads(outer) if (outer > 1)
     {
-        float *col = scratch(rows * nb * P), *yt = scratch(s->k * nb * P);
+        float *pad = scratch(s->c * padded_h(s) * padded_w(s)), *col = scratch(rows * P);
+        float *cp = scratch(round_up(rg, u->mr) * P), *gp = scratch(round_up(kg, u->nr) * P);
         #pragma omp for schedule(static)
         for (int64_t t = 0; t < nchunks; t++) {
             const int64_t n0 = t * nb, m = s->n - n0 < nb ? s->n - n0 : nb;
-            if (!col || !yt || forward_chunk(s, x, w, b, y, n0, m, col, yt, inner) != 0) {
+            if (failed || !pad || !col || !cp || !gp) {
                 #pragma omp atomic write
                 failed = 1;
+                continue;
             }
+            float *part = parts + (outer > 1 ? t : 0) * wsize;
+            weight_part(u, s, x, gy, &plan, n0, m, part, pad, col, cp, gp, inner);
+            if (outer == 1) add_weight_part(s, gw, part, t == 0);
         }
-        free(col);
-        free(yt);
+        release(pad);
+        release(col);
+        release(cp);
+        release(gp);
     }
+    for (int64_t t = 0; outer > 1 && !failed && t < nchunks; t++)
+        add_weight_part(s, gw, parts + t * wsize, t == 0);
+    release(parts);
+    free_plan(&plan);
+    return failed ? -1 : 0;
+}
+
+/* dx image by image: dcol[g] = W[g]^T · dY[g] (each element the fma chain over the group's
+ * output channels), then scattered into the image's planes. */
+static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *w,
+                          const float *gy, float *gx, int nthreads) {
+    const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
+    const int64_t kg = s->k / G, rg = rows / G, wpanel = round_up(rg, u->mr) * kg;
+    col_plan plan;
+    float *wt = scratch(G * wpanel);
+    int failed = make_plan(s, P, 1, &plan) != 0 || !wt;
+    for (int64_t g = 0; g < G && !failed; g++)
+        pack_cols(u->mr, kg, rg, w + g * kg * rg, rg, wt + g * wpanel);
+    const int outer = outer_threads(s->n, nthreads), inner = outer > 1 ? 1 : nthreads;
+    #pragma omp parallel num_threads(outer) if (outer > 1)
+    {
+        float *pad = scratch(s->c * padded_h(s) * padded_w(s)), *dcol = scratch(rows * P);
+        float *gp = scratch(kg * round_up(P, u->nr));
+        #pragma omp for schedule(static)
+        for (int64_t img = 0; img < s->n; img++) {
+            if (failed || !pad || !dcol || !gp) {
+                #pragma omp atomic write
+                failed = 1;
+                continue;
+            }
+            for (int64_t g = 0; g < G; g++) {
+                pack_cols(u->nr, kg, P, gy + (img * s->k + g * kg) * P, P, gp);
+                product(u, rg, P, kg, wt + g * wpanel, gp, dcol + g * rg * P, P, 0, inner);
+            }
+            scatter_rows(s, dcol, &plan, pad, gx + img * s->c * s->h * s->w, inner);
+        }
+        release(pad);
+        release(dcol);
+        release(gp);
+    }
+    release(wt);
+    free_plan(&plan);
     return failed ? -1 : 0;
 }
 
 int om_conv2d_backward_f32(const om_conv2d_shape *s, const float *x, const float *w,
                            const float *gy, float *gx, float *gw, float *gb, int nthreads) {
-    const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow, nb = chunk_images(s);
-    const int64_t wsize = s->k * (rows / s->groups), nchunks = (s->n + nb - 1) / nb;
+    const om_gemm_ukernel *u = ukernels[om_isa]();
+    const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     if (gb) {
         const int nt = om_threads_for(s->k * s->n * P, GRAIN, nthreads);
         #pragma omp parallel for schedule(static) num_threads(nt)
@@ -336,42 +532,14 @@ int om_conv2d_backward_f32(const om_conv2d_shape *s, const float *x, const float
             gb[k] = (float)lanes_total(acc);
         }
     }
-    if ((!gw && !gx) || s->n * P == 0) {
-        if (gw) memset(gw, 0, (size_t)wsize * sizeof(float));
+    if (s->n * P == 0) {
+        if (gw) memset(gw, 0, (size_t)(s->k * (rows / s->groups)) * sizeof(float));
         if (gx) memset(gx, 0, (size_t)(s->n * s->c * s->h * s->w) * sizeof(float));
         return 0;
     }
-    int outer = outer_threads(nchunks, nthreads);
-    if (gw && nchunks * wsize > PARTS_FLOATS) outer = 1;
-    const int inner = outer > 1 ? 1 : nthreads;
-    /* One partial per chunk when threads take chunks (added in chunk order afterwards), else
-     * one, added as each chunk finishes. */
-    float *parts = gw ? scratch((outer > 1 ? nchunks : 1) * wsize) : NULL;
-    int failed = gw && !parts;
-    #pragma omp parallel num_threads(outer) if (outer > 1)
-    {
-        float *col = scratch(rows * nb * P), *gyt = scratch(s->k * nb * P);
-        #pragma omp for schedule(static)
-        for (int64_t t = 0; t < nchunks; t++) {
-            const int64_t n0 = t * nb, m = s->n - n0 < nb ? s->n - n0 : nb;
-            float *part = parts ? parts + (outer > 1 ? t : 0) * wsize : NULL;
-            int status = -1;
-            if (col && gyt && !(gw && !parts))
-                status = backward_chunk(s, x, w, gy, gx, part, n0, m, col, gyt, inner);
-            if (status != 0) {
-                #pragma omp atomic write
-                failed = 1;
-            } else if (part && outer == 1) {
-                add_weight_part(s, gw, part, t == 0);
-            }
-        }
-        free(col);
-        free(gyt);
-    }
-    for (int64_t t = 0; parts && outer > 1 && !failed && t < nchunks; t++)
-        add_weight_part(s, gw, parts + t * wsize, t == 0);
-    free(parts);
-    return failed ? -1 : 0;
+    int status = gw ? weight_gradient(u, s, x, gy, gw, nthreads) : 0;
+    if (gx && status == 0) status = input_gradient(u, s, w, gy, gx, nthreads);
+    return status;
 }
 
 /* ---- pooling --------------------------------------------------------------------------- */
