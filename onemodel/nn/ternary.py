@@ -27,8 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
-from .._kernels import _sr4
-from .._kernels import _conv
+from .._kernels import _conv, _sr4
 from ..functional import _core
 from ..functional import conv as _fconv
 from ..functional.linalg import _product, _rows

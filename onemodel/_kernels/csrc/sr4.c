@@ -9,12 +9,15 @@
  * columns: the pair's index in its block of PB pairs times 9 plus its weight pair e. The
  * product takes blocks of RB rows of x; for each block of PB pairs it builds the table of the
  * 9 pair sums of every pair (sr4.h, one per path: the vector paths gather the columns of x),
- * 36 KiB that stay in L1, and then every output adds one
- * table row per pair: ceil(k / 2) vector adds per output for RB rows, where a float product
- * makes k fused multiply-adds. The accumulators of a row block (RB per output) stay in a
- * scratch buffer between blocks of pairs, and go to out transposed at the end of the row block.
+ * 36 KiB that stay in L1, and then every output adds one table row per pair: ceil(k / 2)
+ * vector adds per output for RB rows, where a float product makes k fused multiply-adds. The
+ * plan pads each row to whole blocks with pairs of zero weights (+0 entries, which change no
+ * sum), so the inner loop has a fixed length. The accumulators of a row block (RB per output)
+ * stay in a scratch buffer between blocks of pairs, and go to out transposed at the end of the
+ * row block.
  * Threads split the outputs into contiguous ranges (independent sums); each thread builds its
- * own tables (a small cost next to its adds), so threads never wait for one another.
+ * own tables (a small cost next to its adds), so threads never wait for one another. A block
+ * of RB rows is computed whole even when m is smaller: small batches pay for 64 rows.
  * The SSE2 entry of every table is the scalar function (the vector paths need 64-bit lane
  * multiplies for the hash; the scalar code compiled for the x86-64 baseline is SSE2 code).
  */
@@ -87,25 +90,22 @@ static double abs_sum_sequential(const float *g, int64_t n) {
 
 /* The sequential sum is a chain of dependent additions (one per element, latency-bound). Its
  * result differs from the exact sum by at most (n - 1) u S (u = 2^-53, S the exact sum, every
- * term >= 0), and so does a sum in any other order: the vector paths' lanes, and chunks of the
- * threads added in chunk order. Both means therefore lie within a relative 2 n u + a few u of
- * the fast sum's; when float32 rounds the whole interval to one value (rounding is monotone),
- * that value is the mean of the sequential sum, and only otherwise (a mean within about
- * 2^-29 n of a float32 tie) the chain runs. So the result never depends on the path or the
- * thread count. */
+ * term >= 0), and so does a sum in any other order: the vector paths' lanes and streams, and
+ * one part per thread, the parts added in order. Both means therefore lie within a relative
+ * 2 n u + a few u of the fast sum's; when float32 rounds the whole interval to one value
+ * (rounding is monotone), that value is the mean of the sequential sum, and only otherwise (a
+ * mean within about 2^-29 n of a float32 tie) the chain runs. So the result never depends on
+ * the path or the thread count. */
 float om_sr4_abs_mean(const float *g, int64_t n, int nthreads) {
-    enum { MAX_CHUNKS = 256 };
+    enum { MAX_PARTS = 64 };
     const om_sr4_abs_sum_fn f = abs_sum_table[om_isa];
-    int64_t len = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
-    if (len < OM_SR4_CHUNK) len = OM_SR4_CHUNK;
-    const int64_t chunks = (n + len - 1) / len;
-    double part[MAX_CHUNKS];
-    const int nt = om_threads_for(n, OM_SR4_GRAIN, nthreads);
+    int nt = om_threads_for(n, OM_SR4_GRAIN, nthreads);
+    if (nt > MAX_PARTS) nt = MAX_PARTS;
+    double part[MAX_PARTS];
     PARALLEL_FOR
-    for (int64_t c = 0; c < chunks; c++)
-        part[c] = f(g + c * len, n - c * len < len ? n - c * len : len);
+    for (int c = 0; c < nt; c++) part[c] = f(g + n * c / nt, n * (c + 1) / nt - n * c / nt);
     double fast = 0.0;
-    for (int64_t c = 0; c < chunks; c++) fast += part[c];
+    for (int c = 0; c < nt; c++) fast += part[c];
     const double mean = fast / (double)n;
     if (!isfinite(mean)) return (float)mean;
     const double margin = 4.0 * ((double)n + 4.0) * 0x1p-53;

@@ -25,7 +25,7 @@
  * mix is the SplitMix64 output function without the golden-ratio add; all of it is unsigned
  * 64-bit wrapping integer arithmetic, so every path, thread count and compiler gives the same q.
  * The vector paths multiply 64-bit lanes with VPMULLQ (AVX-512DQ) or from three 32x32->64
- * products (AVX2); the SSE2 entry of the dispatch table is the scalar function.
+ * products (AVX2, NEON); the SSE2 entry of the dispatch table is the scalar function.
  */
 #ifndef OM_SR4_H
 #define OM_SR4_H

@@ -3,13 +3,12 @@
  *
  * Step: the float part is two VMULPS, a clamp by VMINPS/VMAXPS (no NaN can reach it: the
  * caller refuses non-finite gradients and s is finite) and VCVTPS2DQ (round half to even);
- * the hash runs on two vectors of 8 u64 lanes with VPMULLQ; 8 bytes of q (16 nibbles) are
- * spread over 16 int32 lanes by a variable shift and packed back by narrowing to bytes. The
- * tail is masked; lanes past n hold q = 0, so an odd end keeps its high nibble 0. The sum of
- * |g| of mean|g| adds 8 double lanes (its order cannot show, see sr4.c).
+ * the hash runs on two vectors of 8 u64 lanes with VPMULLQ; 8 bytes of q (16 nibbles) go to
+ * 16 int32 lanes and back by shifts and narrowing; the ternary weights come from a 16-entry
+ * table by one permute. The tail (fewer than 16 elements) runs the scalar reference. The sum
+ * of |g| of mean|g| adds 8 double lanes (its order cannot show, see sr4.c).
  */
 #include <immintrin.h>
-#include <string.h>
 
 #include "sr4.h"
 
@@ -21,103 +20,92 @@ static inline __m512i mix8(__m512i z) {
     return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
 }
 
-/* Nibbles 0..15 of the 64-bit word as sign-extended int32 lanes. */
-static inline __m512i unpack16(uint64_t word, __m512i shifts) {
-    const __m512i lo = _mm512_set1_epi32((int)(uint32_t)word);
-    const __m512i v = _mm512_mask_set1_epi32(lo, 0xFF00, (int)(uint32_t)(word >> 32));
-    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi32(v, shifts), _mm512_set1_epi32(15));
-    return _mm512_sub_epi32(_mm512_xor_si512(nib, _mm512_set1_epi32(8)), _mm512_set1_epi32(8));
+/* Nibbles 0..15 of 8 bytes as sign-extended int32 lanes: each byte twice, widened, its nibble
+ * moved to the top of the lane and shifted back arithmetically. */
+static inline __m512i unpack16(__m128i bytes) {
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(bytes, bytes));
+    const __m512i up = _mm512_setr_epi32(28, 24, 28, 24, 28, 24, 28, 24, 28, 24, 28, 24, 28, 24,
+                                         28, 24);
+    return _mm512_srai_epi32(_mm512_sllv_epi32(v, up), 28);
 }
 
-/* The low nibbles of 16 int32 lanes as 8 bytes: narrow to bytes, then join byte pairs. */
-static inline uint64_t pack16(__m512i q) {
-    const __m128i b = _mm512_cvtepi32_epi8(q);
-    const __m128i lo = _mm_and_si128(b, _mm_set1_epi16(0x000F));
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi16(0x00F0));
-    const __m128i pairs = _mm_or_si128(lo, hi);
-    return (uint64_t)_mm_cvtsi128_si64(_mm_packus_epi16(pairs, pairs));
+/* The low nibbles of 16 int32 lanes as 8 bytes: odd lanes shifted up a nibble, each pair of
+ * lanes joined in its 64-bit lane, which narrows to its low byte. */
+static inline __m128i pack16(__m512i q) {
+    const __m512i shifts = _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4);
+    const __m512i keep = _mm512_setr_epi32(15, 240, 15, 240, 15, 240, 15, 240, 15, 240, 15, 240,
+                                           15, 240, 15, 240);
+    const __m512i t = _mm512_and_si512(_mm512_sllv_epi32(q, shifts), keep);
+    return _mm512_cvtepi64_epi8(_mm512_or_si512(t, _mm512_srli_epi64(t, 32)));
 }
 
-static inline __m512 ternary16(__m512i q, int32_t theta) {
-    const __mmask16 pos = _mm512_cmpge_epi32_mask(q, _mm512_set1_epi32(theta));
-    const __mmask16 neg = _mm512_cmple_epi32_mask(q, _mm512_set1_epi32(-theta));
-    __m512 w = _mm512_mask_mov_ps(_mm512_setzero_ps(), pos, _mm512_set1_ps(1.0f));
-    return _mm512_mask_mov_ps(w, neg, _mm512_set1_ps(-1.0f));
+/* The ternary weight of q in [-7, 7] from a table of the 15 values, indexed by q + 7. */
+static inline __m512 ternary_table(int32_t theta) {
+    float t[16];
+    for (int v = -7; v <= 8; v++) t[v + 7] = v >= theta ? 1.0f : v <= -theta ? -1.0f : 0.0f;
+    return _mm512_loadu_ps(t);
 }
 
-static inline __m512i nibble_shifts(void) {
-    return _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+static inline __m512 ternary16(__m512i q, __m512 table) {
+    return _mm512_permutexvar_ps(_mm512_add_epi32(q, _mm512_set1_epi32(7)), table);
 }
 
-/* Little-endian words of up to 8 bytes; a full word is one unaligned move. */
-static inline uint64_t load_bytes(const uint8_t *q, int64_t nbytes) {
-    uint64_t word = 0;
-    if (nbytes == 8) {
-        memcpy(&word, q, 8);
-        return word;
-    }
-    for (int64_t b = 0; b < nbytes; b++) word |= (uint64_t)q[b] << (8 * b);
-    return word;
+typedef struct {
+    __m512 ns, c256, hi, lo, table;
+    __m512i key, qc, nqc, phase, m255, one, evens;
+} step_consts;
+
+/* Elements i..i+15 (i even), idx their global indices in two vectors of 8. -g * s is computed
+ * as g * -s: the same product, as rounding is symmetric. */
+static inline void step16(uint8_t *q, const float *g, float *w, int64_t i, __m512i idx_lo,
+                          __m512i idx_hi, const step_consts *c) {
+    __m512 prop = _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(g + i), c->ns), c->c256);
+    prop = _mm512_max_ps(_mm512_min_ps(prop, c->hi), c->lo);
+    const __m512i fx = _mm512_cvtps_epi32(prop);
+    const __m512i k = _mm512_srai_epi32(fx, 8), f = _mm512_and_si512(fx, c->m255);
+    const __m512i h = _mm512_permutex2var_epi32(mix8(_mm512_xor_si512(c->key, idx_lo)), c->evens,
+                                                mix8(_mm512_xor_si512(c->key, idx_hi)));
+    /* (h & 255) + phase and h + phase agree mod 256 */
+    const __m512i u = _mm512_and_si512(_mm512_add_epi32(h, c->phase), c->m255);
+    const __mmask16 bit = _mm512_cmplt_epu32_mask(u, f);
+    __m128i *qp = (__m128i *)(q + i / 2);
+    __m512i qv = _mm512_add_epi32(unpack16(_mm_loadl_epi64(qp)), k);
+    qv = _mm512_mask_add_epi32(qv, bit, qv, c->one);
+    qv = _mm512_max_epi32(_mm512_min_epi32(qv, c->qc), c->nqc);
+    _mm_storel_epi64(qp, pack16(qv));
+    if (w) _mm512_storeu_ps(w + i, ternary16(qv, c->table));
 }
 
-static inline void store_bytes(uint8_t *q, int64_t nbytes, uint64_t word) {
-    if (nbytes == 8) {
-        memcpy(q, &word, 8);
-        return;
-    }
-    for (int64_t b = 0; b < nbytes; b++) q[b] = (uint8_t)(word >> (8 * b));
-}
-
+/* Full runs of 16, then the scalar reference for the last n mod 16 elements. */
 void om_sr4_step_avx512(uint8_t *q, const float *g, float *w, int64_t start, int64_t n,
                         const om_sr4_step_args *a) {
-    const __m512i shifts = nibble_shifts();
-    const __m512 s = _mm512_set1_ps(a->s), c256 = _mm512_set1_ps(256.0f);
-    const __m512 hi = _mm512_set1_ps(4096.0f), lo = _mm512_set1_ps(-4096.0f);
-    const __m512 sign = _mm512_set1_ps(-0.0f);
-    const __m512i key = _mm512_set1_epi64((long long)a->key);
-    const __m512i step8 = _mm512_set1_epi64(16);
-    const __m512i qc = _mm512_set1_epi32(a->q_clamp), nqc = _mm512_set1_epi32(-a->q_clamp);
-    const __m512i phase = _mm512_set1_epi32((int)a->phase), m255 = _mm512_set1_epi32(255);
-    const __m512i one = _mm512_set1_epi32(1);
-    const uint64_t idx0 = a->idx_base + (uint64_t)start;
-    __m512i idx_lo = _mm512_add_epi64(_mm512_set1_epi64((long long)idx0),
+    const step_consts c = {
+        _mm512_set1_ps(-a->s), _mm512_set1_ps(256.0f), _mm512_set1_ps(4096.0f),
+        _mm512_set1_ps(-4096.0f), ternary_table(a->theta), _mm512_set1_epi64((long long)a->key),
+        _mm512_set1_epi32(a->q_clamp), _mm512_set1_epi32(-a->q_clamp),
+        _mm512_set1_epi32((int)a->phase), _mm512_set1_epi32(255), _mm512_set1_epi32(1),
+        /* the low 32 bits of lanes 0..7 of the first hash vector, then of the second */
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)};
+    const __m512i step16v = _mm512_set1_epi64(16);
+    __m512i idx_lo = _mm512_add_epi64(_mm512_set1_epi64((long long)(a->idx_base + start)),
                                       _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
     __m512i idx_hi = _mm512_add_epi64(idx_lo, _mm512_set1_epi64(8));
-    for (int64_t i = 0; i < n; i += 16) {
-        const int64_t len = n - i < 16 ? n - i : 16;
-        const __mmask16 m = (__mmask16)((1u << len) - 1u);
-        const int64_t nbytes = (len + 1) / 2;
-        const __m512 gv = _mm512_maskz_loadu_ps(m, g + i);
-        __m512 prop = _mm512_mul_ps(_mm512_mul_ps(_mm512_xor_ps(gv, sign), s), c256);
-        prop = _mm512_max_ps(_mm512_min_ps(prop, hi), lo);
-        const __m512i fx = _mm512_cvtps_epi32(prop);
-        const __m512i k = _mm512_srai_epi32(fx, 8), f = _mm512_and_si512(fx, m255);
-        const __m512i h_lo = mix8(_mm512_xor_si512(key, idx_lo));
-        const __m512i h_hi = mix8(_mm512_xor_si512(key, idx_hi));
-        const __m512i h = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm512_cvtepi64_epi32(h_lo)), _mm512_cvtepi64_epi32(h_hi), 1);
-        const __m512i u = _mm512_and_si512(_mm512_add_epi32(_mm512_and_si512(h, m255), phase),
-                                           m255);
-        const __mmask16 bit = _mm512_cmplt_epu32_mask(u, f);
-        const uint64_t word = load_bytes(q + i / 2, nbytes);
-        __m512i qv = _mm512_add_epi32(unpack16(word, shifts), k);
-        qv = _mm512_mask_add_epi32(qv, bit, qv, one);
-        qv = _mm512_maskz_mov_epi32(m, _mm512_max_epi32(_mm512_min_epi32(qv, qc), nqc));
-        store_bytes(q + i / 2, nbytes, pack16(qv));
-        if (w) _mm512_mask_storeu_ps(w + i, m, ternary16(qv, a->theta));
-        idx_lo = _mm512_add_epi64(idx_lo, step8);
-        idx_hi = _mm512_add_epi64(idx_hi, step8);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        step16(q, g, w, i, idx_lo, idx_hi, &c);
+        idx_lo = _mm512_add_epi64(idx_lo, step16v);
+        idx_hi = _mm512_add_epi64(idx_hi, step16v);
     }
+    if (i < n) om_sr4_step_scalar(q + i / 2, g + i, w ? w + i : NULL, start + i, n - i, a);
 }
 
 void om_sr4_materialize_avx512(const uint8_t *q, int64_t n, int32_t theta, float *w) {
-    const __m512i shifts = nibble_shifts();
-    for (int64_t i = 0; i < n; i += 16) {
-        const int64_t len = n - i < 16 ? n - i : 16;
-        const __mmask16 m = (__mmask16)((1u << len) - 1u);
-        const uint64_t word = load_bytes(q + i / 2, (len + 1) / 2);
-        _mm512_mask_storeu_ps(w + i, m, ternary16(unpack16(word, shifts), theta));
-    }
+    const __m512 table = ternary_table(theta);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(w + i, ternary16(unpack16(_mm_loadl_epi64((const __m128i *)(q + i / 2))),
+                                          table));
+    if (i < n) om_sr4_materialize_scalar(q + i / 2, n - i, theta, w + i);
 }
 
 /* Two outputs at a time: 8 independent chains of adds, each table row read as 4 vectors. */
@@ -170,17 +158,30 @@ void om_sr4_pairs_avx512(const uint8_t *codes, int64_t stride, int64_t nout, con
     }
 }
 
-/* 16 floats per iteration into two vectors of 8 double lanes; the tail is masked. */
+/* Four streams (the quarters of g, read side by side: more reads in flight than one stream
+ * gets from the prefetchers), 16 floats each per iteration into two vectors of 8 double lanes;
+ * the rest of g masked after them. */
 double om_sr4_abs_sum_avx512(const float *g, int64_t n) {
-    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
-    for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 m = (__mmask16)(n - i < 16 ? (1u << (n - i)) - 1u : 0xFFFFu);
+    __m512d s[8];
+    for (int l = 0; l < 8; l++) s[l] = _mm512_setzero_pd();
+    const int64_t quarter = n / 64 * 16;
+    int64_t i = 0;
+    for (; i < quarter; i += 16)
+        for (int q = 0; q < 4; q++) {
+            const __m512 v = _mm512_abs_ps(_mm512_loadu_ps(g + q * quarter + i));
+            s[2 * q] = _mm512_add_pd(s[2 * q], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+            s[2 * q + 1] = _mm512_add_pd(s[2 * q + 1], _mm512_cvtps_pd(_mm256_castpd_ps(
+                                             _mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+        }
+    for (i = 4 * quarter; i < n; i += 16) {
+        const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xFFFFu : (1u << (n - i)) - 1u);
         const __m512 v = _mm512_abs_ps(_mm512_maskz_loadu_ps(m, g + i));
-        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(
-                                   _mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+        s[0] = _mm512_add_pd(s[0], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+        s[1] = _mm512_add_pd(s[1], _mm512_cvtps_pd(_mm256_castpd_ps(
+                                 _mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
     }
-    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    for (int l = 1; l < 8; l++) s[0] = _mm512_add_pd(s[0], s[l]);
+    return _mm512_reduce_add_pd(s[0]);
 }
 
 /* Columns of x gathered 16 rows at a time (rows past `rows` masked to +0), then the 9 sums. */
