@@ -122,6 +122,22 @@ def test_every_path_matches_scalar_bit_for_bit(isa):
         assert saved_of["scalar"] == saved_of[isa], f"{op}: {isa} differs from scalar"
 
 
+@pytest.mark.parametrize("isa", [i for i in available_isas() if i != "scalar"])
+def test_one_special_lane_among_ordinary_values(isa):
+    """Vector code skips the special-value selects when no lane needs them: every special value
+    at every lane position of an otherwise ordinary vector must still get the scalar bits."""
+    special = inputs(np.random.default_rng(5), 40)
+    lanes = 16
+    x = np.full((special.size * lanes, lanes), 1.5, np.float32)
+    x[np.arange(x.shape[0]), np.arange(x.shape[0]) % lanes] = np.repeat(special, lanes)
+    x = x.ravel()
+    for op in OPS:
+        select_isa("scalar")
+        ref = forward(op, x)
+        select_isa(isa)
+        assert forward(op, x).tobytes() == ref.tobytes(), f"{op}: {isa} differs from scalar"
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_thread_counts_and_in_place_give_same_bits(op):
     x = inputs(np.random.default_rng(2), 3 * 32_770)  # enough for 3 threads

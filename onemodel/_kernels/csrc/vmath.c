@@ -38,9 +38,13 @@ int om_vmath_saves_output(int op) {
 
 void om_vmath_unary(int op, const float *x, float *y, int64_t n, int nthreads) {
     om_unary_fn f = unary_table[op][om_isa];
-    int64_t chunks = (n + OM_VMATH_CHUNK - 1) / OM_VMATH_CHUNK;
     int t = om_threads_for(n, OM_VMATH_GRAIN, nthreads);
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+    if (t == 1) { /* no parallel region at all: the same elementwise work, in one call */
+        f(x, y, n);
+        return;
+    }
+    int64_t chunks = (n + OM_VMATH_CHUNK - 1) / OM_VMATH_CHUNK;
+#pragma omp parallel for schedule(static) num_threads(t)
     for (int64_t c = 0; c < chunks; c++) {
         int64_t i = c * OM_VMATH_CHUNK;
         f(x + i, y + i, n - i < OM_VMATH_CHUNK ? n - i : OM_VMATH_CHUNK);
@@ -50,9 +54,13 @@ void om_vmath_unary(int op, const float *x, float *y, int64_t n, int nthreads) {
 void om_vmath_backward(int op, const float *s, const float *g, float *out, int64_t n,
                        int nthreads) {
     om_backward_fn f = backward_table[op][om_isa];
-    int64_t chunks = (n + OM_VMATH_CHUNK - 1) / OM_VMATH_CHUNK;
     int t = om_threads_for(n, OM_VMATH_GRAIN, nthreads);
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+    if (t == 1) {
+        f(s, g, out, n);
+        return;
+    }
+    int64_t chunks = (n + OM_VMATH_CHUNK - 1) / OM_VMATH_CHUNK;
+#pragma omp parallel for schedule(static) num_threads(t)
     for (int64_t c = 0; c < chunks; c++) {
         int64_t i = c * OM_VMATH_CHUNK;
         f(s + i, g + i, out + i, n - i < OM_VMATH_CHUNK ? n - i : OM_VMATH_CHUNK);

@@ -2,10 +2,11 @@
  *
  * Every function here is built from + - * /, comparisons and bit manipulation only: no libm,
  * and NO fused multiply-add anywhere (each a*b + c is a rounded product, then a rounded sum).
- * The SIMD translations (vmath_simd.h through vmath_sse2.h, vmath_avx2.h, vmath_avx512.h)
- * evaluate the same operations in the same order, with the same range reduction and the same
- * special cases, so they give the same bits on every input. Branches are written as selects
- * (compute every candidate, then pick) so the vector code reads the same way.
+ * The SIMD translations (vmath_simd.h through vmath_sse2.h, vmath_avx2.h, vmath_avx512.h and
+ * vmath_neon.h) evaluate the same operations in the same order, with the same range reduction
+ * and the same special cases, so they give the same bits on every input. Branches are written
+ * as selects (compute every candidate, then pick) so the vector code reads the same way; the
+ * vector code may skip a group of selects when a test shows they keep every lane.
  *
  * Denormal inputs and results are handled without flush-to-zero: results underflow gradually
  * (a scale by 2^n is split into two exact-or-once-rounded multiplies) and overflow to inf.
@@ -30,7 +31,7 @@ static inline float om_u2f(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 /* ---- exp ------------------------------------------------------------------------------- */
 
 /* Inputs are clamped into [OM_EXP_MIN, OM_EXP_MAX]: exp(89) overflows to inf and exp(-110)
- * rounds to 0 even after om_exp_parts' callers scale it by up to 2^5, so the clamp only keeps
+ * rounds to 0 even after om_expm1_parts' callers scale it by up to 2^5, so the clamp only keeps
  * the reduction in range (n in [-159, 128]). */
 #define OM_EXP_MAX 89.0f
 #define OM_EXP_MIN -110.0f
@@ -41,40 +42,53 @@ static inline float om_u2f(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
  * |n| <= 256 and x - n * OM_LN2_HI is exact (Cody and Waite). */
 #define OM_LN2_HI 0.693359375f
 #define OM_LN2_LO -2.12194440e-4f
-/* exp(r) = 1 + r + r^2 P(r) on |r| <= ln2/2 (Cephes expf). */
-#define OM_EXP_P0 1.9875691500e-4f
-#define OM_EXP_P1 1.3981999507e-3f
-#define OM_EXP_P2 8.3334519073e-3f
-#define OM_EXP_P3 4.1665795894e-2f
-#define OM_EXP_P4 1.6666665459e-1f
-#define OM_EXP_P5 5.0000001201e-1f
+/* exp(r) = 1 + r + r^2 P(r) on |r| <= ln2/2 + 2^-9, P of degree 4 fitted for relative error
+ * (2^-28.2 before rounding). */
+#define OM_EXP_P0 0.4999999403953552f
+#define OM_EXP_P1 0.16666516661643982f
+#define OM_EXP_P2 0.041668426245450974f
+#define OM_EXP_P3 0.008369123563170433f
+#define OM_EXP_P4 0.0013813755940645933f
 
-/* exp(hi + lo) as p * 2^n with p in about [0.7, 1.42]: the caller scales (om_ldexp2f), possibly
- * after multiplying p by a factor so that a denormal result is rounded only once. lo is a
- * small correction (|lo| < 2^-10) carrying the low part of an argument known more precisely
- * than one float; n is derived from hi alone. hi must not be NaN (callers select it away). */
-static inline float om_exp_parts(float hi, float lo, int32_t *n_out) {
-    float xc = hi > OM_EXP_MAX ? OM_EXP_MAX : hi;
-    xc = xc < OM_EXP_MIN ? OM_EXP_MIN : xc;
-    float t = xc * OM_LOG2E + OM_ROUND_MAGIC;
-    float n = t - OM_ROUND_MAGIC;
-    *n_out = (int32_t)(om_f2u(t) - om_f2u(OM_ROUND_MAGIC));
-    float r = xc - n * OM_LN2_HI;
-    r = r - n * OM_LN2_LO;
-    r = r + lo;
-    float y = OM_EXP_P0 * r + OM_EXP_P1;
-    y = y * r + OM_EXP_P2;
-    y = y * r + OM_EXP_P3;
-    y = y * r + OM_EXP_P4;
-    y = y * r + OM_EXP_P5;
-    return y * (r * r) + r + 1.0f;
+/* a < b ? a : b and a > b ? a : b: x86's minps/maxps, so a NaN in a gives b and in b gives b. */
+static inline float om_minf(float a, float b) { return a < b ? a : b; }
+static inline float om_maxf(float a, float b) { return a > b ? a : b; }
+
+/* n = round(x / ln2) and r = x - n ln2 (Cody-Waite), for x in [OM_EXP_MIN, OM_EXP_MAX]. */
+static inline float om_exp_reduce(float x, float *n_out) {
+    float n = (x * OM_LOG2E + OM_ROUND_MAGIC) - OM_ROUND_MAGIC;
+    *n_out = n;
+    float r = x - n * OM_LN2_HI;
+    return r - n * OM_LN2_LO;
 }
 
-/* p * 2^n for n in [-159, 128]: two factors 2^(n>>1) and 2^(n - (n>>1)), both normal. The
- * first product is exact for p near 1; only the second rounds (gradual underflow, or inf). */
-static inline float om_ldexp2f(float p, int32_t n) {
-    int32_t n1 = n >> 1;
-    int32_t n2 = n - n1;
+/* exp(r) - 1 on the reduced range, as r + r^2 P(r) (Horner, no fma). */
+static inline float om_expm1_poly(float r) {
+    float y = OM_EXP_P4 * r + OM_EXP_P3;
+    y = y * r + OM_EXP_P2;
+    y = y * r + OM_EXP_P1;
+    y = y * r + OM_EXP_P0;
+    return y * (r * r) + r;
+}
+
+/* A NaN becomes OM_EXP_MAX (om_minf), a finite argument whose result the caller replaces. */
+static inline float om_exp_clamp(float x) { return om_maxf(om_minf(x, OM_EXP_MAX), OM_EXP_MIN); }
+
+/* exp(hi + lo) = (1 + q) 2^n, returning q = expm1 of the reduced argument, in about
+ * [-0.3, 0.42]: the caller scales (om_ldexp2f), possibly after multiplying by a factor m as
+ * m + m q, which rounds once where m (1 + q) would round twice, and so that a denormal result
+ * is rounded only once. lo is a small correction (|lo| < 2^-10) carrying the low part of an
+ * argument known more precisely than one float; n is derived from hi alone. */
+static inline float om_expm1_parts(float hi, float lo, float *n_out) {
+    return om_expm1_poly(om_exp_reduce(om_exp_clamp(hi), n_out) + lo);
+}
+
+/* p * 2^n, n an integer in [-159, 128], rounded once: two factors 2^(n>>1) and 2^(n - (n>>1)),
+ * both normal; the first product is exact for every p the callers pass (|p| >= 2^-40), so only
+ * the second rounds (gradual underflow, or inf). That is the one rounding of AVX-512's scalef. */
+static inline float om_ldexp2f(float p, float n) {
+    int32_t n1 = (int32_t)n >> 1;
+    int32_t n2 = (int32_t)n - n1;
     float s1 = om_u2f((uint32_t)(n1 + 127) << 23);
     float s2 = om_u2f((uint32_t)(n2 + 127) << 23);
     return p * s1 * s2;
@@ -82,8 +96,8 @@ static inline float om_ldexp2f(float p, int32_t n) {
 
 /* exp: max error 0.990 ulp (exhaustive sweep, at 70.4031). */
 static inline float om_expf(float x) {
-    int32_t n;
-    float p = om_exp_parts(x, 0.0f, &n);
+    float n;
+    float p = om_expm1_poly(om_exp_reduce(om_exp_clamp(x), &n)) + 1.0f;
     float y = om_ldexp2f(p, n);
     return x != x ? x + x : y;
 }
@@ -114,20 +128,25 @@ static inline float om_log_kernel(float f, float *hfsq_out) {
     return s * (hfsq + r);
 }
 
-/* log: max error 0.835 ulp (exhaustive sweep, at 1.40546). */
-static inline float om_logf(float x) {
-    /* denormals: scale into the normal range first */
-    int sub = x < 1.17549435e-38f;
-    float xs = sub ? x * 33554432.0f : x; /* 2^25 */
-    int32_t k0 = sub ? -25 : 0;
+/* log(xs) - s ln2 for xs positive, finite and normal, kbias = -127 - s. */
+static inline float om_log_core(float xs, int32_t kbias) {
     uint32_t ix = om_f2u(xs) + (0x3f800000u - OM_SQRT_HALF_BITS);
-    int32_t k = (int32_t)(ix >> 23) - 127 + k0;
+    int32_t k = (int32_t)(ix >> 23) + kbias;
     float m = om_u2f((ix & 0x007fffffu) + OM_SQRT_HALF_BITS);
     float f = m - 1.0f;
     float hfsq;
     float sr = om_log_kernel(f, &hfsq);
     float dk = (float)k;
-    float y = sr + dk * OM_LOG_LN2_LO - hfsq + f + dk * OM_LOG_LN2_HI;
+    return sr + dk * OM_LOG_LN2_LO - hfsq + f + dk * OM_LOG_LN2_HI;
+}
+
+#define OM_FLT_MIN 1.17549435e-38f
+#define OM_LOG_DENORMAL_SCALE 33554432.0f /* 2^25 */
+
+/* log: max error 0.835 ulp (exhaustive sweep, at 1.40546). */
+static inline float om_logf(float x) {
+    int sub = x < OM_FLT_MIN; /* denormals: scaled into the normal range first */
+    float y = om_log_core(sub ? x * OM_LOG_DENORMAL_SCALE : x, sub ? -152 : -127);
     y = x == om_u2f(OM_INF_BITS) ? x : y;
     y = x == 0.0f ? -om_u2f(OM_INF_BITS) : y;
     y = x < 0.0f ? om_u2f(OM_NAN_BITS) : y;
@@ -161,29 +180,35 @@ static inline void om_two_prod(float a, float b, float *hi, float *lo) {
 
 /* ---- tanh ------------------------------------------------------------------------------ */
 
-/* tanh(x) = x + x z P(z), z = x^2, for |x| < 0.625 (Cephes tanhf); above it
- * 1 - 2 / (exp(2|x|) + 1), which saturates to 1 once exp overflows. */
+/* tanh(a) = a + a z P(z), z = a^2, for a = |x| < 0.625 (Cephes tanhf); above it
+ * 1 - 2 / (exp(2a) + 1), with 2a clamped at 20 where tanh has rounded to 1 (this also maps
+ * inf to a finite argument). The sign is put back at the end, so tanh(-0) = -0. */
 #define OM_TANH_SMALL 0.625f
+#define OM_TANH_ARG_MAX 20.0f
 #define OM_TANH_P0 -5.70498872745e-3f
 #define OM_TANH_P1 2.06390887954e-2f
 #define OM_TANH_P2 -5.37397155531e-2f
 #define OM_TANH_P3 1.33314422036e-1f
 #define OM_TANH_P4 -3.33332819422e-1f
 
+/* 2^n for an integer n in [-126, 127] */
+static inline float om_pow2f(float n) { return om_u2f((uint32_t)((int32_t)n + 127) << 23); }
+
 /* tanh: max error 1.330 ulp (exhaustive sweep, at 0.62831). */
 static inline float om_tanhf(float x) {
-    float ax = om_absf(x);
-    float z = x * x;
+    float a = om_absf(x);
+    float z = a * a;
     float p = OM_TANH_P0 * z + OM_TANH_P1;
     p = p * z + OM_TANH_P2;
     p = p * z + OM_TANH_P3;
     p = p * z + OM_TANH_P4;
-    float small = p * z * x + x;
-    float e = om_expf(ax + ax);
-    float large = om_xorsignf(1.0f - 2.0f / (e + 1.0f), om_signf(x));
-    float y = ax < OM_TANH_SMALL ? small : large;
-    y = x == 0.0f ? x : y; /* tanh(-0) = -0: the polynomial's sum would give +0 */
-    return x != x ? x + x : y;
+    float small = p * z * a + a;
+    float n;
+    float r = om_exp_reduce(om_minf(a + a, OM_TANH_ARG_MAX), &n);
+    float e = (om_expm1_poly(r) + 1.0f) * om_pow2f(n);
+    float large = 1.0f - 2.0f / (e + 1.0f);
+    /* a NaN takes the polynomial, whose every operation propagates it: x + x comes out */
+    return om_xorsignf(a >= OM_TANH_SMALL ? large : small, om_signf(x));
 }
 
 /* ---- sigmoid --------------------------------------------------------------------------- */
@@ -289,9 +314,10 @@ static inline float om_erfc_scaled(float z, float sqh, float sql, float m) {
     q = q * t + OM_ERFC_Q1;
     q = q * t + OM_ERFC_Q0;
     q = q * t;
-    int32_t n;
-    float p = om_exp_parts(-sqh, -sql, &n);
-    return om_ldexp2f(p * (m * q), n);
+    float n;
+    float qe = om_expm1_parts(-sqh, -sql, &n);
+    float mq = m * q;
+    return om_ldexp2f(mq + mq * qe, n);
 }
 
 /* erf: max error 1.664 ulp (exhaustive sweep, at 0.91885). */
@@ -372,11 +398,15 @@ static inline float om_gelu_tanhf(float x) {
     float a = vh + vl;                                   /* renormalise */
     float al = vl - (a - vh);
     float sign = om_signf(a);
-    int32_t n;
-    float p = om_exp_parts(-om_absf(a), om_xorsignf(-al, sign), &n); /* exp(-|v|) */
-    float e = om_ldexp2f(p, n);
-    float pos = om_div_one_plus(x, e);
-    float neg = om_ldexp2f(om_div_one_plus(p * xc, e), n);
+    float n;
+    float q = om_expm1_parts(-om_absf(a), om_xorsignf(-al, sign), &n); /* exp(-|v|) */
+    float e = om_ldexp2f(q + 1.0f, n);
+    /* 1 / (1 + e) = (1 - c) / d to first order, d = 1 + e rounded, c = derr / d with derr the
+     * rounding error of d; c < 2^-24, so 1/d in it can be the line 1.5 - d/2 (within 12%) */
+    float d = 1.0f + e;
+    float c = ((1.0f - d) + e) * (1.5f - 0.5f * d);
+    float pos = (x - x * c) / d;
+    float neg = om_ldexp2f((xc + xc * (q - c)) / d, n);
     float y = a < 0.0f ? neg : pos;
     y = x > OM_GELU_T_XMAX ? x : y; /* gelu_tanh(x) = x there, and inf stays inf */
     y = x == 0.0f ? x : y;          /* keeps -0 */

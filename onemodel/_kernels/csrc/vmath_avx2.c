@@ -4,6 +4,7 @@
 #include "vmath_kernels.h"
 
 #define OML_LANES 8
+#define OML_VEC __m256
 #define OML_LOAD(p) _mm256_loadu_ps(p)
 #define OML_STORE(p, v) _mm256_storeu_ps(p, v)
 #define OML_OP(name) om_##name##_ps_avx2

@@ -4,6 +4,7 @@
 #include "vmath_kernels.h"
 
 #define OML_LANES 16
+#define OML_VEC __m512
 #define OML_LOAD(p) _mm512_loadu_ps(p)
 #define OML_STORE(p, v) _mm512_storeu_ps(p, v)
 #define OML_OP(name) om_##name##_ps_avx512

@@ -1,6 +1,7 @@
 /* vmath.h on AVX-512 vectors (__m512): om_<name>_ps_avx512, bit-identical to the scalar
  * reference. The function bodies are in vmath_simd.h; this header maps its macros to AVX-512F
- * intrinsics, with comparison results in mask registers (__mmask16). No FMA (vmath.h). */
+ * intrinsics, with comparison results in mask registers (__mmask16). Scaling by 2^n is scalef,
+ * which rounds once as the scalar pair of products does (om_ldexp2f). No FMA (vmath.h). */
 #ifndef OM_VMATH_AVX512_H
 #define OM_VMATH_AVX512_H
 
@@ -21,6 +22,13 @@
 #define OMV_LE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ)
 #define OMV_EQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
 #define OMV_ISNAN(a) _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q)
+#define OMV_NLT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_NLT_UQ)
+#define OMV_MIN(a, b) _mm512_min_ps(a, b)
+#define OMV_MAX(a, b) _mm512_max_ps(a, b)
+#define OMV_F2I(a) _mm512_cvtps_epi32(a)
+#define OMM_OR(a, b) ((__mmask16)((a) | (b)))
+#define OMV_NONE(m) ((m) == 0)
+#define OMV_SCALEF(p, n) _mm512_scalef_ps(p, n)
 #define OMV_SEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
 #define OMV_AND(a, b) _mm512_and_ps(a, b)
 #define OMV_XOR(a, b) _mm512_xor_ps(a, b)

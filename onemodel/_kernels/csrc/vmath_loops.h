@@ -1,11 +1,12 @@
 /* The array kernels of vmath, written once for every ISA path.
  *
- * Not a standalone header: vmath_<isa>.c defines OML_LANES,
+ * Not a standalone header: vmath_<isa>.c defines OML_LANES, OML_VEC (the vector type),
  * OML_LOAD(p) / OML_STORE(p, v) (unaligned), OML_OP(name) (the element function of vmath.h or
  * of the ISA's vmath header) and OML_KERNEL(name) (the kernel name with its ISA suffix), then
- * includes this file. Each kernel is a straight loop over n elements; the last n % OML_LANES
- * go through a zero-padded vector so they get the same function as the rest. Inputs and
- * output may be the same array (in place): each vector is loaded before it is stored.
+ * includes this file. Each forward kernel is a straight loop over n elements, two vectors at a
+ * time so that their dependency chains overlap; the last n % OML_LANES go through a zero-padded
+ * vector so they get the same function as the rest. Inputs and output may be the same array
+ * (in place): each vector is loaded before it is stored.
  */
 #include <stdint.h>
 #include <string.h>
@@ -13,6 +14,11 @@
 #define OML_UNARY(op)                                                                   \
     void OML_KERNEL(om_##op##_f32)(const float *x, float *y, int64_t n) {               \
         int64_t i = 0;                                                                  \
+        for (; i + 2 * OML_LANES <= n; i += 2 * OML_LANES) {                            \
+            OML_VEC a = OML_LOAD(x + i), b = OML_LOAD(x + i + OML_LANES);                \
+            OML_STORE(y + i, OML_OP(op)(a));                                            \
+            OML_STORE(y + i + OML_LANES, OML_OP(op)(b));                                \
+        }                                                                               \
         for (; i + OML_LANES <= n; i += OML_LANES)                                      \
             OML_STORE(y + i, OML_OP(op)(OML_LOAD(x + i)));                              \
         if (i < n) {                                                                    \

@@ -4,6 +4,7 @@
 #include "vmath_kernels.h"
 
 #define OML_LANES 1
+#define OML_VEC float
 #define OML_LOAD(p) (*(p))
 #define OML_STORE(p, v) (*(p) = (v))
 #define OML_OP(name) om_##name##f

@@ -8,42 +8,69 @@
  *
  * Macros: OMV (float vector), OMM (comparison mask), OMI (int32 vector), OMV_FN(name) (the
  * function name with its ISA suffix), OMV_SET1, OMV_ADD/SUB/MUL/DIV, OMV_LT/LE/EQ (ordered
- * compares, false on NaN), OMV_ISNAN, OMV_SEL(mask, if_true, if_false), OMV_AND, OMV_XOR, OMV_AS_I,
- * OMV_AS_F (bit casts), OMV_I2F (exact int to float), OMI_SET1, OMI_ADD, OMI_SUB, OMI_AND,
- * OMI_SRL, OMI_SRA, OMI_SLL (shifts by a constant), OMI_SEL.
+ * compares, false on NaN), OMV_NLT (not less than: true on NaN), OMV_ISNAN, OMV_MIN(a, b) and
+ * OMV_MAX(a, b) (a < b ? a : b and a > b ? a : b, as x86's minps/maxps), OMV_SEL(mask, if_true,
+ * if_false), OMV_AND, OMV_XOR, OMV_AS_I, OMV_AS_F (bit casts), OMV_I2F (exact int to float),
+ * OMV_F2I (float holding an integer to int), OMI_SET1, OMI_ADD, OMI_SUB, OMI_AND, OMI_SRL,
+ * OMI_SRA, OMI_SLL (shifts by a constant), OMI_SEL, OMM_OR (of two masks), OMV_NONE(mask) (no
+ * lane set: a branch, only ever used to skip selects that would keep every lane), and optionally
+ * OMV_SCALEF(p, n) (p 2^n for integral n, one rounding).
  */
 
 #define OMV_C(c) OMV_SET1(c)
 
-static inline OMV OMV_FN(om_exp_parts)(OMV hi, OMV lo, OMI *n_out) {
-    OMV xc = OMV_SEL(OMV_LT(OMV_C(OM_EXP_MAX), hi), OMV_C(OM_EXP_MAX), hi);
-    xc = OMV_SEL(OMV_LT(xc, OMV_C(OM_EXP_MIN)), OMV_C(OM_EXP_MIN), xc);
-    OMV t = OMV_ADD(OMV_MUL(xc, OMV_C(OM_LOG2E)), OMV_C(OM_ROUND_MAGIC));
-    OMV n = OMV_SUB(t, OMV_C(OM_ROUND_MAGIC));
-    *n_out = OMI_SUB(OMV_AS_I(t), OMV_AS_I(OMV_C(OM_ROUND_MAGIC)));
-    OMV r = OMV_SUB(xc, OMV_MUL(n, OMV_C(OM_LN2_HI)));
-    r = OMV_SUB(r, OMV_MUL(n, OMV_C(OM_LN2_LO)));
-    r = OMV_ADD(r, lo);
-    OMV y = OMV_ADD(OMV_MUL(OMV_C(OM_EXP_P0), r), OMV_C(OM_EXP_P1));
-    y = OMV_ADD(OMV_MUL(y, r), OMV_C(OM_EXP_P2));
-    y = OMV_ADD(OMV_MUL(y, r), OMV_C(OM_EXP_P3));
-    y = OMV_ADD(OMV_MUL(y, r), OMV_C(OM_EXP_P4));
-    y = OMV_ADD(OMV_MUL(y, r), OMV_C(OM_EXP_P5));
-    return OMV_ADD(OMV_ADD(OMV_MUL(y, OMV_MUL(r, r)), r), OMV_C(1.0f));
+static inline OMV OMV_FN(om_exp_reduce)(OMV x, OMV *n_out) {
+    OMV n = OMV_SUB(OMV_ADD(OMV_MUL(x, OMV_C(OM_LOG2E)), OMV_C(OM_ROUND_MAGIC)),
+                    OMV_C(OM_ROUND_MAGIC));
+    *n_out = n;
+    OMV r = OMV_SUB(x, OMV_MUL(n, OMV_C(OM_LN2_HI)));
+    return OMV_SUB(r, OMV_MUL(n, OMV_C(OM_LN2_LO)));
 }
 
-static inline OMV OMV_FN(om_ldexp2)(OMV p, OMI n) {
-    OMI n1 = OMI_SRA(n, 1);
-    OMI n2 = OMI_SUB(n, n1);
+static inline OMV OMV_FN(om_expm1_poly)(OMV r) {
+    OMV y = OMV_ADD(OMV_MUL(OMV_C(OM_EXP_P4), r), OMV_C(OM_EXP_P3));
+    y = OMV_ADD(OMV_MUL(y, r), OMV_C(OM_EXP_P2));
+    y = OMV_ADD(OMV_MUL(y, r), OMV_C(OM_EXP_P1));
+    y = OMV_ADD(OMV_MUL(y, r), OMV_C(OM_EXP_P0));
+    return OMV_ADD(OMV_MUL(y, OMV_MUL(r, r)), r);
+}
+
+static inline OMV OMV_FN(om_exp_clamp)(OMV x) {
+    return OMV_MAX(OMV_MIN(x, OMV_C(OM_EXP_MAX)), OMV_C(OM_EXP_MIN));
+}
+
+static inline OMV OMV_FN(om_expm1_parts)(OMV hi, OMV lo, OMV *n_out) {
+    OMV r = OMV_FN(om_exp_reduce)(OMV_FN(om_exp_clamp)(hi), n_out);
+    return OMV_FN(om_expm1_poly)(OMV_ADD(r, lo));
+}
+
+#ifdef OMV_SCALEF
+/* p 2^n rounded once, which is what the two products of om_ldexp2f give (vmath.h). */
+static inline OMV OMV_FN(om_ldexp2)(OMV p, OMV n) { return OMV_SCALEF(p, n); }
+#else
+static inline OMV OMV_FN(om_ldexp2)(OMV p, OMV n) {
+    OMI ni = OMV_F2I(n);
+    OMI n1 = OMI_SRA(ni, 1);
+    OMI n2 = OMI_SUB(ni, n1);
     OMV s1 = OMV_AS_F(OMI_SLL(OMI_ADD(n1, OMI_SET1(127)), 23));
     OMV s2 = OMV_AS_F(OMI_SLL(OMI_ADD(n2, OMI_SET1(127)), 23));
     return OMV_MUL(OMV_MUL(p, s1), s2);
 }
+#endif
+
+/* p 2^n for an integral n in [-126, 127] and a result that stays normal: exact. */
+static inline OMV OMV_FN(om_scale_pow2)(OMV p, OMV n) {
+#ifdef OMV_SCALEF
+    return OMV_SCALEF(p, n);
+#else
+    return OMV_MUL(p, OMV_AS_F(OMI_SLL(OMI_ADD(OMV_F2I(n), OMI_SET1(127)), 23)));
+#endif
+}
 
 static inline OMV OMV_FN(om_exp)(OMV x) {
-    OMI n;
-    OMV p = OMV_FN(om_exp_parts)(x, OMV_C(0.0f), &n);
-    OMV y = OMV_FN(om_ldexp2)(p, n);
+    OMV n;
+    OMV r = OMV_FN(om_exp_reduce)(OMV_FN(om_exp_clamp)(x), &n);
+    OMV y = OMV_FN(om_ldexp2)(OMV_ADD(OMV_FN(om_expm1_poly)(r), OMV_C(1.0f)), n);
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
 }
 
@@ -59,20 +86,27 @@ static inline OMV OMV_FN(om_log_kernel)(OMV f, OMV *hfsq_out) {
     return OMV_MUL(s, OMV_ADD(hfsq, r));
 }
 
-static inline OMV OMV_FN(om_log)(OMV x) {
-    OMM sub = OMV_LT(x, OMV_C(1.17549435e-38f));
-    OMV xs = OMV_SEL(sub, OMV_MUL(x, OMV_C(33554432.0f)), x);
-    OMI k0 = OMI_SEL(sub, OMI_SET1(-25), OMI_SET1(0));
+static inline OMV OMV_FN(om_log_core)(OMV xs, OMI kbias) {
     OMI ix = OMI_ADD(OMV_AS_I(xs), OMI_SET1((int32_t)(0x3f800000u - OM_SQRT_HALF_BITS)));
-    OMI k = OMI_ADD(OMI_SUB(OMI_SRL(ix, 23), OMI_SET1(127)), k0);
+    OMI k = OMI_ADD(OMI_SRL(ix, 23), kbias);
     OMV m = OMV_AS_F(OMI_ADD(OMI_AND(ix, OMI_SET1(0x007fffff)), OMI_SET1(OM_SQRT_HALF_BITS)));
     OMV f = OMV_SUB(m, OMV_C(1.0f));
     OMV hfsq;
     OMV sr = OMV_FN(om_log_kernel)(f, &hfsq);
     OMV dk = OMV_I2F(k);
-    OMV y = OMV_ADD(OMV_ADD(OMV_SUB(OMV_ADD(sr, OMV_MUL(dk, OMV_C(OM_LOG_LN2_LO))), hfsq), f),
-                    OMV_MUL(dk, OMV_C(OM_LOG_LN2_HI)));
+    return OMV_ADD(OMV_ADD(OMV_SUB(OMV_ADD(sr, OMV_MUL(dk, OMV_C(OM_LOG_LN2_LO))), hfsq), f),
+                   OMV_MUL(dk, OMV_C(OM_LOG_LN2_HI)));
+}
+
+/* When every lane is positive, normal and finite (the common case), the selects for denormals
+ * and special values would all keep y: they are skipped, with the same bits. */
+static inline OMV OMV_FN(om_log)(OMV x) {
     OMV inf = OMV_AS_F(OMI_SET1(OM_INF_BITS));
+    OMM sub = OMV_LT(x, OMV_C(OM_FLT_MIN));
+    if (OMV_NONE(OMM_OR(sub, OMV_NLT(x, inf))))
+        return OMV_FN(om_log_core)(x, OMI_SET1(-127));
+    OMV xs = OMV_SEL(sub, OMV_MUL(x, OMV_C(OM_LOG_DENORMAL_SCALE)), x);
+    OMV y = OMV_FN(om_log_core)(xs, OMI_SEL(sub, OMI_SET1(-152), OMI_SET1(-127)));
     y = OMV_SEL(OMV_EQ(x, inf), x, y);
     y = OMV_SEL(OMV_EQ(x, OMV_C(0.0f)), OMV_XOR(inf, OMV_C(-0.0f)), y);
     y = OMV_SEL(OMV_LT(x, OMV_C(0.0f)), OMV_AS_F(OMI_SET1(OM_NAN_BITS)), y);
@@ -103,19 +137,19 @@ static inline void OMV_FN(om_two_prod)(OMV a, OMV b, OMV *hi, OMV *lo) {
 /* ---- tanh ---- */
 
 static inline OMV OMV_FN(om_tanh)(OMV x) {
-    OMV ax = OMV_FN(om_abs)(x);
-    OMV z = OMV_MUL(x, x);
+    OMV a = OMV_FN(om_abs)(x);
+    OMV z = OMV_MUL(a, a);
     OMV p = OMV_ADD(OMV_MUL(OMV_C(OM_TANH_P0), z), OMV_C(OM_TANH_P1));
     p = OMV_ADD(OMV_MUL(p, z), OMV_C(OM_TANH_P2));
     p = OMV_ADD(OMV_MUL(p, z), OMV_C(OM_TANH_P3));
     p = OMV_ADD(OMV_MUL(p, z), OMV_C(OM_TANH_P4));
-    OMV small = OMV_ADD(OMV_MUL(OMV_MUL(p, z), x), x);
-    OMV e = OMV_FN(om_exp)(OMV_ADD(ax, ax));
+    OMV small = OMV_ADD(OMV_MUL(OMV_MUL(p, z), a), a);
+    OMV n;
+    OMV r = OMV_FN(om_exp_reduce)(OMV_MIN(OMV_ADD(a, a), OMV_C(OM_TANH_ARG_MAX)), &n);
+    OMV e = OMV_FN(om_scale_pow2)(OMV_ADD(OMV_FN(om_expm1_poly)(r), OMV_C(1.0f)), n);
     OMV large = OMV_SUB(OMV_C(1.0f), OMV_DIV(OMV_C(2.0f), OMV_ADD(e, OMV_C(1.0f))));
-    large = OMV_XOR(large, OMV_FN(om_sign)(x));
-    OMV y = OMV_SEL(OMV_LT(ax, OMV_C(OM_TANH_SMALL)), small, large);
-    y = OMV_SEL(OMV_EQ(x, OMV_C(0.0f)), x, y);
-    return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
+    OMV y = OMV_SEL(OMV_LE(OMV_C(OM_TANH_SMALL), a), large, small);
+    return OMV_XOR(y, OMV_FN(om_sign)(x));
 }
 
 /* ---- sigmoid ---- */
@@ -183,10 +217,11 @@ static inline OMV OMV_FN(om_erfc_scaled)(OMV z, OMV sqh, OMV sql, OMV m) {
     q = OMV_ADD(OMV_MUL(q, t), OMV_C(OM_ERFC_Q1));
     q = OMV_ADD(OMV_MUL(q, t), OMV_C(OM_ERFC_Q0));
     q = OMV_MUL(q, t);
-    OMI n;
+    OMV n;
     OMV neg = OMV_C(-0.0f);
-    OMV p = OMV_FN(om_exp_parts)(OMV_XOR(sqh, neg), OMV_XOR(sql, neg), &n);
-    return OMV_FN(om_ldexp2)(OMV_MUL(p, OMV_MUL(m, q)), n);
+    OMV qe = OMV_FN(om_expm1_parts)(OMV_XOR(sqh, neg), OMV_XOR(sql, neg), &n);
+    OMV mq = OMV_MUL(m, q);
+    return OMV_FN(om_ldexp2)(OMV_ADD(mq, OMV_MUL(mq, qe)), n);
 }
 
 static inline OMV OMV_FN(om_erf)(OMV x) {
@@ -244,12 +279,15 @@ static inline OMV OMV_FN(om_gelu_tanh)(OMV x) {
     OMV a = OMV_ADD(vh, vl);
     OMV al = OMV_SUB(vl, OMV_SUB(a, vh));
     OMV sign = OMV_FN(om_sign)(a);
-    OMI n;
-    OMV p = OMV_FN(om_exp_parts)(OMV_XOR(OMV_FN(om_abs)(a), OMV_C(-0.0f)),
-                                 OMV_XOR(OMV_XOR(al, OMV_C(-0.0f)), sign), &n);
-    OMV e = OMV_FN(om_ldexp2)(p, n);
-    OMV pos = OMV_FN(om_div_one_plus)(x, e);
-    OMV neg = OMV_FN(om_ldexp2)(OMV_FN(om_div_one_plus)(OMV_MUL(p, xc), e), n);
+    OMV n;
+    OMV q = OMV_FN(om_expm1_parts)(OMV_XOR(OMV_FN(om_abs)(a), OMV_C(-0.0f)),
+                                   OMV_XOR(OMV_XOR(al, OMV_C(-0.0f)), sign), &n);
+    OMV e = OMV_FN(om_ldexp2)(OMV_ADD(q, OMV_C(1.0f)), n);
+    OMV d = OMV_ADD(OMV_C(1.0f), e);
+    OMV c = OMV_MUL(OMV_ADD(OMV_SUB(OMV_C(1.0f), d), e),
+                    OMV_SUB(OMV_C(1.5f), OMV_MUL(OMV_C(0.5f), d)));
+    OMV pos = OMV_DIV(OMV_SUB(x, OMV_MUL(x, c)), d);
+    OMV neg = OMV_FN(om_ldexp2)(OMV_DIV(OMV_ADD(xc, OMV_MUL(xc, OMV_SUB(q, c))), d), n);
     OMV y = OMV_SEL(OMV_LT(a, OMV_C(0.0f)), neg, pos);
     y = OMV_SEL(OMV_LT(OMV_C(OM_GELU_T_XMAX), x), x, y);
     y = OMV_SEL(OMV_EQ(x, OMV_C(0.0f)), x, y);

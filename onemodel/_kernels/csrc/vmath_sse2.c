@@ -4,6 +4,7 @@
 #include "vmath_kernels.h"
 
 #define OML_LANES 4
+#define OML_VEC __m128
 #define OML_LOAD(p) _mm_loadu_ps(p)
 #define OML_STORE(p, v) _mm_storeu_ps(p, v)
 #define OML_OP(name) om_##name##_ps_sse2
