@@ -235,6 +235,50 @@ static void scatter_rows(const om_conv2d_shape *s, const float *dcol, const col_
     }
 }
 
+/* Outputs o in [*lo, *hi) of a dimension of `out` whose tap o * stride + off lies in [0, in). */
+static void valid_range(int64_t in, int64_t out, int64_t stride, int64_t off, int64_t *lo,
+                        int64_t *hi) {
+    int64_t l = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    int64_t h = in - off <= 0 ? 0 : (in - off - 1) / stride + 1;
+    if (h > out) h = out;
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+}
+
+/* With unit strides and as many output as input columns (a "same" convolution), the taps of
+ * consecutive output rows are consecutive in the input: a tap's whole valid block is one run
+ * of memory, broken only by the few columns that fall in the padding (the gaps). */
+static int flat_rows(const om_conv2d_shape *s) {
+    return s->sh == 1 && s->sw == 1 && s->w == s->ow;
+}
+
+/* scatter_rows() for flat_rows() shapes, straight into x: each tap adds its whole valid block
+ * as one run, its gaps (taps in the padding, whose gradient is dropped) zeroed in dcol first.
+ * The sum starts at +0 and so never holds -0: adding +0 changes no bit, and every pixel gets
+ * the same values in the same order as from scatter_rows(). */
+static void scatter_flat(const om_conv2d_shape *s, float *dcol, float *x, int nthreads) {
+    const int64_t taps = s->kh * s->kw, P = s->oh * s->ow;
+    const int nt = om_threads_for(s->c * taps * P, GRAIN, nthreads);
+    #pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t c = 0; c < s->c; c++) {
+        float *plane = x + c * s->h * s->w;
+        memset(plane, 0, (size_t)(s->h * s->w) * sizeof(float));
+        for (int64_t tap = 0; tap < taps; tap++) {
+            const int64_t offy = tap / s->kw * s->dh - s->ph, offx = tap % s->kw * s->dw - s->pw;
+            int64_t y0, y1, x0, x1;
+            valid_range(s->h, s->oh, 1, offy, &y0, &y1);
+            valid_range(s->w, s->ow, 1, offx, &x0, &x1);
+            if (y0 >= y1 || x0 >= x1) continue;
+            float *g = dcol + (c * taps + tap) * P;
+            for (int64_t oy = y0; oy + 1 < y1; oy++)
+                for (int64_t ox = x1; ox < s->ow + x0; ox++) g[oy * s->ow + ox] = 0.0f;
+            const int64_t start = y0 * s->ow + x0, len = (y1 - y0 - 1) * s->ow + (x1 - x0);
+            add_run(plane + (offy * s->w + offx + start), g + start, len);
+        }
+    }
+}
+
 /* 64-byte aligned scratch (the micro-kernels load packed panels with aligned loads); NULL when
  * it could not be allocated. Freed with release(). */
 static void *scratch_bytes(size_t bytes) {
@@ -428,16 +472,16 @@ static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, cons
     }
 }
 
-/* gw = part^T (first chunk) or gw + part^T, group by group. */
-static void add_weight_part(const om_conv2d_shape *s, float *gw, const float *part, int first) {
+/* gw = sum^T group by group: sum is (G, C/G·kh·kw, K/G), gw (K, C/G·kh·kw). */
+static void transpose_weight(const om_conv2d_shape *s, const float *sum, float *gw) {
     const int64_t G = s->groups, kg = s->k / G, rg = s->c * s->kh * s->kw / G;
     for (int64_t g = 0; g < G; g++)
         for (int64_t k = 0; k < kg; k++)
-            for (int64_t r = 0; r < rg; r++) {
-                const float v = part[(g * rg + r) * kg + k];
-                float *dst = gw + (g * kg + k) * rg + r;
-                *dst = first ? v : *dst + v;
-            }
+            for (int64_t r = 0; r < rg; r++) gw[(g * kg + k) * rg + r] = sum[(g * rg + r) * kg + k];
+}
+
+static void add_into(float *restrict sum, const float *restrict part, int64_t size) {
+    for (int64_t e = 0; e < size; e++) sum[e] += part[e];
 }
 
 static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *x,
@@ -448,10 +492,11 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
     int outer = outer_threads(nchunks, nthreads);
     if (nchunks * wsize > PARTS_FLOATS) outer = 1;
     const int inner = outer > 1 ? 1 : nthreads;
-    /* One partial per chunk when threads take chunks (added in chunk order afterwards), else
-     * one, added as each chunk finishes. */
+    /* The chunks' partial sums go to parts[t] when threads take chunks (added in chunk order
+     * afterwards), else chunk 0 to parts[0] and each later one to parts[1], added to parts[0]
+     * as it finishes. The total is transposed into gw once. */
     col_plan plan;
-    float *parts = scratch((outer > 1 ? nchunks : 1) * wsize);
+    float *parts = scratch((outer > 1 ? nchunks : 2) * wsize);
     int failed = make_plan(s, P, 1, &plan) != 0 || !parts;
     #pragma omp parallel num_threads(outer) if (outer > 1)
     {
@@ -465,17 +510,18 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
                 failed = 1;
                 continue;
             }
-            float *part = parts + (outer > 1 ? t : 0) * wsize;
+            float *part = parts + (outer > 1 ? t : t > 0) * wsize;
             weight_part(u, s, x, gy, &plan, n0, m, part, pad, col, cp, gp, inner);
-            if (outer == 1) add_weight_part(s, gw, part, t == 0);
+            if (outer == 1 && t > 0) add_into(parts, part, wsize);
         }
         release(pad);
         release(col);
         release(cp);
         release(gp);
     }
-    for (int64_t t = 0; outer > 1 && !failed && t < nchunks; t++)
-        add_weight_part(s, gw, parts + t * wsize, t == 0);
+    for (int64_t t = 1; outer > 1 && !failed && t < nchunks; t++)
+        add_into(parts, parts + t * wsize, wsize);
+    if (!failed) transpose_weight(s, parts, gw);
     release(parts);
     free_plan(&plan);
     return failed ? -1 : 0;
@@ -508,7 +554,10 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
                 pack_cols(u->nr, kg, P, gy + (img * s->k + g * kg) * P, P, gp);
                 product(u, rg, P, kg, wt + g * wpanel, gp, dcol + g * rg * P, P, 0, inner);
             }
-            scatter_rows(s, dcol, &plan, pad, gx + img * s->c * s->h * s->w, inner);
+            if (flat_rows(s))
+                scatter_flat(s, dcol, gx + img * s->c * s->h * s->w, inner);
+            else
+                scatter_rows(s, dcol, &plan, pad, gx + img * s->c * s->h * s->w, inner);
         }
         release(pad);
         release(dcol);
