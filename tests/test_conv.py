@@ -91,7 +91,11 @@ def test_central_differences(check_grad, rng, xs, ws, stride, padding, dilation,
 
 @pytest.mark.parametrize("xs, ws, stride, padding, dilation, groups",
                          [CASES[1], CASES[5], CASES[7], CASES[9],
-                          ((0, 3, 5, 5), (2, 3, 3), 1, 1, 1, 1)])
+                          ((0, 3, 5, 5), (2, 3, 3), 1, 1, 1, 1),
+                          # one image: threads split its products; more than one block of
+                          # depth (288 > 256) and of columns (1089 > 1024) in each product
+                          ((1, 32, 33, 33), (16, 3, 3), 1, 1, 1, 1),
+                          ((1, 32, 33, 33), (16, 3, 3), 2, 1, 1, 1)])
 def test_exact_bits_every_path_and_thread_count(check_exact, rng, xs, ws, stride, padding,
                                                  dilation, groups):
     x = rng.standard_normal(xs, dtype=np.float32)
