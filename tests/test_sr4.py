@@ -237,9 +237,11 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.tobytes() == b.tobytes()
 
 
-# Rows around the block of 64 rows, columns around blocks of 16 pairs, odd sizes, 2-output steps.
-@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 0, 5), (0, 4, 2), (1, 2, 3), (63, 31, 2),
-                                   (64, 32, 17), (65, 33, 3), (130, 70, 33), (16, 300, 64)])
+# Rows around the blocks of 16, 32 and 64 rows, columns around blocks of 16 pairs, odd sizes,
+# odd output counts (outputs go two at a time on AVX-512).
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 0, 5), (0, 4, 2), (1, 2, 3), (17, 45, 5),
+                                   (32, 64, 9), (33, 17, 4), (63, 31, 2), (64, 32, 17),
+                                   (65, 33, 3), (130, 70, 33), (16, 300, 64)])
 def test_ternary_matmul_is_the_pair_order_on_every_path(m, k, n, isa_restore):
     rng = np.random.default_rng(m + k + n)
     # Magnitudes over many octaves so that the order of the additions shows in the bits.

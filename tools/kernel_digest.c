@@ -425,6 +425,8 @@ static void check_sr4(run_t *r, int nt) {
     rec_bytes(r, "sr4 ternary plan", codes, (size_t)om_sr4_ternary_plan_size(ROWS, K));
     om_sr4_ternary_matmul(M, ROWS, K, x, codes, out, nt);
     rec_f32(r, "sr4 ternary matmul", out, M * ROWS);
+    om_sr4_ternary_matmul(9, ROWS, K, x, codes, out, nt);  /* blocks of 16 rows */
+    rec_f32(r, "sr4 ternary matmul, 9 rows", out, 9 * ROWS);
     free(g), free(w), free(x), free(out), free(codes);
 }
 

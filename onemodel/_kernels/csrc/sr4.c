@@ -7,17 +7,16 @@
  *
  * Ternary product (order in sr4.h): the plan holds, for each output j, one byte per pair of
  * columns: the pair's index in its block of PB pairs times 9 plus its weight pair e. The
- * product takes blocks of RB rows of x; for each block of PB pairs it builds the table of the
+ * product takes blocks of rb rows of x; for each block of PB pairs it builds the table of the
  * 9 pair sums of every pair (sr4.h, one per path: the vector paths gather the columns of x),
  * 36 KiB that stay in L1, and then every output adds one table row per pair: ceil(k / 2)
- * vector adds per output for RB rows, where a float product makes k fused multiply-adds. The
+ * vector adds per output for rb rows, where a float product makes k fused multiply-adds. The
  * plan pads each row to whole blocks with pairs of zero weights (+0 entries, which change no
- * sum), so the inner loop has a fixed length. The accumulators of a row block (RB per output)
+ * sum), so the inner loop has a fixed length. The accumulators of a row block (rb per output)
  * stay in a scratch buffer between blocks of pairs, and go to out transposed at the end of the
  * row block.
  * Threads split the outputs into contiguous ranges (independent sums); each thread builds its
- * own tables (a small cost next to its adds), so threads never wait for one another. A block
- * of RB rows is computed whole even when m is smaller: small batches pay for 64 rows.
+ * own tables (a small cost next to its adds), so threads never wait for one another.
  * The SSE2 entry of every table is the scalar function (the vector paths need 64-bit lane
  * multiplies for the hash; the scalar code compiled for the x86-64 baseline is SSE2 code).
  */
@@ -187,6 +186,9 @@ int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const
     /* The gathers index rows with 32-bit offsets; any path gives the same table. */
     const om_sr4_table_fn table_of = k < (1 << 26) ? table_table[om_isa] : om_sr4_table_scalar;
     const int64_t nblocks = pair_blocks(k), stride = nblocks * OM_SR4_PB;
+    /* Rows per block: a small batch pays for 16 or 32 rows, not 64 (the bits do not depend on
+     * it: each output is its own sum). */
+    const int64_t rb = m <= 16 ? 16 : m <= 32 ? 32 : OM_SR4_RB;
     const int nt = om_threads_for(m * n * (k > 0 ? k : 1), 1 << 20, nthreads);
     int failed = 0;
     (void)nt;
@@ -202,22 +204,22 @@ int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const
         const int64_t j0 = n * tid / count, j1 = n * (tid + 1) / count, nj = j1 - j0;
         const size_t table = sizeof(float) * OM_SR4_PB * 9 * OM_SR4_RB;
         float *T = aligned_alloc(64, table);
-        float *acc = aligned_alloc(64, sizeof(float) * (size_t)(nj > 0 ? nj : 1) * OM_SR4_RB);
+        float *acc = aligned_alloc(64, sizeof(float) * (size_t)(nj > 0 ? nj : 1) * rb);
         if (!T || !acc) {
             failed = 1;
         } else if (nj > 0) {
-            for (int64_t r0 = 0; r0 < m; r0 += OM_SR4_RB) {
-                const int64_t rows = m - r0 < OM_SR4_RB ? m - r0 : OM_SR4_RB;
-                memset(acc, 0, sizeof(float) * (size_t)nj * OM_SR4_RB);  /* +0 starts each sum */
+            for (int64_t r0 = 0; r0 < m; r0 += rb) {
+                const int64_t rows = m - r0 < rb ? m - r0 : rb;
+                memset(acc, 0, sizeof(float) * (size_t)nj * rb);  /* +0 starts each sum */
                 for (int64_t b = 0; b < nblocks; b++) {
-                    table_of(x + r0 * k, rows, k, b * 2 * OM_SR4_PB, T);
-                    pairs(codes + j0 * stride + b * OM_SR4_PB, stride, nj, T, acc);
+                    table_of(x + r0 * k, rows, k, b * 2 * OM_SR4_PB, T, rb);
+                    pairs(codes + j0 * stride + b * OM_SR4_PB, stride, nj, T, acc, rb);
                 }
                 /* Transposed by tiles of 16 outputs, whose accumulators stay in L1. */
                 for (int64_t jt = 0; jt < nj; jt += 16)
                     for (int64_t r = 0; r < rows; r++)
                         for (int64_t j = jt; j < nj && j < jt + 16; j++)
-                            out[(r0 + r) * n + j0 + j] = acc[j * OM_SR4_RB + r];
+                            out[(r0 + r) * n + j0 + j] = acc[j * rb + r];
             }
         }
         free(T);

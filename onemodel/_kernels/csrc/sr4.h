@@ -84,20 +84,21 @@ typedef void (*om_sr4_step_fn)(uint8_t *q, const float *g, float *w, int64_t sta
 typedef void (*om_sr4_materialize_fn)(const uint8_t *q, int64_t n, int32_t theta, float *w);
 
 /* The ternary product works on pairs of weights (see om_sr4_ternary_matmul): a block of the
- * input is OM_SR4_RB rows by OM_SR4_PB pairs of columns, and its table holds, for each pair
- * and each of the 9 weight pairs e = 3 a + b (a, b: 0 for a weight 0, 1 for +1, 2 for -1),
- * the RB sums t_a + t_b, where t is +x, -x or +0:
- *     T[(p * 9 + e) * RB + r]. */
+ * input is rb rows (16, 32 or 64 = OM_SR4_RB, by the batch size) by OM_SR4_PB pairs of
+ * columns, and its table holds, for each pair and each of the 9 weight pairs e = 3 a + b
+ * (a, b: 0 for a weight 0, 1 for +1, 2 for -1), the rb sums t_a + t_b, where t is +x, -x or +0:
+ *     T[(p * 9 + e) * rb + r]. */
 #define OM_SR4_RB 64
 #define OM_SR4_PB 16
-/* acc[j * RB + r] += T[codes[j * stride + p] * RB + r] for p = 0..PB-1 in order, j < nout. */
+/* acc[j * rb + r] += T[codes[j * stride + p] * rb + r] for p = 0..PB-1 in order, j < nout. */
 typedef void (*om_sr4_pairs_fn)(const uint8_t *codes, int64_t stride, int64_t nout,
-                                const float *T, float *acc);
+                                const float *T, float *acc, int64_t rb);
 
-/* The table of one block: x points at the first of `rows` <= RB rows (row stride k), c0 at
+/* The table of one block: x points at the first of `rows` <= rb rows (row stride k), c0 at
  * the block's first column; columns past k and rows past `rows` read as +0. Each entry is one
  * float add of two of +x, -x (sign flipped) and +0: e = 5 is x[c0 + 2p] + -x[c0 + 2p + 1]. */
-typedef void (*om_sr4_table_fn)(const float *x, int64_t rows, int64_t k, int64_t c0, float *T);
+typedef void (*om_sr4_table_fn)(const float *x, int64_t rows, int64_t k, int64_t c0, float *T,
+                                int64_t rb);
 
 /* The sum of |g[i]| in double, in any order (om_sr4_abs_mean accepts it only when the order
  * cannot show in its float32 result). */
@@ -108,9 +109,10 @@ typedef double (*om_sr4_abs_sum_fn)(const float *g, int64_t n);
                            const om_sr4_step_args *a);                                        \
     void om_sr4_materialize_##isa(const uint8_t *q, int64_t n, int32_t theta, float *w);      \
     void om_sr4_pairs_##isa(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,\
-                            float *acc);                                                      \
+                            float *acc, int64_t rb);                                          \
     double om_sr4_abs_sum_##isa(const float *g, int64_t n);                                   \
-    void om_sr4_table_##isa(const float *x, int64_t rows, int64_t k, int64_t c0, float *T);
+    void om_sr4_table_##isa(const float *x, int64_t rows, int64_t k, int64_t c0, float *T,     \
+                            int64_t rb);
 OM_SR4_DECLARE(scalar)
 OM_SR4_DECLARE(avx2)
 OM_SR4_DECLARE(avx512)

@@ -109,36 +109,31 @@ void om_sr4_materialize_avx2(const uint8_t *q, int64_t n, int32_t theta, float *
     if (i < n) om_sr4_materialize_scalar(q + i / 2, n - i, theta, w + i);
 }
 
-/* One output at a time: its 64 rows are 8 independent chains of adds. */
-void om_sr4_pairs_avx2(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,
-                       float *acc) {
+/* One output at a time: its rb = 8 V rows are V independent chains of adds. V is a constant
+ * in each call of om_sr4_pairs_avx2, so the loops over it unroll. */
+static inline void pairs_rows(const uint8_t *codes, int64_t stride, int64_t nout,
+                              const float *T, float *acc, const int V) {
+    const int64_t rb = 8 * V;
+    __m256 s[8];
     for (int64_t j = 0; j < nout; j++) {
         const uint8_t *c = codes + j * stride;
-        float *a = acc + j * OM_SR4_RB;
-        __m256 a0 = _mm256_load_ps(a), a1 = _mm256_load_ps(a + 8);
-        __m256 a2 = _mm256_load_ps(a + 16), a3 = _mm256_load_ps(a + 24);
-        __m256 a4 = _mm256_load_ps(a + 32), a5 = _mm256_load_ps(a + 40);
-        __m256 a6 = _mm256_load_ps(a + 48), a7 = _mm256_load_ps(a + 56);
-        for (int p = 0; p < OM_SR4_PB; p++) {
-            const float *row = T + c[p] * OM_SR4_RB;
-            a0 = _mm256_add_ps(a0, _mm256_load_ps(row));
-            a1 = _mm256_add_ps(a1, _mm256_load_ps(row + 8));
-            a2 = _mm256_add_ps(a2, _mm256_load_ps(row + 16));
-            a3 = _mm256_add_ps(a3, _mm256_load_ps(row + 24));
-            a4 = _mm256_add_ps(a4, _mm256_load_ps(row + 32));
-            a5 = _mm256_add_ps(a5, _mm256_load_ps(row + 40));
-            a6 = _mm256_add_ps(a6, _mm256_load_ps(row + 48));
-            a7 = _mm256_add_ps(a7, _mm256_load_ps(row + 56));
-        }
-        _mm256_store_ps(a, a0);
-        _mm256_store_ps(a + 8, a1);
-        _mm256_store_ps(a + 16, a2);
-        _mm256_store_ps(a + 24, a3);
-        _mm256_store_ps(a + 32, a4);
-        _mm256_store_ps(a + 40, a5);
-        _mm256_store_ps(a + 48, a6);
-        _mm256_store_ps(a + 56, a7);
+        float *a = acc + j * rb;
+        for (int v = 0; v < V; v++) s[v] = _mm256_load_ps(a + 8 * v);
+        for (int p = 0; p < OM_SR4_PB; p++)
+            for (int v = 0; v < V; v++)
+                s[v] = _mm256_add_ps(s[v], _mm256_load_ps(T + c[p] * rb + 8 * v));
+        for (int v = 0; v < V; v++) _mm256_store_ps(a + 8 * v, s[v]);
     }
+}
+
+void om_sr4_pairs_avx2(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,
+                       float *acc, int64_t rb) {
+    if (rb == 16)
+        pairs_rows(codes, stride, nout, T, acc, 2);
+    else if (rb == 32)
+        pairs_rows(codes, stride, nout, T, acc, 4);
+    else
+        pairs_rows(codes, stride, nout, T, acc, 8);
 }
 
 /* 8 floats per iteration into two vectors of 4 double lanes; the tail in order after them. */
@@ -159,12 +154,13 @@ double om_sr4_abs_sum_avx2(const float *g, int64_t n) {
 }
 
 /* Columns of x gathered 8 rows at a time (rows past `rows` masked to +0), then the 9 sums. */
-void om_sr4_table_avx2(const float *x, int64_t rows, int64_t k, int64_t c0, float *T) {
+void om_sr4_table_avx2(const float *x, int64_t rows, int64_t k, int64_t c0, float *T,
+                       int64_t rb) {
     const int64_t cols = k - c0 < 2 * OM_SR4_PB ? k - c0 : 2 * OM_SR4_PB;
     const __m256i index = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
                                              _mm256_set1_epi32((int)k));
     const __m256 zero = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
-    for (int v = 0; v < OM_SR4_RB / 8; v++) {
+    for (int64_t v = 0; v < rb / 8; v++) {
         const int64_t left = rows - 8 * v;
         const __m256 m = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
             _mm256_set1_epi32((int)(left < 8 ? (left > 0 ? left : 0) : 8)),
@@ -176,16 +172,16 @@ void om_sr4_table_avx2(const float *x, int64_t rows, int64_t k, int64_t c0, floa
             const __m256 b = 2 * p + 1 < cols ?
                 _mm256_mask_i32gather_ps(zero, base + 2 * p + 1, index, m, 4) : zero;
             const __m256 na = _mm256_xor_ps(a, sign), nb = _mm256_xor_ps(b, sign);
-            float *t = T + p * 9 * OM_SR4_RB + 8 * v;
+            float *t = T + p * 9 * rb + 8 * v;
             _mm256_store_ps(t, _mm256_add_ps(zero, zero));
-            _mm256_store_ps(t + OM_SR4_RB, _mm256_add_ps(zero, b));
-            _mm256_store_ps(t + 2 * OM_SR4_RB, _mm256_add_ps(zero, nb));
-            _mm256_store_ps(t + 3 * OM_SR4_RB, _mm256_add_ps(a, zero));
-            _mm256_store_ps(t + 4 * OM_SR4_RB, _mm256_add_ps(a, b));
-            _mm256_store_ps(t + 5 * OM_SR4_RB, _mm256_add_ps(a, nb));
-            _mm256_store_ps(t + 6 * OM_SR4_RB, _mm256_add_ps(na, zero));
-            _mm256_store_ps(t + 7 * OM_SR4_RB, _mm256_add_ps(na, b));
-            _mm256_store_ps(t + 8 * OM_SR4_RB, _mm256_add_ps(na, nb));
+            _mm256_store_ps(t + rb, _mm256_add_ps(zero, b));
+            _mm256_store_ps(t + 2 * rb, _mm256_add_ps(zero, nb));
+            _mm256_store_ps(t + 3 * rb, _mm256_add_ps(a, zero));
+            _mm256_store_ps(t + 4 * rb, _mm256_add_ps(a, b));
+            _mm256_store_ps(t + 5 * rb, _mm256_add_ps(a, nb));
+            _mm256_store_ps(t + 6 * rb, _mm256_add_ps(na, zero));
+            _mm256_store_ps(t + 7 * rb, _mm256_add_ps(na, b));
+            _mm256_store_ps(t + 8 * rb, _mm256_add_ps(na, nb));
         }
     }
 }

@@ -108,54 +108,51 @@ void om_sr4_materialize_avx512(const uint8_t *q, int64_t n, int32_t theta, float
     if (i < n) om_sr4_materialize_scalar(q + i / 2, n - i, theta, w + i);
 }
 
-/* Two outputs at a time: 8 independent chains of adds, each table row read as 4 vectors. */
-void om_sr4_pairs_avx512(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,
-                         float *acc) {
+/* V vectors of 16 rows per output (rb = 16 V), two outputs at a time: 2 V independent chains
+ * of adds. V is a constant in each call of om_sr4_pairs_avx512, so the loops over it unroll. */
+static inline void pairs_rows(const uint8_t *codes, int64_t stride, int64_t nout,
+                              const float *T, float *acc, const int V) {
+    const int64_t rb = 16 * V;
+    __m512 x[4], y[4];
     int64_t j = 0;
     for (; j + 2 <= nout; j += 2) {
         const uint8_t *c0 = codes + j * stride, *c1 = c0 + stride;
-        float *a = acc + j * OM_SR4_RB;
-        __m512 x0 = _mm512_load_ps(a), x1 = _mm512_load_ps(a + 16);
-        __m512 x2 = _mm512_load_ps(a + 32), x3 = _mm512_load_ps(a + 48);
-        __m512 y0 = _mm512_load_ps(a + 64), y1 = _mm512_load_ps(a + 80);
-        __m512 y2 = _mm512_load_ps(a + 96), y3 = _mm512_load_ps(a + 112);
-        for (int p = 0; p < OM_SR4_PB; p++) {
-            const float *u = T + c0[p] * OM_SR4_RB, *v = T + c1[p] * OM_SR4_RB;
-            x0 = _mm512_add_ps(x0, _mm512_load_ps(u));
-            x1 = _mm512_add_ps(x1, _mm512_load_ps(u + 16));
-            x2 = _mm512_add_ps(x2, _mm512_load_ps(u + 32));
-            x3 = _mm512_add_ps(x3, _mm512_load_ps(u + 48));
-            y0 = _mm512_add_ps(y0, _mm512_load_ps(v));
-            y1 = _mm512_add_ps(y1, _mm512_load_ps(v + 16));
-            y2 = _mm512_add_ps(y2, _mm512_load_ps(v + 32));
-            y3 = _mm512_add_ps(y3, _mm512_load_ps(v + 48));
+        float *a = acc + j * rb;
+        for (int v = 0; v < V; v++) {
+            x[v] = _mm512_load_ps(a + 16 * v);
+            y[v] = _mm512_load_ps(a + rb + 16 * v);
         }
-        _mm512_store_ps(a, x0);
-        _mm512_store_ps(a + 16, x1);
-        _mm512_store_ps(a + 32, x2);
-        _mm512_store_ps(a + 48, x3);
-        _mm512_store_ps(a + 64, y0);
-        _mm512_store_ps(a + 80, y1);
-        _mm512_store_ps(a + 96, y2);
-        _mm512_store_ps(a + 112, y3);
+        for (int p = 0; p < OM_SR4_PB; p++) {
+            const float *t0 = T + c0[p] * rb, *t1 = T + c1[p] * rb;
+            for (int v = 0; v < V; v++) {
+                x[v] = _mm512_add_ps(x[v], _mm512_load_ps(t0 + 16 * v));
+                y[v] = _mm512_add_ps(y[v], _mm512_load_ps(t1 + 16 * v));
+            }
+        }
+        for (int v = 0; v < V; v++) {
+            _mm512_store_ps(a + 16 * v, x[v]);
+            _mm512_store_ps(a + rb + 16 * v, y[v]);
+        }
     }
     for (; j < nout; j++) {
         const uint8_t *c0 = codes + j * stride;
-        float *a = acc + j * OM_SR4_RB;
-        __m512 x0 = _mm512_load_ps(a), x1 = _mm512_load_ps(a + 16);
-        __m512 x2 = _mm512_load_ps(a + 32), x3 = _mm512_load_ps(a + 48);
-        for (int p = 0; p < OM_SR4_PB; p++) {
-            const float *u = T + c0[p] * OM_SR4_RB;
-            x0 = _mm512_add_ps(x0, _mm512_load_ps(u));
-            x1 = _mm512_add_ps(x1, _mm512_load_ps(u + 16));
-            x2 = _mm512_add_ps(x2, _mm512_load_ps(u + 32));
-            x3 = _mm512_add_ps(x3, _mm512_load_ps(u + 48));
-        }
-        _mm512_store_ps(a, x0);
-        _mm512_store_ps(a + 16, x1);
-        _mm512_store_ps(a + 32, x2);
-        _mm512_store_ps(a + 48, x3);
+        float *a = acc + j * rb;
+        for (int v = 0; v < V; v++) x[v] = _mm512_load_ps(a + 16 * v);
+        for (int p = 0; p < OM_SR4_PB; p++)
+            for (int v = 0; v < V; v++)
+                x[v] = _mm512_add_ps(x[v], _mm512_load_ps(T + c0[p] * rb + 16 * v));
+        for (int v = 0; v < V; v++) _mm512_store_ps(a + 16 * v, x[v]);
     }
+}
+
+void om_sr4_pairs_avx512(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,
+                         float *acc, int64_t rb) {
+    if (rb == 16)
+        pairs_rows(codes, stride, nout, T, acc, 1);
+    else if (rb == 32)
+        pairs_rows(codes, stride, nout, T, acc, 2);
+    else
+        pairs_rows(codes, stride, nout, T, acc, 4);
 }
 
 /* Four streams (the quarters of g, read side by side: more reads in flight than one stream
@@ -185,13 +182,14 @@ double om_sr4_abs_sum_avx512(const float *g, int64_t n) {
 }
 
 /* Columns of x gathered 16 rows at a time (rows past `rows` masked to +0), then the 9 sums. */
-void om_sr4_table_avx512(const float *x, int64_t rows, int64_t k, int64_t c0, float *T) {
+void om_sr4_table_avx512(const float *x, int64_t rows, int64_t k, int64_t c0, float *T,
+                         int64_t rb) {
     const int64_t cols = k - c0 < 2 * OM_SR4_PB ? k - c0 : 2 * OM_SR4_PB;
     const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
                                                                10, 11, 12, 13, 14, 15),
                                              _mm512_set1_epi32((int)k));
     const __m512 zero = _mm512_setzero_ps(), sign = _mm512_set1_ps(-0.0f);
-    for (int v = 0; v < OM_SR4_RB / 16; v++) {
+    for (int64_t v = 0; v < rb / 16; v++) {
         const int64_t left = rows - 16 * v;
         const __mmask16 m = left >= 16 ? 0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
         const float *base = x + (m ? 16 * v * k + c0 : 0);
@@ -201,16 +199,16 @@ void om_sr4_table_avx512(const float *x, int64_t rows, int64_t k, int64_t c0, fl
             const __m512 b = 2 * p + 1 < cols ?
                 _mm512_mask_i32gather_ps(zero, m, index, base + 2 * p + 1, 4) : zero;
             const __m512 na = _mm512_xor_ps(a, sign), nb = _mm512_xor_ps(b, sign);
-            float *t = T + p * 9 * OM_SR4_RB + 16 * v;
+            float *t = T + p * 9 * rb + 16 * v;
             _mm512_store_ps(t, _mm512_add_ps(zero, zero));
-            _mm512_store_ps(t + OM_SR4_RB, _mm512_add_ps(zero, b));
-            _mm512_store_ps(t + 2 * OM_SR4_RB, _mm512_add_ps(zero, nb));
-            _mm512_store_ps(t + 3 * OM_SR4_RB, _mm512_add_ps(a, zero));
-            _mm512_store_ps(t + 4 * OM_SR4_RB, _mm512_add_ps(a, b));
-            _mm512_store_ps(t + 5 * OM_SR4_RB, _mm512_add_ps(a, nb));
-            _mm512_store_ps(t + 6 * OM_SR4_RB, _mm512_add_ps(na, zero));
-            _mm512_store_ps(t + 7 * OM_SR4_RB, _mm512_add_ps(na, b));
-            _mm512_store_ps(t + 8 * OM_SR4_RB, _mm512_add_ps(na, nb));
+            _mm512_store_ps(t + rb, _mm512_add_ps(zero, b));
+            _mm512_store_ps(t + 2 * rb, _mm512_add_ps(zero, nb));
+            _mm512_store_ps(t + 3 * rb, _mm512_add_ps(a, zero));
+            _mm512_store_ps(t + 4 * rb, _mm512_add_ps(a, b));
+            _mm512_store_ps(t + 5 * rb, _mm512_add_ps(a, nb));
+            _mm512_store_ps(t + 6 * rb, _mm512_add_ps(na, zero));
+            _mm512_store_ps(t + 7 * rb, _mm512_add_ps(na, b));
+            _mm512_store_ps(t + 8 * rb, _mm512_add_ps(na, nb));
         }
     }
 }

@@ -6,7 +6,7 @@
  * multiply, so the hash multiplies u64 lanes from three 32x32->64 products (lo*lo +
  * ((hi*lo + lo*hi) << 32), wrapping), as the AVX2 path. Two bytes of q (4 nibbles) go to and
  * from int32 lanes through a small array. The tail runs the scalar reference. Pair sums of the
- * ternary product: 16 vectors of 4 rows per output. The sum of |g| adds 2 double lanes (its
+ * ternary product: rb / 4 vectors of 4 rows per output. The sum of |g| adds 2 double lanes (its
  * order cannot show, see sr4.c).
  */
 #include <arm_neon.h>
@@ -84,18 +84,18 @@ void om_sr4_materialize_neon(const uint8_t *q, int64_t n, int32_t theta, float *
 }
 
 void om_sr4_pairs_neon(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,
-                       float *acc) {
-    enum { V = OM_SR4_RB / 4 };
+                       float *acc, int64_t rb) {
+    const int64_t V = rb / 4;
     for (int64_t j = 0; j < nout; j++) {
         const uint8_t *c = codes + j * stride;
-        float *a = acc + j * OM_SR4_RB;
-        float32x4_t s[V];
-        for (int v = 0; v < V; v++) s[v] = vld1q_f32(a + 4 * v);
+        float *a = acc + j * rb;
+        float32x4_t s[OM_SR4_RB / 4];
+        for (int64_t v = 0; v < V; v++) s[v] = vld1q_f32(a + 4 * v);
         for (int p = 0; p < OM_SR4_PB; p++) {
-            const float *row = T + c[p] * OM_SR4_RB;
-            for (int v = 0; v < V; v++) s[v] = vaddq_f32(s[v], vld1q_f32(row + 4 * v));
+            const float *row = T + c[p] * rb;
+            for (int64_t v = 0; v < V; v++) s[v] = vaddq_f32(s[v], vld1q_f32(row + 4 * v));
         }
-        for (int v = 0; v < V; v++) vst1q_f32(a + 4 * v, s[v]);
+        for (int64_t v = 0; v < V; v++) vst1q_f32(a + 4 * v, s[v]);
     }
 }
 
@@ -114,6 +114,7 @@ double om_sr4_abs_sum_neon(const float *g, int64_t n) {
 }
 
 /* The scalar reference: its loops over the rows are plain enough for the compiler's NEON. */
-void om_sr4_table_neon(const float *x, int64_t rows, int64_t k, int64_t c0, float *T) {
-    om_sr4_table_scalar(x, rows, k, c0, T);
+void om_sr4_table_neon(const float *x, int64_t rows, int64_t k, int64_t c0, float *T,
+                       int64_t rb) {
+    om_sr4_table_scalar(x, rows, k, c0, T, rb);
 }

@@ -31,12 +31,12 @@ void om_sr4_materialize_scalar(const uint8_t *q, int64_t n, int32_t theta, float
 }
 
 void om_sr4_pairs_scalar(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,
-                         float *acc) {
+                         float *acc, int64_t rb) {
     for (int64_t j = 0; j < nout; j++) {
-        float *aj = acc + j * OM_SR4_RB;
+        float *aj = acc + j * rb;
         for (int p = 0; p < OM_SR4_PB; p++) {
-            const float *row = T + codes[j * stride + p] * OM_SR4_RB;
-            for (int r = 0; r < OM_SR4_RB; r++) aj[r] += row[r];
+            const float *row = T + codes[j * stride + p] * rb;
+            for (int64_t r = 0; r < rb; r++) aj[r] += row[r];
         }
     }
 }
@@ -55,24 +55,25 @@ double om_sr4_abs_sum_scalar(const float *g, int64_t n) {
 
 /* xt[c * RB + r] is column `c0 + c` of the row block, zero past the rows and the columns of
  * x. Negation flips the sign bit; every sum is one float add. */
-void om_sr4_table_scalar(const float *x, int64_t rows, int64_t k, int64_t c0, float *T) {
+void om_sr4_table_scalar(const float *x, int64_t rows, int64_t k, int64_t c0, float *T,
+                         int64_t rb) {
     float xt[2 * OM_SR4_PB * OM_SR4_RB];
     const int64_t cols = k - c0 < 2 * OM_SR4_PB ? k - c0 : 2 * OM_SR4_PB;
     memset(xt, 0, sizeof xt);
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) xt[c * OM_SR4_RB + r] = x[r * k + c0 + c];
+        for (int64_t c = 0; c < cols; c++) xt[c * rb + r] = x[r * k + c0 + c];
     for (int p = 0; p < OM_SR4_PB; p++) {
-        const float *a = xt + 2 * p * OM_SR4_RB, *b = a + OM_SR4_RB;
-        float *t = T + p * 9 * OM_SR4_RB;
+        const float *a = xt + 2 * p * rb, *b = a + rb;
+        float *t = T + p * 9 * rb;
         /* One loop per entry, so that the compiler vectorises each over the rows. */
-        for (int r = 0; r < OM_SR4_RB; r++) t[r] = 0.0f + 0.0f;
-        for (int r = 0; r < OM_SR4_RB; r++) t[OM_SR4_RB + r] = 0.0f + b[r];
-        for (int r = 0; r < OM_SR4_RB; r++) t[2 * OM_SR4_RB + r] = 0.0f + -b[r];
-        for (int r = 0; r < OM_SR4_RB; r++) t[3 * OM_SR4_RB + r] = a[r] + 0.0f;
-        for (int r = 0; r < OM_SR4_RB; r++) t[4 * OM_SR4_RB + r] = a[r] + b[r];
-        for (int r = 0; r < OM_SR4_RB; r++) t[5 * OM_SR4_RB + r] = a[r] + -b[r];
-        for (int r = 0; r < OM_SR4_RB; r++) t[6 * OM_SR4_RB + r] = -a[r] + 0.0f;
-        for (int r = 0; r < OM_SR4_RB; r++) t[7 * OM_SR4_RB + r] = -a[r] + b[r];
-        for (int r = 0; r < OM_SR4_RB; r++) t[8 * OM_SR4_RB + r] = -a[r] + -b[r];
+        for (int64_t r = 0; r < rb; r++) t[r] = 0.0f + 0.0f;
+        for (int64_t r = 0; r < rb; r++) t[rb + r] = 0.0f + b[r];
+        for (int64_t r = 0; r < rb; r++) t[2 * rb + r] = 0.0f + -b[r];
+        for (int64_t r = 0; r < rb; r++) t[3 * rb + r] = a[r] + 0.0f;
+        for (int64_t r = 0; r < rb; r++) t[4 * rb + r] = a[r] + b[r];
+        for (int64_t r = 0; r < rb; r++) t[5 * rb + r] = a[r] + -b[r];
+        for (int64_t r = 0; r < rb; r++) t[6 * rb + r] = -a[r] + 0.0f;
+        for (int64_t r = 0; r < rb; r++) t[7 * rb + r] = -a[r] + b[r];
+        for (int64_t r = 0; r < rb; r++) t[8 * rb + r] = -a[r] + -b[r];
     }
 }
