@@ -15,9 +15,11 @@ Part 2, training on scikit-learn's digits (1437 train / 360 test images, 8x8 pix
     scales by SGD at 0.005 and the biases by SGD at 0.05 (sr4.txt section 5: the scale rate
     about ten times below the bias rate);
   - AdamW: the same MLP with float32 Linear layers, lr 3e-3 cosine-annealed, weight decay 0.01.
+  - SR4 conv: a ternary convnet on the 8x8 images (TernaryConv2d 1-16 3x3, ReLU, TernaryConv2d
+    16-32 3x3 stride 2, ReLU, TernaryLinear 512-10), trained as the SR4 MLP.
   It prints the test accuracy band (min / mean / max over seeds), the bytes of persistent
   training state per weight as a checkpoint of model + optimizer holds them (tensor bytes of
-  the model and optimizer state over the number of weights of the two weight matrices), the
+  the model and optimizer state over the number of weights of the weight tensors), the
   wall time, and for open question 10 the number of updates each needs to first bring the loss
   on the whole training set below given levels.
 Run: python bench/sr4.py [--quick]
@@ -128,9 +130,18 @@ def train(kind: str, seed: int, data, epochs: int, levels) -> dict:
     xtr, ytr, xte, yte = data
     batch = 64
     steps = epochs * math.ceil(len(ytr) / batch)
-    if kind == "SR4":
-        model = nn.Sequential(nn.TernaryLinear(64, 256), nn.ReLU(), nn.TernaryLinear(256, 10))
-        layers = [m for m in model.modules() if isinstance(m, nn.TernaryLinear)]
+    shape = (-1, 64)
+    if kind.startswith("SR4"):
+        if kind == "SR4 conv":
+            shape = (-1, 1, 8, 8)
+            model = nn.Sequential(nn.TernaryConv2d(1, 16, 3, padding=1), nn.ReLU(),
+                                  nn.TernaryConv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
+                                  nn.Flatten(), nn.TernaryLinear(512, 10))
+        else:
+            model = nn.Sequential(nn.TernaryLinear(64, 256), nn.ReLU(),
+                                  nn.TernaryLinear(256, 10))
+        layers = [m for m in model.modules()
+                  if isinstance(m, (nn.TernaryLinear, nn.TernaryConv2d))]
         opt = SR4(nn.ternary_weights(model), target_step=0.05, seed=seed)
         extra = [SGD([m.scale for m in layers], lr=0.005), SGD([m.bias for m in layers], lr=0.05)]
         schedule = CosineLR(0.05, steps, 0.0025)
@@ -149,7 +160,7 @@ def train(kind: str, seed: int, data, epochs: int, levels) -> dict:
         perm = rng.permutation(len(ytr))
         for b in range(0, len(perm), batch):
             idx = perm[b:b + batch]
-            loss = F.cross_entropy(model(om.Tensor(xtr[idx])), om.Tensor(ytr[idx]))
+            loss = F.cross_entropy(model(om.Tensor(xtr[idx].reshape(shape))), om.Tensor(ytr[idx]))
             for o in [opt] + extra:
                 o.zero_grad()
             loss.backward()
@@ -159,14 +170,14 @@ def train(kind: str, seed: int, data, epochs: int, levels) -> dict:
             updates += 1
             if updates % 10 == 0 and any(v is None for v in first.values()):
                 with om.no_grad():
-                    full = float(F.cross_entropy(model(om.Tensor(xtr)), om.Tensor(ytr)).numpy())
+                    full = float(F.cross_entropy(model(om.Tensor(xtr.reshape(shape))), om.Tensor(ytr)).numpy())
                 for level in levels:
                     if first[level] is None and full <= level:
                         first[level] = updates
     wall = time.perf_counter() - t0
     with om.no_grad():
-        acc = float((model(om.Tensor(xte)).numpy().argmax(1) == yte).mean())
-        train_loss = float(F.cross_entropy(model(om.Tensor(xtr)), om.Tensor(ytr)).numpy())
+        acc = float((model(om.Tensor(xte.reshape(shape))).numpy().argmax(1) == yte).mean())
+        train_loss = float(F.cross_entropy(model(om.Tensor(xtr.reshape(shape))), om.Tensor(ytr)).numpy())
     bits = 8 * state_bytes(model, opt) / weight_count(model)
     ckpt_bits = 8 * len(checkpoint.to_bytes(model, opt)) / weight_count(model)
     return {"acc": acc, "loss": train_loss, "bits": bits, "ckpt_bits": ckpt_bits, "wall": wall,
@@ -189,9 +200,9 @@ def main() -> None:
     levels = (0.5, 0.3, 0.2, 0.1)
     om.set_num_threads(1)
     results = {kind: [train(kind, s, data, epochs, levels) for s in seeds]
-               for kind in ("SR4", "AdamW")}
-    print(f"\ndigits MLP 64-256-10, {epochs} epochs x {results['SR4'][0]['updates'] // epochs} "
-          f"updates, batch 64, seeds {seeds}, 1 thread")
+               for kind in ("SR4", "AdamW", "SR4 conv")}
+    print(f"\ndigits, MLP 64-256-10 (SR4 conv: the ternary convnet), {epochs} epochs x "
+          f"{results['SR4'][0]['updates'] // epochs} updates, batch 64, seeds {seeds}, 1 thread")
     print(f"{'optimizer':10} {'test acc min/mean/max':>24} {'train loss':>11} "
           f"{'state bits/w':>13} {'ckpt bits/w':>12} {'wall s':>7}")
     for kind, rs in results.items():
@@ -202,7 +213,7 @@ def main() -> None:
     print("\nopen question 10: updates to first reach a full-training-set loss (per seed; "
           "- = not reached)")
     for level in levels:
-        row = {k: [r["first"][level] for r in rs] for k, rs in results.items()}
+        row = {k: [r["first"][level] for r in results[k]] for k in ("SR4", "AdamW")}
         ratio = ""
         if all(v is not None for vs in row.values() for v in vs):
             ratio = f"  SR4 / AdamW = {np.mean(row['SR4']) / np.mean(row['AdamW']):.1f}x"
