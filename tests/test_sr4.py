@@ -307,17 +307,24 @@ def test_ternary_matmul_skips_zero_weights_for_inf():
 
 
 @pytest.mark.parametrize("theta", [1, 2, 5])
-def test_plan_matches_materialised_weights(theta):
+def test_plan_matches_materialised_weights_on_every_path(theta, isa_restore):
     rng = np.random.default_rng(theta)
-    for n, k in [(3, 7), (5, 32), (2, 33), (4, 100)]:
+    # Even k: one byte per pair (vector paths, 16 to 64 bytes at a time, tails); odd k: nibbles.
+    for n, k in [(3, 7), (5, 32), (2, 33), (4, 100), (3, 162), (2, 258)]:
         q = rng.integers(0, 256, (n * k + 1) // 2).astype(np.uint8)
         if n * k % 2:
             q[-1] &= 15
         w = ternary(unpack(q, n * k), theta).reshape(n, k)
         x = rng.standard_normal((5, k)).astype(np.float32)
-        out = np.empty((5, n), np.float32)
-        _sr4.ternary_matmul(x, plan_of(q, n, k, theta), n, out, 1)
-        assert out.tobytes() == ref_pairs_product(x, w).tobytes(), (n, k)
+        plans = set()
+        for isa in available_isas():
+            select_isa(isa)
+            codes = plan_of(q, n, k, theta)
+            plans.add(codes.tobytes())
+            out = np.empty((5, n), np.float32)
+            _sr4.ternary_matmul(x, codes, n, out, 1)
+            assert out.tobytes() == ref_pairs_product(x, w).tobytes(), (n, k, isa)
+        assert len(plans) == 1, (n, k)
 
 
 def test_ternary_plan_and_product_check_sizes():

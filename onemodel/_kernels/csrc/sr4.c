@@ -60,6 +60,7 @@ static const om_sr4_materialize_fn mat_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_ma
 static const om_sr4_pairs_fn pairs_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_pairs);
 static const om_sr4_abs_sum_fn abs_sum_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_abs_sum);
 static const om_sr4_table_fn table_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_table);
+static const om_sr4_plan_fn plan_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_plan_bytes);
 
 void om_sr4_init(uint8_t *q, int64_t n, uint64_t seed, uint64_t idx_base, int32_t mag) {
     uint64_t x = om_sr4_mix(seed ^ idx_base ^ OM_SR4_C0);
@@ -153,21 +154,16 @@ static inline int32_t weight_code(const uint8_t *q, int64_t i, int32_t theta) {
 
 void om_sr4_ternary_plan(const uint8_t *q, int64_t n, int64_t k, int32_t theta, uint8_t *codes,
                          int nthreads) {
+    const om_sr4_plan_fn plan_bytes = plan_table[om_isa];
     const int64_t stride = pair_blocks(k) * OM_SR4_PB, pairs = (k + 1) / 2;
-    /* With k even every pair is one byte of q (low nibble first): a table of the 256 bytes. */
-    uint8_t byte_code[256];
-    for (int v = 0; v < 256; v++) {
-        const uint8_t b = (uint8_t)v;
-        byte_code[v] = (uint8_t)(3 * weight_code(&b, 0, theta) + weight_code(&b, 1, theta));
-    }
     const int nt = om_threads_for(n * k, OM_SR4_GRAIN, nthreads);
     PARALLEL_FOR
     for (int64_t j = 0; j < n; j++) {
         uint8_t *c = codes + j * stride;
         int64_t p = 0;
-        if (k % 2 == 0) {
-            for (const uint8_t *row = q + j * k / 2; p < pairs; p++)
-                c[p] = (uint8_t)((p % OM_SR4_PB) * 9 + byte_code[row[p]]);
+        if (k % 2 == 0) {  /* every pair is one byte of q */
+            plan_bytes(q + j * k / 2, pairs, theta, c);
+            p = pairs;
         } else {
             for (const int64_t row = j * k; p < pairs; p++) {
                 int32_t e = 3 * weight_code(q, row + 2 * p, theta);

@@ -77,6 +77,12 @@ static inline int32_t om_sr4_nibble(const uint8_t *q, int64_t i) {
     return (v ^ 8) - 8;
 }
 
+/* The plan's code of a nibble v (0..15, two's complement): 0 for weight 0, 1 for +1, 2 for -1. */
+static inline uint8_t om_sr4_nibble_code(int32_t v, int32_t theta) {
+    v = (v ^ 8) - 8;
+    return (uint8_t)((v >= theta) + 2 * (v <= -theta));
+}
+
 /* Per-path functions. start is the element index of the run (even), n its length; q, g and w
  * point at element `start` (q at byte start / 2). */
 typedef void (*om_sr4_step_fn)(uint8_t *q, const float *g, float *w, int64_t start, int64_t n,
@@ -100,6 +106,11 @@ typedef void (*om_sr4_pairs_fn)(const uint8_t *codes, int64_t stride, int64_t no
 typedef void (*om_sr4_table_fn)(const float *x, int64_t rows, int64_t k, int64_t c0, float *T,
                                 int64_t rb);
 
+/* The plan of `pairs` whole bytes of q (a row of even length k, codes aligned to a block):
+ * codes[p] = (p mod PB) * 9 + 3 a + b, a and b the weight codes of the low and high nibble of
+ * q[p] (0 for 0, 1 for +1, 2 for -1). */
+typedef void (*om_sr4_plan_fn)(const uint8_t *q, int64_t pairs, int32_t theta, uint8_t *codes);
+
 /* The sum of |g[i]| in double, in any order (om_sr4_abs_mean accepts it only when the order
  * cannot show in its float32 result). */
 typedef double (*om_sr4_abs_sum_fn)(const float *g, int64_t n);
@@ -112,7 +123,8 @@ typedef double (*om_sr4_abs_sum_fn)(const float *g, int64_t n);
                             float *acc, int64_t rb);                                          \
     double om_sr4_abs_sum_##isa(const float *g, int64_t n);                                   \
     void om_sr4_table_##isa(const float *x, int64_t rows, int64_t k, int64_t c0, float *T,     \
-                            int64_t rb);
+                            int64_t rb);                                                      \
+    void om_sr4_plan_bytes_##isa(const uint8_t *q, int64_t pairs, int32_t theta, uint8_t *codes);
 OM_SR4_DECLARE(scalar)
 OM_SR4_DECLARE(avx2)
 OM_SR4_DECLARE(avx512)

@@ -185,3 +185,27 @@ void om_sr4_table_avx2(const float *x, int64_t rows, int64_t k, int64_t c0, floa
         }
     }
 }
+
+/* 32 bytes of q per iteration: each nibble's code by a 16-entry byte shuffle; the tail runs
+ * the scalar reference (its block offsets restart at a multiple of 16, as here). */
+void om_sr4_plan_bytes_avx2(const uint8_t *q, int64_t pairs, int32_t theta, uint8_t *codes) {
+    uint8_t lo[16], hi[16], block[16];
+    for (int v = 0; v < 16; v++) {
+        hi[v] = om_sr4_nibble_code(v, theta);
+        lo[v] = (uint8_t)(3 * hi[v]);
+        block[v] = (uint8_t)(9 * v);  /* (p mod PB) * 9, PB = 16 */
+    }
+    const __m256i tlo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lo));
+    const __m256i thi = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)hi));
+    const __m256i base = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)block));
+    const __m256i m15 = _mm256_set1_epi8(15);
+    int64_t p = 0;
+    for (; p + 32 <= pairs; p += 32) {
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(q + p));
+        const __m256i a = _mm256_shuffle_epi8(tlo, _mm256_and_si256(b, m15));
+        const __m256i c = _mm256_shuffle_epi8(thi, _mm256_and_si256(_mm256_srli_epi16(b, 4), m15));
+        _mm256_storeu_si256((__m256i *)(codes + p),
+                            _mm256_add_epi8(_mm256_add_epi8(a, c), base));
+    }
+    if (p < pairs) om_sr4_plan_bytes_scalar(q + p, pairs - p, theta, codes + p);
+}

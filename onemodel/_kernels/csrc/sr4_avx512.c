@@ -212,3 +212,24 @@ void om_sr4_table_avx512(const float *x, int64_t rows, int64_t k, int64_t c0, fl
         }
     }
 }
+
+/* 64 bytes of q per iteration: each nibble's code by a 16-entry byte shuffle; the tail masked. */
+void om_sr4_plan_bytes_avx512(const uint8_t *q, int64_t pairs, int32_t theta, uint8_t *codes) {
+    uint8_t lo[16], hi[16], block[16];
+    for (int v = 0; v < 16; v++) {
+        hi[v] = om_sr4_nibble_code(v, theta);
+        lo[v] = (uint8_t)(3 * hi[v]);
+        block[v] = (uint8_t)(9 * v);  /* (p mod PB) * 9, PB = 16 */
+    }
+    const __m512i tlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)lo));
+    const __m512i thi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)hi));
+    const __m512i base = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)block));
+    const __m512i m15 = _mm512_set1_epi8(15);
+    for (int64_t p = 0; p < pairs; p += 64) {
+        const __mmask64 m = pairs - p >= 64 ? ~0ULL : (1ULL << (pairs - p)) - 1;
+        const __m512i b = _mm512_maskz_loadu_epi8(m, q + p);
+        const __m512i a = _mm512_shuffle_epi8(tlo, _mm512_and_si512(b, m15));
+        const __m512i c = _mm512_shuffle_epi8(thi, _mm512_and_si512(_mm512_srli_epi16(b, 4), m15));
+        _mm512_mask_storeu_epi8(codes + p, m, _mm512_add_epi8(_mm512_add_epi8(a, c), base));
+    }
+}

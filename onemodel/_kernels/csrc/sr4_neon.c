@@ -118,3 +118,23 @@ void om_sr4_table_neon(const float *x, int64_t rows, int64_t k, int64_t c0, floa
                        int64_t rb) {
     om_sr4_table_scalar(x, rows, k, c0, T, rb);
 }
+
+/* 16 bytes of q per iteration: each nibble's code by a 16-entry table lookup (TBL); the tail
+ * runs the scalar reference (its block offsets restart at a multiple of 16, as here). */
+void om_sr4_plan_bytes_neon(const uint8_t *q, int64_t pairs, int32_t theta, uint8_t *codes) {
+    uint8_t lo[16], hi[16], block[16];
+    for (int v = 0; v < 16; v++) {
+        hi[v] = om_sr4_nibble_code(v, theta);
+        lo[v] = (uint8_t)(3 * hi[v]);
+        block[v] = (uint8_t)(9 * v);  /* (p mod PB) * 9, PB = 16 */
+    }
+    const uint8x16_t tlo = vld1q_u8(lo), thi = vld1q_u8(hi), base = vld1q_u8(block);
+    int64_t p = 0;
+    for (; p + 16 <= pairs; p += 16) {
+        const uint8x16_t b = vld1q_u8(q + p);
+        const uint8x16_t a = vqtbl1q_u8(tlo, vandq_u8(b, vdupq_n_u8(15)));
+        const uint8x16_t c = vqtbl1q_u8(thi, vshrq_n_u8(b, 4));
+        vst1q_u8(codes + p, vaddq_u8(vaddq_u8(a, c), base));
+    }
+    if (p < pairs) om_sr4_plan_bytes_scalar(q + p, pairs - p, theta, codes + p);
+}

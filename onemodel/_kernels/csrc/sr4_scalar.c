@@ -77,3 +77,13 @@ void om_sr4_table_scalar(const float *x, int64_t rows, int64_t k, int64_t c0, fl
         for (int64_t r = 0; r < rb; r++) t[8 * rb + r] = -a[r] + -b[r];
     }
 }
+
+void om_sr4_plan_bytes_scalar(const uint8_t *q, int64_t pairs, int32_t theta, uint8_t *codes) {
+    uint8_t lo[16], hi[16];
+    for (int v = 0; v < 16; v++) {
+        hi[v] = om_sr4_nibble_code(v, theta);
+        lo[v] = (uint8_t)(3 * hi[v]);
+    }
+    for (int64_t p = 0; p < pairs; p++)
+        codes[p] = (uint8_t)((p % OM_SR4_PB) * 9 + lo[q[p] & 15] + hi[q[p] >> 4]);
+}
