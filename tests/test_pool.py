@@ -30,6 +30,22 @@ def test_avg_pool_matches_torch(check_torch, rng, k, s, p, include):
                 lambda x: TF.avg_pool2d(x, k, s, p, count_include_pad=include), x)
 
 
+# ceil_mode keeps a last, partial window, except one that would start in the right padding
+# (size 5, padding 1, kernel 2, stride 2: a fourth window would start at 3 * 2 - 1 = 5, past
+# the input, and PyTorch drops it).
+@pytest.mark.parametrize("shape, k, s, p", [((2, 3, 9, 8), k, s, p) for k, s, p in WINDOWS]
+                         + [((1, 2, 5, 5), 2, 2, 1), ((1, 2, 6, 7), 3, 2, 1),
+                            ((1, 1, 4, 4), 3, 3, 0)])
+@pytest.mark.parametrize("include", [True, False])
+def test_ceil_mode_matches_torch(check_torch, rng, shape, k, s, p, include):
+    x = rng.standard_normal(shape, dtype=np.float32)
+    check_torch(lambda x: max_pool2d(x, k, s, p, ceil_mode=True),
+                lambda x: TF.max_pool2d(x, k, s, p, ceil_mode=True), x)
+    check_torch(lambda x: avg_pool2d(x, k, s, p, include, ceil_mode=True),
+                lambda x: TF.avg_pool2d(x, k, s, p, ceil_mode=True, count_include_pad=include),
+                x)
+
+
 @pytest.mark.parametrize("size", [1, (3, 5), (7, 6), (10, 9), (None, 2), (4, 1)])
 def test_adaptive_avg_pool_matches_torch(check_torch, rng, size):
     x = rng.standard_normal((2, 3, 7, 6), dtype=np.float32)
@@ -116,6 +132,8 @@ def test_modules_match_torch(assert_close, rng):
                          (AvgPool2d(2), torch.nn.AvgPool2d(2)),
                          (AvgPool2d(3, 2, 1, count_include_pad=False),
                           torch.nn.AvgPool2d(3, 2, 1, count_include_pad=False)),
+                         (MaxPool2d(2, ceil_mode=True), torch.nn.MaxPool2d(2, ceil_mode=True)),
+                         (AvgPool2d(2, ceil_mode=True), torch.nn.AvgPool2d(2, ceil_mode=True)),
                          (AdaptiveAvgPool2d(1), torch.nn.AdaptiveAvgPool2d(1)),
                          (AdaptiveAvgPool2d((4, 2)), torch.nn.AdaptiveAvgPool2d((4, 2)))]:
         assert_close(ours(tensor(x)).numpy(), theirs(torch.from_numpy(x)).numpy())

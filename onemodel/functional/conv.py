@@ -118,38 +118,44 @@ def _planes(x: Tensor) -> np.ndarray:
     return x._data.reshape((-1,) + x.shape[-2:])
 
 
-def _sliding(size: int, kernel: int, stride: int, padding: int, op: str, shape: tuple):
+def _sliding(size: int, kernel: int, stride: int, padding: int, op: str, shape: tuple,
+             ceil_mode: bool = False):
     """Windows [start, start + kernel) of a padded axis: (clipped starts, clipped ends,
-    unclipped starts, output size)."""
+    unclipped starts, output size). With ceil_mode a last, partial window is kept when it
+    starts inside the input or the left padding (PyTorch's rule), so none is empty."""
     out = _out_size(size, kernel, stride, padding, 1)
     if out < 1:
         raise ValueError(f"{op}: kernel {kernel} is larger than the padded input "
                          f"{size + 2 * padding} (input {shape})")
+    if ceil_mode and (size + 2 * padding - kernel) % stride and out * stride < size + padding:
+        out += 1
     start = np.arange(out, dtype=np.int64) * stride - padding
     return np.maximum(start, 0), np.minimum(start + kernel, size), start, out
 
 
 def _pool_args(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair], padding: IntPair,
-               op: str) -> tuple:
+               op: str, ceil_mode: bool) -> tuple:
     kernel = _pair(kernel_size, "kernel_size", op, 1)
     stride = kernel if stride is None else _pair(stride, "stride", op, 1)
     padding = _pair(padding, "padding", op, 0)
     if padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2:
         raise ValueError(f"{op}: padding {padding} must be at most half of kernel_size "
                          f"{kernel}")
-    rows = _sliding(x.shape[-2], kernel[0], stride[0], padding[0], op, x.shape)
-    cols = _sliding(x.shape[-1], kernel[1], stride[1], padding[1], op, x.shape)
+    rows = _sliding(x.shape[-2], kernel[0], stride[0], padding[0], op, x.shape, ceil_mode)
+    cols = _sliding(x.shape[-1], kernel[1], stride[1], padding[1], op, x.shape, ceil_mode)
     return kernel, padding, rows, cols
 
 
 def max_pool2d(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
-               padding: IntPair = 0, return_indices: bool = False) -> Any:
+               padding: IntPair = 0, return_indices: bool = False, *,
+               ceil_mode: bool = False) -> Any:
     """Maximum over each window (padding counts as -inf). The gradient goes to the first
     maximal element in row-major window order, as in PyTorch. With return_indices, also the
-    int64 index (row * W + column) of that element in its plane."""
+    int64 index (row * W + column) of that element in its plane. ceil_mode as in PyTorch."""
     op = "max_pool2d"
     x = _image(x, op)
-    _, _, (hs, he, _, oh), (ws, we, _, ow) = _pool_args(x, kernel_size, stride, padding, op)
+    _, _, (hs, he, _, oh), (ws, we, _, ow) = _pool_args(x, kernel_size, stride, padding, op,
+                                                        bool(ceil_mode))
     windows = (hs, he, ws, we)
     xp = _planes(x)
     y = np.empty((xp.shape[0], oh, ow), np.float32)
@@ -182,13 +188,14 @@ def _average(x: Tensor, op: str, windows: tuple, dh: np.ndarray, dw: np.ndarray)
 
 
 def avg_pool2d(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
-               padding: IntPair = 0, count_include_pad: bool = True) -> Tensor:
+               padding: IntPair = 0, count_include_pad: bool = True, *,
+               ceil_mode: bool = False) -> Tensor:
     """Mean over each window; with count_include_pad (PyTorch's default) the padding counts
-    in the divisor."""
+    in the divisor. ceil_mode as in PyTorch."""
     op = "avg_pool2d"
     x = _image(x, op)
     kernel, padding, (hs, he, h0, _), (ws, we, w0, _) = _pool_args(x, kernel_size, stride,
-                                                                   padding, op)
+                                                                   padding, op, bool(ceil_mode))
     if count_include_pad:
         # PyTorch's divisor: the window clipped to the padded input, not to the input.
         dh = np.minimum(h0 + kernel[0], x.shape[-2] + padding[0]) - h0

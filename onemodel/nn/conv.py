@@ -141,30 +141,35 @@ class BatchNorm2d(_BatchNorm):
 
 class MaxPool2d(Module):
     def __init__(self, kernel_size: IntPair, stride: Optional[IntPair] = None,
-                 padding: IntPair = 0) -> None:
+                 padding: IntPair = 0, *, ceil_mode: bool = False) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode = bool(ceil_mode)
 
     def forward(self, x: Tensor) -> Tensor:
-        return C.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return C.max_pool2d(x, self.kernel_size, self.stride, self.padding,
+                            ceil_mode=self.ceil_mode)
 
     def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"ceil_mode={self.ceil_mode}")
 
 
 class AvgPool2d(Module):
     def __init__(self, kernel_size: IntPair, stride: Optional[IntPair] = None,
-                 padding: IntPair = 0, count_include_pad: bool = True) -> None:
+                 padding: IntPair = 0, count_include_pad: bool = True, *,
+                 ceil_mode: bool = False) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
-        self.count_include_pad = bool(count_include_pad)
+        self.count_include_pad, self.ceil_mode = bool(count_include_pad), bool(ceil_mode)
 
     def forward(self, x: Tensor) -> Tensor:
         return C.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
-                            self.count_include_pad)
+                            self.count_include_pad, ceil_mode=self.ceil_mode)
 
     def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"ceil_mode={self.ceil_mode}")
 
 
 class AdaptiveAvgPool2d(Module):
