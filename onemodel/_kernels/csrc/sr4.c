@@ -83,7 +83,7 @@ static double abs_sum_sequential(const float *g, int64_t n) {
 }
 
 #if OM_HAVE_OPENMP
-#define PARALLEL_FOR _Pragma("omp parallel for schedule(static) num_threads(nt) if (nt > 1)")
+#define PARALLEL_FOR OM_PRAGMA(omp parallel for schedule(static) num_threads(nt) if (nt > 1))
 #else
 #define PARALLEL_FOR (void)nt;
 #endif
@@ -101,11 +101,11 @@ float om_sr4_abs_mean(const float *g, int64_t n, int nthreads) {
     const om_sr4_abs_sum_fn f = abs_sum_table[om_isa];
     int nt = om_threads_for(n, OM_SR4_GRAIN, nthreads);
     if (nt > MAX_PARTS) nt = MAX_PARTS;
-    double part[MAX_PARTS];
+    double part[MAX_PARTS], fast = 0.0;
+    int c;
     PARALLEL_FOR
-    for (int c = 0; c < nt; c++) part[c] = f(g + n * c / nt, n * (c + 1) / nt - n * c / nt);
-    double fast = 0.0;
-    for (int c = 0; c < nt; c++) fast += part[c];
+    for (c = 0; c < nt; c++) part[c] = f(g + n * c / nt, n * (c + 1) / nt - n * c / nt);
+    for (c = 0; c < nt; c++) fast += part[c];
     const double mean = fast / (double)n;
     if (!isfinite(mean)) return (float)mean;
     const double margin = 4.0 * ((double)n + 4.0) * 0x1p-53;
@@ -119,8 +119,9 @@ void om_sr4_step(uint8_t *q, const float *g, float *w, int64_t n, const om_sr4_s
     const om_sr4_step_fn f = step_table[om_isa];
     const int nt = om_threads_for(n, OM_SR4_GRAIN, nthreads);
     const int64_t chunks = (n + OM_SR4_CHUNK - 1) / OM_SR4_CHUNK;
+    int64_t c;
     PARALLEL_FOR
-    for (int64_t c = 0; c < chunks; c++) {
+    for (c = 0; c < chunks; c++) {
         const int64_t o = c * OM_SR4_CHUNK;
         const int64_t len = n - o < OM_SR4_CHUNK ? n - o : OM_SR4_CHUNK;
         f(q + o / 2, g + o, w ? w + o : NULL, o, len, a);
@@ -131,11 +132,25 @@ void om_sr4_materialize(const uint8_t *q, int64_t n, int32_t theta, float *w, in
     const om_sr4_materialize_fn f = mat_table[om_isa];
     const int nt = om_threads_for(n, OM_SR4_GRAIN, nthreads);
     const int64_t chunks = (n + OM_SR4_CHUNK - 1) / OM_SR4_CHUNK;
+    int64_t c;
     PARALLEL_FOR
-    for (int64_t c = 0; c < chunks; c++) {
+    for (c = 0; c < chunks; c++) {
         const int64_t o = c * OM_SR4_CHUNK;
         f(q + o / 2, n - o < OM_SR4_CHUNK ? n - o : OM_SR4_CHUNK, theta, w + o);
     }
+}
+
+/* 64-byte aligned scratch (aligned_alloc is not in every C library). */
+static void *alloc_aligned(size_t bytes) {
+    void *raw = malloc(bytes + 64 + sizeof(void *));
+    if (!raw) return NULL;
+    const uintptr_t p = ((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63;
+    ((void **)p)[-1] = raw;
+    return (void *)p;
+}
+
+static void free_aligned(void *p) {
+    if (p) free(((void **)p)[-1]);
 }
 
 static int64_t pair_blocks(int64_t k) {
@@ -157,8 +172,9 @@ void om_sr4_ternary_plan(const uint8_t *q, int64_t n, int64_t k, int32_t theta, 
     const om_sr4_plan_fn plan_bytes = plan_table[om_isa];
     const int64_t stride = pair_blocks(k) * OM_SR4_PB, pairs = (k + 1) / 2;
     const int nt = om_threads_for(n * k, OM_SR4_GRAIN, nthreads);
+    int64_t j;
     PARALLEL_FOR
-    for (int64_t j = 0; j < n; j++) {
+    for (j = 0; j < n; j++) {
         uint8_t *c = codes + j * stride;
         int64_t p = 0;
         if (k % 2 == 0) {  /* every pair is one byte of q */
@@ -199,8 +215,8 @@ int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const
 #endif
         const int64_t j0 = n * tid / count, j1 = n * (tid + 1) / count, nj = j1 - j0;
         const size_t table = sizeof(float) * OM_SR4_PB * 9 * OM_SR4_RB;
-        float *T = aligned_alloc(64, table);
-        float *acc = aligned_alloc(64, sizeof(float) * (size_t)(nj > 0 ? nj : 1) * rb);
+        float *T = alloc_aligned(table);
+        float *acc = alloc_aligned(sizeof(float) * (size_t)(nj > 0 ? nj : 1) * rb);
         if (!T || !acc) {
             failed = 1;
         } else if (nj > 0) {
@@ -218,8 +234,8 @@ int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const
                             out[(r0 + r) * n + j0 + j] = acc[j * rb + r];
             }
         }
-        free(T);
-        free(acc);
+        free_aligned(T);
+        free_aligned(acc);
     }
     return failed ? -1 : 0;
 }
