@@ -1,8 +1,9 @@
 """Convolution, pooling and batch-norm speed: onemodel against numpy and PyTorch, 1 and 2 threads.
 
 The layers of a small conv net on a batch of 64 (1 -> 32 -> 64 channels, 3x3 kernels, padding
-1) on 28x28 and 8x8 images, forward alone and forward + backward (input, weight and bias
-gradients), then 2x2 max pooling and batch norm (training) on the first layer's output.
+1) on 28x28, 14x14 and 8x8 images: forward, weight gradient, input gradient, and forward +
+backward (input, weight and bias gradients), then 2x2 max pooling and batch norm (training) on
+the first layer's output.
 numpy runs the forward passes it can express (the convolution as sliding windows times a
 tensordot). Prints milliseconds and onemodel / PyTorch. Run: python bench/conv.py [--quick]
 """
@@ -62,7 +63,19 @@ def conv_cases(rng: np.random.Generator):
             tx.grad = tw.grad = tb.grad = None
             TF.conv2d(tx, tw, tb, 1, 1).backward(tgy)
 
+        def om_part(weight: bool):
+            return lambda t: _conv.conv2d_backward(x, w, gy, None if weight else gx,
+                                                   gw if weight else None, None, *ARGS, t)
+
+        def th_part(weight: bool):
+            mask = (not weight, weight, False)
+            return lambda: torch.ops.aten.convolution_backward(
+                tgy, tx.detach(), tw.detach(), [k], (1, 1), (1, 1), (1, 1), False, (0, 0), 1,
+                mask)
+
         yield f"{name} fwd", om_fwd, lambda: numpy_conv(x, w, b), th_fwd
+        yield f"{name} weight grad", om_part(True), None, th_part(True)
+        yield f"{name} input grad", om_part(False), None, th_part(False)
         yield f"{name} fwd+bwd", om_both, None, th_both
 
 
