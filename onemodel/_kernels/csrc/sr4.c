@@ -161,10 +161,8 @@ int64_t om_sr4_ternary_plan_size(int64_t n, int64_t k) {
     return n * pair_blocks(k) * OM_SR4_PB;
 }
 
-/* 0 for a weight 0, 1 for +1, 2 for -1 (integer only, no branch). */
 static inline int32_t weight_code(const uint8_t *q, int64_t i, int32_t theta) {
-    const int32_t v = om_sr4_nibble(q, i);
-    return (v >= theta) + 2 * (v <= -theta);
+    return om_sr4_nibble_code((q[i >> 1] >> ((i & 1) * 4)) & 15, theta);
 }
 
 void om_sr4_ternary_plan(const uint8_t *q, int64_t n, int64_t k, int32_t theta, uint8_t *codes,
