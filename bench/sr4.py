@@ -64,8 +64,9 @@ def bench_step(threads: int, runs: int) -> None:
     tadamw = torch.optim.AdamW(tp, lr=1e-3, foreach=True)
     om.set_num_threads(threads)
     torch.set_num_threads(threads)
-    t_sr4, t_adamw, t_torch = best_seconds([sr4.step, adamw.step, tadamw.step],
-                                               min_runs=runs)
+    # PyTorch apart: its thread pool keeps spinning after a call (see bench_forward).
+    t_sr4, t_adamw = best_seconds([sr4.step, adamw.step], min_runs=runs)
+    t_torch, = best_seconds([tadamw.step], min_runs=runs)
     print(f"step, {n / 1e6:.0f}M params, {threads} thread(s): SR4 {n / t_sr4 / 1e9:.2f} G/s, "
           f"AdamW {n / t_adamw / 1e9:.2f} G/s, torch AdamW {n / t_torch / 1e9:.2f} G/s; "
           f"SR4 / AdamW = {t_adamw / t_sr4:.2f}x, SR4 / torch = {t_torch / t_sr4:.2f}x")
@@ -90,11 +91,12 @@ def bench_forward(threads: int, runs: int, m: int = 256, k: int = 1024, n: int =
     x3, w3 = x[None], w[None]
     xt, wt = torch.from_numpy(x), torch.from_numpy(w)
     torch.set_num_threads(threads)
-    t_tern, t_plan, t_gemm, t_np, t_torch = best_seconds([
+    # onemodel's two products in turns, then numpy and PyTorch: their thread pools keep spinning
+    # after a call and would slow whatever runs next on this 2-core machine.
+    t_tern, t_plan, t_gemm = best_seconds([
         lambda: _sr4.ternary_matmul(x, codes, n, out, threads), planned,
-        lambda: _gemm.gemm(x3, w3, out3, 0, 1, threads),
-        lambda: x @ w.T,
-        lambda: xt @ wt.T], min_runs=runs)
+        lambda: _gemm.gemm(x3, w3, out3, 0, 1, threads)], min_runs=runs)
+    t_np, t_torch = best_seconds([lambda: x @ w.T, lambda: xt @ wt.T], min_runs=runs)
     gflop = 2 * m * n * k / 1e9
     print(f"forward ({m}, {k}) x ({n}, {k})^T, {threads} thread(s): ternary "
           f"{t_tern * 1e3:.2f} ms (+plan {t_plan * 1e3:.2f} ms), float32 gemm "
