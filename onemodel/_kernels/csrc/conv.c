@@ -449,32 +449,53 @@ int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float 
     return failed ? -1 : 0;
 }
 
-/* The weight gradient of the images [n0, n0 + m) into part, (G, C/G·kh·kw, K/G) = dW^T
- * group by group: one fma chain per element over (image, position) ascending, from +0 for the
- * first image and continued through part for the next. */
+/* The weight gradient is computed as dW^T = col · dY^T, with the output channels along the
+ * micro-kernel's vectorised columns, when a group has fewer taps than output channels (a first
+ * layer: C·kh·kw = 9 or 27 makes poor vector rows), else as dW = dY · col^T, which lands in
+ * gw's layout. fma is symmetric in its factors: both give the same chains, the same bits. */
+static int taps_along_vectors(const om_conv2d_shape *s) {
+    return s->c * s->kh * s->kw >= s->k;
+}
+
+/* Rows of a panel-packed copy of `rows` rows, for panels of mr or of nr rows. */
+static int64_t panel_rows(const om_gemm_ukernel *u, int64_t rows) {
+    const int64_t a = round_up(rows, u->mr), b = round_up(rows, u->nr);
+    return a > b ? a : b;
+}
+
+/* The weight gradient of the images [n0, n0 + m) into part, group by group dW (K/G,
+ * C/G·kh·kw) or dW^T (taps_along_vectors()): one fma chain per element over (image, position)
+ * ascending, from +0 for the first image and continued through part for the next. */
 static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *x,
                         const float *gy, const col_plan *plan, int64_t n0, int64_t m,
                         float *part, float *pad, float *col, float *cp, float *gp,
                         int nthreads) {
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G;
+    const int along = taps_along_vectors(s);
     for (int64_t img = n0; img < n0 + m; img++) {
         pad_image(s, x + img * s->c * s->h * s->w, pad, nthreads);
         gather_rows(s, pad, plan, 0, rows, col, P, nthreads);
         for (int64_t g = 0; g < G; g++) {
-            /* dW^T = col · dY^T: the same fma chains as dY · col^T (fma is symmetric in its
-             * factors), with the output channels along the vectorised columns, which measured
-             * faster on conv-net shapes (kh·kw = 9 makes poor vector rows). */
-            pack_rows(u, u->mr, P, rg, col + g * rg * P, P, cp);
-            pack_rows(u, u->nr, P, kg, gy + (img * s->k + g * kg) * P, P, gp);
-            product(u, rg, kg, P, cp, gp, part + g * rg * kg, kg, img > n0, nthreads);
+            const float *cg = col + g * rg * P, *gyg = gy + (img * s->k + g * kg) * P;
+            pack_rows(u, along ? u->nr : u->mr, P, rg, cg, P, cp);
+            pack_rows(u, along ? u->mr : u->nr, P, kg, gyg, P, gp);
+            if (along)
+                product(u, kg, rg, P, gp, cp, part + g * kg * rg, rg, img > n0, nthreads);
+            else
+                product(u, rg, kg, P, cp, gp, part + g * rg * kg, kg, img > n0, nthreads);
         }
     }
 }
 
-/* gw = sum^T group by group: sum is (G, C/G·kh·kw, K/G), gw (K, C/G·kh·kw). */
-static void transpose_weight(const om_conv2d_shape *s, const float *sum, float *gw) {
+/* gw = the summed parts, transposed group by group from (G, C/G·kh·kw, K/G) unless already
+ * in gw's layout. */
+static void store_weight(const om_conv2d_shape *s, const float *sum, float *gw) {
     const int64_t G = s->groups, kg = s->k / G, rg = s->c * s->kh * s->kw / G;
+    if (taps_along_vectors(s)) {
+        memcpy(gw, sum, (size_t)(s->k * rg) * sizeof(float));
+        return;
+    }
     for (int64_t g = 0; g < G; g++)
         for (int64_t k = 0; k < kg; k++)
             for (int64_t r = 0; r < rg; r++) gw[(g * kg + k) * rg + r] = sum[(g * rg + r) * kg + k];
@@ -494,14 +515,14 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
     const int inner = outer > 1 ? 1 : nthreads;
     /* The chunks' partial sums go to parts[t] when threads take chunks (added in chunk order
      * afterwards), else chunk 0 to parts[0] and each later one to parts[1], added to parts[0]
-     * as it finishes. The total is transposed into gw once. */
+     * as it finishes. The total goes to gw once. */
     col_plan plan;
     float *parts = scratch((outer > 1 ? nchunks : 2) * wsize);
     int failed = make_plan(s, P, 1, &plan) != 0 || !parts;
     #pragma omp parallel num_threads(outer) if (outer > 1)
     {
         float *pad = scratch(s->c * padded_h(s) * padded_w(s)), *col = scratch(rows * P);
-        float *cp = scratch(round_up(rg, u->mr) * P), *gp = scratch(round_up(kg, u->nr) * P);
+        float *cp = scratch(panel_rows(u, rg) * P), *gp = scratch(panel_rows(u, kg) * P);
         #pragma omp for schedule(static)
         for (int64_t t = 0; t < nchunks; t++) {
             const int64_t n0 = t * nb, m = s->n - n0 < nb ? s->n - n0 : nb;
@@ -521,7 +542,7 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
     }
     for (int64_t t = 1; outer > 1 && !failed && t < nchunks; t++)
         add_into(parts, parts + t * wsize, wsize);
-    if (!failed) transpose_weight(s, parts, gw);
+    if (!failed) store_weight(s, parts, gw);
     release(parts);
     free_plan(&plan);
     return failed ? -1 : 0;
