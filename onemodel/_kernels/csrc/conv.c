@@ -6,7 +6,8 @@
  * packed here (the weight once per call, the image's operands once per image), so each lands
  * in its final layout:
  *   forward   Y[n, g] (K/G x P)         = W[g] (K/G x C/G·kh·kw) · col[n, g]
- *   weight    dW[g]^T                   = sum over the images of a chunk of col[n, g] · dY[n, g]^T
+ *   weight    dW[g] (K/G x C/G·kh·kw)   = sum over a chunk's images of dY[n, g] · col[n, g]^T
+ *             (or its transpose, when a group has fewer taps than output channels)
  *   input     dcol[g] (C/G·kh·kw x P)   = W[g]^T · dY[n, g], then col2im into dx[n]
  * The weight gradient cuts the batch into chunks of nb images (nb from the shapes alone) whose
  * partial sums are added in chunk order. Scratch (column matrices, packed operands, partial
@@ -25,14 +26,15 @@
  * Pooling: max over the window in row-major order, the first maximum kept (a NaN wins, as in
  * PyTorch); averages add the window row-major in float, then divide once. Backward passes of
  * pooling add into each input plane in output order. Batch norm's per-element arithmetic is
- * separate float multiplies and adds (no fused multiply-add outside gemm). This file has one
- * path for every ISA: the micro-kernels are the only vectorised piece, exact on every path.
+ * separate float multiplies and adds (no fused multiply-add outside the products). This file
+ * has one path for every ISA: the micro-kernels are the only vectorised piece, exact on every
+ * path.
  *
  * Threads take whole images (forward, input gradient) or whole chunks (weight gradient) when
  * there are at least as many as threads; otherwise the images or chunks run in order and
- * threads split the work inside each: rows of im2col, (image, channel) planes of col2im, row
- * panels of the products. Either way the arithmetic is the same. Elsewhere threads split
- * pooling planes and the channels of the bias gradient and of batch norm.
+ * threads split the work inside each: rows of the column matrix, channel planes of the input
+ * gradient, row panels of the products. Either way the arithmetic is the same. Elsewhere
+ * threads split pooling planes and the channels of the bias gradient and of batch norm.
  */
 #include "conv.h"
 
