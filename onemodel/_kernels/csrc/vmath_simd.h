@@ -283,12 +283,19 @@ static inline OMV OMV_FN(om_gelu_tanh)(OMV x) {
     OMV q = OMV_FN(om_expm1_parts)(OMV_XOR(OMV_FN(om_abs)(a), OMV_C(-0.0f)),
                                    OMV_XOR(OMV_XOR(al, OMV_C(-0.0f)), sign), &n);
     OMV e = OMV_FN(om_ldexp2)(OMV_ADD(q, OMV_C(1.0f)), n);
+    OMM neg = OMV_LT(a, OMV_C(0.0f));
+    OMV t = OMV_MUL(xc, q);
+    OMV th = OMV_ADD(xc, t);
+    OMV nh = OMV_SEL(neg, th, xc);
+    OMV nl = OMV_SEL(neg, OMV_SUB(t, OMV_SUB(th, xc)), OMV_C(0.0f));
     OMV d = OMV_ADD(OMV_C(1.0f), e);
-    OMV c = OMV_MUL(OMV_ADD(OMV_SUB(OMV_C(1.0f), d), e),
-                    OMV_SUB(OMV_C(1.5f), OMV_MUL(OMV_C(0.5f), d)));
-    OMV pos = OMV_DIV(OMV_SUB(x, OMV_MUL(x, c)), d);
-    OMV neg = OMV_FN(om_ldexp2)(OMV_DIV(OMV_ADD(xc, OMV_MUL(xc, OMV_SUB(q, c))), d), n);
-    OMV y = OMV_SEL(OMV_LT(a, OMV_C(0.0f)), neg, pos);
+    OMV derr = OMV_ADD(OMV_SUB(OMV_C(1.0f), d), e);
+    OMV y0 = OMV_DIV(nh, d);
+    OMV yh, yl;
+    OMV_FN(om_two_prod)(y0, d, &yh, &yl);
+    OMV res = OMV_SUB(OMV_ADD(OMV_SUB(OMV_SUB(nh, yh), yl), nl), OMV_MUL(nh, derr));
+    OMV k = OMV_SUB(OMV_C(1.5f), OMV_MUL(OMV_C(0.5f), d));
+    OMV y = OMV_FN(om_ldexp2)(OMV_ADD(y0, OMV_MUL(res, k)), OMV_SEL(neg, n, OMV_C(0.0f)));
     y = OMV_SEL(OMV_LT(OMV_C(OM_GELU_T_XMAX), x), x, y);
     y = OMV_SEL(OMV_EQ(x, OMV_C(0.0f)), x, y);
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
