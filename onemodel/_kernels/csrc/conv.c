@@ -355,7 +355,7 @@ static void product(const om_gemm_ukernel *u, int64_t m, int64_t n, int64_t d, c
     const int nt = om_threads_for(m * n * d, GRAIN_FMAS, nthreads);
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (int t = 0; t < nt; t++) {
-        _Alignas(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
+        OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
         const int64_t q0 = panels * t / nt, q1 = panels * (t + 1) / nt;
         for (int64_t jb = 0; jb < n; jb += NC)
             for (int64_t k0 = 0; k0 < d; k0 += OM_GEMM_KC) {
