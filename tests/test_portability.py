@@ -22,7 +22,6 @@ pytestmark = pytest.mark.skipif(not SOURCES, reason="kernel sources not next to 
 # Work in progress elsewhere, skipped while it lasts (each entry names what is left); an entry
 # whose file passes is simply checked, and can go.
 PENDING_MSVC = {
-    "conv.c": "omp atomic write; omp for indices declared in the for statement",
     "sr4.c": "aligned_alloc; _Pragma; omp for indices declared in the for statement",
     "vmath.c": "omp for indices declared in the for statement",
 }

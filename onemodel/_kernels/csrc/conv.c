@@ -102,8 +102,9 @@ static int64_t padded_w(const om_conv2d_shape *s) { return s->w + 2 * s->pw; }
 static void pad_image(const om_conv2d_shape *s, const float *x, float *pad, int nthreads) {
     const int64_t hp = padded_h(s), wp = padded_w(s);
     const int nt = om_threads_for(s->c * hp * wp, GRAIN, nthreads);
+    int64_t c;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t c = 0; c < s->c; c++) {
+    for (c = 0; c < s->c; c++) {
         float *d = pad + c * hp * wp;
         memset(d, 0, (size_t)(s->ph * wp) * sizeof(float));
         for (int64_t y = 0; y < s->h; y++) {
@@ -189,8 +190,9 @@ static void gather_rows(const om_conv2d_shape *s, const float *pad, const col_pl
                         int64_t r0, int64_t r1, float *dst, int64_t row_step, int nthreads) {
     const int64_t sw = s->sw;
     const int nt = om_threads_for((r1 - r0) * s->oh * s->ow, GRAIN, nthreads);
+    int th;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int th = 0; th < nt; th++) {
+    for (th = 0; th < nt; th++) {
         const int64_t a = r0 + (r1 - r0) * th / nt, e = r0 + (r1 - r0) * (th + 1) / nt;
         for (int64_t t = 0; t < p->nruns; t++) {
             const run rn = p->runs[t];
@@ -215,8 +217,9 @@ static void scatter_rows(const om_conv2d_shape *s, const float *dcol, const col_
     const int64_t hp = padded_h(s), wp = padded_w(s), taps = s->kh * s->kw, sw = s->sw;
     const int64_t P = s->oh * s->ow;
     const int nt = om_threads_for(s->c * taps * P, GRAIN, nthreads);
+    int64_t c;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t c = 0; c < s->c; c++) {
+    for (c = 0; c < s->c; c++) {
         float *plane = pad + c * hp * wp;
         memset(plane, 0, (size_t)(hp * wp) * sizeof(float));
         for (int64_t r = c * taps; r < (c + 1) * taps; r++) {
@@ -262,8 +265,9 @@ static int flat_rows(const om_conv2d_shape *s) {
 static void scatter_flat(const om_conv2d_shape *s, float *dcol, float *x, int nthreads) {
     const int64_t taps = s->kh * s->kw, P = s->oh * s->ow;
     const int nt = om_threads_for(s->c * taps * P, GRAIN, nthreads);
+    int64_t c;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t c = 0; c < s->c; c++) {
+    for (c = 0; c < s->c; c++) {
         float *plane = x + c * s->h * s->w;
         memset(plane, 0, (size_t)(s->h * s->w) * sizeof(float));
         for (int64_t tap = 0; tap < taps; tap++) {
@@ -353,8 +357,9 @@ static void product(const om_gemm_ukernel *u, int64_t m, int64_t n, int64_t d, c
         return;
     }
     const int nt = om_threads_for(m * n * d, GRAIN_FMAS, nthreads);
+    int t;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int t = 0; t < nt; t++) {
+    for (t = 0; t < nt; t++) {
         OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
         const int64_t q0 = panels * t / nt, q1 = panels * (t + 1) / nt;
         for (int64_t jb = 0; jb < n; jb += NC)
@@ -421,16 +426,17 @@ int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float 
     for (int64_t g = 0; g < G && !failed; g++)
         pack_rows(u, u->mr, rg, kg, w + g * kg * rg, rg, wp + g * wpanel);
     const int outer = outer_threads(s->n, nthreads), inner = outer > 1 ? 1 : nthreads;
-    #pragma omp parallel num_threads(outer) if (outer > 1)
+    const int setup_failed = failed;
+    #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
     {
         float *pad = scratch(s->c * padded_h(s) * padded_w(s));
         float *cp = scratch(rg * round_up(P, u->nr));
         /* The runs never write the last panel's columns past P: zero once. */
         if (cp) memset(cp, 0, (size_t)(rg * round_up(P, u->nr)) * sizeof(float));
+        int64_t img;
         #pragma omp for schedule(static)
-        for (int64_t img = 0; img < s->n; img++) {
-            if (failed || !pad || !cp) {
-                #pragma omp atomic write
+        for (img = 0; img < s->n; img++) {
+            if (setup_failed || failed || !pad || !cp) {
                 failed = 1;
                 continue;
             }
@@ -521,15 +527,16 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
     col_plan plan;
     float *parts = scratch((outer > 1 ? nchunks : 2) * wsize);
     int failed = make_plan(s, P, 1, &plan) != 0 || !parts;
-    #pragma omp parallel num_threads(outer) if (outer > 1)
+    const int setup_failed = failed;
+    #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
     {
         float *pad = scratch(s->c * padded_h(s) * padded_w(s)), *col = scratch(rows * P);
         float *cp = scratch(panel_rows(u, rg) * P), *gp = scratch(panel_rows(u, kg) * P);
+        int64_t t;
         #pragma omp for schedule(static)
-        for (int64_t t = 0; t < nchunks; t++) {
+        for (t = 0; t < nchunks; t++) {
             const int64_t n0 = t * nb, m = s->n - n0 < nb ? s->n - n0 : nb;
-            if (failed || !pad || !col || !cp || !gp) {
-                #pragma omp atomic write
+            if (setup_failed || failed || !pad || !col || !cp || !gp) {
                 failed = 1;
                 continue;
             }
@@ -562,14 +569,15 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
     for (int64_t g = 0; g < G && !failed; g++)
         pack_cols(u->mr, kg, rg, w + g * kg * rg, rg, wt + g * wpanel);
     const int outer = outer_threads(s->n, nthreads), inner = outer > 1 ? 1 : nthreads;
-    #pragma omp parallel num_threads(outer) if (outer > 1)
+    const int setup_failed = failed;
+    #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
     {
         float *pad = scratch(s->c * padded_h(s) * padded_w(s)), *dcol = scratch(rows * P);
         float *gp = scratch(kg * round_up(P, u->nr));
+        int64_t img;
         #pragma omp for schedule(static)
-        for (int64_t img = 0; img < s->n; img++) {
-            if (failed || !pad || !dcol || !gp) {
-                #pragma omp atomic write
+        for (img = 0; img < s->n; img++) {
+            if (setup_failed || failed || !pad || !dcol || !gp) {
                 failed = 1;
                 continue;
             }
@@ -597,8 +605,9 @@ int om_conv2d_backward_f32(const om_conv2d_shape *s, const float *x, const float
     const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     if (gb) {
         const int nt = om_threads_for(s->k * s->n * P, GRAIN, nthreads);
+        int64_t k;
         #pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t k = 0; k < s->k; k++) {
+        for (k = 0; k < s->k; k++) {
             double acc[LANES] = {0};
             for (int64_t i = 0; i < s->n; i++) lanes_add(acc, gy + (i * s->k + k) * P, P);
             gb[k] = (float)lanes_total(acc);
@@ -620,8 +629,9 @@ void om_max_pool2d_f32(const om_pool_windows *p, const float *x, float *y, int64
                        int nthreads) {
     const int64_t in = p->h * p->w, out = p->oh * p->ow;
     const int nt = om_threads_for(p->planes * out * 4, GRAIN, nthreads);
+    int64_t pl;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t pl = 0; pl < p->planes; pl++) {
+    for (pl = 0; pl < p->planes; pl++) {
         const float *plane = x + pl * in;
         for (int64_t i = 0; i < p->oh; i++)
             for (int64_t j = 0; j < p->ow; j++) {
@@ -645,8 +655,9 @@ void om_max_pool2d_backward_f32(const om_pool_windows *p, const float *gy, const
                                 float *gx, int nthreads) {
     const int64_t in = p->h * p->w, out = p->oh * p->ow;
     const int nt = om_threads_for(p->planes * (in + out), GRAIN, nthreads);
+    int64_t pl;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t pl = 0; pl < p->planes; pl++) {
+    for (pl = 0; pl < p->planes; pl++) {
         float *plane = gx + pl * in;
         memset(plane, 0, (size_t)in * sizeof(float));
         for (int64_t o = 0; o < out; o++) plane[idx[pl * out + o]] += gy[pl * out + o];
@@ -657,8 +668,9 @@ void om_avg_pool2d_f32(const om_pool_windows *p, const int64_t *dh, const int64_
                        const float *x, float *y, int nthreads) {
     const int64_t in = p->h * p->w, out = p->oh * p->ow;
     const int nt = om_threads_for(p->planes * out * 4, GRAIN, nthreads);
+    int64_t pl;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t pl = 0; pl < p->planes; pl++) {
+    for (pl = 0; pl < p->planes; pl++) {
         const float *plane = x + pl * in;
         for (int64_t i = 0; i < p->oh; i++)
             for (int64_t j = 0; j < p->ow; j++) {
@@ -674,8 +686,9 @@ void om_avg_pool2d_backward_f32(const om_pool_windows *p, const int64_t *dh, con
                                 const float *gy, float *gx, int nthreads) {
     const int64_t in = p->h * p->w, out = p->oh * p->ow;
     const int nt = om_threads_for(p->planes * (in + out * 4), GRAIN, nthreads);
+    int64_t pl;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t pl = 0; pl < p->planes; pl++) {
+    for (pl = 0; pl < p->planes; pl++) {
         float *plane = gx + pl * in;
         memset(plane, 0, (size_t)in * sizeof(float));
         for (int64_t i = 0; i < p->oh; i++)
@@ -694,8 +707,9 @@ void om_batch_norm_stats_f32(const float *x, int64_t n, int64_t c, int64_t s, do
                              int nthreads) {
     const double count = (double)(n * s);
     const int nt = om_threads_for(n * c * s * 2, GRAIN, nthreads);
+    int64_t ch;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t ch = 0; ch < c; ch++) {
+    for (ch = 0; ch < c; ch++) {
         double acc[LANES] = {0};
         for (int64_t i = 0; i < n; i++) lanes_add(acc, x + (i * c + ch) * s, s);
         const double m = lanes_total(acc) / count;
@@ -713,8 +727,9 @@ void om_batch_norm_apply_f32(const float *x, const float *mean, const float *inv
                              const float *w, const float *b, float *y, int64_t n, int64_t c,
                              int64_t s, int nthreads) {
     const int nt = om_threads_for(n * c * s, GRAIN, nthreads);
+    int64_t row;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t row = 0; row < n * c; row++) {
+    for (row = 0; row < n * c; row++) {
         const int64_t ch = row % c;
         const float m = mean[ch], scale = invstd[ch] * w[ch], shift = b[ch];
         const float *src = x + row * s;
@@ -729,8 +744,9 @@ void om_batch_norm_backward_f32(const float *x, const float *gy, const float *me
                                 int nthreads) {
     const double count = (double)(n * s);
     const int nt = om_threads_for(n * c * s * 2, GRAIN, nthreads);
+    int64_t ch;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t ch = 0; ch < c; ch++) {
+    for (ch = 0; ch < c; ch++) {
         const double m = (double)mean[ch], is = (double)invstd[ch];
         double sg[LANES] = {0}, sgx[LANES] = {0};
         for (int64_t i = 0; i < n; i++) {
