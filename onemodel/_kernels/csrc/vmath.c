@@ -44,8 +44,9 @@ void om_vmath_unary(int op, const float *x, float *y, int64_t n, int nthreads) {
         return;
     }
     int64_t chunks = (n + OM_VMATH_CHUNK - 1) / OM_VMATH_CHUNK;
+    int64_t c;
 #pragma omp parallel for schedule(static) num_threads(t)
-    for (int64_t c = 0; c < chunks; c++) {
+    for (c = 0; c < chunks; c++) {
         int64_t i = c * OM_VMATH_CHUNK;
         f(x + i, y + i, n - i < OM_VMATH_CHUNK ? n - i : OM_VMATH_CHUNK);
     }
@@ -60,8 +61,9 @@ void om_vmath_backward(int op, const float *s, const float *g, float *out, int64
         return;
     }
     int64_t chunks = (n + OM_VMATH_CHUNK - 1) / OM_VMATH_CHUNK;
+    int64_t c;
 #pragma omp parallel for schedule(static) num_threads(t)
-    for (int64_t c = 0; c < chunks; c++) {
+    for (c = 0; c < chunks; c++) {
         int64_t i = c * OM_VMATH_CHUNK;
         f(s + i, g + i, out + i, n - i < OM_VMATH_CHUNK ? n - i : OM_VMATH_CHUNK);
     }
@@ -121,8 +123,9 @@ void om_vmath_ulp_sweep(int op, int64_t start, int64_t stop, int nthreads, doubl
         double local = 0.0;
         uint32_t local_bits = (uint32_t)start;
         int64_t local_diff = 0;
+        int64_t b;
 #pragma omp for schedule(dynamic, 64)
-        for (int64_t b = 0; b < blocks; b++) {
+        for (b = 0; b < blocks; b++) {
             int64_t lo = start + b * OM_SWEEP_BLOCK;
             int64_t len = stop - lo < OM_SWEEP_BLOCK ? stop - lo : OM_SWEEP_BLOCK;
             for (int64_t i = 0; i < len; i++) x[i] = om_u2f((uint32_t)(lo + i));
