@@ -217,8 +217,10 @@ LIMITED = textwrap.dedent("""
 def test_hostile_suite_under_1_gib_address_space_each_rejected_in_100_ms():
     hostile_py = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                               "test_checkpoint_hostile.py")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # The package under test (installed or built in place), never a bare checkout.
+    package_root = os.path.dirname(os.path.dirname(om.__file__))
+    env = dict(os.environ,
+               PYTHONPATH=package_root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", LIMITED, hostile_py], capture_output=True,
                          text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]

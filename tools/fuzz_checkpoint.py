@@ -28,10 +28,11 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
+try:  # the installed package (or PYTHONPATH's) first: a checkout may hold no built kernels
+    import onemodel as om
+except ImportError:
     sys.path.insert(0, ROOT)
-
-import onemodel as om  # noqa: E402
+    import onemodel as om
 from onemodel import checkpoint, nn  # noqa: E402
 from onemodel.optim import SGD, Adam, AdamW  # noqa: E402
 
