@@ -28,6 +28,7 @@
 #define OMM_OR(a, b) _mm256_or_ps(a, b)
 #define OMV_NONE(m) (_mm256_movemask_ps(m) == 0)
 #define OMV_SEL(m, a, b) _mm256_blendv_ps(b, a, m)
+#define OMV_LUT32(t, i) _mm256_i32gather_ps(t, i, 4)
 #define OMV_AND(a, b) _mm256_and_ps(a, b)
 #define OMV_XOR(a, b) _mm256_xor_ps(a, b)
 #define OMV_AS_I(a) _mm256_castps_si256(a)

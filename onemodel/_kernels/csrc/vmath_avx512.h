@@ -29,6 +29,8 @@
 #define OMM_OR(a, b) ((__mmask16)((a) | (b)))
 #define OMV_NONE(m) ((m) == 0)
 #define OMV_SCALEF(p, n) _mm512_scalef_ps(p, n)
+/* a 32-entry table is two vectors; one two-source permute picks each lane's entry */
+#define OMV_LUT32(t, i) _mm512_permutex2var_ps(_mm512_loadu_ps(t), i, _mm512_loadu_ps((t) + 16))
 #define OMV_SEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
 #define OMV_AND(a, b) _mm512_and_ps(a, b)
 #define OMV_XOR(a, b) _mm512_xor_ps(a, b)

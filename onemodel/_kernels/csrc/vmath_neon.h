@@ -12,6 +12,14 @@
 
 #include "vmath.h"
 
+/* table lookups lane by lane (the byte table instructions would need four of them per lookup) */
+static inline float32x4_t om_lut32_neon(const float *t, int32x4_t i) {
+    int32_t k[4];
+    vst1q_s32(k, i);
+    float v[4] = {t[k[0]], t[k[1]], t[k[2]], t[k[3]]};
+    return vld1q_f32(v);
+}
+
 #define OMV float32x4_t
 #define OMM uint32x4_t
 #define OMI int32x4_t
@@ -32,6 +40,7 @@
 #define OMM_OR(a, b) vorrq_u32(a, b)
 #define OMV_NONE(m) (vmaxvq_u32(m) == 0)
 #define OMV_SEL(m, a, b) vbslq_f32(m, a, b)
+#define OMV_LUT32(t, i) om_lut32_neon(t, i)
 #define OMV_AND(a, b) \
     vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b)))
 #define OMV_XOR(a, b) \

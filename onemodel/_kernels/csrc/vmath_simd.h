@@ -13,8 +13,9 @@
  * if_false), OMV_AND, OMV_XOR, OMV_AS_I, OMV_AS_F (bit casts), OMV_I2F (exact int to float),
  * OMV_F2I (float holding an integer to int), OMI_SET1, OMI_ADD, OMI_SUB, OMI_AND, OMI_SRL,
  * OMI_SRA, OMI_SLL (shifts by a constant), OMI_SEL, OMM_OR (of two masks), OMV_NONE(mask) (no
- * lane set: a branch, only ever used to skip selects that would keep every lane), and optionally
- * OMV_SCALEF(p, n) (p 2^n for integral n, one rounding).
+ * lane set: a branch, only ever used to skip selects that would keep every lane),
+ * OMV_LUT32(table, i) (table[i] per lane, from a 32-entry float table and indices in [0, 32)),
+ * and optionally OMV_SCALEF(p, n) (p 2^n for integral n, one rounding).
  */
 
 #define OMV_C(c) OMV_SET1(c)
@@ -57,15 +58,6 @@ static inline OMV OMV_FN(om_ldexp2)(OMV p, OMV n) {
     return OMV_MUL(OMV_MUL(p, s1), s2);
 }
 #endif
-
-/* p 2^n for an integral n in [-126, 127] and a result that stays normal: exact. */
-static inline OMV OMV_FN(om_scale_pow2)(OMV p, OMV n) {
-#ifdef OMV_SCALEF
-    return OMV_SCALEF(p, n);
-#else
-    return OMV_MUL(p, OMV_AS_F(OMI_SLL(OMI_ADD(OMV_F2I(n), OMI_SET1(127)), 23)));
-#endif
-}
 
 static inline OMV OMV_FN(om_exp)(OMV x) {
     OMV n;
@@ -137,18 +129,13 @@ static inline void OMV_FN(om_two_prod)(OMV a, OMV b, OMV *hi, OMV *lo) {
 /* ---- tanh ---- */
 
 static inline OMV OMV_FN(om_tanh)(OMV x) {
-    OMV a = OMV_FN(om_abs)(x);
-    OMV z = OMV_MUL(a, a);
-    OMV p = OMV_ADD(OMV_MUL(OMV_C(OM_TANH_P0), z), OMV_C(OM_TANH_P1));
-    p = OMV_ADD(OMV_MUL(p, z), OMV_C(OM_TANH_P2));
-    p = OMV_ADD(OMV_MUL(p, z), OMV_C(OM_TANH_P3));
-    p = OMV_ADD(OMV_MUL(p, z), OMV_C(OM_TANH_P4));
-    OMV small = OMV_ADD(OMV_MUL(OMV_MUL(p, z), a), a);
-    OMV n;
-    OMV r = OMV_FN(om_exp_reduce)(OMV_MIN(OMV_ADD(a, a), OMV_C(OM_TANH_ARG_MAX)), &n);
-    OMV e = OMV_FN(om_scale_pow2)(OMV_ADD(OMV_FN(om_expm1_poly)(r), OMV_C(1.0f)), n);
-    OMV large = OMV_SUB(OMV_C(1.0f), OMV_DIV(OMV_C(2.0f), OMV_ADD(e, OMV_C(1.0f))));
-    OMV y = OMV_SEL(OMV_LE(OMV_C(OM_TANH_SMALL), a), large, small);
+    OMV a = OMV_MIN(OMV_C(OM_TANH_AMAX), OMV_FN(om_abs)(x));
+    OMI i = OMI_SRL(OMI_SUB(OMV_AS_I(OMV_MAX(a, OMV_C(OM_TANH_LO))),
+                            OMV_AS_I(OMV_C(OM_TANH_LO))), 21);
+    OMV d = OMV_SUB(a, OMV_LUT32(om_tanh_tab[0], i));
+    OMV y = OMV_LUT32(om_tanh_tab[OM_TANH_DEG + 1], i);
+    for (int k = OM_TANH_DEG; k >= 1; k--)
+        y = OMV_ADD(OMV_MUL(y, d), OMV_LUT32(om_tanh_tab[k], i));
     return OMV_XOR(y, OMV_FN(om_sign)(x));
 }
 

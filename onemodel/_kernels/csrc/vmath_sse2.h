@@ -8,6 +8,13 @@
 
 #include "vmath.h"
 
+/* SSE2 has neither gather nor variable permute: table lookups go lane by lane. */
+static inline __m128 om_lut32_sse2(const float *t, __m128i i) {
+    int32_t k[4];
+    _mm_storeu_si128((__m128i *)k, i);
+    return _mm_setr_ps(t[k[0]], t[k[1]], t[k[2]], t[k[3]]);
+}
+
 #define OMV __m128
 #define OMM __m128
 #define OMI __m128i
@@ -28,6 +35,7 @@
 #define OMM_OR(a, b) _mm_or_ps(a, b)
 #define OMV_NONE(m) (_mm_movemask_ps(m) == 0)
 #define OMV_SEL(m, a, b) _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b))
+#define OMV_LUT32(t, i) om_lut32_sse2(t, i)
 #define OMV_AND(a, b) _mm_and_ps(a, b)
 #define OMV_XOR(a, b) _mm_xor_ps(a, b)
 #define OMV_AS_I(a) _mm_castps_si128(a)
