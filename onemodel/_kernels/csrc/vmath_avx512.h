@@ -9,6 +9,27 @@
 
 #include "vmath.h"
 
+/* The tanh table by coefficient: row k holds column k of om_tanh_rows for the 32 intervals, two
+ * vectors, from which one two-source permute per coefficient picks each lane's entry. */
+#define OM_TANH_COL0(m, c0, c1, c2, c3, c4, c5) m,
+#define OM_TANH_COL1(m, c0, c1, c2, c3, c4, c5) c0,
+#define OM_TANH_COL2(m, c0, c1, c2, c3, c4, c5) c1,
+#define OM_TANH_COL3(m, c0, c1, c2, c3, c4, c5) c2,
+#define OM_TANH_COL4(m, c0, c1, c2, c3, c4, c5) c3,
+#define OM_TANH_COL5(m, c0, c1, c2, c3, c4, c5) c4,
+#define OM_TANH_COL6(m, c0, c1, c2, c3, c4, c5) c5,
+static const float om_tanh_cols[OM_TANH_DEG + 2][OM_TANH_LUT] = {
+    {OM_TANH_INTERVALS(OM_TANH_COL0)}, {OM_TANH_INTERVALS(OM_TANH_COL1)},
+    {OM_TANH_INTERVALS(OM_TANH_COL2)}, {OM_TANH_INTERVALS(OM_TANH_COL3)},
+    {OM_TANH_INTERVALS(OM_TANH_COL4)}, {OM_TANH_INTERVALS(OM_TANH_COL5)},
+    {OM_TANH_INTERVALS(OM_TANH_COL6)}};
+
+static inline void om_tanh_lookup_ps_avx512(__m512i i, __m512 *c) {
+    for (int k = 0; k < OM_TANH_DEG + 2; k++)
+        c[k] = _mm512_permutex2var_ps(_mm512_loadu_ps(om_tanh_cols[k]), i,
+                                      _mm512_loadu_ps(om_tanh_cols[k] + 16));
+}
+
 #define OMV __m512
 #define OMM __mmask16
 #define OMI __m512i
@@ -29,8 +50,6 @@
 #define OMM_OR(a, b) ((__mmask16)((a) | (b)))
 #define OMV_NONE(m) ((m) == 0)
 #define OMV_SCALEF(p, n) _mm512_scalef_ps(p, n)
-/* a 32-entry table is two vectors; one two-source permute picks each lane's entry */
-#define OMV_LUT32(t, i) _mm512_permutex2var_ps(_mm512_loadu_ps(t), i, _mm512_loadu_ps((t) + 16))
 #define OMV_SEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
 #define OMV_AND(a, b) _mm512_and_ps(a, b)
 #define OMV_XOR(a, b) _mm512_xor_ps(a, b)

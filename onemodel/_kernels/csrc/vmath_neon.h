@@ -12,12 +12,20 @@
 
 #include "vmath.h"
 
-/* table lookups lane by lane (the byte table instructions would need four of them per lookup) */
-static inline float32x4_t om_lut32_neon(const float *t, int32x4_t i) {
+/* The rows of om_tanh_rows for 4 lanes: vld4q de-interleaves 16 floats with stride 4, so
+ * the first (then second) halves of the 4 rows side by side give c[0..3] (then c[4..7]). */
+static inline void om_tanh_lookup_ps_neon(int32x4_t i, float32x4_t *c) {
     int32_t k[4];
     vst1q_s32(k, i);
-    float v[4] = {t[k[0]], t[k[1]], t[k[2]], t[k[3]]};
-    return vld1q_f32(v);
+    for (int h = 0; h < 8; h += 4) {
+        float q[16];
+        for (int j = 0; j < 4; j++) memcpy(q + 4 * j, om_tanh_rows[k[j]] + h, 4 * sizeof(float));
+        float32x4x4_t t = vld4q_f32(q);
+        c[h] = t.val[0];
+        c[h + 1] = t.val[1];
+        c[h + 2] = t.val[2];
+        c[h + 3] = t.val[3];
+    }
 }
 
 #define OMV float32x4_t
@@ -40,7 +48,6 @@ static inline float32x4_t om_lut32_neon(const float *t, int32x4_t i) {
 #define OMM_OR(a, b) vorrq_u32(a, b)
 #define OMV_NONE(m) (vmaxvq_u32(m) == 0)
 #define OMV_SEL(m, a, b) vbslq_f32(m, a, b)
-#define OMV_LUT32(t, i) om_lut32_neon(t, i)
 #define OMV_AND(a, b) \
     vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b)))
 #define OMV_XOR(a, b) \

@@ -13,9 +13,9 @@
  * if_false), OMV_AND, OMV_XOR, OMV_AS_I, OMV_AS_F (bit casts), OMV_I2F (exact int to float),
  * OMV_F2I (float holding an integer to int), OMI_SET1, OMI_ADD, OMI_SUB, OMI_AND, OMI_SRL,
  * OMI_SRA, OMI_SLL (shifts by a constant), OMI_SEL, OMM_OR (of two masks), OMV_NONE(mask) (no
- * lane set: a branch, only ever used to skip selects that would keep every lane),
- * OMV_LUT32(table, i) (table[i] per lane, from a 32-entry float table and indices in [0, 32)),
- * and optionally OMV_SCALEF(p, n) (p 2^n for integral n, one rounding).
+ * lane set: a branch, only ever used to skip selects that would keep every lane), and optionally
+ * OMV_SCALEF(p, n) (p 2^n for integral n, one rounding). The ISA header also defines
+ * om_tanh_lookup_ps_<isa>(i, c): c[k] = om_tanh_rows[i][k] per lane, for k in [0, 8).
  */
 
 #define OMV_C(c) OMV_SET1(c)
@@ -132,10 +132,11 @@ static inline OMV OMV_FN(om_tanh)(OMV x) {
     OMV a = OMV_MIN(OMV_C(OM_TANH_AMAX), OMV_FN(om_abs)(x));
     OMI i = OMI_SRL(OMI_SUB(OMV_AS_I(OMV_MAX(a, OMV_C(OM_TANH_LO))),
                             OMV_AS_I(OMV_C(OM_TANH_LO))), 21);
-    OMV d = OMV_SUB(a, OMV_LUT32(om_tanh_tab[0], i));
-    OMV y = OMV_LUT32(om_tanh_tab[OM_TANH_DEG + 1], i);
-    for (int k = OM_TANH_DEG; k >= 1; k--)
-        y = OMV_ADD(OMV_MUL(y, d), OMV_LUT32(om_tanh_tab[k], i));
+    OMV c[8];
+    OMV_FN(om_tanh_lookup)(i, c);
+    OMV d = OMV_SUB(a, c[0]);
+    OMV y = c[OM_TANH_DEG + 1];
+    for (int k = OM_TANH_DEG; k >= 1; k--) y = OMV_ADD(OMV_MUL(y, d), c[k]);
     return OMV_XOR(y, OMV_FN(om_sign)(x));
 }
 

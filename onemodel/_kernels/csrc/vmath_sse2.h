@@ -8,11 +8,22 @@
 
 #include "vmath.h"
 
-/* SSE2 has neither gather nor variable permute: table lookups go lane by lane. */
-static inline __m128 om_lut32_sse2(const float *t, __m128i i) {
+/* The rows of om_tanh_rows for 4 lanes, transposed: first halves to c[0..3], second halves
+ * to c[4..7]. */
+static inline void om_tanh_lookup_ps_sse2(__m128i i, __m128 *c) {
     int32_t k[4];
     _mm_storeu_si128((__m128i *)k, i);
-    return _mm_setr_ps(t[k[0]], t[k[1]], t[k[2]], t[k[3]]);
+    for (int h = 0; h < 8; h += 4) {
+        __m128 r0 = _mm_loadu_ps(om_tanh_rows[k[0]] + h);
+        __m128 r1 = _mm_loadu_ps(om_tanh_rows[k[1]] + h);
+        __m128 r2 = _mm_loadu_ps(om_tanh_rows[k[2]] + h);
+        __m128 r3 = _mm_loadu_ps(om_tanh_rows[k[3]] + h);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        c[h] = r0;
+        c[h + 1] = r1;
+        c[h + 2] = r2;
+        c[h + 3] = r3;
+    }
 }
 
 #define OMV __m128
@@ -35,7 +46,6 @@ static inline __m128 om_lut32_sse2(const float *t, __m128i i) {
 #define OMM_OR(a, b) _mm_or_ps(a, b)
 #define OMV_NONE(m) (_mm_movemask_ps(m) == 0)
 #define OMV_SEL(m, a, b) _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b))
-#define OMV_LUT32(t, i) om_lut32_sse2(t, i)
 #define OMV_AND(a, b) _mm_and_ps(a, b)
 #define OMV_XOR(a, b) _mm_xor_ps(a, b)
 #define OMV_AS_I(a) _mm_castps_si128(a)

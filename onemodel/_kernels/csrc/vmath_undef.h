@@ -21,7 +21,6 @@
 #undef OMV_NONE
 #undef OMV_SCALEF
 #undef OMV_SEL
-#undef OMV_LUT32
 #undef OMV_AND
 #undef OMV_XOR
 #undef OMV_AS_I
