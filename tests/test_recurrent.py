@@ -224,3 +224,24 @@ def test_empty_sequence_and_batch(cls, name, rng):
         np.testing.assert_array_equal(a.grad.numpy(), np.ones(a.shape, np.float32))
     y, h = m(om.tensor(np.zeros((3, 0, 3), np.float32)))
     assert y.shape == (3, 0, 8) and _states(h, name)[0].shape == (4, 0, 4)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_kernel_names_a_missing_array_before_running(cell):
+    """The kernel wrapper refuses a direction that lacks an array the cell needs, naming it,
+    in forward and in backward (a zero-filled output must stay untouched)."""
+    from onemodel._kernels import _rnn
+
+    t, b, h, g = 3, 2, 4, 4 if cell == "lstm" else 3
+    lengths = np.full(b, t, np.int64)
+    arrays = {"xw": np.ones((t, b, g * h), np.float32), "w_hh": np.ones((g * h, h), np.float32),
+              "bias": np.ones(g * h, np.float32), "h0": np.zeros((b, h), np.float32),
+              "gates": np.zeros((t, b, g * h), np.float32), "h_n": np.zeros((b, h), np.float32)}
+    arrays.update({"c0": np.zeros((b, h), np.float32), "cs": np.zeros((t, b, h), np.float32),
+                   "c_n": np.zeros((b, h), np.float32)} if cell == "lstm"
+                  else {"hn_lin": np.zeros((t, b, h), np.float32)})
+    with pytest.raises(ValueError, match=f"{cell}_forward: missing array 'y'"):
+        _rnn.forward(cell, [arrays], lengths, 1)
+    assert not arrays["h_n"].any() and not arrays["gates"].any()
+    with pytest.raises(ValueError, match=f"{cell}_backward: missing array 'y'"):
+        _rnn.backward(cell, [dict(arrays, reverse=True)], lengths, 1)
