@@ -4,7 +4,8 @@
  *   vf, OM_SFX (the name suffix, e.g. _avx2),
  *   vf_zero(), vf_set1(a), vf_load(p), vf_store(p, v)      16 consecutive floats,
  *   vf_load_part(p, r, fill)   lanes 0..r-1 from p, the others `fill` (0 < r < 16, reads only r),
- *   vf_store_part(p, r, v)     lanes 0..r-1 to p (writes only r),
+ *   vf_store_part(p, r, v)     lanes 0..r-1 to p (writes only r); both given here instead when
+ *                              the path defines OM_PART_THROUGH_BUFFER,
  *   vf_keep(v, r)              lanes 0..r-1 of v, the others +0.0f,
  *   vf_add, vf_sub, vf_mul, vf_div   IEEE, lane by lane, no fused multiply-add,
  *   vf_max(a, b)               a > b ? a : b lane by lane (a NaN in a is dropped, as x86 MAXPS),
@@ -22,9 +23,26 @@
  * in a row then reaches every output through the sum of exponentials.
  */
 #include <math.h>
+#include <string.h>
 
 #include "reduce.h"
 #include "vmath.h"
+
+#ifdef OM_PART_THROUGH_BUFFER
+/* Paths without masked loads and stores (SSE2, NEON): a partial vector goes through a buffer of
+ * 16 floats, so only the first r elements of p are read or written. */
+static inline vf vf_load_part(const float *p, int r, float fill) {
+    float buf[OM_LANES];
+    for (int j = 0; j < OM_LANES; j++) buf[j] = fill;
+    memcpy(buf, p, (size_t)r * sizeof(float));
+    return vf_load(buf);
+}
+static inline void vf_store_part(float *p, int r, vf a) {
+    float buf[OM_LANES];
+    vf_store(buf, a);
+    memcpy(p, buf, (size_t)r * sizeof(float));
+}
+#endif
 
 #define OM_CAT_(a, b) a##b
 #define OM_CAT(a, b) OM_CAT_(a, b)

@@ -3,13 +3,13 @@
  * in reduce.c. NEON's own max (FMAX) returns NaN when either input is NaN, so vf_max is a
  * compare and select, as x86 MAXPS and the scalar reference. */
 #include <arm_neon.h>
-#include <string.h>
 
 #include "reduce.h"
 #include "vmath_neon.h"
 
 typedef struct { float32x4_t q[4]; } vf;
 #define OM_SFX _neon
+#define OM_PART_THROUGH_BUFFER 1 /* no masked loads: reduce_impl.h provides the partial ones */
 
 static inline vf vf_set1(float a) {
     vf r;
@@ -24,17 +24,6 @@ static inline vf vf_load(const float *p) {
 }
 static inline void vf_store(float *p, vf a) {
     for (int k = 0; k < 4; k++) vst1q_f32(p + 4 * k, a.q[k]);
-}
-static inline vf vf_load_part(const float *p, int n, float fill) {
-    float buf[OM_LANES];
-    for (int j = 0; j < OM_LANES; j++) buf[j] = fill;
-    memcpy(buf, p, (size_t)n * sizeof(float));
-    return vf_load(buf);
-}
-static inline void vf_store_part(float *p, int n, vf a) {
-    float buf[OM_LANES];
-    vf_store(buf, a);
-    memcpy(p, buf, (size_t)n * sizeof(float));
 }
 static inline vf vf_keep(vf a, int n) {
     static const int32_t lanes[OM_LANES] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};

@@ -1,13 +1,13 @@
 /* Reductions, softmax and layer norm: the SSE2 path, a 16-lane vector as four __m128
  * (lanes 0-3, 4-7, 8-11, 12-15). Kernels in reduce_impl.h, design note in reduce.c. */
 #include <emmintrin.h>
-#include <string.h>
 
 #include "reduce.h"
 #include "vmath_sse2.h"
 
 typedef struct { __m128 q[4]; } vf;
 #define OM_SFX _sse2
+#define OM_PART_THROUGH_BUFFER 1 /* no masked loads: reduce_impl.h provides the partial ones */
 
 static inline vf vf_set1(float a) {
     vf r;
@@ -22,17 +22,6 @@ static inline vf vf_load(const float *p) {
 }
 static inline void vf_store(float *p, vf a) {
     for (int k = 0; k < 4; k++) _mm_storeu_ps(p + 4 * k, a.q[k]);
-}
-static inline vf vf_load_part(const float *p, int n, float fill) {
-    float buf[OM_LANES];
-    for (int j = 0; j < OM_LANES; j++) buf[j] = fill;
-    memcpy(buf, p, (size_t)n * sizeof(float));
-    return vf_load(buf);
-}
-static inline void vf_store_part(float *p, int n, vf a) {
-    float buf[OM_LANES];
-    vf_store(buf, a);
-    memcpy(p, buf, (size_t)n * sizeof(float));
 }
 static inline vf vf_keep(vf a, int n) {
     for (int k = 0; k < 4; k++) {
