@@ -17,15 +17,10 @@ static inline float ctc_select(uint32_t mask, float a, float b) {
     return om_u2f((om_f2u(a) & mask) | (om_f2u(b) & ~mask));
 }
 
-/* om_logf restricted to what lse3 passes it: 0, [1, 3] or NaN (the same operations as om_logf
- * there; its denormal and infinity cases cannot occur). */
+/* om_logf restricted to what lse3 passes it: 0, [1, 3] or NaN (its denormal and infinity
+ * cases cannot occur). */
 static inline float ctc_log(float x) {
-    uint32_t ix = om_f2u(x) + (0x3f800000u - OM_SQRT_HALF_BITS);
-    float k = (float)((int32_t)(ix >> 23) - 127);
-    float f = om_u2f((ix & 0x007fffffu) + OM_SQRT_HALF_BITS) - 1.0f;
-    float hfsq;
-    float sr = om_log_kernel(f, &hfsq);
-    float y = sr + k * OM_LOG_LN2_LO - hfsq + f + k * OM_LOG_LN2_HI;
+    float y = om_log_core(x, 0);
     y = ctc_select(ctc_mask(x == 0.0f), NEG_INF, y);
     return ctc_select(ctc_mask(x != x), x, y);
 }

@@ -74,6 +74,7 @@ static inline void om_tanh_lookup_ps_avx2(__m256i i, __m256 *c) {
 #define OMI_SRL(a, k) _mm256_srli_epi32(a, k)
 #define OMI_SRA(a, k) _mm256_srai_epi32(a, k)
 #define OMI_SLL(a, k) _mm256_slli_epi32(a, k)
+#define OMI_LT(a, b) _mm256_castsi256_ps(_mm256_cmpgt_epi32(b, a))
 #define OMI_SEL(m, a, b) OMV_AS_I(OMV_SEL(m, OMV_AS_F(a), OMV_AS_F(b)))
 
 #include "vmath_simd.h"

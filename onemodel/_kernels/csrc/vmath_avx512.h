@@ -63,6 +63,7 @@ static inline void om_tanh_lookup_ps_avx512(__m512i i, __m512 *c) {
 #define OMI_SRL(a, k) _mm512_srli_epi32(a, k)
 #define OMI_SRA(a, k) _mm512_srai_epi32(a, k)
 #define OMI_SLL(a, k) _mm512_slli_epi32(a, k)
+#define OMI_LT(a, b) _mm512_cmpgt_epi32_mask(b, a)
 #define OMI_SEL(m, a, b) _mm512_mask_blend_epi32(m, b, a)
 
 #include "vmath_simd.h"

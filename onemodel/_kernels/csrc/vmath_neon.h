@@ -62,6 +62,7 @@ static inline void om_tanh_lookup_ps_neon(int32x4_t i, float32x4_t *c) {
 #define OMI_SRL(a, k) vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(a), k))
 #define OMI_SRA(a, k) vshrq_n_s32(a, k)
 #define OMI_SLL(a, k) vshlq_n_s32(a, k)
+#define OMI_LT(a, b) vcltq_s32(a, b)
 #define OMI_SEL(m, a, b) vbslq_s32(m, a, b)
 
 #include "vmath_simd.h"

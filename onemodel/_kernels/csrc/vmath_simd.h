@@ -12,8 +12,9 @@
  * OMV_MAX(a, b) (a < b ? a : b and a > b ? a : b, as x86's minps/maxps), OMV_SEL(mask, if_true,
  * if_false), OMV_AND, OMV_XOR, OMV_AS_I, OMV_AS_F (bit casts), OMV_I2F (exact int to float),
  * OMV_F2I (float holding an integer to int), OMI_SET1, OMI_ADD, OMI_SUB, OMI_AND, OMI_SRL,
- * OMI_SRA, OMI_SLL (shifts by a constant), OMI_SEL, OMM_OR (of two masks), OMV_NONE(mask) (no
- * lane set: a branch, only ever used to skip selects that would keep every lane), and optionally
+ * OMI_SRA, OMI_SLL (shifts by a constant), OMI_SEL, OMI_LT (signed, to a mask), OMM_OR (of two
+ * masks), OMV_NONE(mask) (no lane set: a branch, only ever used to skip selects that would keep
+ * every lane), and optionally
  * OMV_SCALEF(p, n) (p 2^n for integral n, one rounding). The ISA header also defines
  * om_tanh_lookup_ps_<isa>(i, c): c[k] = om_tanh_rows[i][k] per lane, for k in [0, 8).
  */
@@ -67,20 +68,22 @@ static inline OMV OMV_FN(om_exp)(OMV x) {
 }
 
 static inline OMV OMV_FN(om_log_kernel)(OMV f, OMV *hfsq_out) {
-    OMV s = OMV_DIV(f, OMV_ADD(OMV_C(2.0f), f));
-    OMV z = OMV_MUL(s, s);
-    OMV w = OMV_MUL(z, z);
-    OMV t1 = OMV_MUL(w, OMV_ADD(OMV_C(OM_LOG_LG2), OMV_MUL(w, OMV_C(OM_LOG_LG4))));
-    OMV t2 = OMV_MUL(z, OMV_ADD(OMV_C(OM_LOG_LG1), OMV_MUL(w, OMV_C(OM_LOG_LG3))));
-    OMV r = OMV_ADD(t2, t1);
-    OMV hfsq = OMV_MUL(OMV_MUL(OMV_C(0.5f), f), f);
-    *hfsq_out = hfsq;
-    return OMV_MUL(s, OMV_ADD(hfsq, r));
+    OMV f2 = OMV_MUL(f, f);
+    OMV p = OMV_C(OM_LOG_P7);
+    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P6));
+    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P5));
+    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P4));
+    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P3));
+    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P2));
+    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P1));
+    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P0));
+    *hfsq_out = OMV_MUL(OMV_C(0.5f), f2);
+    return OMV_MUL(f2, OMV_MUL(f, p));
 }
 
 static inline OMV OMV_FN(om_log_core)(OMV xs, OMI kbias) {
-    OMI ix = OMI_ADD(OMV_AS_I(xs), OMI_SET1((int32_t)(0x3f800000u - OM_SQRT_HALF_BITS)));
-    OMI k = OMI_ADD(OMI_SRL(ix, 23), kbias);
+    OMI ix = OMI_SUB(OMV_AS_I(xs), OMI_SET1(OM_SQRT_HALF_BITS));
+    OMI k = OMI_ADD(OMI_SRA(ix, 23), kbias);
     OMV m = OMV_AS_F(OMI_ADD(OMI_AND(ix, OMI_SET1(0x007fffff)), OMI_SET1(OM_SQRT_HALF_BITS)));
     OMV f = OMV_SUB(m, OMV_C(1.0f));
     OMV hfsq;
@@ -90,15 +93,21 @@ static inline OMV OMV_FN(om_log_core)(OMV xs, OMI kbias) {
                    OMV_MUL(dk, OMV_C(OM_LOG_LN2_HI)));
 }
 
+/* x is positive, normal and finite iff bits(x) - bits(FLT_MIN) < bits(inf) - bits(FLT_MIN)
+ * as unsigned numbers; adding 2^31 as well turns that into one signed comparison. */
+#define OM_LOG_RANGE_SHIFT ((int32_t)(0x80000000u - 0x00800000u))
+#define OM_LOG_RANGE_END ((int32_t)(0x80000000u + 0x7f800000u - 0x00800000u))
+
 /* When every lane is positive, normal and finite (the common case), the selects for denormals
  * and special values would all keep y: they are skipped, with the same bits. */
 static inline OMV OMV_FN(om_log)(OMV x) {
+    OMI shifted = OMI_ADD(OMV_AS_I(x), OMI_SET1(OM_LOG_RANGE_SHIFT));
+    if (OMV_NONE(OMI_LT(OMI_SET1(OM_LOG_RANGE_END - 1), shifted)))
+        return OMV_FN(om_log_core)(x, OMI_SET1(0));
     OMV inf = OMV_AS_F(OMI_SET1(OM_INF_BITS));
     OMM sub = OMV_LT(x, OMV_C(OM_FLT_MIN));
-    if (OMV_NONE(OMM_OR(sub, OMV_NLT(x, inf))))
-        return OMV_FN(om_log_core)(x, OMI_SET1(-127));
     OMV xs = OMV_SEL(sub, OMV_MUL(x, OMV_C(OM_LOG_DENORMAL_SCALE)), x);
-    OMV y = OMV_FN(om_log_core)(xs, OMI_SEL(sub, OMI_SET1(-152), OMI_SET1(-127)));
+    OMV y = OMV_FN(om_log_core)(xs, OMI_SEL(sub, OMI_SET1(OM_LOG_DENORMAL_KBIAS), OMI_SET1(0)));
     y = OMV_SEL(OMV_EQ(x, inf), x, y);
     y = OMV_SEL(OMV_EQ(x, OMV_C(0.0f)), OMV_XOR(inf, OMV_C(-0.0f)), y);
     y = OMV_SEL(OMV_LT(x, OMV_C(0.0f)), OMV_AS_F(OMI_SET1(OM_NAN_BITS)), y);

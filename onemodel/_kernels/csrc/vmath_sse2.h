@@ -58,6 +58,7 @@ static inline void om_tanh_lookup_ps_sse2(__m128i i, __m128 *c) {
 #define OMI_SRL(a, k) _mm_srli_epi32(a, k)
 #define OMI_SRA(a, k) _mm_srai_epi32(a, k)
 #define OMI_SLL(a, k) _mm_slli_epi32(a, k)
+#define OMI_LT(a, b) _mm_castsi128_ps(_mm_cmpgt_epi32(b, a))
 #define OMI_SEL(m, a, b) OMV_AS_I(OMV_SEL(m, OMV_AS_F(a), OMV_AS_F(b)))
 
 #include "vmath_simd.h"

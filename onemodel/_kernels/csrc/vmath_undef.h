@@ -34,3 +34,4 @@
 #undef OMI_SRA
 #undef OMI_SLL
 #undef OMI_SEL
+#undef OMI_LT
