@@ -1,14 +1,20 @@
 /* Convolution (im2col + packed products), max / average pooling and batch norm, float32, NCHW.
  *
- * Convolution, image by image. The column matrix of one image holds, for group g, a
- * (C/G·kh·kw) x (oh·ow) matrix: row (c, i, j) in that order, column (oy, ox) in that order, zero
- * where the tap falls in the padding. The products run on gemm.c's micro-kernels over operands
- * packed here (the weight once per call, the image's operands once per image), so each lands
+ * Convolution. The column matrix of one image holds, for group g, a (C/G·kh·kw) x (oh·ow)
+ * matrix: row (c, i, j) in that order, column (oy, ox) in that order, zero where the tap falls
+ * in the padding. It is read from a copy of the images: zero-padded planes in general; for
+ * "same" convolutions with unit strides (flat_rows()), the planes with zero margins, where a
+ * row of the column matrix is one shifted run of its plane and a mask zeroes the taps that
+ * fall in the padding columns. The products run on gemm.c's micro-kernels over operands
+ * packed here (the weight once per call, the images' operands once per batch), so each lands
  * in its final layout:
- *   forward   Y[n, g] (K/G x P)         = W[g] (K/G x C/G·kh·kw) · col[n, g]
+ *   forward   Y[n, g] (K/G x P)         = W[g] (K/G x C/G·kh·kw) · col[n, g], one product over
+ *             the columns (n, position) of a batch of images, tiles scattered to each image;
  *   weight    dW[g] (K/G x C/G·kh·kw)   = sum over a chunk's images of dY[n, g] · col[n, g]^T
  *             (or its transpose, when a group has fewer taps than output channels)
- *   input     dcol[g] (C/G·kh·kw x P)   = W[g]^T · dY[n, g], then col2im into dx[n]
+ *   input     dcol[g] (C/G·kh·kw x P)   = W[g]^T · dY[n, g], over the columns of a batch as in
+ *             the forward pass, then col2im into dx[n]: for flat_rows() shapes each pixel's
+ *             taps summed in registers from dcol rows set apart by zero margins.
  * The weight gradient cuts the batch into chunks of nb images (nb from the shapes alone) whose
  * partial sums are added in chunk order. Scratch (column matrices, packed operands, partial
  * weight gradients) is allocated and freed here.
@@ -27,14 +33,15 @@
  * PyTorch); averages add the window row-major in float, then divide once. Backward passes of
  * pooling add into each input plane in output order. Batch norm's per-element arithmetic is
  * separate float multiplies and adds (no fused multiply-add outside the products). This file
- * has one path for every ISA: the micro-kernels are the only vectorised piece, exact on every
- * path.
+ * has one path for every ISA: the micro-kernels are the only hand-vectorised piece, exact on
+ * every path; the loops the compiler vectorises here are elementwise (copies, masks, adds in
+ * the stated order).
  *
- * Threads take whole images (forward, input gradient) or whole chunks (weight gradient) when
- * there are at least as many as threads; otherwise the images or chunks run in order and
- * threads split the work inside each: rows of the column matrix, channel planes of the input
- * gradient, row panels of the products. Either way the arithmetic is the same. Elsewhere
- * threads split pooling planes and the channels of the bias gradient and of batch norm.
+ * Threads take whole batches (forward, input gradient) or whole chunks (weight gradient) when
+ * there are at least as many as threads; otherwise they run in order and threads split the
+ * work inside each: rows of the column matrix, channel planes of the input gradient, row
+ * panels of the products. Either way the arithmetic is the same. Elsewhere threads split
+ * pooling planes and the channels of the bias gradient and of batch norm.
  */
 #include "conv.h"
 
@@ -92,73 +99,174 @@ static double lanes_total(const double acc[LANES]) {
 
 /* ---- convolution ----------------------------------------------------------------------- */
 
-/* The taps of every output fall inside the input padded by (ph, pw) on each side, so the
- * column matrix is read from a zero-padded copy of the image without any range test, and the
- * input gradient is accumulated into a padded plane whose border is then dropped. */
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
+
+/* 64-byte aligned scratch (the micro-kernels load packed panels with aligned loads); NULL when
+ * it could not be allocated. Freed with release(). */
+static void *scratch_bytes(size_t bytes) {
+    void *raw = malloc(bytes + 64 + sizeof(void *));
+    if (!raw) return NULL;
+    uintptr_t p = ((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63;
+    ((void **)p)[-1] = raw;
+    return (void *)p;
+}
+
+static float *scratch(int64_t count) {
+    return (float *)scratch_bytes((size_t)(count > 0 ? count : 1) * sizeof(float));
+}
+
+/* Scratch whose every float starts at +0 (margins and panel tails that are never written). */
+static float *zeroed_scratch(int64_t count) {
+    float *p = scratch(count);
+    if (p) memset(p, 0, (size_t)(count > 0 ? count : 1) * sizeof(float));
+    return p;
+}
+
+static void release(void *p) {
+    if (p) free(((void **)p)[-1]);
+}
+
 static int64_t padded_h(const om_conv2d_shape *s) { return s->h + 2 * s->ph; }
 static int64_t padded_w(const om_conv2d_shape *s) { return s->w + 2 * s->pw; }
 
-/* The C planes of one image, zero-padded. */
-static void pad_image(const om_conv2d_shape *s, const float *x, float *pad, int nthreads) {
-    const int64_t hp = padded_h(s), wp = padded_w(s);
-    const int nt = om_threads_for(s->c * hp * wp, GRAIN, nthreads);
-    int64_t c;
+/* With unit strides and as many output as input columns (a "same" convolution, the common
+ * case), the taps of consecutive output rows are consecutive in the input plane: tap t of
+ * output q = oy·ow + ox reads plane element q + tap_shift(t), wherever that falls. */
+static int flat_rows(const om_conv2d_shape *s) {
+    return s->sh == 1 && s->sw == 1 && s->w == s->ow;
+}
+
+static int64_t tap_shift(const om_conv2d_shape *s, int64_t tap) {
+    return (tap / s->kw * s->dh - s->ph) * s->w + tap % s->kw * s->dw - s->pw;
+}
+
+/* Zeros around each plane for flat_rows() shapes: the forward pass reads plane[q + shift]
+ * for q < P and must find zeros outside [0, h·w); the input gradient reads dcol row
+ * [f - shift] for f < h·w and must find zeros outside [0, P). */
+static int64_t flat_margin(const om_conv2d_shape *s) {
+    const int64_t P = s->oh * s->ow, hw = s->h * s->w;
+    int64_t m = 0;
+    for (int64_t t = 0; t < s->kh * s->kw; t++) {
+        const int64_t sh = tap_shift(s, t), need[4] = {sh, -sh, hw - P - sh, P - hw + sh};
+        for (int e = 0; e < 4; e++) m = need[e] > m ? need[e] : m;
+    }
+    return m;
+}
+
+/* Where the column matrix is read from, for a batch of images. General shapes: each plane
+ * zero-padded by (ph, pw), so every tap lies inside it and an output row's taps are a run of
+ * ow values sw apart. flat_rows() shapes: the planes as they are, `margin` zeros before the
+ * first and after each: a row of the column matrix is one run of its plane, the taps in the
+ * padding rows land in the margins, and those in the padding columns (which land in a
+ * neighbouring row) are masked to zero. */
+typedef struct {
+    int flat;
+    int64_t margin, plane, image, size;   /* plane and image strides; floats for the batch */
+} layout;
+
+static layout source_layout(const om_conv2d_shape *s, int64_t nb) {
+    layout l;
+    l.flat = flat_rows(s);
+    l.margin = l.flat ? flat_margin(s) : 0;
+    l.plane = l.flat ? s->h * s->w + l.margin : padded_h(s) * padded_w(s);
+    l.image = s->c * l.plane;
+    l.size = l.margin + nb * l.image;
+    return l;
+}
+
+/* Images [0, m) of x into src (layout l, its margins zero since allocation). */
+static void load_images(const om_conv2d_shape *s, const layout *l, const float *x, int64_t m,
+                        float *src, int nthreads) {
+    const int64_t hw = s->h * s->w, wp = padded_w(s), planes = m * s->c;
+    const int nt = om_threads_for(planes * l->plane, GRAIN, nthreads);
+    int64_t pl;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (c = 0; c < s->c; c++) {
-        float *d = pad + c * hp * wp;
+    for (pl = 0; pl < planes; pl++) {
+        float *d = src + l->margin + pl * l->plane;
+        const float *xp = x + pl * hw;
+        if (l->flat) {
+            memcpy(d, xp, (size_t)hw * sizeof(float));
+            continue;
+        }
         memset(d, 0, (size_t)(s->ph * wp) * sizeof(float));
         for (int64_t y = 0; y < s->h; y++) {
             float *row = d + (y + s->ph) * wp;
             memset(row, 0, (size_t)s->pw * sizeof(float));
-            memcpy(row + s->pw, x + (c * s->h + y) * s->w, (size_t)s->w * sizeof(float));
+            memcpy(row + s->pw, xp + y * s->w, (size_t)s->w * sizeof(float));
             memset(row + s->pw + s->w, 0, (size_t)s->pw * sizeof(float));
         }
         memset(d + (s->ph + s->h) * wp, 0, (size_t)(s->ph * wp) * sizeof(float));
     }
 }
 
-/* A run of outputs that are consecutive both in one output row (so their taps are `sw` apart
- * in the padded plane) and in one panel of a column-matrix layout. */
+/* keep[j·P + q] = -1 when tap column j of output q lies inside the image, else 0 (it lies in
+ * the padding): the flat layout's masks, NULL when out of memory. */
+static int32_t *column_masks(const om_conv2d_shape *s) {
+    const int64_t P = s->oh * s->ow;
+    int32_t *keep = (int32_t *)malloc((size_t)(s->kw * P > 0 ? s->kw * P : 1) * sizeof(int32_t));
+    for (int64_t j = 0; keep && j < s->kw; j++)
+        for (int64_t q = 0; q < P; q++) {
+            const int64_t col = q % s->ow + j * s->dw - s->pw;
+            keep[j * P + q] = col >= 0 && col < s->w ? -1 : 0;
+        }
+    return keep;
+}
+
+/* A run of outputs that are consecutive in one image, in one panel of a column-matrix layout
+ * and (general shapes) in one output row, so that their taps are consecutive (sw apart). */
 typedef struct {
-    int64_t dst, src, len;   /* offset in the row's panel, offset of the first tap, length */
+    int64_t dst, src, pos, len;   /* offset in the row's panels, offset of the first tap from
+                                     the row's base, position among the batch's outputs */
 } run;
 
-/* Where each row of the column matrix reads: the runs of the outputs for panels of `width`
- * outputs (pack_cols layout at depth `depth`; width = P, depth = 1 is the plain row-major
- * matrix), dst relative to the row's start and src to the row's tap; base[r] is the offset of
- * row r's tap (c, i, j) for output (0, 0) in the padded image. */
+/* Where each row of the column matrix of a batch of images reads: the runs of the outputs
+ * for panels of `width` outputs (pack_cols layout at depth `depth`; width = P, depth = 1 is
+ * the plain row-major matrix of one image), in position order; base[r] is the offset of row
+ * r's tap (c, i, j) for the first image's output (0, 0) in the source; keep the flat layout's
+ * column masks. */
 typedef struct {
     run *runs;
     int64_t nruns, *base;
+    int32_t *keep;
 } col_plan;
 
 static void free_plan(col_plan *p) {
     free(p->runs);
     free(p->base);
+    free(p->keep);
     p->runs = NULL;
     p->base = NULL;
+    p->keep = NULL;
 }
 
 /* 0, or -1 when out of memory. */
-static int make_plan(const om_conv2d_shape *s, int64_t width, int64_t depth, col_plan *p) {
-    const int64_t P = s->oh * s->ow, hp = padded_h(s), wp = padded_w(s);
+static int make_plan(const om_conv2d_shape *s, const layout *l, int64_t nb, int64_t width,
+                     int64_t depth, col_plan *p) {
+    const int64_t P = s->oh * s->ow, wp = padded_w(s), total = nb * P;
     const int64_t taps = s->kh * s->kw, rows = s->c * taps;
-    /* A run ends at the end of an output row or of a panel. */
-    p->runs = (run *)malloc((size_t)(s->oh + P / width + 1) * sizeof(run));
+    /* A run ends at the end of an image, of a panel or (general shapes) of an output row. */
+    p->runs = (run *)malloc((size_t)(nb * (s->oh + 1) + total / width + 1) * sizeof(run));
     p->base = (int64_t *)malloc((size_t)(rows > 0 ? rows : 1) * sizeof(int64_t));
+    p->keep = l->flat ? column_masks(s) : NULL;
     p->nruns = 0;
-    if (!p->runs || !p->base) {
+    if (!p->runs || !p->base || (l->flat && !p->keep)) {
         free_plan(p);
         return -1;
     }
-    for (int64_t pos = 0; pos < P; p->nruns++) {
-        const int64_t oy = pos / s->ow, ox = pos % s->ow, q = pos / width, j = pos % width;
-        const int64_t len = s->ow - ox < width - j ? s->ow - ox : width - j;
-        p->runs[p->nruns] = (run){q * depth * width + j, oy * s->sh * wp + ox * s->sw, len};
+    for (int64_t pos = 0; pos < total; p->nruns++) {
+        const int64_t img = pos / P, q = pos % P, oy = q / s->ow, ox = q % s->ow;
+        const int64_t panel = pos / width, j = pos % width;
+        const int64_t len = min64(width - j, l->flat ? P - q : s->ow - ox);
+        const int64_t src = img * l->image + (l->flat ? q : oy * s->sh * wp + ox * s->sw);
+        p->runs[p->nruns] = (run){panel * depth * width + j, src, pos, len};
         pos += len;
     }
-    for (int64_t r = 0; r < rows; r++)
-        p->base[r] = r / taps * hp * wp + r / s->kw % s->kh * s->dh * wp + r % s->kw * s->dw;
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t tap = r % taps;
+        p->base[r] = l->margin + r / taps * l->plane +
+                     (l->flat ? tap_shift(s, tap) : tap / s->kw * s->dh * wp + tap % s->kw * s->dw);
+    }
     return 0;
 }
 
@@ -176,6 +284,51 @@ static inline void copy_run(float *restrict d, const float *restrict src, int64_
     for (int l = 0; l < 3 && e + l < len; l++) d[e + l] = src[e + l];
 }
 
+/* A flat run: the taps whose column is in the padding read +0 (src itself is always inside the
+ * source, so the loop needs no branch). Blocks of 4, as in copy_run(). */
+static inline void keep_run(float *restrict d, const float *restrict src,
+                            const int32_t *restrict keep, int64_t len) {
+    int64_t e = 0;
+    for (; e + 4 <= len; e += 4)
+        for (int l = 0; l < 4; l++) {
+            const float v = src[e + l];
+            d[e + l] = keep[e + l] ? v : 0.0f;
+        }
+    for (; e < len; e++) {
+        const float v = src[e];
+        d[e] = keep[e] ? v : 0.0f;
+    }
+}
+
+/* Rows [r0, r1) of the column matrix of a batch's first npos outputs (a multiple of P), read
+ * from src, row r written at dst + (r - r0) * row_step along the runs. Runs outer, rows inner:
+ * the run is read once and the rows of a panel are written in order. Threads split the rows. */
+static void gather_rows(const om_conv2d_shape *s, const float *src, const col_plan *p,
+                        int64_t r0, int64_t r1, int64_t npos, float *dst, int64_t row_step,
+                        int nthreads) {
+    const int64_t sw = s->sw, P = s->oh * s->ow;
+    const int nt = om_threads_for((r1 - r0) * npos, GRAIN, nthreads);
+    int th;
+    #pragma omp parallel for schedule(static) num_threads(nt)
+    for (th = 0; th < nt; th++) {
+        const int64_t a = r0 + (r1 - r0) * th / nt, e = r0 + (r1 - r0) * (th + 1) / nt;
+        for (int64_t t = 0; t < p->nruns && p->runs[t].pos < npos; t++) {
+            const run rn = p->runs[t];
+            for (int64_t r = a; r < e; r++) {
+                float *d = dst + (r - r0) * row_step + rn.dst;
+                const float *sp = src + p->base[r] + rn.src;
+                if (p->keep) {
+                    keep_run(d, sp, p->keep + r % s->kw * P + rn.pos % P, rn.len);
+                } else if (sw == 1) {
+                    copy_run(d, sp, rn.len);
+                } else {
+                    for (int64_t k = 0; k < rn.len; k++) d[k] = sp[k * sw];
+                }
+            }
+        }
+    }
+}
+
 static inline void add_run(float *restrict d, const float *restrict v, int64_t len) {
     int64_t e = 0;
     for (; e + 4 <= len; e += 4)
@@ -183,40 +336,14 @@ static inline void add_run(float *restrict d, const float *restrict v, int64_t l
     for (; e < len; e++) d[e] += v[e];
 }
 
-/* Rows [r0, r1) of one image's column matrix from its padded planes, row r written at
- * dst + (r - r0) * row_step along the runs. Runs outer, rows inner: the run is read once and
- * the rows of a panel are written in order. Threads split the rows. */
-static void gather_rows(const om_conv2d_shape *s, const float *pad, const col_plan *p,
-                        int64_t r0, int64_t r1, float *dst, int64_t row_step, int nthreads) {
-    const int64_t sw = s->sw;
-    const int nt = om_threads_for((r1 - r0) * s->oh * s->ow, GRAIN, nthreads);
-    int th;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (th = 0; th < nt; th++) {
-        const int64_t a = r0 + (r1 - r0) * th / nt, e = r0 + (r1 - r0) * (th + 1) / nt;
-        for (int64_t t = 0; t < p->nruns; t++) {
-            const run rn = p->runs[t];
-            for (int64_t r = a; r < e; r++) {
-                float *d = dst + (r - r0) * row_step + rn.dst;
-                const float *src = pad + p->base[r] + rn.src;
-                if (sw == 1) {
-                    copy_run(d, src, rn.len);
-                } else {
-                    for (int64_t k = 0; k < rn.len; k++) d[k] = src[k * sw];
-                }
-            }
-        }
-    }
-}
-
-/* One image's dx from its column-matrix gradient dcol (rows, P), row-major (a plan of width
- * P): each padded plane starts at +0 and adds its taps' values in row order (c, i, j), each
- * tap along its runs (a pixel gets at most one value per tap); the border is then dropped. */
-static void scatter_rows(const om_conv2d_shape *s, const float *dcol, const col_plan *p,
-                         float *pad, float *x, int nthreads) {
+/* One image's dx from its column-matrix gradient dcol (rows of P, row stride ld), general
+ * shapes (p: a plan of width P over one image): each padded plane starts at +0 and adds its
+ * taps' values in row order (c, i, j), each tap along its runs (a pixel gets at most one value
+ * per tap); the border is then dropped. */
+static void scatter_rows(const om_conv2d_shape *s, const float *dcol, int64_t ld,
+                         const col_plan *p, float *pad, float *x, int nthreads) {
     const int64_t hp = padded_h(s), wp = padded_w(s), taps = s->kh * s->kw, sw = s->sw;
-    const int64_t P = s->oh * s->ow;
-    const int nt = om_threads_for(s->c * taps * P, GRAIN, nthreads);
+    const int nt = om_threads_for(s->c * taps * s->oh * s->ow, GRAIN, nthreads);
     int64_t c;
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (c = 0; c < s->c; c++) {
@@ -224,7 +351,7 @@ static void scatter_rows(const om_conv2d_shape *s, const float *dcol, const col_
         memset(plane, 0, (size_t)(hp * wp) * sizeof(float));
         for (int64_t r = c * taps; r < (c + 1) * taps; r++) {
             float *base = pad + p->base[r];
-            const float *g = dcol + r * P;
+            const float *g = dcol + r * ld;
             for (int64_t t = 0; t < p->nruns; t++) {
                 const run rn = p->runs[t];
                 if (sw == 1) {
@@ -240,70 +367,53 @@ static void scatter_rows(const om_conv2d_shape *s, const float *dcol, const col_
     }
 }
 
-/* Outputs o in [*lo, *hi) of a dimension of `out` whose tap o * stride + off lies in [0, in). */
-static void valid_range(int64_t in, int64_t out, int64_t stride, int64_t off, int64_t *lo,
-                        int64_t *hi) {
-    int64_t l = off >= 0 ? 0 : (-off + stride - 1) / stride;
-    int64_t h = in - off <= 0 ? 0 : (in - off - 1) / stride + 1;
-    if (h > out) h = out;
-    if (l > h) l = h;
-    *lo = l;
-    *hi = h;
+/* Pixels summed at once by scatter_flat(): their sums stay in registers while the taps pass
+ * (sums added into the plane tap by tap would stall on their own shifted stores). */
+#define SCATTER_WIDTH 16
+
+/* Pixels [f, f + n) of one plane, n <= SCATTER_WIDTH: the sums from +0 over the taps t = (i, j)
+ * in order of g[t·ld - tap_shift(t) + l] (g: the plane's first dcol row, from f). */
+static inline void tap_sums(const om_conv2d_shape *s, const float *g, int64_t ld, int n,
+                            float *d) {
+    float acc[SCATTER_WIDTH] = {0.0f};
+    for (int64_t i = 0; i < s->kh; i++)
+        for (int64_t j = 0; j < s->kw; j++) {
+            const int64_t shift = (i * s->dh - s->ph) * s->w + j * s->dw - s->pw;
+            const float *gt = g + (i * s->kw + j) * ld - shift;
+            for (int l = 0; l < n; l++) acc[l] += gt[l];
+        }
+    for (int l = 0; l < n; l++) d[l] = acc[l];
 }
 
-/* With unit strides and as many output as input columns (a "same" convolution), the taps of
- * consecutive output rows are consecutive in the input: a tap's whole valid block is one run
- * of memory, broken only by the few columns that fall in the padding (the gaps). */
-static int flat_rows(const om_conv2d_shape *s) {
-    return s->sh == 1 && s->sw == 1 && s->w == s->ow;
-}
-
-/* scatter_rows() for flat_rows() shapes, straight into x: each tap adds its whole valid block
- * as one run, its gaps (taps in the padding, whose gradient is dropped) zeroed in dcol first.
- * The sum starts at +0 and so never holds -0: adding +0 changes no bit, and every pixel gets
- * the same values in the same order as from scatter_rows(). */
-static void scatter_flat(const om_conv2d_shape *s, float *dcol, float *x, int nthreads) {
-    const int64_t taps = s->kh * s->kw, P = s->oh * s->ow;
-    const int nt = om_threads_for(s->c * taps * P, GRAIN, nthreads);
+/* scatter_rows() for flat_rows() shapes, straight into x: pixel f of plane c is the sum from +0
+ * over the taps t in order of dcol row (c, t) at f - tap_shift(t). Where the tap's row is in
+ * the padding that reads dcol's margins (+0); where its column is, a value of a neighbouring
+ * output row, zeroed here first (its gradient is dropped). The sum never holds -0 (it starts
+ * at +0), so adding +0 changes no bit: every pixel gets the same values in the same order as
+ * from scatter_rows(). */
+static void scatter_flat(const om_conv2d_shape *s, float *dcol, int64_t ld, float *x,
+                         int nthreads) {
+    const int64_t taps = s->kh * s->kw, hw = s->h * s->w;
+    const int nt = om_threads_for(s->c * taps * hw, GRAIN, nthreads);
     int64_t c;
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (c = 0; c < s->c; c++) {
-        float *plane = x + c * s->h * s->w;
-        memset(plane, 0, (size_t)(s->h * s->w) * sizeof(float));
-        for (int64_t tap = 0; tap < taps; tap++) {
-            const int64_t offy = tap / s->kw * s->dh - s->ph, offx = tap % s->kw * s->dw - s->pw;
-            int64_t y0, y1, x0, x1;
-            valid_range(s->h, s->oh, 1, offy, &y0, &y1);
-            valid_range(s->w, s->ow, 1, offx, &x0, &x1);
-            if (y0 >= y1 || x0 >= x1) continue;
-            float *g = dcol + (c * taps + tap) * P;
-            for (int64_t oy = y0; oy + 1 < y1; oy++)
-                for (int64_t ox = x1; ox < s->ow + x0; ox++) g[oy * s->ow + ox] = 0.0f;
-            const int64_t start = y0 * s->ow + x0, len = (y1 - y0 - 1) * s->ow + (x1 - x0);
-            add_run(plane + (offy * s->w + offx + start), g + start, len);
+        float *g = dcol + c * taps * ld;
+        for (int64_t t = 0; t < taps; t++) {
+            /* Outputs ox < lo and ox >= hi read columns in the padding. */
+            const int64_t offx = t % s->kw * s->dw - s->pw;
+            const int64_t lo = min64(s->ow, offx < 0 ? -offx : 0), hi = min64(s->ow, s->w - offx);
+            /* Column by column (a gap is a value or two per row: no memset per row). */
+            for (int64_t ox = 0; ox < s->ow; ox++)
+                for (int64_t oy = 0; oy < s->oh && (ox < lo || ox >= hi); oy++)
+                    g[t * ld + oy * s->ow + ox] = 0.0f;
         }
+        int64_t f = 0;
+        for (; f + SCATTER_WIDTH <= hw; f += SCATTER_WIDTH)
+            tap_sums(s, g + f, ld, SCATTER_WIDTH, x + c * hw + f);
+        if (f < hw) tap_sums(s, g + f, ld, (int)(hw - f), x + c * hw + f);
     }
 }
-
-/* 64-byte aligned scratch (the micro-kernels load packed panels with aligned loads); NULL when
- * it could not be allocated. Freed with release(). */
-static void *scratch_bytes(size_t bytes) {
-    void *raw = malloc(bytes + 64 + sizeof(void *));
-    if (!raw) return NULL;
-    uintptr_t p = ((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63;
-    ((void **)p)[-1] = raw;
-    return (void *)p;
-}
-
-static float *scratch(int64_t count) {
-    return (float *)scratch_bytes((size_t)(count > 0 ? count : 1) * sizeof(float));
-}
-
-static void release(void *p) {
-    if (p) free(((void **)p)[-1]);
-}
-
-static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
 
 /* The micro-kernels of gemm.c, one per path (gemm.h). */
 static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
@@ -311,18 +421,54 @@ static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
 
 /* Below this many fused multiply-adds per thread, one thread is faster. */
 #define GRAIN_FMAS (1 << 20)
-/* Columns of b per block of product(): a KC x NC block of b (1 MB) stays in L2. */
-#define NC 1024
+/* Depth of one block of product() at most, and floats of b per block: an mr x depth panel of a
+ * stays in L1 while the depth x NC block of b (1 MB) stays in L2. Both from the shapes alone,
+ * the same on every path (and the accumulator goes through c between depth blocks exactly). */
+#define DEPTH_MAX 512
+#define B_BLOCK_FLOATS (1 << 18)
 
-/* Panels of `width` columns of the depth x cols matrix src (row stride rs): panel q holds, for
- * each k < depth in turn, src[k][q·width .. q·width + width), zero past the last column. */
+/* A matrix whose columns come in segments of `seg` (the images of a batch): element (i, j) at
+ * p[i·ld + (j / seg)·seg_stride + j mod seg]. */
+typedef struct {
+    float *p;
+    int64_t ld, seg, seg_stride;
+} seg_matrix;
+
+static float *seg_at(const seg_matrix *c, int64_t i, int64_t j) {
+    return c->p + i * c->ld + j / c->seg * c->seg_stride + j % c->seg;
+}
+
+/* Rows [i0, i0 + h), columns [j0, j0 + w) of c into (in) or out of a tile of row stride nr,
+ * piece by piece between segments. */
+static void tile_copy(const seg_matrix *c, int64_t i0, int64_t h, int64_t j0, int64_t w,
+                      float *tile, int nr, int in) {
+    for (int64_t j = 0; j < w;) {
+        const int64_t len = min64(w - j, c->seg - (j0 + j) % c->seg);
+        float *p = seg_at(c, i0, j0 + j);
+        for (int64_t i = 0; i < h; i++) {
+            if (in)
+                copy_run(tile + i * nr + j, p + i * c->ld, len);
+            else
+                copy_run(p + i * c->ld, tile + i * nr + j, len);
+        }
+        j += len;
+    }
+}
+
+/* Panels of `width` columns of the depth x cols matrix src (row stride rs, columns in segments
+ * as in seg_matrix): panel q holds, for each k < depth in turn, columns [q·width, q·width +
+ * width), zero past the last column. */
 static void pack_cols(int width, int64_t depth, int64_t cols, const float *src, int64_t rs,
-                      float *dst) {
+                      int64_t seg, int64_t seg_stride, float *dst) {
     for (int64_t j0 = 0; j0 < cols; j0 += width, dst += depth * width) {
-        const int64_t w = cols - j0 < width ? cols - j0 : width;
+        const int64_t w = min64(cols - j0, width);
         for (int64_t k = 0; k < depth; k++) {
             float *d = dst + k * width;
-            memcpy(d, src + k * rs + j0, (size_t)w * sizeof(float));
+            for (int64_t j = 0; j < w;) {
+                const int64_t col = j0 + j, len = min64(w - j, seg - col % seg);
+                copy_run(d + j, src + k * rs + col / seg * seg_stride + col % seg, len);
+                j += len;
+            }
             for (int64_t j = w; j < width; j++) d[j] = 0.0f;
         }
     }
@@ -342,72 +488,69 @@ static void pack_rows(const om_gemm_ukernel *u, int width, int64_t depth, int64_
     }
 }
 
-/* c (m x n, row stride ldc) = a · b, or c += a · b with accumulate, a packed by pack_rows in
- * panels of mr rows and b by pack_cols in panels of nr columns, both over depth d. Each element
- * is the micro-kernel's fma chain over k ascending, from +0 or continued from the stored value:
- * blocking the depth by OM_GEMM_KC (an A block stays in L1 while a block of B stays in L2)
- * changes no bit. Threads split the row panels of a. */
+/* c (m x n) = a · b, or c += a · b with accumulate, a packed by pack_rows in panels of mr rows
+ * and b by pack_cols in panels of nr columns, both over depth d. Each element is the
+ * micro-kernel's fma chain over k ascending, from +0 or continued from the stored value:
+ * blocking the depth changes no bit. Tiles cut by the edge of c or by a segment boundary run
+ * in a local tile. Threads split the row panels of a. */
 static void product(const om_gemm_ukernel *u, int64_t m, int64_t n, int64_t d, const float *a,
-                    const float *b, float *c, int64_t ldc, int accumulate, int nthreads) {
+                    const float *b, const seg_matrix *c, int accumulate, int nthreads) {
     const int mr = u->mr, nr = u->nr;
-    const int64_t panels = (m + mr - 1) / mr;
-    if (d == 0) {
-        for (int64_t i = 0; i < m && !accumulate; i++)
-            memset(c + i * ldc, 0, (size_t)n * sizeof(float));
-        return;
-    }
+    const int64_t panels = (m + mr - 1) / mr, blocks = d > DEPTH_MAX ? (d - 1) / DEPTH_MAX + 1 : 1;
+    const int64_t kmax = (d + blocks - 1) / blocks;
+    const int64_t nc = B_BLOCK_FLOATS / (kmax > 0 ? kmax : 1) / nr * nr;
     const int nt = om_threads_for(m * n * d, GRAIN_FMAS, nthreads);
     int t;
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (t = 0; t < nt; t++) {
         OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
         const int64_t q0 = panels * t / nt, q1 = panels * (t + 1) / nt;
-        for (int64_t jb = 0; jb < n; jb += NC)
-            for (int64_t k0 = 0; k0 < d; k0 += OM_GEMM_KC) {
-                const int64_t kc = d - k0 < OM_GEMM_KC ? d - k0 : OM_GEMM_KC;
-                const int64_t je = n - jb < NC ? n : jb + NC;
-                const int acc = accumulate || k0 > 0;
+        for (int64_t jb = 0; jb < n; jb += nc)
+            for (int64_t kb = 0; kb < blocks; kb++) {
+                const int64_t k0 = d * kb / blocks, kc = d * (kb + 1) / blocks - k0;
+                const int64_t je = min64(n, jb + nc);
+                const int acc = accumulate || kb > 0;
                 for (int64_t q = q0; q < q1; q++) {
-                    const int64_t i0 = q * mr, h = m - i0 < mr ? m - i0 : mr;
+                    const int64_t i0 = q * mr, h = min64(m - i0, mr);
                     const float *ap = a + i0 * d + k0 * mr;
                     for (int64_t j0 = jb; j0 < je; j0 += nr) {
-                        const int64_t w = je - j0 < nr ? je - j0 : nr;
+                        const int64_t w = min64(je - j0, nr);
                         const float *bp = b + j0 * d + k0 * nr;
-                        float *ct = c + i0 * ldc + j0;
-                        if (h == mr && w == nr) {
-                            u->kernel(kc, ap, bp, ct, ldc, acc);
+                        if (h == mr && w == nr && j0 % c->seg + nr <= c->seg) {
+                            u->kernel(kc, ap, bp, seg_at(c, i0, j0), c->ld, acc);
                             continue;
                         }
-                        const size_t row_bytes = (size_t)w * sizeof(float);
-                        for (int64_t i = 0; i < h && acc; i++)
-                            memcpy(edge + i * nr, ct + i * ldc, row_bytes);
+                        if (acc) tile_copy(c, i0, h, j0, w, edge, nr, 1);
                         u->kernel(kc, ap, bp, edge, nr, acc);
-                        for (int64_t i = 0; i < h; i++)
-                            memcpy(ct + i * ldc, edge + i * nr, row_bytes);
+                        tile_copy(c, i0, h, j0, w, edge, nr, 0);
                     }
                 }
             }
     }
 }
 
-/* Images per chunk of the weight gradient: at most CHUNK_FLOATS of column matrix and, when the
- * batch allows, at least MIN_CHUNKS chunks so that threads can take whole chunks. A function
- * of the shapes alone: the chunked weight-gradient sum is the same at every thread count. */
-#define CHUNK_FLOATS (1 << 19)
+/* Images per chunk: at most `floats` of column matrix and, when the batch allows, at least
+ * MIN_CHUNKS chunks so that threads can take whole chunks. A function of the shapes alone. */
 #define MIN_CHUNKS 8
-/* Threads take whole chunks only while the chunks' partial weight gradients, kept until they
- * are added in order, stay below this many floats. */
-#define PARTS_FLOATS (1 << 22)
-
-static int64_t chunk_images(const om_conv2d_shape *s) {
+static int64_t chunk_images(const om_conv2d_shape *s, int64_t floats) {
     const int64_t per_image = s->c * s->kh * s->kw * s->oh * s->ow;
     const int64_t most = (s->n + MIN_CHUNKS - 1) / MIN_CHUNKS;
-    int64_t nb = per_image > 0 ? CHUNK_FLOATS / per_image : most;
+    int64_t nb = per_image > 0 ? floats / per_image : most;
     if (nb > most) nb = most;
     return nb < 1 ? 1 : nb;
 }
 
-/* Threads over whole jobs (images, or chunks of images; each job then runs on one thread) when
+/* The forward pass and the input gradient run their products over batches of images (columns
+ * (image, position)), whose column matrices stay in L2. The weight gradient's chunks (partial
+ * sums added in chunk order) are larger. Every element's chain is the same whatever the
+ * batch, the chunks depend on the shapes alone. */
+#define BATCH_FLOATS (1 << 18)
+#define CHUNK_FLOATS (1 << 19)
+/* Threads take whole chunks only while the chunks' partial weight gradients, kept until they
+ * are added in order, stay below this many floats. */
+#define PARTS_FLOATS (1 << 22)
+
+/* Threads over whole jobs (batches or chunks of images; each job then runs on one thread) when
  * there are enough; otherwise the jobs run in order, each on every thread. Either way every
  * job does the same arithmetic, so the choice changes no bit. */
 static int outer_threads(int64_t jobs, int nthreads) {
@@ -420,36 +563,37 @@ int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float 
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G, wpanel = round_up(kg, u->mr) * rg;
     if (s->n * s->k * P == 0) return 0;
+    const int64_t nb = chunk_images(s, BATCH_FLOATS), batches = (s->n + nb - 1) / nb;
+    const layout l = source_layout(s, nb);
     col_plan plan;
     float *wp = scratch(G * wpanel);
-    int failed = make_plan(s, u->nr, rg, &plan) != 0 || !wp;
+    int failed = make_plan(s, &l, nb, u->nr, rg, &plan) != 0 || !wp;
     for (int64_t g = 0; g < G && !failed; g++)
         pack_rows(u, u->mr, rg, kg, w + g * kg * rg, rg, wp + g * wpanel);
-    const int outer = outer_threads(s->n, nthreads), inner = outer > 1 ? 1 : nthreads;
+    const int outer = outer_threads(batches, nthreads), inner = outer > 1 ? 1 : nthreads;
     const int setup_failed = failed;
     #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
     {
-        float *pad = scratch(s->c * padded_h(s) * padded_w(s));
-        float *cp = scratch(rg * round_up(P, u->nr));
-        /* The runs never write the last panel's columns past P: zero once. */
-        if (cp) memset(cp, 0, (size_t)(rg * round_up(P, u->nr)) * sizeof(float));
-        int64_t img;
+        float *src = zeroed_scratch(l.size), *cp = zeroed_scratch(rg * round_up(nb * P, u->nr));
+        int64_t t;
         #pragma omp for schedule(static)
-        for (img = 0; img < s->n; img++) {
-            if (setup_failed || failed || !pad || !cp) {
+        for (t = 0; t < batches; t++) {
+            if (setup_failed || failed || !src || !cp) {
                 failed = 1;
                 continue;
             }
-            float *yi = y + img * s->k * P;
-            pad_image(s, x + img * s->c * s->h * s->w, pad, inner);
+            const int64_t n0 = t * nb, m = min64(nb, s->n - n0);
+            float *yb = y + n0 * s->k * P;
+            load_images(s, &l, x + n0 * s->c * s->h * s->w, m, src, inner);
             for (int64_t g = 0; g < G; g++) {
-                gather_rows(s, pad, &plan, g * rg, (g + 1) * rg, cp, u->nr, inner);
-                product(u, kg, P, rg, wp + g * wpanel, cp, yi + g * kg * P, P, 0, inner);
+                const seg_matrix yg = {yb + g * kg * P, P, P, s->k * P};
+                gather_rows(s, src, &plan, g * rg, (g + 1) * rg, m * P, cp, u->nr, inner);
+                product(u, kg, m * P, rg, wp + g * wpanel, cp, &yg, 0, inner);
             }
-            for (int64_t k = 0; k < s->k && b; k++)
-                for (int64_t t = 0; t < P; t++) yi[k * P + t] += b[k];
+            for (int64_t k = 0; k < m * s->k && b; k++)
+                for (int64_t e = 0; e < P; e++) yb[k * P + e] += b[k % s->k];
         }
-        release(pad);
+        release(src);
         release(cp);
     }
     release(wp);
@@ -474,24 +618,27 @@ static int64_t panel_rows(const om_gemm_ukernel *u, int64_t rows) {
 /* The weight gradient of the images [n0, n0 + m) into part, group by group dW (K/G,
  * C/G·kh·kw) or dW^T (taps_along_vectors()): one fma chain per element over (image, position)
  * ascending, from +0 for the first image and continued through part for the next. */
-static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *x,
-                        const float *gy, const col_plan *plan, int64_t n0, int64_t m,
-                        float *part, float *pad, float *col, float *cp, float *gp,
+static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, const layout *l,
+                        const float *x, const float *gy, const col_plan *plan, int64_t n0,
+                        int64_t m, float *part, float *src, float *col, float *cp, float *gp,
                         int nthreads) {
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G;
     const int along = taps_along_vectors(s);
     for (int64_t img = n0; img < n0 + m; img++) {
-        pad_image(s, x + img * s->c * s->h * s->w, pad, nthreads);
-        gather_rows(s, pad, plan, 0, rows, col, P, nthreads);
+        load_images(s, l, x + img * s->c * s->h * s->w, 1, src, nthreads);
+        gather_rows(s, src, plan, 0, rows, P, col, P, nthreads);
         for (int64_t g = 0; g < G; g++) {
             const float *cg = col + g * rg * P, *gyg = gy + (img * s->k + g * kg) * P;
             pack_rows(u, along ? u->nr : u->mr, P, rg, cg, P, cp);
             pack_rows(u, along ? u->mr : u->nr, P, kg, gyg, P, gp);
-            if (along)
-                product(u, kg, rg, P, gp, cp, part + g * kg * rg, rg, img > n0, nthreads);
-            else
-                product(u, rg, kg, P, cp, gp, part + g * rg * kg, kg, img > n0, nthreads);
+            if (along) {
+                const seg_matrix c = {part + g * kg * rg, rg, rg, 0};
+                product(u, kg, rg, P, gp, cp, &c, img > n0, nthreads);
+            } else {
+                const seg_matrix c = {part + g * rg * kg, kg, kg, 0};
+                product(u, rg, kg, P, cp, gp, &c, img > n0, nthreads);
+            }
         }
     }
 }
@@ -515,36 +662,38 @@ static void add_into(float *restrict sum, const float *restrict part, int64_t si
 
 static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *x,
                            const float *gy, float *gw, int nthreads) {
-    const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow, nb = chunk_images(s);
+    const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
+    const int64_t nb = chunk_images(s, CHUNK_FLOATS);
     const int64_t G = s->groups, kg = s->k / G, rg = rows / G;
     const int64_t wsize = s->k * rg, nchunks = (s->n + nb - 1) / nb;
     int outer = outer_threads(nchunks, nthreads);
     if (nchunks * wsize > PARTS_FLOATS) outer = 1;
     const int inner = outer > 1 ? 1 : nthreads;
+    const layout l = source_layout(s, 1);
     /* The chunks' partial sums go to parts[t] when threads take chunks (added in chunk order
      * afterwards), else chunk 0 to parts[0] and each later one to parts[1], added to parts[0]
      * as it finishes. The total goes to gw once. */
     col_plan plan;
     float *parts = scratch((outer > 1 ? nchunks : 2) * wsize);
-    int failed = make_plan(s, P, 1, &plan) != 0 || !parts;
+    int failed = make_plan(s, &l, 1, P, 1, &plan) != 0 || !parts;
     const int setup_failed = failed;
     #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
     {
-        float *pad = scratch(s->c * padded_h(s) * padded_w(s)), *col = scratch(rows * P);
+        float *src = zeroed_scratch(l.size), *col = scratch(rows * P);
         float *cp = scratch(panel_rows(u, rg) * P), *gp = scratch(panel_rows(u, kg) * P);
         int64_t t;
         #pragma omp for schedule(static)
         for (t = 0; t < nchunks; t++) {
-            const int64_t n0 = t * nb, m = s->n - n0 < nb ? s->n - n0 : nb;
-            if (setup_failed || failed || !pad || !col || !cp || !gp) {
+            const int64_t n0 = t * nb, m = min64(nb, s->n - n0);
+            if (setup_failed || failed || !src || !col || !cp || !gp) {
                 failed = 1;
                 continue;
             }
             float *part = parts + (outer > 1 ? t : t > 0) * wsize;
-            weight_part(u, s, x, gy, &plan, n0, m, part, pad, col, cp, gp, inner);
+            weight_part(u, s, &l, x, gy, &plan, n0, m, part, src, col, cp, gp, inner);
             if (outer == 1 && t > 0) add_into(parts, part, wsize);
         }
-        release(pad);
+        release(src);
         release(col);
         release(cp);
         release(gp);
@@ -557,38 +706,49 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
     return failed ? -1 : 0;
 }
 
-/* dx image by image: dcol[g] = W[g]^T · dY[g] (each element the fma chain over the group's
- * output channels), then scattered into the image's planes. */
+/* dx by batches of images: dcol[g] = W[g]^T · dY[g] over the batch's columns (each element the
+ * fma chain over the group's output channels), then scattered image by image into dx. For
+ * flat_rows() shapes dcol's rows are `margin` zeros apart (scatter_flat() reads them). */
 static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *w,
                           const float *gy, float *gx, int nthreads) {
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G, wpanel = round_up(rg, u->mr) * kg;
-    col_plan plan;
+    const int64_t hw = s->h * s->w, nb = chunk_images(s, BATCH_FLOATS);
+    const int64_t batches = (s->n + nb - 1) / nb;
+    const layout l = source_layout(s, 1);
+    const int64_t ld = P + l.margin, dsize = l.margin + nb * rows * ld;
+    col_plan plan = {NULL, 0, NULL, NULL};
     float *wt = scratch(G * wpanel);
-    int failed = make_plan(s, P, 1, &plan) != 0 || !wt;
+    int failed = !wt || (!l.flat && make_plan(s, &l, 1, P, 1, &plan) != 0);
     for (int64_t g = 0; g < G && !failed; g++)
-        pack_cols(u->mr, kg, rg, w + g * kg * rg, rg, wt + g * wpanel);
-    const int outer = outer_threads(s->n, nthreads), inner = outer > 1 ? 1 : nthreads;
+        pack_cols(u->mr, kg, rg, w + g * kg * rg, rg, rg, 0, wt + g * wpanel);
+    const int outer = outer_threads(batches, nthreads), inner = outer > 1 ? 1 : nthreads;
     const int setup_failed = failed;
     #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
     {
-        float *pad = scratch(s->c * padded_h(s) * padded_w(s)), *dcol = scratch(rows * P);
-        float *gp = scratch(kg * round_up(P, u->nr));
-        int64_t img;
+        float *pad = l.flat ? NULL : scratch(l.size), *dcol = zeroed_scratch(dsize);
+        float *gp = scratch(kg * round_up(nb * P, u->nr));
+        int64_t t;
         #pragma omp for schedule(static)
-        for (img = 0; img < s->n; img++) {
-            if (setup_failed || failed || !pad || !dcol || !gp) {
+        for (t = 0; t < batches; t++) {
+            if (setup_failed || failed || (!l.flat && !pad) || !dcol || !gp) {
                 failed = 1;
                 continue;
             }
+            const int64_t n0 = t * nb, m = min64(nb, s->n - n0);
             for (int64_t g = 0; g < G; g++) {
-                pack_cols(u->nr, kg, P, gy + (img * s->k + g * kg) * P, P, gp);
-                product(u, rg, P, kg, wt + g * wpanel, gp, dcol + g * rg * P, P, 0, inner);
+                const seg_matrix dg = {dcol + l.margin + g * rg * ld, ld, P, rows * ld};
+                pack_cols(u->nr, kg, m * P, gy + (n0 * s->k + g * kg) * P, P, P, s->k * P, gp);
+                product(u, rg, m * P, kg, wt + g * wpanel, gp, &dg, 0, inner);
             }
-            if (flat_rows(s))
-                scatter_flat(s, dcol, gx + img * s->c * s->h * s->w, inner);
-            else
-                scatter_rows(s, dcol, &plan, pad, gx + img * s->c * s->h * s->w, inner);
+            for (int64_t i = 0; i < m; i++) {
+                float *di = dcol + l.margin + i * rows * ld;
+                float *xi = gx + (n0 + i) * s->c * hw;
+                if (l.flat)
+                    scatter_flat(s, di, ld, xi, inner);
+                else
+                    scatter_rows(s, di, ld, &plan, pad, xi, inner);
+            }
         }
         release(pad);
         release(dcol);
