@@ -11,7 +11,9 @@
  *   forward   Y[n, g] (K/G x P)         = W[g] (K/G x C/G·kh·kw) · col[n, g], one product over
  *             the columns (n, position) of a batch of images, tiles scattered to each image;
  *   weight    dW[g] (K/G x C/G·kh·kw)   = sum over a chunk's images of dY[n, g] · col[n, g]^T
- *             (or its transpose, when a group has fewer taps than output channels)
+ *             (or its transpose, when a group has fewer taps than output channels); for
+ *             flat_rows() shapes col is packed straight from the source, its rows in the
+ *             order (tap, channel), and put back in order (c, i, j) at the end;
  *   input     dcol[g] (C/G·kh·kw x P)   = W[g]^T · dY[n, g], over the columns of a batch as in
  *             the forward pass, then col2im into dx[n]: for flat_rows() shapes each pixel's
  *             taps summed in registers from dcol rows set apart by zero margins.
@@ -615,9 +617,35 @@ static int64_t panel_rows(const om_gemm_ukernel *u, int64_t rows) {
     return a > b ? a : b;
 }
 
+/* The packed column matrix of one image's group g for flat_rows() shapes, its rows in the
+ * order (tap, channel) (panels of `width` rows over the depth P, as pack_rows() lays them
+ * out): the rows of one tap for up to 16 consecutive channels are one plane apart in the
+ * source, so the path's transposing step reads them there directly; the outputs whose tap
+ * column is in the padding are then zeroed. */
+static void pack_taps(const om_gemm_ukernel *u, const om_conv2d_shape *s, const layout *l,
+                      const col_plan *plan, const float *src, int64_t g, int width, float *dst) {
+    const int64_t P = s->oh * s->ow, cg = s->c / s->groups, taps = s->kh * s->kw;
+    const int64_t rg = cg * taps;
+    for (int64_t r = 0; r < rg;) {
+        const int64_t t = r / cg, c = r % cg, j = r % width;
+        const int rows = (int)min64(16, min64(cg - c, width - j));
+        float *d = dst + r / width * P * width + j;
+        const int32_t *keep = plan->keep + t % s->kw * P;
+        u->transpose(P, rows, src + l->margin + (g * cg + c) * l->plane + tap_shift(s, t),
+                     l->plane, d, width);
+        for (int64_t q = 0; q < P; q++)
+            for (int i = 0; i < rows && !keep[q]; i++) d[q * width + i] = 0.0f;
+        r += rows;
+    }
+    const int64_t h = rg % width, last = rg / width * P * width;
+    for (int64_t q = 0; q < P && h > 0; q++)
+        for (int64_t i = h; i < width; i++) dst[last + q * width + i] = 0.0f;
+}
+
 /* The weight gradient of the images [n0, n0 + m) into part, group by group dW (K/G,
- * C/G·kh·kw) or dW^T (taps_along_vectors()): one fma chain per element over (image, position)
- * ascending, from +0 for the first image and continued through part for the next. */
+ * C/G·kh·kw) or dW^T (taps_along_vectors()), the taps in the order (tap, channel) for
+ * flat_rows() shapes: one fma chain per element over (image, position) ascending, from +0 for
+ * the first image and continued through part for the next. */
 static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, const layout *l,
                         const float *x, const float *gy, const col_plan *plan, int64_t n0,
                         int64_t m, float *part, float *src, float *col, float *cp, float *gp,
@@ -627,10 +655,13 @@ static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, cons
     const int along = taps_along_vectors(s);
     for (int64_t img = n0; img < n0 + m; img++) {
         load_images(s, l, x + img * s->c * s->h * s->w, 1, src, nthreads);
-        gather_rows(s, src, plan, 0, rows, P, col, P, nthreads);
+        if (!l->flat) gather_rows(s, src, plan, 0, rows, P, col, P, nthreads);
         for (int64_t g = 0; g < G; g++) {
-            const float *cg = col + g * rg * P, *gyg = gy + (img * s->k + g * kg) * P;
-            pack_rows(u, along ? u->nr : u->mr, P, rg, cg, P, cp);
+            const float *gyg = gy + (img * s->k + g * kg) * P;
+            if (l->flat)
+                pack_taps(u, s, l, plan, src, g, along ? u->nr : u->mr, cp);
+            else
+                pack_rows(u, along ? u->nr : u->mr, P, rg, col + g * rg * P, P, cp);
             pack_rows(u, along ? u->mr : u->nr, P, kg, gyg, P, gp);
             if (along) {
                 const seg_matrix c = {part + g * kg * rg, rg, rg, 0};
@@ -643,17 +674,18 @@ static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, cons
     }
 }
 
-/* gw = the summed parts, transposed group by group from (G, C/G·kh·kw, K/G) unless already
- * in gw's layout. */
+/* gw = the summed parts: dW (or dW^T) group by group, its taps in weight_part()'s order. */
 static void store_weight(const om_conv2d_shape *s, const float *sum, float *gw) {
-    const int64_t G = s->groups, kg = s->k / G, rg = s->c * s->kh * s->kw / G;
-    if (taps_along_vectors(s)) {
-        memcpy(gw, sum, (size_t)(s->k * rg) * sizeof(float));
-        return;
-    }
+    const int64_t G = s->groups, kg = s->k / G, cg = s->c / G, taps = s->kh * s->kw;
+    const int64_t rg = cg * taps;
+    const int along = taps_along_vectors(s), by_tap = flat_rows(s);
     for (int64_t g = 0; g < G; g++)
         for (int64_t k = 0; k < kg; k++)
-            for (int64_t r = 0; r < rg; r++) gw[(g * kg + k) * rg + r] = sum[(g * rg + r) * kg + k];
+            for (int64_t r = 0; r < rg; r++) {
+                const int64_t row = by_tap ? r % taps * cg + r / taps : r;   /* r = (c, tap) */
+                gw[(g * kg + k) * rg + r] =
+                    along ? sum[(g * kg + k) * rg + row] : sum[(g * rg + row) * kg + k];
+            }
 }
 
 static void add_into(float *restrict sum, const float *restrict part, int64_t size) {
@@ -679,7 +711,7 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
     const int setup_failed = failed;
     #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
     {
-        float *src = zeroed_scratch(l.size), *col = scratch(rows * P);
+        float *src = zeroed_scratch(l.size), *col = scratch(l.flat ? 1 : rows * P);
         float *cp = scratch(panel_rows(u, rg) * P), *gp = scratch(panel_rows(u, kg) * P);
         int64_t t;
         #pragma omp for schedule(static)
