@@ -218,8 +218,9 @@ static int32_t *column_masks(const om_conv2d_shape *s) {
 /* A run of outputs that are consecutive in one image, in one panel of a column-matrix layout
  * and (general shapes) in one output row, so that their taps are consecutive (sw apart). */
 typedef struct {
-    int64_t dst, src, pos, len;   /* offset in the row's panels, offset of the first tap from
-                                     the row's base, position among the batch's outputs */
+    int64_t dst, src, pos, q, len;   /* offset in the row's panels, offset of the first tap
+                                        from the row's base, position among the batch's
+                                        outputs and in its image */
 } run;
 
 /* Where each row of the column matrix of a batch of images reads: the runs of the outputs
@@ -261,7 +262,7 @@ static int make_plan(const om_conv2d_shape *s, const layout *l, int64_t nb, int6
         const int64_t panel = pos / width, j = pos % width;
         const int64_t len = min64(width - j, l->flat ? P - q : s->ow - ox);
         const int64_t src = img * l->image + (l->flat ? q : oy * s->sh * wp + ox * s->sw);
-        p->runs[p->nruns] = (run){panel * depth * width + j, src, pos, len};
+        p->runs[p->nruns] = (run){panel * depth * width + j, src, pos, q, len};
         pos += len;
     }
     for (int64_t r = 0; r < rows; r++) {
@@ -303,8 +304,8 @@ static inline void keep_run(float *restrict d, const float *restrict src,
 }
 
 /* Rows [r0, r1) of the column matrix of a batch's first npos outputs (a multiple of P), read
- * from src, row r written at dst + (r - r0) * row_step along the runs. Runs outer, rows inner:
- * the run is read once and the rows of a panel are written in order. Threads split the rows. */
+ * from src, row r written at dst + (r - r0) * row_step along the runs. Rows outer, runs inner:
+ * a row reads its plane in order. Threads split the rows. */
 static void gather_rows(const om_conv2d_shape *s, const float *src, const col_plan *p,
                         int64_t r0, int64_t r1, int64_t npos, float *dst, int64_t row_step,
                         int nthreads) {
@@ -314,17 +315,18 @@ static void gather_rows(const om_conv2d_shape *s, const float *src, const col_pl
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (th = 0; th < nt; th++) {
         const int64_t a = r0 + (r1 - r0) * th / nt, e = r0 + (r1 - r0) * (th + 1) / nt;
-        for (int64_t t = 0; t < p->nruns && p->runs[t].pos < npos; t++) {
-            const run rn = p->runs[t];
-            for (int64_t r = a; r < e; r++) {
-                float *d = dst + (r - r0) * row_step + rn.dst;
-                const float *sp = src + p->base[r] + rn.src;
-                if (p->keep) {
-                    keep_run(d, sp, p->keep + r % s->kw * P + rn.pos % P, rn.len);
+        for (int64_t r = a; r < e; r++) {
+            float *d = dst + (r - r0) * row_step;
+            const float *sp = src + p->base[r];
+            const int32_t *keep = p->keep ? p->keep + r % s->kw * P : NULL;
+            for (int64_t t = 0; t < p->nruns && p->runs[t].pos < npos; t++) {
+                const run rn = p->runs[t];
+                if (keep) {
+                    keep_run(d + rn.dst, sp + rn.src, keep + rn.q, rn.len);
                 } else if (sw == 1) {
-                    copy_run(d, sp, rn.len);
+                    copy_run(d + rn.dst, sp + rn.src, rn.len);
                 } else {
-                    for (int64_t k = 0; k < rn.len; k++) d[k] = sp[k * sw];
+                    for (int64_t k = 0; k < rn.len; k++) d[rn.dst + k] = sp[rn.src + k * sw];
                 }
             }
         }
