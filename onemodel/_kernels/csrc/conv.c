@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_impl.h"
 #include "gemm.h"
 #include "isa.h"
 
@@ -202,15 +203,19 @@ static void load_images(const om_conv2d_shape *s, const layout *l, const float *
     }
 }
 
-/* keep[j·P + q] = -1 when tap column j of output q lies inside the image, else 0 (it lies in
- * the padding): the flat layout's masks, NULL when out of memory. */
-static int32_t *column_masks(const om_conv2d_shape *s) {
-    const int64_t P = s->oh * s->ow;
-    int32_t *keep = (int32_t *)malloc((size_t)(s->kw * P > 0 ? s->kw * P : 1) * sizeof(int32_t));
+/* Masks of the taps' columns: keep[j·count + e] = -1 when tap column j of element e lies
+ * inside, else 0 (in the padding). For the outputs q < P of the forward pass (dir = 1: the tap
+ * reads input column q mod ow + j·dw - pw) or the pixels f < h·w of the input gradient
+ * (dir = -1: pixel f gets output column f mod w - (j·dw - pw)). NULL when out of memory. */
+static int32_t *column_masks(const om_conv2d_shape *s, int dir) {
+    const int64_t count = dir > 0 ? s->oh * s->ow : s->h * s->w, period = dir > 0 ? s->ow : s->w;
+    const int64_t limit = dir > 0 ? s->w : s->ow;
+    int32_t *keep = (int32_t *)malloc((size_t)(s->kw * count > 0 ? s->kw * count : 1) *
+                                      sizeof(int32_t));
     for (int64_t j = 0; keep && j < s->kw; j++)
-        for (int64_t q = 0; q < P; q++) {
-            const int64_t col = q % s->ow + j * s->dw - s->pw;
-            keep[j * P + q] = col >= 0 && col < s->w ? -1 : 0;
+        for (int64_t e = 0; e < count; e++) {
+            const int64_t col = e % period + dir * (j * s->dw - s->pw);
+            keep[j * count + e] = col >= 0 && col < limit ? -1 : 0;
         }
     return keep;
 }
@@ -251,7 +256,7 @@ static int make_plan(const om_conv2d_shape *s, const layout *l, int64_t nb, int6
     /* A run ends at the end of an image, of a panel or (general shapes) of an output row. */
     p->runs = (run *)malloc((size_t)(nb * (s->oh + 1) + total / width + 1) * sizeof(run));
     p->base = (int64_t *)malloc((size_t)(rows > 0 ? rows : 1) * sizeof(int64_t));
-    p->keep = l->flat ? column_masks(s) : NULL;
+    p->keep = l->flat ? column_masks(s, 1) : NULL;
     p->nruns = 0;
     if (!p->runs || !p->base || (l->flat && !p->keep)) {
         free_plan(p);
@@ -287,21 +292,9 @@ static inline void copy_run(float *restrict d, const float *restrict src, int64_
     for (int l = 0; l < 3 && e + l < len; l++) d[e + l] = src[e + l];
 }
 
-/* A flat run: the taps whose column is in the padding read +0 (src itself is always inside the
- * source, so the loop needs no branch). Blocks of 4, as in copy_run(). */
-static inline void keep_run(float *restrict d, const float *restrict src,
-                            const int32_t *restrict keep, int64_t len) {
-    int64_t e = 0;
-    for (; e + 4 <= len; e += 4)
-        for (int l = 0; l < 4; l++) {
-            const float v = src[e + l];
-            d[e + l] = keep[e + l] ? v : 0.0f;
-        }
-    for (; e < len; e++) {
-        const float v = src[e];
-        d[e] = keep[e] ? v : 0.0f;
-    }
-}
+/* The per-path data movement (conv_impl.h). */
+static const om_conv_keep_fn keep_fns[OM_ISA_COUNT] = OM_ISA_TABLE(om_conv_keep_f32);
+static const om_conv_tap_sums_fn tap_sums_fns[OM_ISA_COUNT] = OM_ISA_TABLE(om_conv_tap_sums_f32);
 
 /* Rows [r0, r1) of the column matrix of a batch's first npos outputs (a multiple of P), read
  * from src, row r written at dst + (r - r0) * row_step along the runs. Rows outer, runs inner:
@@ -322,7 +315,7 @@ static void gather_rows(const om_conv2d_shape *s, const float *src, const col_pl
             for (int64_t t = 0; t < p->nruns && p->runs[t].pos < npos; t++) {
                 const run rn = p->runs[t];
                 if (keep) {
-                    keep_run(d + rn.dst, sp + rn.src, keep + rn.q, rn.len);
+                    keep_fns[om_isa](d + rn.dst, sp + rn.src, keep + rn.q, rn.len);
                 } else if (sw == 1) {
                     copy_run(d + rn.dst, sp + rn.src, rn.len);
                 } else {
@@ -371,52 +364,35 @@ static void scatter_rows(const om_conv2d_shape *s, const float *dcol, int64_t ld
     }
 }
 
-/* Pixels summed at once by scatter_flat(): their sums stay in registers while the taps pass
- * (sums added into the plane tap by tap would stall on their own shifted stores). */
-#define SCATTER_WIDTH 16
-
-/* Pixels [f, f + n) of one plane, n <= SCATTER_WIDTH: the sums from +0 over the taps t = (i, j)
- * in order of g[t·ld - tap_shift(t) + l] (g: the plane's first dcol row, from f). */
-static inline void tap_sums(const om_conv2d_shape *s, const float *g, int64_t ld, int n,
-                            float *d) {
-    float acc[SCATTER_WIDTH] = {0.0f};
-    for (int64_t i = 0; i < s->kh; i++)
-        for (int64_t j = 0; j < s->kw; j++) {
-            const int64_t shift = (i * s->dh - s->ph) * s->w + j * s->dw - s->pw;
-            const float *gt = g + (i * s->kw + j) * ld - shift;
-            for (int l = 0; l < n; l++) acc[l] += gt[l];
-        }
-    for (int l = 0; l < n; l++) d[l] = acc[l];
+/* Where scatter_flat() reads: tap t of a plane at off[t] = t·ld - tap_shift(t) from the
+ * plane's first dcol row (rows ld apart), its mask at keep + koff[t]; both in one block of
+ * 2·taps (off, then koff), NULL when out of memory. */
+static int64_t *tap_offsets(const om_conv2d_shape *s, int64_t ld) {
+    const int64_t taps = s->kh * s->kw;
+    int64_t *off = (int64_t *)malloc((size_t)(2 * taps) * sizeof(int64_t));
+    for (int64_t t = 0; off && t < taps; t++) {
+        off[t] = t * ld - tap_shift(s, t);
+        off[taps + t] = t % s->kw * s->h * s->w;
+    }
+    return off;
 }
 
 /* scatter_rows() for flat_rows() shapes, straight into x: pixel f of plane c is the sum from +0
- * over the taps t in order of dcol row (c, t) at f - tap_shift(t). Where the tap's row is in
- * the padding that reads dcol's margins (+0); where its column is, a value of a neighbouring
- * output row, zeroed here first (its gradient is dropped). The sum never holds -0 (it starts
- * at +0), so adding +0 changes no bit: every pixel gets the same values in the same order as
- * from scatter_rows(). */
-static void scatter_flat(const om_conv2d_shape *s, float *dcol, int64_t ld, float *x,
-                         int nthreads) {
+ * over the taps t in order of dcol row (c, t) at f - tap_shift(t) (off: tap_offsets()), read
+ * as +0 where the tap's column is in the padding (keep: column_masks(s, -1)) and found +0 in
+ * dcol's margins where its row is. The sum never holds -0 (it starts at +0), so adding +0
+ * changes no bit: every pixel gets the same values in the same order as from scatter_rows().
+ * The sums run on the path's tap_sums (conv_impl.h), each pixel's in a register while the
+ * taps pass. */
+static void scatter_flat(const om_conv2d_shape *s, const float *dcol, int64_t ld,
+                         const int64_t *off, const int32_t *keep, float *x, int nthreads) {
     const int64_t taps = s->kh * s->kw, hw = s->h * s->w;
     const int nt = om_threads_for(s->c * taps * hw, GRAIN, nthreads);
+    const om_conv_tap_sums_fn tap_sums = tap_sums_fns[om_isa];
     int64_t c;
     #pragma omp parallel for schedule(static) num_threads(nt)
-    for (c = 0; c < s->c; c++) {
-        float *g = dcol + c * taps * ld;
-        for (int64_t t = 0; t < taps; t++) {
-            /* Outputs ox < lo and ox >= hi read columns in the padding. */
-            const int64_t offx = t % s->kw * s->dw - s->pw;
-            const int64_t lo = min64(s->ow, offx < 0 ? -offx : 0), hi = min64(s->ow, s->w - offx);
-            /* Column by column (a gap is a value or two per row: no memset per row). */
-            for (int64_t ox = 0; ox < s->ow; ox++)
-                for (int64_t oy = 0; oy < s->oh && (ox < lo || ox >= hi); oy++)
-                    g[t * ld + oy * s->ow + ox] = 0.0f;
-        }
-        int64_t f = 0;
-        for (; f + SCATTER_WIDTH <= hw; f += SCATTER_WIDTH)
-            tap_sums(s, g + f, ld, SCATTER_WIDTH, x + c * hw + f);
-        if (f < hw) tap_sums(s, g + f, ld, (int)(hw - f), x + c * hw + f);
-    }
+    for (c = 0; c < s->c; c++)
+        tap_sums(dcol + c * taps * ld, off, keep, off + taps, taps, hw, x + c * hw);
 }
 
 /* The micro-kernels of gemm.c, one per path (gemm.h). */
@@ -548,7 +524,7 @@ static int64_t chunk_images(const om_conv2d_shape *s, int64_t floats) {
  * (image, position)), whose column matrices stay in L2. The weight gradient's chunks (partial
  * sums added in chunk order) are larger. Every element's chain is the same whatever the
  * batch, the chunks depend on the shapes alone. */
-#define BATCH_FLOATS (1 << 18)
+#define BATCH_FLOATS (1 << 17)
 #define CHUNK_FLOATS (1 << 19)
 /* Threads take whole chunks only while the chunks' partial weight gradients, kept until they
  * are added in order, stay below this many floats. */
@@ -752,8 +728,10 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
     const layout l = source_layout(s, 1);
     const int64_t ld = P + l.margin, dsize = l.margin + nb * rows * ld;
     col_plan plan = {NULL, 0, NULL, NULL};
+    int64_t *off = l.flat ? tap_offsets(s, ld) : NULL;
+    int32_t *keep = l.flat ? column_masks(s, -1) : NULL;
     float *wt = scratch(G * wpanel);
-    int failed = !wt || (!l.flat && make_plan(s, &l, 1, P, 1, &plan) != 0);
+    int failed = !wt || (l.flat ? !off || !keep : make_plan(s, &l, 1, P, 1, &plan) != 0);
     for (int64_t g = 0; g < G && !failed; g++)
         pack_cols(u->mr, kg, rg, w + g * kg * rg, rg, rg, 0, wt + g * wpanel);
     const int outer = outer_threads(batches, nthreads), inner = outer > 1 ? 1 : nthreads;
@@ -776,10 +754,10 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
                 product(u, rg, m * P, kg, wt + g * wpanel, gp, &dg, 0, inner);
             }
             for (int64_t i = 0; i < m; i++) {
-                float *di = dcol + l.margin + i * rows * ld;
+                const float *di = dcol + l.margin + i * rows * ld;
                 float *xi = gx + (n0 + i) * s->c * hw;
                 if (l.flat)
-                    scatter_flat(s, di, ld, xi, inner);
+                    scatter_flat(s, di, ld, off, keep, xi, inner);
                 else
                     scatter_rows(s, di, ld, &plan, pad, xi, inner);
             }
@@ -789,6 +767,8 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
         release(gp);
     }
     release(wt);
+    free(off);
+    free(keep);
     free_plan(&plan);
     return failed ? -1 : 0;
 }
