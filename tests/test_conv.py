@@ -196,3 +196,47 @@ def test_threads_setting_is_used():
     finally:
         onemodel.set_num_threads(before)
     assert outs[0] == outs[1] == outs[2]
+
+
+# Unit strides with as many output as input columns: the column matrix read as shifted runs of
+# each plane (padding columns masked, padding rows in zero margins), products over batches of
+# images, the input gradient summed per pixel. (N, C, H, W), (K, kh, kw), padding, dilation,
+# groups.
+FLAT_CASES = [
+    ((13, 8, 8, 8), (16, 3, 3), 1, 1, 1),          # batches of 2 images, the last one short
+    ((1, 5, 7, 9), (4, 3, 3), 1, 1, 1),            # one image
+    ((3, 6, 9, 7), (6, 5, 3), (2, 1), 1, 2),       # groups, kh != kw
+    ((2, 4, 9, 7), (3, 3, 3), (2, 2), 2, 1),       # dilation
+    ((2, 3, 9, 7), (5, 3, 3), (0, 1), 1, 1),       # no row padding: fewer output rows
+    ((2, 3, 6, 5), (4, 3, 3), (3, 1), 1, 1),       # more row padding: more output rows
+    ((3, 4, 5, 6), (4, 1, 1), 0, 1, 1),            # 1x1
+    ((2, 3, 4, 1), (2, 3, 1), (1, 0), 1, 1),       # one column
+    ((2, 20, 6, 6), (8, 3, 3), 1, 1, 1),           # 20 channels: packs of 16 cross panels
+    ((2, 2, 6, 6), (32, 3, 3), 1, 1, 1),           # fewer taps than output channels
+]
+
+
+@pytest.mark.parametrize("xs, ws, padding, dilation, groups", FLAT_CASES)
+def test_same_convolutions_match_torch_and_keep_bits(check_torch, check_exact, rng, xs, ws,
+                                                      padding, dilation, groups):
+    x = rng.standard_normal(xs, dtype=np.float32)
+    w = rng.standard_normal((ws[0], xs[1] // groups) + ws[1:], dtype=np.float32)
+    b = rng.standard_normal(ws[0], dtype=np.float32)
+    args = (1, padding, dilation, groups)
+    check_torch(lambda x, w, b: conv2d(x, w, b, *args), lambda x, w, b: TF.conv2d(x, w, b, *args),
+                x, w, b, tol=1e-5, grad_tol=1e-4)
+    check_exact(lambda x, w, b: conv2d(x, w, b, *args), x, w, b)
+
+
+def test_same_convolution_special_values_keep_bits(check_exact, rng):
+    # Signed zeros, denormals and huge values through the masked copies and the tap sums
+    # (a masked tap reads +0, which changes no sum: the sums start at +0).
+    x = rng.standard_normal((9, 3, 6, 7), dtype=np.float32)
+    values = np.array([0.0, -0.0, 1e-45, -1e-40, 3e-39, 3e38, -3e38, 1e-30], np.float32)
+    x.reshape(-1)[::3] = values[np.arange(x.size)[::3] % values.size]
+    w = rng.standard_normal((4, 3, 3, 3), dtype=np.float32)
+    w.reshape(-1)[::5] = -0.0
+    check_exact(lambda x, w: conv2d(x, w, padding=1), x, w)
+    x[:] = -0.0
+    y = conv2d(tensor(x), tensor(w), padding=1).numpy()
+    assert not np.signbit(y).any()   # every chain starts at +0: -0 products leave +0

@@ -34,10 +34,11 @@
  * Pooling: max over the window in row-major order, the first maximum kept (a NaN wins, as in
  * PyTorch); averages add the window row-major in float, then divide once. Backward passes of
  * pooling add into each input plane in output order. Batch norm's per-element arithmetic is
- * separate float multiplies and adds (no fused multiply-add outside the products). This file
- * has one path for every ISA: the micro-kernels are the only hand-vectorised piece, exact on
- * every path; the loops the compiler vectorises here are elementwise (copies, masks, adds in
- * the stated order).
+ * separate float multiplies and adds (no fused multiply-add outside the products). Besides
+ * gemm.c's micro-kernels, only the masked copies of the forward gather and the input
+ * gradient's tap sums have one function per path (conv_impl.h: copies, bit masks and adds in
+ * the stated order); the rest of this file is one path for every ISA, its compiler-vectorised
+ * loops elementwise.
  *
  * Threads take whole batches (forward, input gradient) or whole chunks (weight gradient) when
  * there are at least as many as threads; otherwise they run in order and threads split the
