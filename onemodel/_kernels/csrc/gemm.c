@@ -21,7 +21,9 @@
  *
  * Threads: OpenMP over independent output blocks, never over K. The products of a batch and a
  * grid of sub-blocks of each C are the jobs; each thread packs into its own scratch (allocated
- * and freed here), so no barrier is needed and the split cannot change any bit.
+ * and freed here), so the split cannot change any bit. One exception to private packing: when
+ * the threads split the columns of one product and op(A) packed whole fits in L2, they first
+ * pack it together into one shared buffer (one barrier), instead of each packing all of it.
  */
 #include "gemm.h"
 
@@ -40,6 +42,8 @@
 enum { MC_TILES = 32, NC_TILES = 32 };
 /* Below this many fused multiply-adds per thread, one thread is faster. */
 #define GRAIN_FMAS (1 << 20)
+/* Largest op(A), packed, that threads splitting the columns pack once and share. */
+#define SHARED_A_BYTES (1 << 20)
 
 static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
     OM_ISA_TABLE(om_gemm_ukernel_f32);
@@ -54,6 +58,7 @@ typedef struct {
     const om_gemm_ukernel *u;
     int64_t m, n, k, mc, nc;
     float *abuf, *bbuf;
+    const float *shared_a;  /* all of op(A) packed (K block by K block), or NULL */
 } ctx;
 
 static void *alloc_aligned(size_t bytes) {
@@ -148,6 +153,9 @@ static void macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth
     }
 }
 
+static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
+static int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
+
 /* The rows [m0, m1) x columns [n0, n1) of one product. */
 static void block(const ctx *x, view a, view b, float *c, int64_t m0, int64_t m1, int64_t n0,
                   int64_t n1) {
@@ -161,15 +169,16 @@ static void block(const ctx *x, view a, view b, float *c, int64_t m0, int64_t m1
             for (int64_t ic = m0; ic < m1; ic += x->mc) {
                 int64_t mc = m1 - ic < x->mc ? m1 - ic : x->mc;
                 view av = {a.p + ic * a.rs + pc * a.cs, a.rs, a.cs};
-                pack_a(x->u, mc, kc, av, x->abuf);
-                macro_kernel(x, mc, nc, kc, c + ic * ldc + jc, ldc, pc > 0);
+                ctx xi = *x;
+                if (x->shared_a)   /* the K block at pc, then row ic: mr-row panels of kc */
+                    xi.abuf = (float *)x->shared_a + pc * round_up(x->m, x->u->mr) + ic * kc;
+                else
+                    pack_a(x->u, mc, kc, av, x->abuf);
+                macro_kernel(&xi, mc, nc, kc, c + ic * ldc + jc, ldc, pc > 0);
             }
         }
     }
 }
-
-static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
-static int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
 
 /* Splits one product into gm x gn sub-blocks for t threads: the factorisation with the least
  * work per thread, counting padding to whole tiles and (roughly) packing. */
@@ -205,19 +214,32 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
     const int64_t bn = round_up((n + gn - 1) / gn, u->nr);
     const int64_t mc = min64(u->mr * MC_TILES, bm), nc = min64(u->nr * NC_TILES, bn);
     const int64_t kc = min64(k, OM_GEMM_KC);
+    const int64_t a_panels = (m + u->mr - 1) / u->mr, k_blocks = (k + OM_GEMM_KC - 1) / OM_GEMM_KC;
+    const size_t shared_bytes = (size_t)(a_panels * u->mr * k) * sizeof(float);
+    float *shared_a = batch == 1 && gm == 1 && gn > 1 && shared_bytes <= SHARED_A_BYTES
+                          ? alloc_aligned(shared_bytes) : NULL;
     int failed = 0;
 
     /* Whole products per thread when the batch divides evenly, else sub-blocks of each. */
 #pragma omp parallel num_threads(t) if (t > 1) reduction(|: failed)
     {
-        ctx x = {u, m, n, k, mc, nc, NULL, NULL};
-        x.abuf = alloc_aligned((size_t)(round_up(mc, u->mr) * kc) * sizeof(float));
+        ctx x = {u, m, n, k, mc, nc, NULL, NULL, shared_a};
+        if (!shared_a) x.abuf = alloc_aligned((size_t)(round_up(mc, u->mr) * kc) * sizeof(float));
         x.bbuf = alloc_aligned((size_t)(round_up(nc, u->nr) * kc) * sizeof(float));
         int64_t j;
+        if (shared_a) {    /* every (K block, mr-row panel) of op(A), as block() would pack it */
+#pragma omp for schedule(static)
+            for (j = 0; j < k_blocks * a_panels; j++) {
+                int64_t pc = j / a_panels * OM_GEMM_KC, i0 = j % a_panels * u->mr;
+                int64_t depth = min64(k - pc, OM_GEMM_KC), rows = min64(m - i0, u->mr);
+                view panel = {a + i0 * av.rs + pc * av.cs, av.rs, av.cs};
+                pack_a(u, rows, depth, panel, shared_a + pc * a_panels * u->mr + i0 * depth);
+            }
+        }
 #pragma omp for schedule(static)
         for (j = 0; j < jobs; j++) {
             int64_t p = j / (gm * gn), m0 = (j % (gm * gn)) / gn * bm, n0 = j % gn * bn;
-            if (!x.abuf || !x.bbuf) {
+            if ((!x.abuf && !shared_a) || !x.bbuf) {
                 failed = 1;
                 continue;
             }
@@ -229,5 +251,6 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
         free_aligned(x.abuf);
         free_aligned(x.bbuf);
     }
+    free_aligned(shared_a);
     return failed ? -1 : 0;
 }
