@@ -395,6 +395,47 @@ static inline float om_erfc_scaled(float z, float sqh, float sql, float m) {
     return om_ldexp2f(mq + mq * qe, n);
 }
 
+/* 2^n as a double for an integral n in [-1022, 1023]: the low mantissa bits of n + 2^52 + 1023
+ * hold n + 1023, which a shift by 52 moves into the exponent field. */
+#define OM_POW2_MAGIC 4503599627370496.0 /* 2^52 */
+static inline double om_pow2d(float n) {
+    double d = (double)n + (OM_POW2_MAGIC + 1023.0);
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    u <<= 52;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+#define OM_SQRT1_2 0.707106781f
+#define OM_SQRT1_2_D 0.70710678118654752440
+/* m * erfc(z), z = axc / sqrt(2) in [0.5, OM_ERFC_ZMAX], given z^2 = sqh + sql exactly: as
+ * om_erfc_scaled, with z, t, Q and the products in double and one rounding to float at the
+ * end (exp's argument reduction and polynomial stay in float; t is refined from a float
+ * quotient, as a double division costs several times more). Where a result is m erfc(z)
+ * itself (gelu below -1/sqrt(2)), the float32 Q costs up to 6.6 ulp; this way the error is
+ * exp's and that rounding. */
+static inline float om_erfc_scaled_wide(float axc, float sqh, float sql, float m) {
+    float tf = 1.0f / (1.0f + 0.5f * (axc * OM_SQRT1_2));
+    double z = (double)axc * OM_SQRT1_2_D;
+    double t0 = (double)tf; /* t = 1 / (1 + z/2): one Newton step from the float quotient */
+    double t = t0 + t0 * (1.0 - (1.0 + 0.5 * z) * t0);
+    double q = (double)OM_ERFC_Q10 * t + (double)OM_ERFC_Q9;
+    q = q * t + (double)OM_ERFC_Q8;
+    q = q * t + (double)OM_ERFC_Q7;
+    q = q * t + (double)OM_ERFC_Q6;
+    q = q * t + (double)OM_ERFC_Q5;
+    q = q * t + (double)OM_ERFC_Q4;
+    q = q * t + (double)OM_ERFC_Q3;
+    q = q * t + (double)OM_ERFC_Q2;
+    q = q * t + (double)OM_ERFC_Q1;
+    q = q * t + (double)OM_ERFC_Q0;
+    q = q * t;
+    float n;
+    float qe = om_expm1_parts(-sqh, -sql, &n);
+    return (float)((double)m * q * (1.0 + (double)qe) * om_pow2d(n));
+}
+
 /* erf: max error 1.496 ulp (exhaustive sweep, at 0.932987). */
 static inline float om_erff(float x) {
     float ax = om_absf(x);
@@ -409,7 +450,6 @@ static inline float om_erff(float x) {
 
 /* ---- gelu (erf form) ------------------------------------------------------------------- */
 
-#define OM_SQRT1_2 0.707106781f
 /* Inputs beyond +-16 are clamped where they enter the erf (gelu(-16) already underflows to -0
  * and gelu(16) = 16), so gelu(-inf) = -0 and gelu(inf) = inf. */
 #define OM_GELU_XMAX 16.0f
@@ -423,19 +463,17 @@ static inline float om_gelu_cdf2(float x, float m) {
     float xc = x < OM_GELU_XMAX ? x : OM_GELU_XMAX;
     xc = xc > -OM_GELU_XMAX ? xc : -OM_GELU_XMAX;
     float z = xc * OM_SQRT1_2;
-    float az = om_absf(z);
     float sqh, sql;
     om_two_prod(xc, xc, &sqh, &sql);
     int neg = x < OM_GELU_NEG;
-    float e = om_erfc_scaled(az, 0.5f * sqh, 0.5f * sql, neg ? m : 1.0f);
+    float e = om_erfc_scaled_wide(om_absf(xc), 0.5f * sqh, 0.5f * sql, neg ? m : 1.0f);
     float mid = 1.0f + (z + om_erf_small_tail(z));
     float y = z < OM_ERF_SMALL ? mid : 2.0f - e;
     return neg ? e : y;
 }
 
-/* gelu(x) = x Phi(x) = x (1 + erf(x/sqrt(2))) / 2: max error 6.601 ulp (exhaustive sweep, at
- * -1.83651), on the erfc side: the float32 evaluation of Q (up to 2.6 ulp) and the roundings of
- * z = x/sqrt(2) and of t that Q sees; above the 2-ulp aim. */
+/* gelu(x) = x Phi(x) = x (1 + erf(x/sqrt(2))) / 2: max error 1.939 ulp (exhaustive sweep, at
+ * -0.656271, where 1 + erf(z) cancels; below -1/sqrt(2) the double erfc keeps it lower). */
 static inline float om_geluf(float x) {
     float xc = x > -OM_GELU_XMAX ? x : -OM_GELU_XMAX;
     float c = om_gelu_cdf2(x, 0.5f * xc);

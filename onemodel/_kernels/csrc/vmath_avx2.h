@@ -77,6 +77,17 @@ static inline void om_tanh_lookup_ps_avx2(__m256i i, __m256 *c) {
 #define OMI_LT(a, b) _mm256_castsi256_ps(_mm256_cmpgt_epi32(b, a))
 #define OMI_SEL(m, a, b) OMV_AS_I(OMV_SEL(m, OMV_AS_F(a), OMV_AS_F(b)))
 
+#define OMD __m256d
+#define OMD_SET1(c) _mm256_set1_pd(c)
+#define OMD_ADD(a, b) _mm256_add_pd(a, b)
+#define OMD_MUL(a, b) _mm256_mul_pd(a, b)
+#define OMD_SUB(a, b) _mm256_sub_pd(a, b)
+#define OMD_LO(v) _mm256_cvtps_pd(_mm256_castps256_ps128(v))
+#define OMD_HI(v) _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))
+#define OMD_NARROW(lo, hi) \
+    _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1)
+#define OMD_BITS_SLL52(d) _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_castpd_si256(d), 52))
+
 #include "vmath_simd.h"
 #include "vmath_undef.h"
 

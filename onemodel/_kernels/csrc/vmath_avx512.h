@@ -66,6 +66,17 @@ static inline void om_tanh_lookup_ps_avx512(__m512i i, __m512 *c) {
 #define OMI_LT(a, b) _mm512_cmpgt_epi32_mask(b, a)
 #define OMI_SEL(m, a, b) _mm512_mask_blend_epi32(m, b, a)
 
+#define OMD __m512d
+#define OMD_SET1(c) _mm512_set1_pd(c)
+#define OMD_ADD(a, b) _mm512_add_pd(a, b)
+#define OMD_MUL(a, b) _mm512_mul_pd(a, b)
+#define OMD_SUB(a, b) _mm512_sub_pd(a, b)
+#define OMD_LO(v) _mm512_cvtps_pd(_mm512_castps512_ps256(v))
+#define OMD_HI(v) _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1))
+#define OMD_NARROW(lo, hi) \
+    _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1)
+#define OMD_BITS_SLL52(d) _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_castpd_si512(d), 52))
+
 #include "vmath_simd.h"
 #include "vmath_undef.h"
 

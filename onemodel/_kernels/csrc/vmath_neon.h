@@ -65,6 +65,16 @@ static inline void om_tanh_lookup_ps_neon(int32x4_t i, float32x4_t *c) {
 #define OMI_LT(a, b) vcltq_s32(a, b)
 #define OMI_SEL(m, a, b) vbslq_s32(m, a, b)
 
+#define OMD float64x2_t
+#define OMD_SET1(c) vdupq_n_f64(c)
+#define OMD_ADD(a, b) vaddq_f64(a, b)
+#define OMD_MUL(a, b) vmulq_f64(a, b)
+#define OMD_SUB(a, b) vsubq_f64(a, b)
+#define OMD_LO(v) vcvt_f64_f32(vget_low_f32(v))
+#define OMD_HI(v) vcvt_high_f64_f32(v)
+#define OMD_NARROW(lo, hi) vcvt_high_f32_f64(vcvt_f32_f64(lo), hi)
+#define OMD_BITS_SLL52(d) vreinterpretq_f64_s64(vshlq_n_s64(vreinterpretq_s64_f64(d), 52))
+
 #include "vmath_simd.h"
 #include "vmath_undef.h"
 

@@ -14,7 +14,10 @@
  * OMV_F2I (float holding an integer to int), OMI_SET1, OMI_ADD, OMI_SUB, OMI_AND, OMI_SRL,
  * OMI_SRA, OMI_SLL (shifts by a constant), OMI_SEL, OMI_LT (signed, to a mask), OMM_OR (of two
  * masks), OMV_NONE(mask) (no lane set: a branch, only ever used to skip selects that would keep
- * every lane), and optionally
+ * every lane), OMD (double vector of half the lanes) with OMD_SET1, OMD_ADD, OMD_SUB, OMD_MUL,
+ * OMD_LO(v) and OMD_HI(v) (the low and high half of a float vector, widened), OMD_NARROW(lo, hi)
+ * (back to one float vector, rounded to nearest) and OMD_BITS_SLL52(d) (the bits of each double
+ * shifted left by 52), and optionally
  * OMV_SCALEF(p, n) (p 2^n for integral n, one rounding). The ISA header also defines
  * om_tanh_lookup_ps_<isa>(i, c): c[k] = om_tanh_rows[i][k] per lane, for k in [0, 8).
  */
@@ -235,16 +238,46 @@ static inline OMV OMV_FN(om_erf)(OMV x) {
 
 /* ---- gelu (erf form) ---- */
 
+/* om_erfc_scaled_wide (vmath.h) on one half of the lanes, widened to double. */
+static inline OMD OMV_FN(om_erfc_wide_half)(OMD axc, OMD t0, OMD m, OMD qe, OMD n) {
+    OMD z = OMD_MUL(axc, OMD_SET1(OM_SQRT1_2_D));
+    OMD d = OMD_ADD(OMD_SET1(1.0), OMD_MUL(OMD_SET1(0.5), z));
+    OMD t = OMD_ADD(t0, OMD_MUL(t0, OMD_SUB(OMD_SET1(1.0), OMD_MUL(d, t0))));
+    OMD q = OMD_ADD(OMD_MUL(OMD_SET1((double)OM_ERFC_Q10), t), OMD_SET1((double)OM_ERFC_Q9));
+    q = OMD_ADD(OMD_MUL(q, t), OMD_SET1((double)OM_ERFC_Q8));
+    q = OMD_ADD(OMD_MUL(q, t), OMD_SET1((double)OM_ERFC_Q7));
+    q = OMD_ADD(OMD_MUL(q, t), OMD_SET1((double)OM_ERFC_Q6));
+    q = OMD_ADD(OMD_MUL(q, t), OMD_SET1((double)OM_ERFC_Q5));
+    q = OMD_ADD(OMD_MUL(q, t), OMD_SET1((double)OM_ERFC_Q4));
+    q = OMD_ADD(OMD_MUL(q, t), OMD_SET1((double)OM_ERFC_Q3));
+    q = OMD_ADD(OMD_MUL(q, t), OMD_SET1((double)OM_ERFC_Q2));
+    q = OMD_ADD(OMD_MUL(q, t), OMD_SET1((double)OM_ERFC_Q1));
+    q = OMD_ADD(OMD_MUL(q, t), OMD_SET1((double)OM_ERFC_Q0));
+    q = OMD_MUL(q, t);
+    OMD pow2 = OMD_BITS_SLL52(OMD_ADD(n, OMD_SET1(OM_POW2_MAGIC + 1023.0)));
+    return OMD_MUL(OMD_MUL(OMD_MUL(m, q), OMD_ADD(OMD_SET1(1.0), qe)), pow2);
+}
+
+static inline OMV OMV_FN(om_erfc_scaled_wide)(OMV axc, OMV sqh, OMV sql, OMV m) {
+    OMV n;
+    OMV neg = OMV_C(-0.0f);
+    OMV qe = OMV_FN(om_expm1_parts)(OMV_XOR(sqh, neg), OMV_XOR(sql, neg), &n);
+    OMV tf = OMV_DIV(OMV_C(1.0f),
+                     OMV_ADD(OMV_C(1.0f), OMV_MUL(OMV_C(0.5f), OMV_MUL(axc, OMV_C(OM_SQRT1_2)))));
+    OMD lo = OMV_FN(om_erfc_wide_half)(OMD_LO(axc), OMD_LO(tf), OMD_LO(m), OMD_LO(qe), OMD_LO(n));
+    OMD hi = OMV_FN(om_erfc_wide_half)(OMD_HI(axc), OMD_HI(tf), OMD_HI(m), OMD_HI(qe), OMD_HI(n));
+    return OMD_NARROW(lo, hi);
+}
+
 static inline OMV OMV_FN(om_gelu_cdf2)(OMV x, OMV m) {
     OMV xc = OMV_SEL(OMV_LT(x, OMV_C(OM_GELU_XMAX)), x, OMV_C(OM_GELU_XMAX));
     xc = OMV_SEL(OMV_LT(OMV_C(-OM_GELU_XMAX), xc), xc, OMV_C(-OM_GELU_XMAX));
     OMV z = OMV_MUL(xc, OMV_C(OM_SQRT1_2));
-    OMV az = OMV_FN(om_abs)(z);
     OMV sqh, sql;
     OMV_FN(om_two_prod)(xc, xc, &sqh, &sql);
     OMM neg = OMV_LT(x, OMV_C(OM_GELU_NEG));
-    OMV e = OMV_FN(om_erfc_scaled)(az, OMV_MUL(OMV_C(0.5f), sqh), OMV_MUL(OMV_C(0.5f), sql),
-                                   OMV_SEL(neg, m, OMV_C(1.0f)));
+    OMV e = OMV_FN(om_erfc_scaled_wide)(OMV_FN(om_abs)(xc), OMV_MUL(OMV_C(0.5f), sqh),
+                                        OMV_MUL(OMV_C(0.5f), sql), OMV_SEL(neg, m, OMV_C(1.0f)));
     OMV mid = OMV_ADD(OMV_C(1.0f), OMV_ADD(z, OMV_FN(om_erf_small_tail)(z)));
     OMV y = OMV_SEL(OMV_LT(z, OMV_C(OM_ERF_SMALL)), mid, OMV_SUB(OMV_C(2.0f), e));
     return OMV_SEL(neg, e, y);

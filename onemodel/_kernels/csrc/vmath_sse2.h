@@ -61,6 +61,16 @@ static inline void om_tanh_lookup_ps_sse2(__m128i i, __m128 *c) {
 #define OMI_LT(a, b) _mm_castsi128_ps(_mm_cmpgt_epi32(b, a))
 #define OMI_SEL(m, a, b) OMV_AS_I(OMV_SEL(m, OMV_AS_F(a), OMV_AS_F(b)))
 
+#define OMD __m128d
+#define OMD_SET1(c) _mm_set1_pd(c)
+#define OMD_ADD(a, b) _mm_add_pd(a, b)
+#define OMD_MUL(a, b) _mm_mul_pd(a, b)
+#define OMD_SUB(a, b) _mm_sub_pd(a, b)
+#define OMD_LO(v) _mm_cvtps_pd(v)
+#define OMD_HI(v) _mm_cvtps_pd(_mm_movehl_ps(v, v))
+#define OMD_NARROW(lo, hi) _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi))
+#define OMD_BITS_SLL52(d) _mm_castsi128_pd(_mm_slli_epi64(_mm_castpd_si128(d), 52))
+
 #include "vmath_simd.h"
 #include "vmath_undef.h"
 

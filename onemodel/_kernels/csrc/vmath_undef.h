@@ -35,3 +35,12 @@
 #undef OMI_SLL
 #undef OMI_SEL
 #undef OMI_LT
+#undef OMD
+#undef OMD_SET1
+#undef OMD_ADD
+#undef OMD_MUL
+#undef OMD_SUB
+#undef OMD_LO
+#undef OMD_HI
+#undef OMD_NARROW
+#undef OMD_BITS_SLL52
