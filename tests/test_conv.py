@@ -199,8 +199,9 @@ def test_threads_setting_is_used():
 
 
 # Unit strides with as many output as input columns: the column matrix read as shifted runs of
-# each plane (padding columns masked, padding rows in zero margins), products over batches of
-# images, the input gradient summed per pixel. (N, C, H, W), (K, kh, kw), padding, dilation,
+# each plane (padding columns masked, padding rows in zero margins) or, for the weight gradient
+# with 8 or more channels per group, packed tap by tap; products over batches of images; the
+# input gradient summed per pixel. (N, C, H, W), (K, kh, kw), padding, dilation,
 # groups.
 FLAT_CASES = [
     ((13, 8, 8, 8), (16, 3, 3), 1, 1, 1),          # batches of 2 images, the last one short
@@ -209,10 +210,11 @@ FLAT_CASES = [
     ((2, 4, 9, 7), (3, 3, 3), (2, 2), 2, 1),       # dilation
     ((2, 3, 9, 7), (5, 3, 3), (0, 1), 1, 1),       # no row padding: fewer output rows
     ((2, 3, 6, 5), (4, 3, 3), (3, 1), 1, 1),       # more row padding: more output rows
-    ((3, 4, 5, 6), (4, 1, 1), 0, 1, 1),            # 1x1
+    ((3, 16, 5, 6), (4, 1, 1), 0, 1, 1),           # 1x1
     ((2, 3, 4, 1), (2, 3, 1), (1, 0), 1, 1),       # one column
     ((2, 20, 6, 6), (8, 3, 3), 1, 1, 1),           # 20 channels: packs of 16 cross panels
     ((2, 2, 6, 6), (32, 3, 3), 1, 1, 1),           # fewer taps than output channels
+    ((2, 8, 5, 5), (80, 3, 3), 1, 1, 1),           # the same, rows packed tap by tap
 ]
 
 

@@ -12,8 +12,9 @@
  *             the columns (n, position) of a batch of images, tiles scattered to each image;
  *   weight    dW[g] (K/G x C/G·kh·kw)   = sum over a chunk's images of dY[n, g] · col[n, g]^T
  *             (or its transpose, when a group has fewer taps than output channels); for
- *             flat_rows() shapes col is packed straight from the source, its rows in the
- *             order (tap, channel), and put back in order (c, i, j) at the end;
+ *             flat_rows() shapes with 8 or more channels per group col is packed straight
+ *             from the source, its rows in the order (tap, channel), put back in order
+ *             (c, i, j) at the end;
  *   input     dcol[g] (C/G·kh·kw x P)   = W[g]^T · dY[n, g], over the columns of a batch as in
  *             the forward pass, then col2im into dx[n]: for flat_rows() shapes each pixel's
  *             taps summed in registers from dcol rows set apart by zero margins.
@@ -596,7 +597,14 @@ static int64_t panel_rows(const om_gemm_ukernel *u, int64_t rows) {
     return a > b ? a : b;
 }
 
-/* The packed column matrix of one image's group g for flat_rows() shapes, its rows in the
+/* Whether the weight gradient packs its column matrices with pack_taps(): flat_rows() shapes
+ * with enough channels per group that the transposes of up to 16 of them are not mostly
+ * empty; otherwise rows are gathered in order (c, i, j) and the whole matrix transposed. */
+static int by_tap(const om_conv2d_shape *s) {
+    return flat_rows(s) && s->c / s->groups >= 8;
+}
+
+/* The packed column matrix of one image's group g for by_tap() shapes, its rows in the
  * order (tap, channel) (panels of `width` rows over the depth P, as pack_rows() lays them
  * out): the rows of one tap for up to 16 consecutive channels are one plane apart in the
  * source, so the path's transposing step reads them there directly; the outputs whose tap
@@ -623,7 +631,7 @@ static void pack_taps(const om_gemm_ukernel *u, const om_conv2d_shape *s, const 
 
 /* The weight gradient of the images [n0, n0 + m) into part, group by group dW (K/G,
  * C/G·kh·kw) or dW^T (taps_along_vectors()), the taps in the order (tap, channel) for
- * flat_rows() shapes: one fma chain per element over (image, position) ascending, from +0 for
+ * by_tap() shapes: one fma chain per element over (image, position) ascending, from +0 for
  * the first image and continued through part for the next. */
 static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, const layout *l,
                         const float *x, const float *gy, const col_plan *plan, int64_t n0,
@@ -631,13 +639,13 @@ static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, cons
                         int nthreads) {
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G;
-    const int along = taps_along_vectors(s);
+    const int along = taps_along_vectors(s), taps_first = by_tap(s);
     for (int64_t img = n0; img < n0 + m; img++) {
         load_images(s, l, x + img * s->c * s->h * s->w, 1, src, nthreads);
-        if (!l->flat) gather_rows(s, src, plan, 0, rows, P, col, P, nthreads);
+        if (!taps_first) gather_rows(s, src, plan, 0, rows, P, col, P, nthreads);
         for (int64_t g = 0; g < G; g++) {
             const float *gyg = gy + (img * s->k + g * kg) * P;
-            if (l->flat)
+            if (taps_first)
                 pack_taps(u, s, l, plan, src, g, along ? u->nr : u->mr, cp);
             else
                 pack_rows(u, along ? u->nr : u->mr, P, rg, col + g * rg * P, P, cp);
@@ -657,11 +665,11 @@ static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, cons
 static void store_weight(const om_conv2d_shape *s, const float *sum, float *gw) {
     const int64_t G = s->groups, kg = s->k / G, cg = s->c / G, taps = s->kh * s->kw;
     const int64_t rg = cg * taps;
-    const int along = taps_along_vectors(s), by_tap = flat_rows(s);
+    const int along = taps_along_vectors(s), taps_first = by_tap(s);
     for (int64_t g = 0; g < G; g++)
         for (int64_t k = 0; k < kg; k++)
             for (int64_t r = 0; r < rg; r++) {
-                const int64_t row = by_tap ? r % taps * cg + r / taps : r;   /* r = (c, tap) */
+                const int64_t row = taps_first ? r % taps * cg + r / taps : r;   /* r = (c, tap) */
                 gw[(g * kg + k) * rg + r] =
                     along ? sum[(g * kg + k) * rg + row] : sum[(g * rg + row) * kg + k];
             }
@@ -690,7 +698,7 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
     const int setup_failed = failed;
     #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
     {
-        float *src = zeroed_scratch(l.size), *col = scratch(l.flat ? 1 : rows * P);
+        float *src = zeroed_scratch(l.size), *col = scratch(by_tap(s) ? 1 : rows * P);
         float *cp = scratch(panel_rows(u, rg) * P), *gp = scratch(panel_rows(u, kg) * P);
         int64_t t;
         #pragma omp for schedule(static)
