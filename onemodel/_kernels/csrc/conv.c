@@ -403,8 +403,8 @@ static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
 
 /* Below this many fused multiply-adds per thread, one thread is faster. */
 #define GRAIN_FMAS (1 << 20)
-/* Depth of one block of product() at most, and floats of b per block: an mr x depth panel of a
- * stays in L1 while the depth x NC block of b (1 MB) stays in L2. Both from the shapes alone,
+/* Depth of one block of product() at most, and floats of b per block: a depth x nr panel of b
+ * stays in L1 while the depth x nc block of b (1 MB) stays in L2. Both from the shapes alone,
  * the same on every path (and the accumulator goes through c between depth blocks exactly). */
 #define DEPTH_MAX 512
 #define B_BLOCK_FLOATS (1 << 18)
@@ -473,8 +473,9 @@ static void pack_rows(const om_gemm_ukernel *u, int width, int64_t depth, int64_
 /* c (m x n) = a · b, or c += a · b with accumulate, a packed by pack_rows in panels of mr rows
  * and b by pack_cols in panels of nr columns, both over depth d. Each element is the
  * micro-kernel's fma chain over k ascending, from +0 or continued from the stored value:
- * blocking the depth changes no bit. Tiles cut by the edge of c or by a segment boundary run
- * in a local tile. Threads split the row panels of a. */
+ * blocking the depth changes no bit. Each micro-panel of b (in L1) meets the thread's row
+ * panels of a in turn (streamed from L2: a is the smaller operand here). Tiles cut by the edge
+ * of c or by a segment boundary run in a local tile. Threads split the row panels of a. */
 static void product(const om_gemm_ukernel *u, int64_t m, int64_t n, int64_t d, const float *a,
                     const float *b, const seg_matrix *c, int accumulate, int nthreads) {
     const int mr = u->mr, nr = u->nr;
@@ -492,12 +493,12 @@ static void product(const om_gemm_ukernel *u, int64_t m, int64_t n, int64_t d, c
                 const int64_t k0 = d * kb / blocks, kc = d * (kb + 1) / blocks - k0;
                 const int64_t je = min64(n, jb + nc);
                 const int acc = accumulate || kb > 0;
-                for (int64_t q = q0; q < q1; q++) {
-                    const int64_t i0 = q * mr, h = min64(m - i0, mr);
-                    const float *ap = a + i0 * d + k0 * mr;
-                    for (int64_t j0 = jb; j0 < je; j0 += nr) {
-                        const int64_t w = min64(je - j0, nr);
-                        const float *bp = b + j0 * d + k0 * nr;
+                for (int64_t j0 = jb; j0 < je; j0 += nr) {
+                    const int64_t w = min64(je - j0, nr);
+                    const float *bp = b + j0 * d + k0 * nr;
+                    for (int64_t q = q0; q < q1; q++) {
+                        const int64_t i0 = q * mr, h = min64(m - i0, mr);
+                        const float *ap = a + i0 * d + k0 * mr;
                         if (h == mr && w == nr && j0 % c->seg + nr <= c->seg) {
                             u->kernel(kc, ap, bp, seg_at(c, i0, j0), c->ld, acc);
                             continue;
