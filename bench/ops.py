@@ -23,6 +23,7 @@ N = 1 << 20
 
 def numpy_forward(x: np.ndarray, out: np.ndarray) -> dict:
     fns = {"exp": lambda: np.exp(x, out=out), "log": lambda: np.log(x, out=out),
+           "relu": lambda: np.maximum(x, np.float32(0), out=out),
            "tanh": lambda: np.tanh(x, out=out),
            "sigmoid": lambda: np.divide(1.0, np.add(1.0, np.exp(np.negative(x, out=out),
                                                               out=out), out=out), out=out)}
@@ -39,7 +40,8 @@ def torch_forward(op: str, xt: torch.Tensor, ot: torch.Tensor):
     return {"exp": lambda: torch.exp(xt, out=ot), "log": lambda: torch.log(xt, out=ot),
             "tanh": lambda: torch.tanh(xt, out=ot), "sigmoid": lambda: torch.sigmoid(xt, out=ot),
             "erf": lambda: torch.erf(xt, out=ot), "softplus": lambda: F.softplus(xt),
-            "gelu": lambda: F.gelu(xt), "gelu_tanh": lambda: F.gelu(xt, approximate="tanh")}[op]
+            "gelu": lambda: F.gelu(xt), "gelu_tanh": lambda: F.gelu(xt, approximate="tanh"),
+            "relu": lambda: torch.relu(xt)}[op]
 
 
 def torch_backward(op: str, st: torch.Tensor, gt: torch.Tensor):
@@ -50,7 +52,8 @@ def torch_backward(op: str, st: torch.Tensor, gt: torch.Tensor):
             "erf": lambda: 1.1283791670955126 * torch.exp(-(st * st)) * gt,
             "softplus": lambda: aten.softplus_backward(gt, st, 1.0, 20.0),
             "gelu": lambda: aten.gelu_backward(gt, st),
-            "gelu_tanh": lambda: aten.gelu_backward(gt, st, approximate="tanh")}[op]
+            "gelu_tanh": lambda: aten.gelu_backward(gt, st, approximate="tanh"),
+            "relu": lambda: aten.threshold_backward(gt, st, 0.0)}[op]
 
 
 def row(name: str, threads: int, om: float, np_s: float, th: float) -> None:

@@ -15,7 +15,7 @@ from onemodel import _config
 OPS = _vmath.OPS
 # Max error in ulp over all 2^32 inputs, from tools/ulp_sweep.py (also stated in vmath.h).
 MAX_ULP = {"exp": 1.0, "log": 1.0, "tanh": 1.25, "sigmoid": 2.0, "erf": 2.0, "softplus": 2.0,
-           "gelu": 2.0, "gelu_tanh": 2.0}
+           "gelu": 2.0, "gelu_tanh": 2.0, "relu": 0.0}
 SIZES = (0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 10_007)
 THREADS = (1, 2, 3)
 
@@ -192,7 +192,7 @@ def torch_fns(torch):
     F = torch.nn.functional
     return {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
             "erf": torch.erf, "softplus": F.softplus, "gelu": F.gelu,
-            "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
+            "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "relu": torch.relu}
 
 
 def scaled_error(a, b):

@@ -1,5 +1,6 @@
 # cython: freethreading_compatible = True
-"""Exact-mode transcendentals and their backward kernels over float32 arrays (csrc/vmath*.c).
+"""Exact-mode transcendentals and relu, with their backward kernels, over float32 arrays
+(csrc/vmath*.c).
 
 Every op gives the same bits on every ISA path and at every thread count; accuracy against a
 float64 reference is measured by `ulp_sweep` over all float32 inputs (tools/ulp_sweep.py).
@@ -24,7 +25,7 @@ cdef extern from "vmath_kernels.h" nogil:
     void om_vmath_ulp_sweep(int op, int64_t start, int64_t stop, int nthreads, double *max_ulp,
                             uint32_t *worst_bits, int64_t *mismatches)
 
-OPS = ("exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh")
+OPS = ("exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh", "relu")
 
 
 def set_isa(int isa):

@@ -20,7 +20,6 @@ Number = Union[int, float]
 
 _HALF = np.float32(0.5)
 _ONE = np.float32(1.0)
-_ZERO = np.zeros((), float32)  # a 0-d array: numpy's fastest second operand
 # Whether a kernel's backward reads the forward output (else the input).
 _SAVES_OUTPUT = {op: _vmath.saves_output(op) for op in _vmath.OPS}
 
@@ -291,21 +290,12 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 
 def relu(input: Tensor) -> Tensor:
+    """x < 0 ? 0 : x (-0 and NaN pass), its gradient g where the output is > 0 or NaN, as
+    PyTorch; float32 by the vmath kernel (one pass each way), integers by numpy."""
     x = as_tensor(input, "relu")
-    a = x._data
-    out = np.maximum(a, _ZERO if a.dtype == float32 else 0)
-    return record("relu", out, (x,), lambda g: (_relu_grad(out, g),))
-
-
-def _relu_grad(out: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """g where the output is > 0 or NaN, +0 elsewhere, as PyTorch (a multiply by the mask is
-    several times faster than np.where)."""
-    keep = ~(out <= 0)
-    grad = g * keep
-    grad += _ZERO  # -0 (a negative g times 0) becomes +0
-    if not np.isfinite(g).all():
-        grad[~keep] = 0  # inf·0 is NaN where PyTorch gives 0
-    return grad
+    if x._data.dtype == float32:
+        return _transcendental("relu", x, "relu")
+    return Tensor._wrap(np.maximum(x._data, 0))
 
 
 def clamp(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor:

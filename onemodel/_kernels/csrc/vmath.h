@@ -539,6 +539,11 @@ static inline float om_gelu_tanhf(float x) {
 /* ---- backward: grad_in from the saved tensor and the incoming gradient ------------------ */
 /* The formulas and their evaluation order are PyTorch's. */
 
+/* relu(x) = x < 0 ? +0 : x (so -0 and NaN pass through, as PyTorch's); its gradient is g
+ * where the output is > 0 or NaN and +0 elsewhere (also where g is inf). */
+static inline float om_reluf(float x) { return x < 0.0f ? 0.0f : x; }
+static inline float om_relu_gradf(float y, float g) { return y <= 0.0f ? 0.0f : g; }
+
 static inline float om_exp_gradf(float y, float g) { return g * y; }
 static inline float om_log_gradf(float x, float g) { return g / x; }
 static inline float om_tanh_gradf(float y, float g) { return g * (1.0f - y * y); }

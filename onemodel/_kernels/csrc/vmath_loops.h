@@ -53,6 +53,7 @@ OML_BOTH(erf)
 OML_BOTH(softplus)
 OML_BOTH(gelu)
 OML_BOTH(gelu_tanh)
+OML_BOTH(relu)
 #undef OML_BOTH
 #undef OML_UNARY
 #undef OML_BACKWARD

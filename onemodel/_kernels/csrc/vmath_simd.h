@@ -333,6 +333,13 @@ static inline OMV OMV_FN(om_gelu_tanh)(OMV x) {
 
 /* ---- backward ---- */
 
+static inline OMV OMV_FN(om_relu)(OMV x) {
+    return OMV_SEL(OMV_LT(x, OMV_C(0.0f)), OMV_C(0.0f), x);
+}
+static inline OMV OMV_FN(om_relu_grad)(OMV y, OMV g) {
+    return OMV_SEL(OMV_LE(y, OMV_C(0.0f)), OMV_C(0.0f), g);
+}
+
 static inline OMV OMV_FN(om_exp_grad)(OMV y, OMV g) { return OMV_MUL(g, y); }
 static inline OMV OMV_FN(om_log_grad)(OMV x, OMV g) { return OMV_DIV(g, x); }
 static inline OMV OMV_FN(om_tanh_grad)(OMV y, OMV g) {
