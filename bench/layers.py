@@ -1,137 +1,189 @@
-"""Recurrent and transformer layers: onemodel against numpy and PyTorch, 1 and 2 threads.
+"""Every layer of the five reference models, at its shape there: onemodel against PyTorch.
 
-LSTM: T=64 steps, batch 32, input 256, hidden 192, 2 layers, bidirectional (the CRNN's
-recurrent head, training.txt section 10). Transformer: one TransformerEncoderLayer, batch 32,
-length 128, d_model 256, 4 heads, feed-forward 1024, dropout 0 (post-norm, relu). Each is timed
-forward alone and forward + backward (all parameter and input gradients), with the same
-weights in both engines (moved through onemodel.interop). numpy runs the LSTM forward (its
-transcendentals are numpy's, so it is only a speed reference). Best of interleaved runs, in
-milliseconds, with the onemodel / PyTorch ratio. Run: python bench/layers.py [--quick]
+The models are those of bench/models.py (MLP batch 256; ConvNet [64, 3, 32, 32]; Transformer
+classifier, batch 32, sequence 64, d 128; CRNN [32, 1, 32, 128] with a bidirectional LSTM of 128
+and CTC; LSTM language model, batch 32, sequence 64). Each row is one layer on the input it sees
+in its model (a shape that occurs twice is timed once): forward, then backward from a fixed
+upstream gradient to every parameter and to the input, with the same weights in both libraries
+(moved through onemodel.interop), in training mode and exact mode. Best of interleaved runs, in
+milliseconds, with the onemodel / PyTorch ratio, at 1 and 2 threads.
+Run: python bench/layers.py [--quick]
 """
 from __future__ import annotations
 
 import argparse
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
-from threadpoolctl import threadpool_limits
+import torch.nn as tnn
+import torch.nn.functional as TF
 
 import onemodel as om
+import onemodel.functional as F
 from onemodel import interop, nn
 
 from _timing import best_seconds
 
-
-def numpy_lstm(x: np.ndarray, sd: dict, layers: int, hidden: int) -> np.ndarray:
-    """Forward of a bidirectional LSTM in numpy (zero initial state)."""
-    def sigmoid(v):
-        return 1.0 / (1.0 + np.exp(-v))
-
-    for k in range(layers):
-        outs = []
-        for suffix in ("", "_reverse"):
-            p = f"_l{k}{suffix}"
-            xw = x @ sd["weight_ih" + p].T + sd["bias_ih" + p] + sd["bias_hh" + p]
-            w_hh = sd["weight_hh" + p].T
-            h = np.zeros((x.shape[1], hidden), np.float32)
-            c = np.zeros_like(h)
-            steps = range(x.shape[0] - 1, -1, -1) if suffix else range(x.shape[0])
-            y = np.empty((x.shape[0], x.shape[1], hidden), np.float32)
-            for t in steps:
-                g = xw[t] + h @ w_hh
-                i, f, gg, o = np.split(g, 4, axis=1)
-                c = sigmoid(f) * c + sigmoid(i) * np.tanh(gg)
-                h = sigmoid(o) * np.tanh(c)
-                y[t] = h
-            outs.append(y)
-        x = np.concatenate(outs, axis=2)
-    return x
+Step = Callable[[], None]
 
 
-def lstm_cases(rng: np.random.Generator):
-    steps, batch, width, hidden, layers = 64, 32, 256, 192, 2
-    ours = nn.LSTM(width, hidden, layers, bidirectional=True, seed=0)
-    theirs = torch.nn.LSTM(width, hidden, layers, bidirectional=True)
-    theirs.load_state_dict({k: torch.from_numpy(v)
-                            for k, v in interop.to_torch_state_dict(ours).items()})
-    x = rng.standard_normal((steps, batch, width), dtype=np.float32)
-    gy = rng.standard_normal((steps, batch, 2 * hidden), dtype=np.float32)
-    sd = ours.state_dict()
-    tx = torch.from_numpy(x).requires_grad_()
+def same_weights(ours: nn.Module, theirs: tnn.Module) -> None:
+    state = {k: torch.from_numpy(v) for k, v in interop.to_torch_state_dict(ours).items()}
+    theirs.load_state_dict(state)
 
-    def om_fwd():
-        with om.no_grad():
-            ours(om.tensor(x))
 
-    def om_both():
+def first(out):
+    """The output of modules that return (output, state)."""
+    return out[0] if isinstance(out, tuple) else out
+
+
+def module_steps(ours: nn.Module, theirs: tnn.Module, shape: tuple, vocab: int = 0,
+                 call: Callable = lambda module, x: first(module(x)),
+                 rng: np.random.Generator = np.random.default_rng(0)) -> tuple[Step, Step]:
+    """Forward + backward of one module on a (shape) input: floats, or ids below `vocab`;
+    `call` applies the module and returns the output to differentiate."""
+    same_weights(ours, theirs)
+    ours.train()
+    theirs.train()
+    if vocab:
+        x = rng.integers(0, vocab, shape)
+        x_om, x_torch = om.from_numpy(x), torch.from_numpy(x)
+    else:
+        x = rng.standard_normal(shape, dtype=np.float32)
+        x_om = om.tensor(x, requires_grad=True)
+        x_torch = torch.from_numpy(x).requires_grad_()
+    with torch.no_grad():
+        gy = rng.standard_normal(tuple(call(theirs, x_torch).shape), dtype=np.float32)
+    gy_torch = torch.from_numpy(gy)
+
+    def om_step():
         ours.zero_grad()
-        xo = om.tensor(x, requires_grad=True)
-        ours(xo)[0].backward(gy)
+        x_om.grad = None
+        call(ours, x_om).backward(gy)
 
-    def th_fwd():
-        with torch.no_grad():
-            theirs(tx)
-
-    def th_both():
+    def torch_step():
         theirs.zero_grad()
-        tx.grad = None
-        theirs(tx)[0].backward(torch.from_numpy(gy))
+        x_torch.grad = None
+        call(theirs, x_torch).backward(gy_torch)
 
-    name = f"LSTM T={steps} B={batch} {width}->{hidden} x{layers} bi"
-    yield f"{name} fwd", om_fwd, lambda: numpy_lstm(x, sd, layers, hidden), th_fwd
-    yield f"{name} fwd+bwd", om_both, None, th_both
+    return om_step, torch_step
 
 
-def transformer_cases(rng: np.random.Generator):
-    batch, length, d, heads, ff = 32, 128, 256, 4, 1024
-    ours = nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, seed=0)
-    theirs = torch.nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, batch_first=True)
-    theirs.load_state_dict({k: torch.from_numpy(v)
-                            for k, v in interop.to_torch_state_dict(ours).items()})
-    x = rng.standard_normal((batch, length, d), dtype=np.float32)
-    gy = rng.standard_normal(x.shape, dtype=np.float32)
-    tx = torch.from_numpy(x).requires_grad_()
+def loss_steps(om_loss: Callable, torch_loss: Callable, shape: tuple,
+               rng: np.random.Generator = np.random.default_rng(1)) -> tuple[Step, Step]:
+    """Forward + backward of a loss of (shape) scores."""
+    x = rng.standard_normal(shape, dtype=np.float32)
+    x_om = om.tensor(x, requires_grad=True)
+    x_torch = torch.from_numpy(x).requires_grad_()
 
-    def om_fwd():
-        with om.no_grad():
-            ours(om.tensor(x))
+    def om_step():
+        x_om.grad = None
+        om_loss(x_om).backward()
 
-    def om_both():
-        ours.zero_grad()
-        ours(om.tensor(x, requires_grad=True)).backward(gy)
+    def torch_step():
+        x_torch.grad = None
+        torch_loss(x_torch).backward()
 
-    def th_fwd():
-        with torch.no_grad():
-            theirs(tx)
+    return om_step, torch_step
 
-    def th_both():
-        theirs.zero_grad()
-        tx.grad = None
-        theirs(tx).backward(torch.from_numpy(gy))
 
-    name = f"encoder layer B={batch} L={length} d={d} h={heads} ff={ff}"
-    yield f"{name} fwd", om_fwd, None, th_fwd
-    yield f"{name} fwd+bwd", om_both, None, th_both
+def conv_bn_pool(prefix: str, batch: int, cin: int, cout: int, size: tuple, pool) -> Iterator:
+    """One conv block of the ConvNet or the CRNN: conv 3x3, batch norm, ReLU, max pool."""
+    h, w = size
+    yield (f"{prefix} Conv2d {cin}->{cout} 3x3 [{batch},{cin},{h},{w}]",
+           lambda: module_steps(nn.Conv2d(cin, cout, 3, padding=1),
+                                tnn.Conv2d(cin, cout, 3, padding=1), (batch, cin, h, w)))
+    yield (f"{prefix} BatchNorm2d [{batch},{cout},{h},{w}]",
+           lambda: module_steps(nn.BatchNorm2d(cout), tnn.BatchNorm2d(cout),
+                                (batch, cout, h, w)))
+    yield (f"{prefix} ReLU [{batch},{cout},{h},{w}]",
+           lambda: module_steps(nn.ReLU(), tnn.ReLU(), (batch, cout, h, w)))
+    if pool:
+        yield (f"{prefix} MaxPool2d {pool} [{batch},{cout},{h},{w}]",
+               lambda: module_steps(nn.MaxPool2d(pool, pool), tnn.MaxPool2d(pool, pool),
+                                    (batch, cout, h, w)))
+
+
+CTC_TARGETS = np.random.default_rng(2).integers(1, 80, (32, 12))
+
+
+def cases() -> Iterator[tuple[str, Callable[[], tuple[Step, Step]]]]:
+    # MLP 784-1024-1024-10, batch 256
+    for fin, fout in ((784, 1024), (1024, 1024), (1024, 10)):
+        yield (f"MLP Linear {fin}->{fout} [256,{fin}]",
+               lambda fin=fin, fout=fout: module_steps(nn.Linear(fin, fout),
+                                                       tnn.Linear(fin, fout), (256, fin)))
+    yield "MLP ReLU [256,1024]", lambda: module_steps(nn.ReLU(), tnn.ReLU(), (256, 1024))
+    yield ("MLP cross_entropy [256,10]",
+           lambda: loss_steps(lambda s: F.cross_entropy(s, np.arange(256) % 10),
+                              lambda s: TF.cross_entropy(s, torch.arange(256) % 10), (256, 10)))
+    # ConvNet [64, 3, 32, 32]
+    yield from conv_bn_pool("ConvNet", 64, 3, 32, (32, 32), 2)
+    yield from conv_bn_pool("ConvNet", 64, 32, 64, (16, 16), 2)
+    yield from conv_bn_pool("ConvNet", 64, 64, 128, (8, 8), None)
+    yield ("ConvNet AdaptiveAvgPool2d [64,128,8,8]",
+           lambda: module_steps(nn.AdaptiveAvgPool2d(1), tnn.AdaptiveAvgPool2d(1),
+                                (64, 128, 8, 8)))
+    yield ("ConvNet Linear 128->10 [64,128]",
+           lambda: module_steps(nn.Linear(128, 10), tnn.Linear(128, 10), (64, 128)))
+    # Transformer classifier: batch 32, sequence 64
+    yield ("Transformer Embedding 1000x128 [32,64]",
+           lambda: module_steps(nn.Embedding(1000, 128), tnn.Embedding(1000, 128), (32, 64),
+                                vocab=1000))
+    yield ("Transformer MultiheadAttention d128 h4 [32,64,128]",
+           lambda: module_steps(nn.MultiheadAttention(128, 4, dropout=0.1),
+                                tnn.MultiheadAttention(128, 4, dropout=0.1, batch_first=True),
+                                (32, 64, 128), call=lambda m, x: m(x, x, x)[0]))
+    yield ("Transformer EncoderLayer d128 h4 ff512 [32,64,128]",
+           lambda: module_steps(nn.TransformerEncoderLayer(128, 4, 512, dropout=0.1),
+                                tnn.TransformerEncoderLayer(128, 4, 512, dropout=0.1,
+                                                            batch_first=True), (32, 64, 128)))
+    yield ("Transformer LayerNorm 128 [32,64,128]",
+           lambda: module_steps(nn.LayerNorm(128), tnn.LayerNorm(128), (32, 64, 128)))
+    # CRNN [32, 1, 32, 128]
+    yield from conv_bn_pool("CRNN", 32, 1, 32, (32, 128), (2, 2))
+    yield from conv_bn_pool("CRNN", 32, 32, 64, (16, 64), (2, 2))
+    yield from conv_bn_pool("CRNN", 32, 64, 128, (8, 32), (2, 1))
+    yield from conv_bn_pool("CRNN", 32, 128, 128, (4, 32), (2, 1))
+    yield ("CRNN LSTM 256->128 x2 bi [32,32,256]",
+           lambda: module_steps(nn.LSTM(256, 128, 2, bidirectional=True),
+                                tnn.LSTM(256, 128, 2, bidirectional=True), (32, 32, 256)))
+    yield ("CRNN Linear 256->80 [32,32,256]",
+           lambda: module_steps(nn.Linear(256, 80), tnn.Linear(256, 80), (32, 32, 256)))
+    yield ("CRNN log_softmax + ctc_loss [32,32,80]",
+           lambda: loss_steps(
+               lambda s: F.ctc_loss(F.log_softmax(s, 2), CTC_TARGETS, [32] * 32, [12] * 32),
+               lambda s: TF.ctc_loss(s.log_softmax(2), torch.from_numpy(CTC_TARGETS),
+                                     [32] * 32, [12] * 32), (32, 32, 80)))
+    # LSTM language model: sequence 64, batch 32
+    yield ("LM Embedding 5000x256 [64,32]",
+           lambda: module_steps(nn.Embedding(5000, 256), tnn.Embedding(5000, 256), (64, 32),
+                                vocab=5000))
+    yield ("LM LSTM 256->512 x2 [64,32,256]",
+           lambda: module_steps(nn.LSTM(256, 512, 2), tnn.LSTM(256, 512, 2), (64, 32, 256)))
+    yield ("LM Linear 512->5000 [64,32,512]",
+           lambda: module_steps(nn.Linear(512, 5000), tnn.Linear(512, 5000), (64, 32, 512)))
+    yield ("LM cross_entropy [2048,5000]",
+           lambda: loss_steps(lambda s: F.cross_entropy(s, np.arange(2048) % 5000),
+                              lambda s: TF.cross_entropy(s, torch.arange(2048) % 5000),
+                              (2048, 5000)))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter timing budget")
     args = parser.parse_args()
-    budget = 0.5 if args.quick else 3.0
-    rng = np.random.default_rng(0)
-    cases = list(lstm_cases(rng)) + list(transformer_cases(rng))
-    print(f"{'case':<58} {'thr':>3} {'onemodel':>9} {'numpy':>9} {'torch':>9} {'om/torch':>8}")
+    budget = 0.3 if args.quick else 1.5
+    print(f"isa {om.config()['isa']}, exact mode; forward + backward per layer, ms")
+    print(f"{'layer [input shape]':<56} {'thr':>3} {'onemodel':>9} {'torch':>9} {'om/torch':>8}")
     for threads in (1, 2):
         om.set_num_threads(threads)
         torch.set_num_threads(threads)
-        with threadpool_limits(threads):
-            for name, om_fn, np_fn, th_fn in cases:
-                fns = [om_fn, th_fn] + ([np_fn] if np_fn else [])
-                times = best_seconds(fns, budget)
-                t_np = f"{times[2] * 1e3:9.2f}" if np_fn else f"{'-':>9}"
-                print(f"{name:<58} {threads:>3} {times[0] * 1e3:9.2f} {t_np} "
-                      f"{times[1] * 1e3:9.2f} {times[0] / times[1]:8.2f}", flush=True)
+        for name, build in cases():
+            t_om, t_torch = best_seconds(list(build()), budget)
+            print(f"{name:<56} {threads:>3} {t_om * 1e3:9.3f} {t_torch * 1e3:9.3f} "
+                  f"{t_om / t_torch:8.2f}", flush=True)
 
 
 if __name__ == "__main__":

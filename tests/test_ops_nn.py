@@ -109,6 +109,27 @@ def test_embedding_gradient_adds_repeats_in_index_order():
     np.testing.assert_array_equal(w.grad.numpy(), [[0, 0], [0, 3], [2, 3]])
 
 
+def test_embedding_gradient_bits_equal_a_loop_over_positions(rng):
+    """Many repeats in shuffled order, a row used once with -0 (the sum starts from +0), rows
+    never used: each row of the gradient is the float32 sum of its positions' rows, from +0 in
+    position order."""
+    num, width = 50, 33
+    idx = rng.integers(0, num - 5, (40, 16))
+    g = (rng.standard_normal(idx.shape + (width,)) * 10.0 ** rng.integers(-6, 7, idx.shape +
+                                                                         (1,))).astype(np.float32)
+    idx[0, 0] = num - 1
+    g[0, 0] = -0.0
+    idx[idx == num - 1] = num - 1  # only position (0, 0) uses the last row
+    idx.flat[1:][idx.flat[1:] == num - 1] = 0
+    w = tensor(np.zeros((num, width), np.float32), requires_grad=True)
+    F.embedding(idx, w).backward(g)
+    want = np.zeros((num, width), np.float32)
+    for row, grad_row in zip(idx.reshape(-1), g.reshape(-1, width)):
+        want[row] = want[row] + grad_row
+    assert w.grad.numpy().tobytes() == want.tobytes()
+    assert not np.signbit(w.grad.numpy()[num - 1]).any()
+
+
 @pytest.mark.parametrize("call,error,words", [
     (lambda x: F.softmax(x, 2), ValueError, ["softmax", "dim 2"]),
     (lambda x: F.log_softmax(tensor(np.ones(3, np.int64)), 0), TypeError,

@@ -425,3 +425,45 @@ def test_validation_messages():
         R.layer_norm_backward(x, x, mean, rstd, None, x.copy(), dw, dw, 4, 5, 1)
     with pytest.raises(TypeError, match=r"sumsq_f64: .*float32"):
         R.sumsq_f64(np.zeros(3))
+
+
+def test_index_add_rows_sums_in_position_order_at_any_thread_count():
+    """The embedding gradient: out[index[p]] += rows[p] in position order; widths over one
+    column block (256) split over threads without changing a bit."""
+    rng = np.random.default_rng(7)
+    for n, width, m in ((0, 5, 3), (1, 1, 1), (700, 300, 40), (64, 600, 5)):
+        index = rng.integers(0, m, n)
+        rows = (rng.standard_normal((n, width)) * 10.0 ** rng.integers(-6, 7, (n, 1))).astype(
+            np.float32)
+        want = np.zeros((m, width), np.float32)
+        for i, r in zip(index, rows):
+            want[i] = want[i] + r
+        for threads in (1, 2, 3):
+            out = np.zeros((m, width), np.float32)
+            R.index_add_rows(index, rows, out, threads)
+            assert out.tobytes() == want.tobytes(), (n, width, m, threads)
+
+
+@pytest.mark.parametrize("index,rows,out,error,words", [
+    (np.array([0, 3]), np.ones((2, 4), np.float32), np.zeros((3, 4), np.float32), IndexError,
+     ["index_add_rows", "index 3", "[0, 3)"]),
+    (np.array([-1]), np.ones((1, 4), np.float32), np.zeros((3, 4), np.float32), IndexError,
+     ["index -1"]),
+    (np.array([0], np.int32), np.ones((1, 4), np.float32), np.zeros((3, 4), np.float32),
+     TypeError, ["index_add_rows", "int64", "int32"]),
+    (np.array([0, 1]), np.ones((1, 4), np.float32), np.zeros((3, 4), np.float32), ValueError,
+     ["index_add_rows", "rows (1, 4)", "index (2,)"]),
+    (np.array([0]), np.ones((1, 5), np.float32), np.zeros((3, 4), np.float32), ValueError,
+     ["out (3, 4)"]),
+    (np.array([0]), np.ones((1, 4), np.float64), np.zeros((3, 4), np.float32), TypeError,
+     ["rows", "float64"]),
+    (np.array([0]), np.ones((1, 4), np.float32), np.zeros((3, 8), np.float32)[:, ::2],
+     ValueError, ["out", "C-contiguous"]),
+])
+def test_index_add_rows_rejects_bad_input_before_writing(index, rows, out, error, words):
+    before = out.copy()
+    with pytest.raises(error) as e:
+        R.index_add_rows(index, rows, out, 2)
+    for w in words:
+        assert w in str(e.value)
+    assert out.tobytes() == before.tobytes()

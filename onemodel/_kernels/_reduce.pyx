@@ -34,6 +34,8 @@ cdef extern from "reduce.h" nogil:
                                     const float *rstd, const float *w, float *dx, float *dw,
                                     float *db, int64_t rows, int64_t n, int nthreads)
     double om_sumsq_f64(const float *x, int64_t n)
+    int om_index_add_rows_f32(const int64_t *index, int64_t n, const float *rows, int64_t width,
+                              float *out, int64_t out_rows, int nthreads)
 
 
 def set_isa(int isa) -> None:
@@ -253,3 +255,36 @@ def sumsq_f64(x) -> float:
     with nogil:
         s = om_sumsq_f64(px, size)
     return s
+
+
+def index_add_rows(index, rows, out, int nthreads) -> None:
+    """out[index[p]] += rows[p] for every p in order (the embedding gradient): index int64
+    (n,), rows float32 (n, width), out float32 (m, width); every index in [0, m)."""
+    op = "index_add_rows"
+    if not isinstance(index, np.ndarray) or index.dtype != np.int64 or index.ndim != 1 or \
+            not index.flags.c_contiguous:
+        raise TypeError(f"{op}: index must be a C-contiguous int64 vector, got "
+                        f"{getattr(index, 'dtype', type(index).__name__)} of shape "
+                        f"{getattr(index, 'shape', None)}")
+    for name, a in (("rows", rows), ("out", out)):
+        if not isinstance(a, np.ndarray) or a.ndim != 2:
+            raise ValueError(f"{op}: {name} must be a 2-D numpy array, got shape "
+                             f"{getattr(a, 'shape', None)}")
+    where = f"index {tuple(index.shape)}, rows {tuple(rows.shape)}, out {tuple(out.shape)}"
+    if rows.shape[0] != index.shape[0] or rows.shape[1] != out.shape[1]:
+        raise ValueError(f"{op}: {where}: rows must be (len(index), out.shape[1])")
+    _check(op, where, "rows", rows, rows.size)
+    _check(op, where, "out", out, out.size, output=True)
+    _check_dims(op, where, (), nthreads)
+    _check_overlap(op, where, (("out", out),), (("rows", rows), ("index", index)), ())
+    cdef cnp.int64_t[::1] idx = index
+    cdef const int64_t *pi = <const int64_t *>&idx[0] if index.size else NULL
+    cdef const float *pr = _ptr(rows)
+    cdef float *po = _ptr(out)
+    cdef int64_t n = index.shape[0], width = rows.shape[1], m = out.shape[0]
+    cdef int status
+    with nogil:
+        status = om_index_add_rows_f32(pi, n, pr, width, po, m, nthreads)
+    if status:
+        bad = index[(index < 0) | (index >= m)][0]
+        raise IndexError(f"{op}: {where}: index {int(bad)} is outside [0, {m})")

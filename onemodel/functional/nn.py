@@ -127,7 +127,9 @@ def embedding(input: Any, weight: Tensor, padding_idx: Optional[int] = None) -> 
 
     def backward(g: np.ndarray) -> tuple:
         grad = np.zeros((num, width), float32)
-        np.add.at(grad, flat, g.reshape(-1, width))
+        # Each row's gradient: its positions' rows added in position order, from +0.
+        _reduce.index_add_rows(flat, np.ascontiguousarray(g, float32).reshape(-1, width), grad,
+                               threads())
         if padding_idx is not None:
             grad[padding_idx] = 0
         return (grad,)

@@ -30,6 +30,10 @@
  *
  * om_sumsq_f64 is deliberately scalar: gradient clipping defines the norm as the squares
  * added in double strictly in index order, which no lane split may reorder.
+ *
+ * om_index_add_rows_f32 (the embedding gradient) adds rows into the rows they index, in
+ * position order, each element a sequential float sum; threads take slices of OM_COL_BLOCK
+ * columns, which changes no order.
  */
 #include <stddef.h>
 
@@ -192,6 +196,26 @@ void om_layer_norm_backward_f32(const float *g, const float *x, const float *mea
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
     for (r = 0; r < rows; r++)
         row(g + r * n, x + r * n, mean[r], rstd[r], w, dx + r * n, n);
+}
+
+int om_index_add_rows_f32(const int64_t *index, int64_t n, const float *rows, int64_t width,
+                          float *out, int64_t out_rows, int nthreads) {
+    for (int64_t p = 0; p < n; p++)
+        if (index[p] < 0 || index[p] >= out_rows) return -1;
+    const int64_t nb = (width + OM_COL_BLOCK - 1) / OM_COL_BLOCK;
+    const int t = om_threads_for(n * width, OM_REDUCE_GRAIN, nthreads < nb ? nthreads : (int)nb);
+    int64_t b;
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+    for (b = 0; b < nb; b++) {
+        const int64_t j0 = b * OM_COL_BLOCK;
+        const int64_t j1 = width - j0 < OM_COL_BLOCK ? width : j0 + OM_COL_BLOCK;
+        for (int64_t p = 0; p < n; p++) {
+            float *dst = out + index[p] * width;
+            const float *src = rows + p * width;
+            for (int64_t j = j0; j < j1; j++) dst[j] += src[j];
+        }
+    }
+    return 0;
 }
 
 double om_sumsq_f64(const float *x, int64_t n) {

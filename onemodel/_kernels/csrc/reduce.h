@@ -33,6 +33,10 @@ void om_layer_norm_backward_f32(const float *g, const float *x, const float *mea
                                 float *db, int64_t rows, int64_t n, int nthreads);
 /* Sum of x[i]^2 in double, strictly in index order. */
 double om_sumsq_f64(const float *x, int64_t n);
+/* out[index[p], :] += rows[p, :] for p = 0..n-1 in order (rows (n, width), out (out_rows,
+ * width)). Returns -1, having written nothing, when an index is outside [0, out_rows). */
+int om_index_add_rows_f32(const int64_t *index, int64_t n, const float *rows, int64_t width,
+                          float *out, int64_t out_rows, int nthreads);
 
 /* One path's single-threaded pieces, declared for every suffix. `stride` is the distance
  * between consecutive elements of the reduced axis when it is not innermost; a column block
