@@ -437,23 +437,28 @@ static void tile_copy(const seg_matrix *c, int64_t i0, int64_t h, int64_t j0, in
     }
 }
 
+/* Panels packed at once by pack_cols(): rows of the source far apart, or panels of a small
+ * depth, share cache sets, so a few panels are filled row by row. */
+#define PACK_PANELS 8
+
 /* Panels of `width` columns of the depth x cols matrix src (row stride rs, columns in segments
  * as in seg_matrix): panel q holds, for each k < depth in turn, columns [q·width, q·width +
  * width), zero past the last column. */
 static void pack_cols(int width, int64_t depth, int64_t cols, const float *src, int64_t rs,
                       int64_t seg, int64_t seg_stride, float *dst) {
-    for (int64_t j0 = 0; j0 < cols; j0 += width, dst += depth * width) {
-        const int64_t w = min64(cols - j0, width);
-        for (int64_t k = 0; k < depth; k++) {
-            float *d = dst + k * width;
-            for (int64_t j = 0; j < w;) {
-                const int64_t col = j0 + j, len = min64(w - j, seg - col % seg);
-                copy_run(d + j, src + k * rs + col / seg * seg_stride + col % seg, len);
-                j += len;
+    for (int64_t jb = 0; jb < cols; jb += PACK_PANELS * width)
+        for (int64_t k = 0; k < depth; k++)
+            for (int64_t j0 = jb; j0 < cols && j0 < jb + PACK_PANELS * width; j0 += width) {
+                const int64_t w = min64(cols - j0, width);
+                float *d = dst + j0 / width * depth * width + k * width;
+                for (int64_t j = 0; j < w;) {
+                    const int64_t col = j0 + j, len = min64(w - j, seg - col % seg);
+                    memcpy(d + j, src + k * rs + col / seg * seg_stride + col % seg,
+                           (size_t)len * sizeof(float));
+                    j += len;
+                }
+                for (int64_t j = w; j < width; j++) d[j] = 0.0f;
             }
-            for (int64_t j = w; j < width; j++) d[j] = 0.0f;
-        }
-    }
 }
 
 /* Panels of `width` rows of the rows x depth matrix src (row stride rs): panel q holds, for
@@ -512,23 +517,30 @@ static void product(const om_gemm_ukernel *u, int64_t m, int64_t n, int64_t d, c
     }
 }
 
-/* Images per chunk: at most `floats` of column matrix and, when the batch allows, at least
- * MIN_CHUNKS chunks so that threads can take whole chunks. A function of the shapes alone. */
+/* Images per job of `per_image` floats: at most `floats` of them and, when the batch allows, at
+ * least MIN_CHUNKS jobs so that threads can take whole jobs. A function of the shapes alone. */
 #define MIN_CHUNKS 8
-static int64_t chunk_images(const om_conv2d_shape *s, int64_t floats) {
-    const int64_t per_image = s->c * s->kh * s->kw * s->oh * s->ow;
+static int64_t images_per_job(const om_conv2d_shape *s, int64_t per_image, int64_t floats) {
     const int64_t most = (s->n + MIN_CHUNKS - 1) / MIN_CHUNKS;
     int64_t nb = per_image > 0 ? floats / per_image : most;
     if (nb > most) nb = most;
     return nb < 1 ? 1 : nb;
 }
 
-/* The forward pass and the input gradient run their products over batches of images (columns
- * (image, position)), whose column matrices stay in L2. The weight gradient's chunks (partial
- * sums added in chunk order) are larger. Every element's chain is the same whatever the
- * batch, the chunks depend on the shapes alone. */
-#define BATCH_FLOATS (1 << 17)
+/* The weight gradient's chunks (partial sums added in chunk order, so the count fixes bits):
+ * at most CHUNK_FLOATS of column matrix. */
 #define CHUNK_FLOATS (1 << 19)
+static int64_t chunk_images(const om_conv2d_shape *s) {
+    return images_per_job(s, s->c * s->kh * s->kw * s->oh * s->ow, CHUNK_FLOATS);
+}
+
+/* The forward pass and the input gradient run their products over batches of images (columns
+ * (image, position)) whose operands, the column matrix and the output's or its gradient's
+ * channels, stay in L2 together. Every element's chain is the same whatever the batch. */
+#define BATCH_FLOATS (1 << 18)
+static int64_t batch_images(const om_conv2d_shape *s) {
+    return images_per_job(s, (s->c * s->kh * s->kw + s->k) * s->oh * s->ow, BATCH_FLOATS);
+}
 /* Threads take whole chunks only while the chunks' partial weight gradients, kept until they
  * are added in order, stay below this many floats. */
 #define PARTS_FLOATS (1 << 22)
@@ -546,7 +558,7 @@ int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float 
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G, wpanel = round_up(kg, u->mr) * rg;
     if (s->n * s->k * P == 0) return 0;
-    const int64_t nb = chunk_images(s, BATCH_FLOATS), batches = (s->n + nb - 1) / nb;
+    const int64_t nb = batch_images(s), batches = (s->n + nb - 1) / nb;
     const layout l = source_layout(s, nb);
     col_plan plan;
     float *wp = scratch(G * wpanel);
@@ -683,7 +695,7 @@ static void add_into(float *restrict sum, const float *restrict part, int64_t si
 static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *x,
                            const float *gy, float *gw, int nthreads) {
     const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
-    const int64_t nb = chunk_images(s, CHUNK_FLOATS);
+    const int64_t nb = chunk_images(s);
     const int64_t G = s->groups, kg = s->k / G, rg = rows / G;
     const int64_t wsize = s->k * rg, nchunks = (s->n + nb - 1) / nb;
     int outer = outer_threads(nchunks, nthreads);
@@ -733,7 +745,7 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
                           const float *gy, float *gx, int nthreads) {
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G, wpanel = round_up(rg, u->mr) * kg;
-    const int64_t hw = s->h * s->w, nb = chunk_images(s, BATCH_FLOATS);
+    const int64_t hw = s->h * s->w, nb = batch_images(s);
     const int64_t batches = (s->n + nb - 1) / nb;
     const layout l = source_layout(s, 1);
     const int64_t ld = P + l.margin, dsize = l.margin + nb * rows * ld;
