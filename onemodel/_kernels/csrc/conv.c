@@ -9,7 +9,9 @@
  * packed here (the weight once per call, the images' operands once per batch), so each lands
  * in its final layout:
  *   forward   Y[n, g] (K/G x P)         = W[g] (K/G x C/G·kh·kw) · col[n, g], one product over
- *             the columns (n, position) of a batch of images, tiles scattered to each image;
+ *             the columns (n, position) of a batch of images, col gathered one panel of
+ *             columns at a time into L1 for every row panel of W, tiles scattered to each
+ *             image;
  *   weight    dW[g] (K/G x C/G·kh·kw)   = sum over a chunk's images of dY[n, g] · col[n, g]^T
  *             (or its transpose, when a group has fewer taps than output channels); for
  *             flat_rows() shapes with 8 or more channels per group col is packed straight
@@ -43,8 +45,8 @@
  *
  * Threads take whole batches (forward, input gradient) or whole chunks (weight gradient) when
  * there are at least as many as threads; otherwise they run in order and threads split the
- * work inside each: rows of the column matrix, channel planes of the input gradient, row
- * panels of the products. Either way the arithmetic is the same. Elsewhere threads split
+ * work inside each: column panels of the forward product, rows of the column matrix, channel
+ * planes of the input gradient, row panels of the other products. Either way the arithmetic is the same. Elsewhere threads split
  * pooling planes and the channels of the bias gradient and of batch norm.
  */
 #include "conv.h"
@@ -298,33 +300,34 @@ static inline void copy_run(float *restrict d, const float *restrict src, int64_
 static const om_conv_keep_fn keep_fns[OM_ISA_COUNT] = OM_ISA_TABLE(om_conv_keep_f32);
 static const om_conv_tap_sums_fn tap_sums_fns[OM_ISA_COUNT] = OM_ISA_TABLE(om_conv_tap_sums_f32);
 
+/* Row r of the column matrix along run rn into d (the run's first output); j = r mod kw. */
+static inline void gather_run(const om_conv2d_shape *s, const float *src, const col_plan *p,
+                              const run *rn, int64_t r, int64_t j, float *d) {
+    const float *sp = src + p->base[r] + rn->src;
+    if (p->keep) {
+        keep_fns[om_isa](d, sp, p->keep + j * s->oh * s->ow + rn->q, rn->len);
+    } else if (s->sw == 1) {
+        copy_run(d, sp, rn->len);
+    } else {
+        for (int64_t k = 0; k < rn->len; k++) d[k] = sp[k * s->sw];
+    }
+}
+
 /* Rows [r0, r1) of the column matrix of a batch's first npos outputs (a multiple of P), read
  * from src, row r written at dst + (r - r0) * row_step along the runs. Rows outer, runs inner:
  * a row reads its plane in order. Threads split the rows. */
 static void gather_rows(const om_conv2d_shape *s, const float *src, const col_plan *p,
                         int64_t r0, int64_t r1, int64_t npos, float *dst, int64_t row_step,
                         int nthreads) {
-    const int64_t sw = s->sw, P = s->oh * s->ow;
     const int nt = om_threads_for((r1 - r0) * npos, GRAIN, nthreads);
     int th;
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (th = 0; th < nt; th++) {
         const int64_t a = r0 + (r1 - r0) * th / nt, e = r0 + (r1 - r0) * (th + 1) / nt;
-        for (int64_t r = a; r < e; r++) {
-            float *d = dst + (r - r0) * row_step;
-            const float *sp = src + p->base[r];
-            const int32_t *keep = p->keep ? p->keep + r % s->kw * P : NULL;
-            for (int64_t t = 0; t < p->nruns && p->runs[t].pos < npos; t++) {
-                const run rn = p->runs[t];
-                if (keep) {
-                    keep_fns[om_isa](d + rn.dst, sp + rn.src, keep + rn.q, rn.len);
-                } else if (sw == 1) {
-                    copy_run(d + rn.dst, sp + rn.src, rn.len);
-                } else {
-                    for (int64_t k = 0; k < rn.len; k++) d[rn.dst + k] = sp[rn.src + k * sw];
-                }
-            }
-        }
+        for (int64_t r = a; r < e; r++)
+            for (int64_t t = 0; t < p->nruns && p->runs[t].pos < npos; t++)
+                gather_run(s, src, p, &p->runs[t], r, r % s->kw,
+                           dst + (r - r0) * row_step + p->runs[t].dst);
     }
 }
 
@@ -475,6 +478,21 @@ static void pack_rows(const om_gemm_ukernel *u, int width, int64_t depth, int64_
     }
 }
 
+/* The tile of c at rows [i0, i0 + h), columns [j0, j0 + w) from micro-panels ap and bp over kc:
+ * in place when whole and inside one segment, else through the local tile edge. */
+static void tile_kernel(const om_gemm_ukernel *u, int64_t kc, const float *ap, const float *bp,
+                        const seg_matrix *c, int64_t i0, int64_t h, int64_t j0, int64_t w,
+                        int acc, float *edge) {
+    const int mr = u->mr, nr = u->nr;
+    if (h == mr && w == nr && j0 % c->seg + nr <= c->seg) {
+        u->kernel(kc, ap, bp, seg_at(c, i0, j0), c->ld, acc);
+        return;
+    }
+    if (acc) tile_copy(c, i0, h, j0, w, edge, nr, 1);
+    u->kernel(kc, ap, bp, edge, nr, acc);
+    tile_copy(c, i0, h, j0, w, edge, nr, 0);
+}
+
 /* c (m x n) = a · b, or c += a · b with accumulate, a packed by pack_rows in panels of mr rows
  * and b by pack_cols in panels of nr columns, both over depth d. Each element is the
  * micro-kernel's fma chain over k ascending, from +0 or continued from the stored value:
@@ -502,15 +520,9 @@ static void product(const om_gemm_ukernel *u, int64_t m, int64_t n, int64_t d, c
                     const int64_t w = min64(je - j0, nr);
                     const float *bp = b + j0 * d + k0 * nr;
                     for (int64_t q = q0; q < q1; q++) {
-                        const int64_t i0 = q * mr, h = min64(m - i0, mr);
-                        const float *ap = a + i0 * d + k0 * mr;
-                        if (h == mr && w == nr && j0 % c->seg + nr <= c->seg) {
-                            u->kernel(kc, ap, bp, seg_at(c, i0, j0), c->ld, acc);
-                            continue;
-                        }
-                        if (acc) tile_copy(c, i0, h, j0, w, edge, nr, 1);
-                        u->kernel(kc, ap, bp, edge, nr, acc);
-                        tile_copy(c, i0, h, j0, w, edge, nr, 0);
+                        const int64_t i0 = q * mr;
+                        tile_kernel(u, kc, a + i0 * d + k0 * mr, bp, c, i0, min64(m - i0, mr), j0,
+                                    w, acc, edge);
                     }
                 }
             }
@@ -552,6 +564,51 @@ static int outer_threads(int64_t jobs, int nthreads) {
     return jobs >= nthreads ? nthreads : 1;
 }
 
+/* The forward product of group g over a batch's first npos outputs, column panel by column
+ * panel: each panel of nr outputs of the column matrix (plan: runs for panels of nr) is
+ * gathered into a buffer that stays in L1 and met at once by every row panel of the packed
+ * weight wp, so the column matrix never goes through L2. Each element is the micro-kernel's
+ * fma chain over the group's taps from +0 (depth-blocked as in product()). Threads split the
+ * panels. 0, or -1 when out of memory. */
+static int forward_panels(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *src,
+                          const col_plan *plan, int64_t g, int64_t npos, const float *wp,
+                          const seg_matrix *y, int nthreads) {
+    const int mr = u->mr, nr = u->nr;
+    const int64_t rg = s->c / s->groups * s->kh * s->kw, kg = s->k / s->groups, r0 = g * rg;
+    const int64_t panels = (npos + nr - 1) / nr, blocks = rg > DEPTH_MAX ? (rg - 1) / DEPTH_MAX + 1 : 1;
+    const int nt = om_threads_for(kg * npos * rg, GRAIN_FMAS, nthreads);
+    int failed = 0, th;
+    #pragma omp parallel for schedule(static) num_threads(nt) reduction(|: failed)
+    for (th = 0; th < nt; th++) {
+        OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
+        const int64_t p0 = panels * th / nt, p1 = panels * (th + 1) / nt;
+        float *b = scratch(rg * nr);
+        int64_t t = 0;
+        if (!b) {
+            failed = 1;
+            continue;
+        }
+        while (t < plan->nruns && plan->runs[t].pos < p0 * nr) t++;
+        for (int64_t pn = p0; pn < p1; pn++) {
+            const int64_t j0 = pn * nr, w = min64(npos - j0, nr);
+            for (int64_t r = 0; r < rg && w < nr; r++)
+                memset(b + r * nr + w, 0, (size_t)(nr - w) * sizeof(float));
+            for (; t < plan->nruns && plan->runs[t].pos < j0 + w; t++)
+                for (int64_t r = r0; r < r0 + rg; r++)
+                    gather_run(s, src, plan, &plan->runs[t], r, r % s->kw,
+                               b + (r - r0) * nr + (plan->runs[t].pos - j0));
+            for (int64_t i0 = 0; i0 < kg; i0 += mr)
+                for (int64_t kb = 0; kb < blocks; kb++) {
+                    const int64_t k0 = rg * kb / blocks, kc = rg * (kb + 1) / blocks - k0;
+                    tile_kernel(u, kc, wp + i0 * rg + k0 * mr, b + k0 * nr, y, i0,
+                                min64(kg - i0, mr), j0, w, kb > 0, edge);
+                }
+        }
+        release(b);
+    }
+    return failed ? -1 : 0;
+}
+
 int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float *w,
                           const float *b, float *y, int nthreads) {
     const om_gemm_ukernel *u = ukernels[om_isa]();
@@ -569,27 +626,25 @@ int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float 
     const int setup_failed = failed;
     #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
     {
-        float *src = zeroed_scratch(l.size), *cp = zeroed_scratch(rg * round_up(nb * P, u->nr));
+        float *src = zeroed_scratch(l.size);
         int64_t t;
         #pragma omp for schedule(static)
         for (t = 0; t < batches; t++) {
-            if (setup_failed || failed || !src || !cp) {
+            if (setup_failed || failed || !src) {
                 failed = 1;
                 continue;
             }
             const int64_t n0 = t * nb, m = min64(nb, s->n - n0);
             float *yb = y + n0 * s->k * P;
             load_images(s, &l, x + n0 * s->c * s->h * s->w, m, src, inner);
-            for (int64_t g = 0; g < G; g++) {
+            for (int64_t g = 0; g < G && !failed; g++) {
                 const seg_matrix yg = {yb + g * kg * P, P, P, s->k * P};
-                gather_rows(s, src, &plan, g * rg, (g + 1) * rg, m * P, cp, u->nr, inner);
-                product(u, kg, m * P, rg, wp + g * wpanel, cp, &yg, 0, inner);
+                failed = forward_panels(u, s, src, &plan, g, m * P, wp + g * wpanel, &yg, inner);
             }
             for (int64_t k = 0; k < m * s->k && b; k++)
                 for (int64_t e = 0; e < P; e++) yb[k * P + e] += b[k % s->k];
         }
         release(src);
-        release(cp);
     }
     release(wp);
     free_plan(&plan);
