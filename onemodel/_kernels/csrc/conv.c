@@ -547,11 +547,13 @@ static int64_t chunk_images(const om_conv2d_shape *s) {
 }
 
 /* The forward pass and the input gradient run their products over batches of images (columns
- * (image, position)) whose operands, the column matrix and the output's or its gradient's
- * channels, stay in L2 together. Every element's chain is the same whatever the batch. */
+ * (image, position)) whose operands stay in L2 together: the input planes and the outputs
+ * (the forward pass gathers its column matrix panel by panel), or the column matrix's gradient
+ * and the output gradient's channels. Every element's chain is the same whatever the batch. */
 #define BATCH_FLOATS (1 << 18)
-static int64_t batch_images(const om_conv2d_shape *s) {
-    return images_per_job(s, (s->c * s->kh * s->kw + s->k) * s->oh * s->ow, BATCH_FLOATS);
+static int64_t batch_images(const om_conv2d_shape *s, int forward) {
+    const int64_t taps = forward ? 1 : s->kh * s->kw, P = s->oh * s->ow;
+    return images_per_job(s, s->c * taps * (forward ? s->h * s->w : P) + s->k * P, BATCH_FLOATS);
 }
 /* Threads take whole chunks only while the chunks' partial weight gradients, kept until they
  * are added in order, stay below this many floats. */
@@ -615,7 +617,7 @@ int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float 
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G, wpanel = round_up(kg, u->mr) * rg;
     if (s->n * s->k * P == 0) return 0;
-    const int64_t nb = batch_images(s), batches = (s->n + nb - 1) / nb;
+    const int64_t nb = batch_images(s, 1), batches = (s->n + nb - 1) / nb;
     const layout l = source_layout(s, nb);
     col_plan plan;
     float *wp = scratch(G * wpanel);
@@ -800,7 +802,7 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
                           const float *gy, float *gx, int nthreads) {
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G, wpanel = round_up(rg, u->mr) * kg;
-    const int64_t hw = s->h * s->w, nb = batch_images(s);
+    const int64_t hw = s->h * s->w, nb = batch_images(s, 0);
     const int64_t batches = (s->n + nb - 1) / nb;
     const layout l = source_layout(s, 1);
     const int64_t ld = P + l.margin, dsize = l.margin + nb * rows * ld;
@@ -888,8 +890,8 @@ void om_max_pool2d_f32(const om_pool_windows *p, const float *x, float *y, int64
             for (int64_t j = 0; j < p->ow; j++) {
                 int64_t best_at = p->hs[i] * p->w + p->ws[j];
                 float best = -INFINITY;
-                for (int64_t r = p->hs[i]; r < p->he[i]; r++)
-                    for (int64_t c = p->ws[j]; c < p->we[j]; c++) {
+                for (int64_t r = p->hs[i]; r < p->he[i]; r += p->sh)
+                    for (int64_t c = p->ws[j]; c < p->we[j]; c += p->sw) {
                         const float v = plane[r * p->w + c];
                         if (v > best || isnan(v)) {
                             best = v;
