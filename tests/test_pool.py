@@ -30,6 +30,28 @@ def test_avg_pool_matches_torch(check_torch, rng, k, s, p, include):
                 lambda x: TF.avg_pool2d(x, k, s, p, count_include_pad=include), x)
 
 
+# kernel_size, stride, padding, dilation: taps dilation apart, windows that start in the padding
+# or end past the input, an even and an odd span
+DILATED = [(2, 1, 0, 2), (3, 2, 1, 2), (3, 1, 1, (2, 3)), ((2, 3), (1, 2), (1, 0), (3, 1)),
+           (2, 2, 1, 3)]
+
+
+@pytest.mark.parametrize("k, s, p, d", DILATED)
+@pytest.mark.parametrize("ceil", [False, True])
+def test_dilated_max_pool_matches_torch(check_torch, rng, k, s, p, d, ceil):
+    x = rng.standard_normal((2, 3, 11, 10), dtype=np.float32)
+    check_torch(lambda x: max_pool2d(x, k, s, p, d, ceil),
+                lambda x: TF.max_pool2d(x, k, s, p, d, ceil), x)
+    y, idx = max_pool2d(tensor(x), k, s, p, d, ceil, return_indices=True)
+    _, tidx = TF.max_pool2d(torch.from_numpy(x), k, s, p, d, ceil, return_indices=True)
+    np.testing.assert_array_equal(idx.numpy(), tidx.numpy())
+
+
+def test_dilated_max_pool_bits_every_path_and_thread_count(check_exact, rng):
+    check_exact(lambda x: max_pool2d(x, 3, 2, 1, 2), rng.standard_normal((3, 5, 17, 16),
+                                                                           dtype=np.float32))
+
+
 # ceil_mode keeps a last, partial window, except one that would start in the right padding
 # (size 5, padding 1, kernel 2, stride 2: a fourth window would start at 3 * 2 - 1 = 5, past
 # the input, and PyTorch drops it).
@@ -41,7 +63,7 @@ def test_ceil_mode_matches_torch(check_torch, rng, shape, k, s, p, include):
     x = rng.standard_normal(shape, dtype=np.float32)
     check_torch(lambda x: max_pool2d(x, k, s, p, ceil_mode=True),
                 lambda x: TF.max_pool2d(x, k, s, p, ceil_mode=True), x)
-    check_torch(lambda x: avg_pool2d(x, k, s, p, include, ceil_mode=True),
+    check_torch(lambda x: avg_pool2d(x, k, s, p, True, include),
                 lambda x: TF.avg_pool2d(x, k, s, p, ceil_mode=True, count_include_pad=include),
                 x)
 
@@ -114,6 +136,8 @@ def test_exact_bits_every_path_and_thread_count(check_exact, rng, shape):
     (lambda x: adaptive_avg_pool2d(x, 0), ValueError, "output_size"),
     (lambda x: adaptive_avg_pool2d(x, (1, 2, 3)), ValueError, "output_size"),
     (lambda x: max_pool2d(x[0, 0], 2), ValueError, "(C, H, W)"),
+    (lambda x: max_pool2d(x, 2, 1, 0, 0), ValueError, "dilation"),
+    (lambda x: max_pool2d(x, 3, 1, 0, 3), ValueError, "dilation 3"),
 ])
 def test_bad_arguments_raise(fn, error, words):
     with pytest.raises(error) as info:
@@ -135,6 +159,16 @@ def test_modules_match_torch(assert_close, rng):
                          (MaxPool2d(2, ceil_mode=True), torch.nn.MaxPool2d(2, ceil_mode=True)),
                          (AvgPool2d(2, ceil_mode=True), torch.nn.AvgPool2d(2, ceil_mode=True)),
                          (AdaptiveAvgPool2d(1), torch.nn.AdaptiveAvgPool2d(1)),
-                         (AdaptiveAvgPool2d((4, 2)), torch.nn.AdaptiveAvgPool2d((4, 2)))]:
+                         (AdaptiveAvgPool2d((4, 2)), torch.nn.AdaptiveAvgPool2d((4, 2))),
+                         # torch's positional order: dilation, return_indices, ceil_mode and
+                         # ceil_mode, count_include_pad
+                         (MaxPool2d(3, 2, 1, 2, False, True),
+                          torch.nn.MaxPool2d(3, 2, 1, 2, False, True)),
+                         (AvgPool2d(3, 2, 1, True, False),
+                          torch.nn.AvgPool2d(3, 2, 1, True, False))]:
         assert_close(ours(tensor(x)).numpy(), theirs(torch.from_numpy(x)).numpy())
         assert list(ours.state_dict()) == []
+    y, idx = MaxPool2d(3, 2, 1, 2, True)(tensor(x))
+    ty, tidx = torch.nn.MaxPool2d(3, 2, 1, 2, True)(torch.from_numpy(x))
+    assert_close(y.numpy(), ty.numpy())
+    np.testing.assert_array_equal(idx.numpy(), tidx.numpy())

@@ -14,7 +14,7 @@ cdef extern from "conv.h" nogil:
     ctypedef struct om_conv2d_shape:
         int64_t n, c, h, w, k, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow
     ctypedef struct om_pool_windows:
-        int64_t planes, h, w, oh, ow
+        int64_t planes, h, w, oh, ow, sh, sw
         const int64_t *hs
         const int64_t *he
         const int64_t *ws
@@ -160,12 +160,17 @@ cdef om_pool_windows _windows(str op, x, y, hs, he, ws, we) except *:
     p.he = &hev[0] if p.oh else NULL
     p.ws = &wsv[0] if p.ow else NULL
     p.we = &wev[0] if p.ow else NULL
+    p.sh = p.sw = 1
     return p
 
 
-def max_pool2d(x, y, idx, hs, he, ws, we, int nthreads) -> None:
-    """y[p, i, j] = max of x[p, hs[i]:he[i], ws[j]:we[j]]; idx = its row * w + col in the plane."""
+def max_pool2d(x, y, idx, hs, he, ws, we, int64_t sh, int64_t sw, int nthreads) -> None:
+    """y[p, i, j] = max of x[p, hs[i]:he[i]:sh, ws[j]:we[j]:sw]; idx = its row * w + col in the
+    plane."""
     cdef om_pool_windows p = _windows("max_pool2d", x, y, hs, he, ws, we)
+    if sh < 1 or sw < 1:
+        raise ValueError(f"max_pool2d: tap steps must be >= 1, got ({sh}, {sw})")
+    p.sh, p.sw = sh, sw
     _require("max_pool2d", "indices", idx, tuple(y.shape), np.int64)
     cdef const float[::1] xv = x.reshape(-1)
     cdef float[::1] yv = y.reshape(-1)

@@ -119,48 +119,59 @@ def _planes(x: Tensor) -> np.ndarray:
 
 
 def _sliding(size: int, kernel: int, stride: int, padding: int, op: str, shape: tuple,
-             ceil_mode: bool = False):
-    """Windows [start, start + kernel) of a padded axis: (clipped starts, clipped ends,
-    unclipped starts, output size). With ceil_mode a last, partial window is kept when it
-    starts inside the input or the left padding (PyTorch's rule), so none is empty."""
-    out = _out_size(size, kernel, stride, padding, 1)
+             ceil_mode: bool = False, dilation: int = 1):
+    """Windows of taps start + i * dilation, i < kernel, over a padded axis: (first tap inside
+    the input, one past the last tap inside, unclipped starts, output size). With ceil_mode a
+    last, partial window is kept when it starts inside the input or the left padding (PyTorch's
+    rule)."""
+    span = dilation * (kernel - 1) + 1
+    out = _out_size(size, kernel, stride, padding, dilation)
     if out < 1:
-        raise ValueError(f"{op}: kernel {kernel} is larger than the padded input "
-                         f"{size + 2 * padding} (input {shape})")
-    if ceil_mode and (size + 2 * padding - kernel) % stride and out * stride < size + padding:
+        raise ValueError(f"{op}: kernel {kernel} (dilation {dilation}) is larger than the padded "
+                         f"input {size + 2 * padding} (input {shape})")
+    if ceil_mode and (size + 2 * padding - span) % stride and out * stride < size + padding:
         out += 1
     start = np.arange(out, dtype=np.int64) * stride - padding
-    return np.maximum(start, 0), np.minimum(start + kernel, size), start, out
+    first = start - np.minimum(start, 0) // dilation * dilation  # ceil(-start / d) taps skipped
+    last = start + np.minimum(kernel - 1, (size - 1 - start) // dilation) * dilation
+    if (last < first).any():
+        raise ValueError(f"{op}: with kernel {kernel}, dilation {dilation} and padding {padding}"
+                         f" a window has no tap inside the input (input {shape})")
+    return first, last + 1, start, out
 
 
 def _pool_args(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair], padding: IntPair,
-               op: str, ceil_mode: bool) -> tuple:
+               op: str, ceil_mode: bool, dilation: IntPair = 1) -> tuple:
     kernel = _pair(kernel_size, "kernel_size", op, 1)
     stride = kernel if stride is None else _pair(stride, "stride", op, 1)
     padding = _pair(padding, "padding", op, 0)
+    dilation = _pair(dilation, "dilation", op, 1)
     if padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2:
         raise ValueError(f"{op}: padding {padding} must be at most half of kernel_size "
                          f"{kernel}")
-    rows = _sliding(x.shape[-2], kernel[0], stride[0], padding[0], op, x.shape, ceil_mode)
-    cols = _sliding(x.shape[-1], kernel[1], stride[1], padding[1], op, x.shape, ceil_mode)
-    return kernel, padding, rows, cols
+    rows = _sliding(x.shape[-2], kernel[0], stride[0], padding[0], op, x.shape, ceil_mode,
+                    dilation[0])
+    cols = _sliding(x.shape[-1], kernel[1], stride[1], padding[1], op, x.shape, ceil_mode,
+                    dilation[1])
+    return kernel, padding, dilation, rows, cols
 
 
 def max_pool2d(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
-               padding: IntPair = 0, return_indices: bool = False, *,
-               ceil_mode: bool = False) -> Any:
-    """Maximum over each window (padding counts as -inf). The gradient goes to the first
-    maximal element in row-major window order, as in PyTorch. With return_indices, also the
-    int64 index (row * W + column) of that element in its plane. ceil_mode as in PyTorch."""
+               padding: IntPair = 0, dilation: IntPair = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
+    """Maximum over each window of taps `dilation` apart (padding counts as -inf), arguments
+    as torch.nn.functional.max_pool2d. The gradient goes to the first maximal element in
+    row-major window order, as in PyTorch. With return_indices, also the int64 index
+    (row * W + column) of that element in its plane."""
     op = "max_pool2d"
     x = _image(x, op)
-    _, _, (hs, he, _, oh), (ws, we, _, ow) = _pool_args(x, kernel_size, stride, padding, op,
-                                                        bool(ceil_mode))
+    _, _, (sh, sw), (hs, he, _, oh), (ws, we, _, ow) = _pool_args(
+        x, kernel_size, stride, padding, op, bool(ceil_mode), dilation)
     windows = (hs, he, ws, we)
     xp = _planes(x)
     y = np.empty((xp.shape[0], oh, ow), np.float32)
     idx = np.empty(y.shape, np.int64)
-    _conv.max_pool2d(xp, y, idx, *windows, _core.threads())
+    _conv.max_pool2d(xp, y, idx, *windows, sh, sw, _core.threads())
     out_shape = x.shape[:-2] + (oh, ow)
 
     def backward(g: np.ndarray):
@@ -188,13 +199,13 @@ def _average(x: Tensor, op: str, windows: tuple, dh: np.ndarray, dw: np.ndarray)
 
 
 def avg_pool2d(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
-               padding: IntPair = 0, count_include_pad: bool = True, *,
-               ceil_mode: bool = False) -> Tensor:
-    """Mean over each window; with count_include_pad (PyTorch's default) the padding counts
-    in the divisor. ceil_mode as in PyTorch."""
+               padding: IntPair = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Mean over each window, arguments as torch.nn.functional.avg_pool2d; with
+    count_include_pad (PyTorch's default) the padding counts in the divisor."""
     op = "avg_pool2d"
     x = _image(x, op)
-    kernel, padding, (hs, he, h0, _), (ws, we, w0, _) = _pool_args(x, kernel_size, stride,
+    kernel, padding, _, (hs, he, h0, _), (ws, we, w0, _) = _pool_args(x, kernel_size, stride,
                                                                    padding, op, bool(ceil_mode))
     if count_include_pad:
         # PyTorch's divisor: the window clipped to the padded input, not to the input.

@@ -140,32 +140,39 @@ class BatchNorm2d(_BatchNorm):
 
 
 class MaxPool2d(Module):
+    """Arguments in torch.nn.MaxPool2d's order; with return_indices, forward returns
+    (output, indices)."""
+
     def __init__(self, kernel_size: IntPair, stride: Optional[IntPair] = None,
-                 padding: IntPair = 0, *, ceil_mode: bool = False) -> None:
+                 padding: IntPair = 0, dilation: IntPair = 1, return_indices: bool = False,
+                 ceil_mode: bool = False) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.dilation, self.return_indices = dilation, bool(return_indices)
         self.ceil_mode = bool(ceil_mode)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return C.max_pool2d(x, self.kernel_size, self.stride, self.padding,
-                            ceil_mode=self.ceil_mode)
+    def forward(self, x: Tensor) -> Any:
+        return C.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"ceil_mode={self.ceil_mode}")
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
 class AvgPool2d(Module):
+    """Arguments in torch.nn.AvgPool2d's order."""
+
     def __init__(self, kernel_size: IntPair, stride: Optional[IntPair] = None,
-                 padding: IntPair = 0, count_include_pad: bool = True, *,
-                 ceil_mode: bool = False) -> None:
+                 padding: IntPair = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.count_include_pad, self.ceil_mode = bool(count_include_pad), bool(ceil_mode)
 
     def forward(self, x: Tensor) -> Tensor:
-        return C.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
-                            self.count_include_pad, ceil_mode=self.ceil_mode)
+        return C.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "

@@ -890,8 +890,8 @@ void om_max_pool2d_f32(const om_pool_windows *p, const float *x, float *y, int64
             for (int64_t j = 0; j < p->ow; j++) {
                 int64_t best_at = p->hs[i] * p->w + p->ws[j];
                 float best = -INFINITY;
-                for (int64_t r = p->hs[i]; r < p->he[i]; r++)
-                    for (int64_t c = p->ws[j]; c < p->we[j]; c++) {
+                for (int64_t r = p->hs[i]; r < p->he[i]; r += p->sh)
+                    for (int64_t c = p->ws[j]; c < p->we[j]; c += p->sw) {
                         const float v = plane[r * p->w + c];
                         if (v > best || isnan(v)) {
                             best = v;

@@ -23,9 +23,11 @@ int om_conv2d_backward_f32(const om_conv2d_shape *s, const float *x, const float
                            const float *gy, float *gx, float *gw, float *gb, int nthreads);
 
 /* Pooling over `planes` planes of h x w into oh x ow. Output (i, j) reads the window of rows
- * [hs[i], he[i]) and columns [ws[j], we[j]), already clipped to the input and never empty. */
+ * hs[i], hs[i] + sh, ... below he[i] and columns ws[j], ws[j] + sw, ... below we[j] (taps
+ * sh and sw apart: the dilation of max pooling, 1 for averages), already clipped to the input
+ * and never empty. */
 typedef struct {
-    int64_t planes, h, w, oh, ow;
+    int64_t planes, h, w, oh, ow, sh, sw;
     const int64_t *hs, *he, *ws, *we;
 } om_pool_windows;
 
