@@ -24,6 +24,8 @@
  * and freed here), so the split cannot change any bit. One exception to private packing: when
  * the threads split the columns of one product and op(A) packed whole fits in L2, they first
  * pack it together into one shared buffer (one barrier), instead of each packing all of it.
+ * A caller that multiplies by the same op(B) many times (a recurrent weight, once per step)
+ * packs it once (om_gemm_pack_b_f32) and passes the panels in place of packing per call.
  */
 #include "gemm.h"
 
@@ -59,6 +61,7 @@ typedef struct {
     int64_t m, n, k, mc, nc;
     float *abuf, *bbuf;
     const float *shared_a;  /* all of op(A) packed (K block by K block), or NULL */
+    const float *packed_b;  /* all of op(B) packed (K block by K block), or NULL */
 } ctx;
 
 static void *alloc_aligned(size_t bytes) {
@@ -165,11 +168,14 @@ static void block(const ctx *x, view a, view b, float *c, int64_t m0, int64_t m1
         for (int64_t pc = 0; pc < x->k; pc += OM_GEMM_KC) {
             int64_t kc = x->k - pc < OM_GEMM_KC ? x->k - pc : OM_GEMM_KC;
             view bv = {b.p + pc * b.rs + jc * b.cs, b.rs, b.cs};
-            pack_b(x->u, kc, nc, bv, x->bbuf);
+            ctx xi = *x;
+            if (x->packed_b)   /* the K block at pc, then column jc: nr-column panels of kc */
+                xi.bbuf = (float *)x->packed_b + pc * round_up(x->n, x->u->nr) + jc * kc;
+            else
+                pack_b(x->u, kc, nc, bv, x->bbuf);
             for (int64_t ic = m0; ic < m1; ic += x->mc) {
                 int64_t mc = m1 - ic < x->mc ? m1 - ic : x->mc;
                 view av = {a.p + ic * a.rs + pc * a.cs, a.rs, a.cs};
-                ctx xi = *x;
                 if (x->shared_a)   /* the K block at pc, then row ic: mr-row panels of kc */
                     xi.abuf = (float *)x->shared_a + pc * round_up(x->m, x->u->mr) + ic * kc;
                 else
@@ -193,10 +199,11 @@ static void choose_grid(int64_t m, int64_t n, int mr, int nr, int t, int *gm, in
     }
 }
 
-int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
-                 const float *a, int64_t a_batch_stride, int trans_a,
-                 const float *b, int64_t b_batch_stride, int trans_b,
-                 float *c, int nthreads) {
+/* om_gemm_f32, with op(B) already packed (packed_b, batch 1) or packed here. */
+static int product(int64_t batch, int64_t m, int64_t n, int64_t k,
+                   const float *a, int64_t a_batch_stride, int trans_a,
+                   const float *b, int64_t b_batch_stride, int trans_b, const float *packed_b,
+                   float *c, int nthreads) {
     if (batch <= 0 || m <= 0 || n <= 0) return 0;
     if (k == 0) {
         memset(c, 0, (size_t)(batch * m * n) * sizeof(float));
@@ -223,9 +230,9 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
     /* Whole products per thread when the batch divides evenly, else sub-blocks of each. */
 #pragma omp parallel num_threads(t) if (t > 1) reduction(|: failed)
     {
-        ctx x = {u, m, n, k, mc, nc, NULL, NULL, shared_a};
+        ctx x = {u, m, n, k, mc, nc, NULL, NULL, shared_a, packed_b};
         if (!shared_a) x.abuf = alloc_aligned((size_t)(round_up(mc, u->mr) * kc) * sizeof(float));
-        x.bbuf = alloc_aligned((size_t)(round_up(nc, u->nr) * kc) * sizeof(float));
+        if (!packed_b) x.bbuf = alloc_aligned((size_t)(round_up(nc, u->nr) * kc) * sizeof(float));
         int64_t j;
         if (shared_a) {    /* every (K block, mr-row panel) of op(A), as block() would pack it */
 #pragma omp for schedule(static)
@@ -239,7 +246,7 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
 #pragma omp for schedule(static)
         for (j = 0; j < jobs; j++) {
             int64_t p = j / (gm * gn), m0 = (j % (gm * gn)) / gn * bm, n0 = j % gn * bn;
-            if ((!x.abuf && !shared_a) || !x.bbuf) {
+            if ((!x.abuf && !shared_a) || (!x.bbuf && !packed_b)) {
                 failed = 1;
                 continue;
             }
@@ -253,4 +260,42 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
     }
     free_aligned(shared_a);
     return failed ? -1 : 0;
+}
+
+int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
+                 const float *a, int64_t a_batch_stride, int trans_a,
+                 const float *b, int64_t b_batch_stride, int trans_b,
+                 float *c, int nthreads) {
+    return product(batch, m, n, k, a, a_batch_stride, trans_a, b, b_batch_stride, trans_b, NULL,
+                   c, nthreads);
+}
+
+int om_gemm_pack_b_f32(int64_t k, int64_t n, const float *b, int trans_b, om_gemm_packed *out) {
+    const om_gemm_ukernel *u = ukernels[om_isa]();
+    const int64_t npad = round_up(n, u->nr);
+    out->k = k;
+    out->n = n;
+    out->isa = om_isa;
+    out->b = b;
+    out->trans_b = trans_b;
+    out->panels = alloc_aligned((size_t)(npad * k > 0 ? npad * k : 1) * sizeof(float));
+    if (!out->panels) return -1;
+    const view bv = {b, trans_b ? 1 : n, trans_b ? k : 1};
+    for (int64_t pc = 0; pc < k && n > 0; pc += OM_GEMM_KC) {
+        view block_view = {b + pc * bv.rs, bv.rs, bv.cs};
+        pack_b(u, min64(k - pc, OM_GEMM_KC), n, block_view, out->panels + pc * npad);
+    }
+    return 0;
+}
+
+void om_gemm_packed_free(om_gemm_packed *p) {
+    free_aligned(p->panels);
+    p->panels = NULL;
+}
+
+int om_gemm_packed_f32(int64_t m, const float *a, int trans_a, const om_gemm_packed *b, float *c,
+                       int nthreads) {
+    if (b->isa != om_isa) return -1;
+    return product(1, m, b->n, b->k, a, 0, trans_a, b->b, 0, b->trans_b, b->panels, c,
+                   nthreads);
 }

@@ -53,4 +53,20 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
                  const float *b, int64_t b_batch_stride, int trans_b,
                  float *c, int nthreads);
 
+/* op(B) packed once for many products with it, on the path selected when packing. */
+typedef struct {
+    int64_t k, n;
+    int isa, trans_b;
+    const float *b;     /* the source, which must stay unchanged while the packing is used */
+    float *panels;
+} om_gemm_packed;
+
+/* Packs op(B) (k x n, stored as for om_gemm_f32). Returns 0, or -1 when out of memory. */
+int om_gemm_pack_b_f32(int64_t k, int64_t n, const float *b, int trans_b, om_gemm_packed *out);
+void om_gemm_packed_free(om_gemm_packed *p);
+/* C (m x n) = op(A) * the packed op(B): om_gemm_f32's result, bit for bit. Returns -1 when
+ * scratch memory could not be allocated or the packing was made on another path. */
+int om_gemm_packed_f32(int64_t m, const float *a, int trans_a, const om_gemm_packed *b, float *c,
+                       int nthreads);
+
 #endif

@@ -18,7 +18,8 @@
  * array at the row's time index (time_at), so no input or output is ever permuted.
  *
  * Scratch: one (B, G·H) buffer for hw in the forward; in the backward one (B, G·H) for the
- * step's gate gradients and one (B, H) for their product with W_hh.
+ * step's gate gradients and one (B, H) for their product with W_hh. W_hh is packed for the
+ * products once per call (om_gemm_pack_b_f32), not once per step.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,11 @@ static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t 
     float *h_n = a->h_n, *c_n = a->c_n;
     const int64_t gh = gates_of(cell) * h;
     float *hw = malloc((size_t)(b * gh > 0 ? b * gh : 1) * sizeof(float));
-    if (hw == NULL) return -1;
+    om_gemm_packed w_packed;  /* op(B) = W_hhᵀ, H x G·H */
+    if (hw == NULL || om_gemm_pack_b_f32(h, gh, w_hh, 1, &w_packed) != 0) {
+        free(hw);
+        return -1;
+    }
     memcpy(h_n, h0, (size_t)(b * h) * sizeof(float));
     if (cell == OM_RNN_LSTM) memcpy(c_n, c0, (size_t)(b * h) * sizeof(float));
     const int nt = om_threads_for(b * gh, OM_RNN_GRAIN, nthreads);
@@ -57,7 +62,7 @@ static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t 
     const om_gru_row_fn gru = gru_row[om_isa];
     int status = 0;
     for (int64_t s = 0; s < t && status == 0; s++) {
-        if (om_gemm_f32(1, b, gh, h, h_n, 0, 0, w_hh, 0, 1, hw, nthreads) != 0) {
+        if (om_gemm_packed_f32(b, h_n, 0, &w_packed, hw, nthreads) != 0) {
             status = -1;
             break;
         }
@@ -84,6 +89,7 @@ static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t 
         }
     }
     free(hw);
+    om_gemm_packed_free(&w_packed);
     return status;
 }
 
@@ -98,9 +104,11 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
      * rows' time indices differ when reversed); tmp: that product, (B, H). */
     float *dstep = malloc((size_t)(b * gh > 0 ? b * gh : 1) * sizeof(float));
     float *tmp = malloc((size_t)(b * h > 0 ? b * h : 1) * sizeof(float));
-    if (dstep == NULL || tmp == NULL) {
+    om_gemm_packed w_packed = {0};  /* op(B) = W_hh, G·H x H */
+    if (dstep == NULL || tmp == NULL || om_gemm_pack_b_f32(gh, h, w_hh, 0, &w_packed) != 0) {
         free(dstep);
         free(tmp);
+        om_gemm_packed_free(&w_packed);
         return -1;
     }
     /* dh0 and dc0 hold the running gradients of h and c, from the final state down. */
@@ -136,7 +144,7 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
             }
             memcpy(dg_all + row * gh, ds, (size_t)gh * sizeof(float));
         }
-        if (om_gemm_f32(1, b, h, gh, dstep, 0, 0, w_hh, 0, 0, tmp, nthreads) != 0) {
+        if (om_gemm_packed_f32(b, dstep, 0, &w_packed, tmp, nthreads) != 0) {
             status = -1;
             break;
         }
@@ -153,6 +161,7 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
     }
     free(dstep);
     free(tmp);
+    om_gemm_packed_free(&w_packed);
     return status;
 }
 
