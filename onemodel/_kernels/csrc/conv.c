@@ -449,19 +449,26 @@ static void tile_copy(const seg_matrix *c, int64_t i0, int64_t h, int64_t j0, in
  * width), zero past the last column. */
 static void pack_cols(int width, int64_t depth, int64_t cols, const float *src, int64_t rs,
                       int64_t seg, int64_t seg_stride, float *dst) {
-    for (int64_t jb = 0; jb < cols; jb += PACK_PANELS * width)
+    for (int64_t jb = 0; jb < cols; jb += PACK_PANELS * width) {
+        /* Segment and offset of each panel's first column, found once for every row. */
+        int64_t seg0[PACK_PANELS], off0[PACK_PANELS];
+        const int np = (int)min64(PACK_PANELS, (cols - jb + width - 1) / width);
+        for (int q = 0; q < np; q++) {
+            seg0[q] = (jb + q * width) / seg;
+            off0[q] = (jb + q * width) % seg;
+        }
         for (int64_t k = 0; k < depth; k++)
-            for (int64_t j0 = jb; j0 < cols && j0 < jb + PACK_PANELS * width; j0 += width) {
-                const int64_t w = min64(cols - j0, width);
+            for (int q = 0; q < np; q++) {
+                const int64_t j0 = jb + q * width, w = min64(cols - j0, width);
                 float *d = dst + j0 / width * depth * width + k * width;
-                for (int64_t j = 0; j < w;) {
-                    const int64_t col = j0 + j, len = min64(w - j, seg - col % seg);
-                    memcpy(d + j, src + k * rs + col / seg * seg_stride + col % seg,
-                           (size_t)len * sizeof(float));
+                for (int64_t j = 0, sg = seg0[q], off = off0[q]; j < w; sg++, off = 0) {
+                    const int64_t len = min64(w - j, seg - off);
+                    memcpy(d + j, src + k * rs + sg * seg_stride + off, (size_t)len * sizeof(float));
                     j += len;
                 }
                 for (int64_t j = w; j < width; j++) d[j] = 0.0f;
             }
+    }
 }
 
 /* Panels of `width` rows of the rows x depth matrix src (row stride rs): panel q holds, for
