@@ -89,7 +89,7 @@ def other_cases(rng: np.random.Generator):
     tx = torch.from_numpy(x)
 
     def om_pool(t):
-        _conv.max_pool2d(planes, y, idx, *win, t)
+        _conv.max_pool2d(planes, y, idx, *win, 1, 1, t)  # no dilation
 
     def np_pool():
         return x.reshape(64, 32, 14, 2, 14, 2).max(axis=(3, 5))
