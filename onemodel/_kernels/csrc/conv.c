@@ -46,8 +46,9 @@
  * Threads take whole batches (forward, input gradient) or whole chunks (weight gradient) when
  * there are at least as many as threads; otherwise they run in order and threads split the
  * work inside each: column panels of the forward product, rows of the column matrix, channel
- * planes of the input gradient, row panels of the other products. Either way the arithmetic is the same. Elsewhere threads split
- * pooling planes and the channels of the bias gradient and of batch norm.
+ * planes of the input gradient, row panels of the other products. Either way the arithmetic
+ * is the same. Elsewhere threads split pooling planes and the channels of the bias gradient
+ * and of batch norm.
  */
 #include "conv.h"
 
@@ -109,18 +110,10 @@ static double lanes_total(const double acc[LANES]) {
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
 
-/* 64-byte aligned scratch (the micro-kernels load packed panels with aligned loads); NULL when
- * it could not be allocated. Freed with release(). */
-static void *scratch_bytes(size_t bytes) {
-    void *raw = malloc(bytes + 64 + sizeof(void *));
-    if (!raw) return NULL;
-    uintptr_t p = ((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63;
-    ((void **)p)[-1] = raw;
-    return (void *)p;
-}
-
+/* Aligned scratch of count floats (om_aligned_alloc); NULL when it could not be allocated.
+ * Freed with om_aligned_free(). */
 static float *scratch(int64_t count) {
-    return (float *)scratch_bytes((size_t)(count > 0 ? count : 1) * sizeof(float));
+    return (float *)om_aligned_alloc((size_t)(count > 0 ? count : 1) * sizeof(float));
 }
 
 /* Scratch whose every float starts at +0 (margins and panel tails that are never written). */
@@ -128,10 +121,6 @@ static float *zeroed_scratch(int64_t count) {
     float *p = scratch(count);
     if (p) memset(p, 0, (size_t)(count > 0 ? count : 1) * sizeof(float));
     return p;
-}
-
-static void release(void *p) {
-    if (p) free(((void **)p)[-1]);
 }
 
 static int64_t padded_h(const om_conv2d_shape *s) { return s->h + 2 * s->ph; }
@@ -463,7 +452,8 @@ static void pack_cols(int width, int64_t depth, int64_t cols, const float *src, 
                 float *d = dst + j0 / width * depth * width + k * width;
                 for (int64_t j = 0, sg = seg0[q], off = off0[q]; j < w; sg++, off = 0) {
                     const int64_t len = min64(w - j, seg - off);
-                    memcpy(d + j, src + k * rs + sg * seg_stride + off, (size_t)len * sizeof(float));
+                    memcpy(d + j, src + k * rs + sg * seg_stride + off,
+                           (size_t)len * sizeof(float));
                     j += len;
                 }
                 for (int64_t j = w; j < width; j++) d[j] = 0.0f;
@@ -584,7 +574,8 @@ static int forward_panels(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
                           const seg_matrix *y, int nthreads) {
     const int mr = u->mr, nr = u->nr;
     const int64_t rg = s->c / s->groups * s->kh * s->kw, kg = s->k / s->groups, r0 = g * rg;
-    const int64_t panels = (npos + nr - 1) / nr, blocks = rg > DEPTH_MAX ? (rg - 1) / DEPTH_MAX + 1 : 1;
+    const int64_t panels = (npos + nr - 1) / nr;
+    const int64_t blocks = rg > DEPTH_MAX ? (rg - 1) / DEPTH_MAX + 1 : 1;
     const int nt = om_threads_for(kg * npos * rg, GRAIN_FMAS, nthreads);
     int failed = 0, th;
     #pragma omp parallel for schedule(static) num_threads(nt) reduction(|: failed)
@@ -613,7 +604,7 @@ static int forward_panels(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
                                 min64(kg - i0, mr), j0, w, kb > 0, edge);
                 }
         }
-        release(b);
+        om_aligned_free(b);
     }
     return failed ? -1 : 0;
 }
@@ -653,9 +644,9 @@ int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float 
             for (int64_t k = 0; k < m * s->k && b; k++)
                 for (int64_t e = 0; e < P; e++) yb[k * P + e] += b[k % s->k];
         }
-        release(src);
+        om_aligned_free(src);
     }
-    release(wp);
+    om_aligned_free(wp);
     free_plan(&plan);
     return failed ? -1 : 0;
 }
@@ -789,15 +780,15 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
             weight_part(u, s, &l, x, gy, &plan, n0, m, part, src, col, cp, gp, inner);
             if (outer == 1 && t > 0) add_into(parts, part, wsize);
         }
-        release(src);
-        release(col);
-        release(cp);
-        release(gp);
+        om_aligned_free(src);
+        om_aligned_free(col);
+        om_aligned_free(cp);
+        om_aligned_free(gp);
     }
     for (int64_t t = 1; outer > 1 && !failed && t < nchunks; t++)
         add_into(parts, parts + t * wsize, wsize);
     if (!failed) store_weight(s, parts, gw);
-    release(parts);
+    om_aligned_free(parts);
     free_plan(&plan);
     return failed ? -1 : 0;
 }
@@ -848,11 +839,11 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
                     scatter_rows(s, di, ld, &plan, pad, xi, inner);
             }
         }
-        release(pad);
-        release(dcol);
-        release(gp);
+        om_aligned_free(pad);
+        om_aligned_free(dcol);
+        om_aligned_free(gp);
     }
-    release(wt);
+    om_aligned_free(wt);
     free(off);
     free(keep);
     free_plan(&plan);

@@ -24,7 +24,8 @@ void om_conv_tap_sums_f32_neon(const float *g, const int64_t *off, const int32_t
         for (int v = 0; v < 4; v++) acc[v] = vdupq_n_f32(0.0f);
         for (int64_t t = 0; t < taps; t++)
             for (int v = 0; v < 4; v++)
-                acc[v] = vaddq_f32(acc[v], kept(g + off[t] + f + 4 * v, keep + koff[t] + f + 4 * v));
+                acc[v] = vaddq_f32(acc[v],
+                              kept(g + off[t] + f + 4 * v, keep + koff[t] + f + 4 * v));
         for (int v = 0; v < 4; v++) vst1q_f32(d + f + 4 * v, acc[v]);
     }
     for (; f + 4 <= n; f += 4) {

@@ -7,6 +7,7 @@
 #include "isa.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 int om_isa = OM_ISA_SCALAR;
 
@@ -94,4 +95,16 @@ const char *om_compiler(void) {
     snprintf(name, sizeof name, "unknown");
 #endif
     return name;
+}
+
+void *om_aligned_alloc(size_t bytes) {
+    void *raw = malloc(bytes + 64 + sizeof(void *));
+    if (!raw) return NULL;
+    const uintptr_t p = ((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63;
+    ((void **)p)[-1] = raw;
+    return (void *)p;
+}
+
+void om_aligned_free(void *p) {
+    if (p) free(((void **)p)[-1]);
 }

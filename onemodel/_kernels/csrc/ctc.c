@@ -23,8 +23,8 @@
  * Exact mode: om_expf / om_logf of vmath.h (no libm), separate multiplies and adds (no fused
  * multiply-add, contraction off), every operation in the order written. lse of three terms is
  * m + log(exp(a - m) + exp(b - m) + exp(c - m)), m the largest (one term is exactly 1, so the
- * sum is in [1, 3]), om_logf's operations on that range: its error is ulp(m)/2 + about 2^-23 absolute (1 ulp each for om_expf and
- * om_logf, and the rounding of the sum), the accuracy of PyTorch's own float32 recursion. The
+ * sum is in [1, 3]), om_logf's operations on that range: its error is ulp(m)/2 + about 2^-23
+ * absolute (1 ulp each for om_expf and om_logf, and the rounding of the sum), the accuracy of PyTorch's own float32 recursion. The
  * row kernels are written once (ctc_impl.h) and compiled per ISA path only so that the loops
  * over states and classes vectorize as wide as the path allows; the per-element operations are
  * identical, so every path gives the same bits.

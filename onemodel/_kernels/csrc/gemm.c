@@ -64,18 +64,6 @@ typedef struct {
     const float *packed_b;  /* all of op(B) packed (K block by K block), or NULL */
 } ctx;
 
-static void *alloc_aligned(size_t bytes) {
-    void *raw = malloc(bytes + 64 + sizeof(void *));
-    if (!raw) return NULL;
-    uintptr_t p = ((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63;
-    ((void **)p)[-1] = raw;
-    return (void *)p;
-}
-
-static void free_aligned(void *p) {
-    if (p) free(((void **)p)[-1]);
-}
-
 void om_gemm_transpose_f32(int64_t depth, int rows, const float *src, int64_t rs, float *dst,
                            int width) {
     for (int i = 0; i < rows; i++)
@@ -229,15 +217,17 @@ static int product(int64_t batch, int64_t m, int64_t n, int64_t k,
     const int64_t a_panels = (m + u->mr - 1) / u->mr, k_blocks = (k + OM_GEMM_KC - 1) / OM_GEMM_KC;
     const size_t shared_bytes = (size_t)(a_panels * u->mr * k) * sizeof(float);
     float *shared_a = batch == 1 && gm == 1 && gn > 1 && shared_bytes <= SHARED_A_BYTES
-                          ? alloc_aligned(shared_bytes) : NULL;
+                          ? om_aligned_alloc(shared_bytes) : NULL;
     int failed = 0;
 
     /* Whole products per thread when the batch divides evenly, else sub-blocks of each. */
 #pragma omp parallel num_threads(t) if (t > 1) reduction(|: failed)
     {
         ctx x = {u, m, n, k, mc, nc, NULL, NULL, shared_a, packed_b};
-        if (!shared_a) x.abuf = alloc_aligned((size_t)(round_up(mc, u->mr) * kc) * sizeof(float));
-        if (!packed_b) x.bbuf = alloc_aligned((size_t)(round_up(nc, u->nr) * kc) * sizeof(float));
+        const size_t abytes = (size_t)(round_up(mc, u->mr) * kc) * sizeof(float);
+        const size_t bbytes = (size_t)(round_up(nc, u->nr) * kc) * sizeof(float);
+        if (!shared_a) x.abuf = om_aligned_alloc(abytes);
+        if (!packed_b) x.bbuf = om_aligned_alloc(bbytes);
         int64_t j;
         if (shared_a) {    /* every (K block, mr-row panel) of op(A), as block() would pack it */
 #pragma omp for schedule(static)
@@ -260,10 +250,10 @@ static int product(int64_t batch, int64_t m, int64_t n, int64_t k,
             view bp = {b + p * b_batch_stride, bv.rs, bv.cs};
             block(&x, ap, bp, c + p * m * n, m0, min64(m0 + bm, m), n0, min64(n0 + bn, n));
         }
-        free_aligned(x.abuf);
-        free_aligned(x.bbuf);
+        om_aligned_free(x.abuf);
+        om_aligned_free(x.bbuf);
     }
-    free_aligned(shared_a);
+    om_aligned_free(shared_a);
     return failed ? -1 : 0;
 }
 
@@ -283,7 +273,7 @@ int om_gemm_pack_b_f32(int64_t k, int64_t n, const float *b, int trans_b, om_gem
     out->isa = om_isa;
     out->b = b;
     out->trans_b = trans_b;
-    out->panels = alloc_aligned((size_t)(npad * k > 0 ? npad * k : 1) * sizeof(float));
+    out->panels = om_aligned_alloc((size_t)(npad * k > 0 ? npad * k : 1) * sizeof(float));
     if (!out->panels) return -1;
     const view bv = {b, trans_b ? 1 : n, trans_b ? k : 1};
     for (int64_t pc = 0; pc < k && n > 0; pc += OM_GEMM_KC) {
@@ -294,7 +284,7 @@ int om_gemm_pack_b_f32(int64_t k, int64_t n, const float *b, int trans_b, om_gem
 }
 
 void om_gemm_packed_free(om_gemm_packed *p) {
-    free_aligned(p->panels);
+    om_aligned_free(p->panels);
     p->panels = NULL;
 }
 

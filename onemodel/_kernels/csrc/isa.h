@@ -65,6 +65,11 @@ int om_isa_available(int isa);
 int om_set_isa(int isa);
 /* Short name of the compiler that built the kernels, e.g. "gcc 12.2.0". */
 const char *om_compiler(void);
+/* 64-byte aligned scratch, for the packed panels the micro-kernels load with aligned loads
+ * (aligned_alloc is not in every C library); NULL when out of memory. om_aligned_free(NULL)
+ * does nothing. */
+void *om_aligned_alloc(size_t bytes);
+void om_aligned_free(void *p);
 
 /* A dispatch table of one function per path; paths that were not built are NULL and never
  * selected because om_isa_available() refuses them. */

@@ -140,19 +140,6 @@ void om_sr4_materialize(const uint8_t *q, int64_t n, int32_t theta, float *w, in
     }
 }
 
-/* 64-byte aligned scratch (aligned_alloc is not in every C library). */
-static void *alloc_aligned(size_t bytes) {
-    void *raw = malloc(bytes + 64 + sizeof(void *));
-    if (!raw) return NULL;
-    const uintptr_t p = ((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63;
-    ((void **)p)[-1] = raw;
-    return (void *)p;
-}
-
-static void free_aligned(void *p) {
-    if (p) free(((void **)p)[-1]);
-}
-
 static int64_t pair_blocks(int64_t k) {
     return ((k + 1) / 2 + OM_SR4_PB - 1) / OM_SR4_PB;
 }
@@ -213,8 +200,8 @@ int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const
 #endif
         const int64_t j0 = n * tid / count, j1 = n * (tid + 1) / count, nj = j1 - j0;
         const size_t table = sizeof(float) * OM_SR4_PB * 9 * OM_SR4_RB;
-        float *T = alloc_aligned(table);
-        float *acc = alloc_aligned(sizeof(float) * (size_t)(nj > 0 ? nj : 1) * rb);
+        float *T = om_aligned_alloc(table);
+        float *acc = om_aligned_alloc(sizeof(float) * (size_t)(nj > 0 ? nj : 1) * rb);
         if (!T || !acc) {
             failed = 1;
         } else if (nj > 0) {
@@ -232,8 +219,8 @@ int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const
                             out[(r0 + r) * n + j0 + j] = acc[j * rb + r];
             }
         }
-        free_aligned(T);
-        free_aligned(acc);
+        om_aligned_free(T);
+        om_aligned_free(acc);
     }
     return failed ? -1 : 0;
 }

@@ -79,7 +79,9 @@ static double gelu_limit(double x) { return x > 0 ? x : -0.0; }
 static double ref_exp(double x) { return exp(x); }
 static double ref_log(double x) { return log(x); }
 static double ref_tanh(double x) { return tanh(x); }
-static double ref_sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
+static double ref_sigmoid(double x) {
+    return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+}
 static double ref_erf(double x) { return erf(x); }
 static double ref_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
 static double ref_gelu(double x) {
