@@ -295,7 +295,8 @@ static void check_conv(run_t *r, int nt) {
         we[j] = j * 2 + 2 > W ? W : j * 2 + 2;
         dw[j] = 3;
     }
-    const om_pool_windows pw = {PL, H, W, OH, OW, hs, he, ws, we};
+    const om_pool_windows pw = {.planes = PL, .h = H, .w = W, .oh = OH, .ow = OW, .sh = 1,
+                                .sw = 1, .hs = hs, .he = he, .ws = ws, .we = we};
     float *x = uniform(PL * H * W, 2.0f), *gy = uniform(PL * OH * OW, 1.0f);
     float *y = zeros(PL * OH * OW), *gx = zeros(PL * H * W);
     int64_t idx[PL * OH * OW];
@@ -304,6 +305,10 @@ static void check_conv(run_t *r, int nt) {
     rec_i64(r, "max_pool2d indices", idx, PL * OH * OW);
     om_max_pool2d_backward_f32(&pw, gy, idx, gx, nt);
     rec_f32(r, "max_pool2d dx", gx, PL * H * W);
+    om_pool_windows dilated = pw;  /* taps 2 apart (max pooling's dilation) */
+    dilated.sh = dilated.sw = 2;
+    om_max_pool2d_f32(&dilated, x, y, idx, nt);
+    rec_f32(r, "max_pool2d dilated", y, PL * OH * OW);
     om_avg_pool2d_f32(&pw, dh, dw, x, y, nt);
     rec_f32(r, "avg_pool2d", y, PL * OH * OW);
     memset(gx, 0, sizeof(float) * PL * H * W);
