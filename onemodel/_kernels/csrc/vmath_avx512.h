@@ -50,6 +50,8 @@ static inline void om_tanh_lookup_ps_avx512(__m512i i, __m512 *c) {
 #define OMM_OR(a, b) ((__mmask16)((a) | (b)))
 #define OMV_NONE(m) ((m) == 0)
 #define OMV_SCALEF(p, n) _mm512_scalef_ps(p, n)
+/* fpclass 0xff: NaN, ±0, ±inf, denormal or negative (AVX-512 DQ) */
+#define OMV_NOT_POSITIVE_NORMAL(x) _mm512_fpclass_ps_mask(x, 0xff)
 #define OMV_SEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
 #define OMV_AND(a, b) _mm512_and_ps(a, b)
 #define OMV_XOR(a, b) _mm512_xor_ps(a, b)

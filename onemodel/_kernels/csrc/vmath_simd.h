@@ -18,7 +18,8 @@
  * OMD_LO(v) and OMD_HI(v) (the low and high half of a float vector, widened), OMD_NARROW(lo, hi)
  * (back to one float vector, rounded to nearest) and OMD_BITS_SLL52(d) (the bits of each double
  * shifted left by 52), and optionally
- * OMV_SCALEF(p, n) (p 2^n for integral n, one rounding). The ISA header also defines
+ * OMV_SCALEF(p, n) (p 2^n for integral n, one rounding) and OMV_NOT_POSITIVE_NORMAL(x) (the
+ * mask of lanes that are not positive, normal and finite). The ISA header also defines
  * om_tanh_lookup_ps_<isa>(i, c): c[k] = om_tanh_rows[i][k] per lane, for k in [0, 8).
  */
 
@@ -70,7 +71,7 @@ static inline OMV OMV_FN(om_exp)(OMV x) {
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
 }
 
-static inline OMV OMV_FN(om_log_kernel)(OMV f, OMV *hfsq_out) {
+static inline OMV OMV_FN(om_log_kernel)(OMV f) {
     OMV f2 = OMV_MUL(f, f);
     OMV p = OMV_C(OM_LOG_P7);
     p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P6));
@@ -80,8 +81,7 @@ static inline OMV OMV_FN(om_log_kernel)(OMV f, OMV *hfsq_out) {
     p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P2));
     p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P1));
     p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P0));
-    *hfsq_out = OMV_MUL(OMV_C(0.5f), f2);
-    return OMV_MUL(f2, OMV_MUL(f, p));
+    return OMV_MUL(f2, OMV_SUB(OMV_MUL(f, p), OMV_C(0.5f)));
 }
 
 static inline OMV OMV_FN(om_log_core)(OMV xs, OMI kbias) {
@@ -89,24 +89,28 @@ static inline OMV OMV_FN(om_log_core)(OMV xs, OMI kbias) {
     OMI k = OMI_ADD(OMI_SRA(ix, 23), kbias);
     OMV m = OMV_AS_F(OMI_ADD(OMI_AND(ix, OMI_SET1(0x007fffff)), OMI_SET1(OM_SQRT_HALF_BITS)));
     OMV f = OMV_SUB(m, OMV_C(1.0f));
-    OMV hfsq;
-    OMV sr = OMV_FN(om_log_kernel)(f, &hfsq);
     OMV dk = OMV_I2F(k);
-    return OMV_ADD(OMV_ADD(OMV_SUB(OMV_ADD(sr, OMV_MUL(dk, OMV_C(OM_LOG_LN2_LO))), hfsq), f),
-                   OMV_MUL(dk, OMV_C(OM_LOG_LN2_HI)));
+    OMV y = OMV_ADD(OMV_FN(om_log_kernel)(f), OMV_MUL(dk, OMV_C(OM_LOG_LN2_LO)));
+    return OMV_ADD(OMV_ADD(y, f), OMV_MUL(dk, OMV_C(OM_LOG_LN2_HI)));
 }
 
-/* x is positive, normal and finite iff bits(x) - bits(FLT_MIN) < bits(inf) - bits(FLT_MIN)
- * as unsigned numbers; adding 2^31 as well turns that into one signed comparison. */
+/* The lanes that are not positive, normal and finite. Without an ISA instruction for it
+ * (OMV_NOT_POSITIVE_NORMAL): x is positive, normal and finite iff bits(x) - bits(FLT_MIN) <
+ * bits(inf) - bits(FLT_MIN) as unsigned numbers, and adding 2^31 as well turns that into one
+ * signed comparison. */
+#ifdef OMV_NOT_POSITIVE_NORMAL
+#define OM_LOG_SPECIAL(x) OMV_NOT_POSITIVE_NORMAL(x)
+#else
 #define OM_LOG_RANGE_SHIFT ((int32_t)(0x80000000u - 0x00800000u))
 #define OM_LOG_RANGE_END ((int32_t)(0x80000000u + 0x7f800000u - 0x00800000u))
+#define OM_LOG_SPECIAL(x) \
+    OMI_LT(OMI_SET1(OM_LOG_RANGE_END - 1), OMI_ADD(OMV_AS_I(x), OMI_SET1(OM_LOG_RANGE_SHIFT)))
+#endif
 
 /* When every lane is positive, normal and finite (the common case), the selects for denormals
  * and special values would all keep y: they are skipped, with the same bits. */
 static inline OMV OMV_FN(om_log)(OMV x) {
-    OMI shifted = OMI_ADD(OMV_AS_I(x), OMI_SET1(OM_LOG_RANGE_SHIFT));
-    if (OMV_NONE(OMI_LT(OMI_SET1(OM_LOG_RANGE_END - 1), shifted)))
-        return OMV_FN(om_log_core)(x, OMI_SET1(0));
+    if (OMV_NONE(OM_LOG_SPECIAL(x))) return OMV_FN(om_log_core)(x, OMI_SET1(0));
     OMV inf = OMV_AS_F(OMI_SET1(OM_INF_BITS));
     OMM sub = OMV_LT(x, OMV_C(OM_FLT_MIN));
     OMV xs = OMV_SEL(sub, OMV_MUL(x, OMV_C(OM_LOG_DENORMAL_SCALE)), x);
@@ -177,11 +181,8 @@ static inline OMV OMV_FN(om_log1p_unit)(OMV e) {
     c = OMV_SEL(big, c, OMV_C(0.0f));
     OMV f = OMV_SEL(big, OMV_SUB(OMV_MUL(u, OMV_C(0.5f)), OMV_C(1.0f)), e);
     OMV dk = OMV_SEL(big, OMV_C(1.0f), OMV_C(0.0f));
-    OMV hfsq;
-    OMV sr = OMV_FN(om_log_kernel)(f, &hfsq);
-    OMV y = OMV_ADD(sr, OMV_ADD(OMV_MUL(dk, OMV_C(OM_LOG_LN2_LO)), c));
-    y = OMV_ADD(OMV_SUB(y, hfsq), f);
-    return OMV_ADD(y, OMV_MUL(dk, OMV_C(OM_LOG_LN2_HI)));
+    OMV y = OMV_ADD(OMV_FN(om_log_kernel)(f), OMV_ADD(OMV_MUL(dk, OMV_C(OM_LOG_LN2_LO)), c));
+    return OMV_ADD(OMV_ADD(y, f), OMV_MUL(dk, OMV_C(OM_LOG_LN2_HI)));
 }
 
 static inline OMV OMV_FN(om_softplus)(OMV x) {

@@ -20,6 +20,10 @@
 #undef OMM_OR
 #undef OMV_NONE
 #undef OMV_SCALEF
+#undef OMV_NOT_POSITIVE_NORMAL
+#undef OM_LOG_SPECIAL
+#undef OM_LOG_RANGE_SHIFT
+#undef OM_LOG_RANGE_END
 #undef OMV_SEL
 #undef OMV_AND
 #undef OMV_XOR
