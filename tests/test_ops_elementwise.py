@@ -201,6 +201,21 @@ def test_abs_relu_clamp_gradients_at_kinks(check_torch):
     check_torch(lambda t: F.clamp(t, max=0.5), lambda t: torch.clamp(t, max=0.5), x)
 
 
+def test_relu_bits_equal_pytorch_on_signed_zeros_nan_and_inf():
+    """relu(x) = x < 0 ? +0 : x keeps -0 and NaN as PyTorch does; its gradient is g where the
+    output is > 0 or NaN (a -0 g stays -0) and +0 elsewhere, even where g is inf."""
+    x = np.array([-0.0, 0.0, np.nan, -1.0, 2.0, -np.inf, np.inf, 1e-45, -1e-45], np.float32)
+    g = np.array([-0.0, -1.0, 3.0, np.inf, -0.0, -np.inf, 5.0, -2.0, np.nan], np.float32)
+    ours = tensor(x, requires_grad=True)
+    y = F.relu(ours)
+    y.backward(g)
+    theirs = torch.from_numpy(x.copy()).requires_grad_()
+    ty = torch.relu(theirs)
+    ty.backward(torch.from_numpy(g))
+    assert y.detach().numpy().tobytes() == ty.detach().numpy().tobytes()
+    assert ours.grad.numpy().tobytes() == theirs.grad.numpy().tobytes()
+
+
 def test_clamp_integers(check_torch):
     x = np.array([-5, 0, 3, 9], np.int64)
     check_torch(lambda t: F.clamp(t, -1, 4), lambda t: torch.clamp(t, -1, 4), x)
