@@ -108,10 +108,11 @@ def test_exact_fma_chain_every_path(isa, trans_a, trans_b):
 
 def test_bit_identical_across_paths_and_threads(isa):
     rng = np.random.default_rng(4)
-    # (71, 97, 300) and (300, 170, 600) split their columns over threads that share one packed
-    # A (several K blocks; the second also several row blocks).
-    cases = [(71, 97, 300, 1), (300, 170, 600, 1), (33, 65, 20, 3), (1, 200, 513, 2),
-             (200, 1, 40, 1)]
+    # At 2 threads on the AVX-512 tile (8 x 32), (71, 97, 300) and (264, 700, 300) split their
+    # columns, and the threads share one packed A over two K blocks (the second also over two
+    # row blocks of 256); (300, 170, 600) splits its rows.
+    cases = [(71, 97, 300, 1), (264, 700, 300, 1), (300, 170, 600, 1), (33, 65, 20, 3),
+             (1, 200, 513, 2), (200, 1, 40, 1)]
     for m, n, k, batch in cases:
         a, b = rand(rng, batch, m, k), rand(rng, batch, k, n)
         a[0, 0, :3] = [0.0, -0.0, 1e-40]     # a denormal and signed zeros in the mix

@@ -147,6 +147,38 @@ def test_exact_bits_across_isa_and_threads(cell, h, check_exact, rng):
                     xw, w, b, h0)
 
 
+@pytest.mark.parametrize("cls,name", CELLS)
+def test_hidden_wider_than_a_k_block_matches_torch(cls, name, rng, assert_close):
+    """Hidden 300: the step products run over several K blocks of W_hh packed once per call
+    (forward K = 300, backward K = 1200 or 900), so a wrong block offset would show."""
+    m = cls(7, 300, seed=4)
+    t = _torch_twin(m, name)
+    x = rng.standard_normal((3, 2, 7)).astype(np.float32)
+    xo, xt = om.tensor(x, requires_grad=True), torch.from_numpy(x).requires_grad_()
+    y, yt = m(xo)[0], t(xt)[0]
+    assert_close(y.detach().numpy(), yt.detach().numpy(), 1e-5, "output")
+    r = rng.standard_normal(y.shape).astype(np.float32)
+    y.backward(r)
+    yt.backward(torch.from_numpy(r))
+    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-4, "grad x")
+    for (pname, p), tp in zip(m.named_parameters(), t.parameters()):
+        assert_close(p.grad.numpy(), tp.grad.numpy(), 1e-4, f"grad {pname}")
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_exact_bits_wide_hidden(cell, check_exact, rng):
+    h, g = 300, 4 if cell == "lstm" else 3
+    xw = rng.standard_normal((3, 2, g * h)).astype(np.float32)
+    w = rng.standard_normal((g * h, h)).astype(np.float32) * 0.05
+    b = rng.standard_normal(g * h).astype(np.float32)
+    h0 = rng.standard_normal((2, h)).astype(np.float32)
+    if cell == "lstm":
+        c0 = rng.standard_normal((2, h)).astype(np.float32)
+        check_exact(lambda *a: _joined(*lstm_layer(*a)), xw, w, b, h0, c0)
+    else:
+        check_exact(lambda *a: _joined(*gru_layer(*a)), xw, w, b, h0)
+
+
 def test_exact_bits_large_batch_threads(check_exact, rng):
     # Large enough that the row kernels split rows over threads; two directions run concurrently.
     m = nn.LSTM(8, 64, bidirectional=True, seed=5)
