@@ -108,9 +108,9 @@ def test_exact_fma_chain_every_path(isa, trans_a, trans_b):
 
 def test_bit_identical_across_paths_and_threads(isa):
     rng = np.random.default_rng(4)
-    # At 2 threads on the AVX-512 tile (8 x 32), (71, 97, 300) and (264, 700, 300) split their
-    # columns, and the threads share one packed A over two K blocks (the second also over two
-    # row blocks of 256); (300, 170, 600) splits its rows.
+    # At 2 threads on the AVX-512 tile (8 x 32), (264, 700, 300) and (300, 170, 600) split
+    # their rows when stored as given, and their columns when both are transposed: then the
+    # threads share one packed A over two or three K blocks (264 rows: two row blocks of 256).
     cases = [(71, 97, 300, 1), (264, 700, 300, 1), (300, 170, 600, 1), (33, 65, 20, 3),
              (1, 200, 513, 2), (200, 1, 40, 1)]
     for m, n, k, batch in cases:

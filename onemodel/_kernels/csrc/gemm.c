@@ -179,15 +179,22 @@ static void block(const ctx *x, view a, view b, float *c, int64_t m0, int64_t m1
     }
 }
 
+/* What packing one element costs, in multiply-adds of the micro-kernel (measured with the
+ * AVX-512 tile at 2 threads): a copy is bound by memory; a transpose into mr-row panels (op(A)
+ * stored row-major, op(B) stored transposed) runs on the shuffle port, about 8 times slower. */
+enum { PACK_COPY = 16, PACK_TRANSPOSE = 128 };
+
 /* Splits one product into gm x gn sub-blocks for t threads: the factorisation with the least
- * work per thread, counting padding to whole tiles and (roughly) packing. */
-static void choose_grid(int64_t m, int64_t n, int mr, int nr, int t, int *gm, int *gn) {
+ * cost per thread, counting the tiles it computes (padding included) and the rows of op(A) and
+ * columns of op(B) it packs (or reads packed). Ties go to more row blocks. */
+static void choose_grid(int64_t m, int64_t n, int mr, int nr, int64_t a_cost, int64_t b_cost,
+                        int t, int *gm, int *gn) {
     int64_t best = -1;
-    for (int f = 1; f <= t; f++) {
+    for (int f = t; f >= 1; f--) {
         if (t % f) continue;
         int64_t mb = round_up((m + f - 1) / f, mr);
         int64_t nb = round_up((n + t / f - 1) / (t / f), nr);
-        int64_t cost = mb * nb + 16 * (mb + nb);
+        int64_t cost = mb * nb + a_cost * mb + b_cost * nb;
         if (best < 0 || cost < best) best = cost, *gm = f, *gn = t / f;
     }
 }
@@ -208,7 +215,9 @@ static int product(int64_t batch, int64_t m, int64_t n, int64_t k,
 
     int t = om_threads_for(batch * m * n * k, GRAIN_FMAS, nthreads);
     int gm = 1, gn = 1;
-    if (batch % t) choose_grid(m, n, u->mr, u->nr, t, &gm, &gn);
+    if (batch % t)
+        choose_grid(m, n, u->mr, u->nr, trans_a ? PACK_COPY : PACK_TRANSPOSE,
+                    trans_b && !packed_b ? PACK_TRANSPOSE : PACK_COPY, t, &gm, &gn);
     const int64_t jobs = batch * gm * gn;
     const int64_t bm = round_up((m + gm - 1) / gm, u->mr);
     const int64_t bn = round_up((n + gn - 1) / gn, u->nr);
