@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
+from ._ieee import quiet
+
 if TYPE_CHECKING:
     from .tensor import Tensor
 
@@ -98,6 +100,7 @@ class Node:
         self.saved_versions = ()
 
 
+@quiet
 def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> None:
     """Accumulates d(root)/d(leaf) · grad into the .grad of every reachable leaf."""
     from .tensor import Tensor

@@ -10,6 +10,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from . import autograd
+from ._ieee import quiet
 
 float32 = np.dtype(np.float32)
 int32 = np.dtype(np.int32)
@@ -243,6 +244,7 @@ class Tensor:
     def fill_(self, value: Any) -> "Tensor":
         return self._inplace("fill_", np.asarray(value, self._data.dtype))
 
+    @quiet
     def _update(self, op: str, ufunc: np.ufunc, other: Any) -> "Tensor":
         """self = ufunc(self, other), written straight into self's memory."""
         self._check_inplace(op)

@@ -1,6 +1,7 @@
 """Elementwise ops: forward and backward against PyTorch and float64 central differences,
 broadcasting, special values, exact-mode bit identity, and argument errors."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -149,6 +150,28 @@ def test_binary_special_values(special_values, check_torch):
     b = special_values.reshape(1, -1)
     for op, top, _ in BINARY:
         check_torch(op, top, a, b, requires_grad=[False, False])
+
+
+def test_special_values_give_nan_and_inf_without_numpy_warnings(special_values):
+    # inf - inf, 0 * inf, x / 0 and overflow, forward and backward and in place: PyTorch is
+    # silent, and so must onemodel be, whatever the caller's warning filters or np.seterr.
+    a = special_values.reshape(-1, 1)
+    b = special_values.reshape(1, -1)
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        for op, top, _ in BINARY:
+            ta, tb = tensor(a, requires_grad=True), tensor(b, requires_grad=True)
+            out = op(ta, tb)
+            out.backward(onemodel.tensor(np.full(out.shape, 3e38, np.float32)))
+            want = top(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+            np.testing.assert_array_equal(out.detach().numpy(), want, err_msg=op.__name__)
+            assert ta.grad.shape == a.shape and tb.grad.shape == b.shape
+        for e in (2.0, 0.5, 3, -2, 1.7):
+            t = tensor(special_values, requires_grad=True)
+            (t ** e).sum().backward()
+        t = tensor(special_values.copy())
+        t.add_(np.float32(np.inf)).sub_(np.float32(np.inf)).mul_(np.float32(0)).div_(np.float32(0))
+        assert np.isnan(t.numpy()).all()
 
 
 def test_integer_arithmetic_follows_torch(check_torch):

@@ -1,7 +1,8 @@
 """Elementwise ops: arithmetic with numpy broadcasting, pow, and the activations.
 
 + − × ÷ and sqrt run in numpy float32: each is one correctly rounded IEEE operation, so the
-bits are the same on every path. Every transcendental (exp, log, tanh, sigmoid, erf, softplus,
+bits are the same on every path; special values (inf - inf, x / 0) give NaN and inf without
+numpy's warnings, as in PyTorch (_ieee.quiet). Every transcendental (exp, log, tanh, sigmoid, erf, softplus,
 pow with a non-integer exponent) comes from the project's own kernels in _kernels._vmath,
 never from numpy or libm (engine.md section 4). Backward formulas follow PyTorch's.
 """
@@ -12,6 +13,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from .._ieee import quiet
 from .._kernels import _vmath
 from ..tensor import Tensor, float32
 from ._core import as_tensor, record, require_float, sum_to_shape, threads
@@ -63,6 +65,7 @@ def _grads(g_a: Any, g_b: Any, a: Tensor, b: Tensor) -> tuple:
             sum_to_shape(g_b(), b.shape) if b._requires_grad else None)
 
 
+@quiet
 def add(input: Any, other: Any) -> Tensor:
     a, b = _operands(input, other, "add")
     try:
@@ -72,6 +75,7 @@ def add(input: Any, other: Any) -> Tensor:
     return record("add", out, (a, b), lambda g: _grads(lambda: g, lambda: g, a, b))
 
 
+@quiet
 def sub(input: Any, other: Any) -> Tensor:
     a, b = _operands(input, other, "sub")
     try:
@@ -81,6 +85,7 @@ def sub(input: Any, other: Any) -> Tensor:
     return record("sub", out, (a, b), lambda g: _grads(lambda: g, lambda: -g, a, b))
 
 
+@quiet
 def mul(input: Any, other: Any) -> Tensor:
     a, b = _operands(input, other, "mul")
     try:
@@ -91,6 +96,7 @@ def mul(input: Any, other: Any) -> Tensor:
                   lambda g: _grads(lambda: g * b._data, lambda: g * a._data, a, b), (a, b))
 
 
+@quiet
 def div(input: Any, other: Any) -> Tensor:
     """True division; integer operands give float32, as in PyTorch."""
     a, b = _operands(input, other, "div", floating=True)
@@ -146,6 +152,7 @@ def _pow_general(b: np.ndarray, e: np.ndarray) -> np.ndarray:
     return out
 
 
+@quiet
 def pow(input: Any, exponent: Any) -> Tensor:
     """input ** exponent; either may be a tensor or a number (float32 result).
 
@@ -220,6 +227,7 @@ def _float_input(input: Any, op: str) -> Tensor:
     return x
 
 
+@quiet
 def sqrt(input: Tensor) -> Tensor:
     x = _float_input(input, "sqrt")
     out = np.sqrt(x._data)
@@ -260,6 +268,7 @@ def erf(input: Tensor) -> Tensor:
     return _transcendental("erf", input, "erf")
 
 
+@quiet
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold, as PyTorch.
 
