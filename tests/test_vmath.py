@@ -6,6 +6,8 @@ honest in a few seconds.
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -168,6 +170,67 @@ def test_one_special_lane_among_ordinary_values(isa):
         ref = forward(op, x)
         select_isa(isa)
         assert forward(op, x).tobytes() == ref.tobytes(), f"{op}: {isa} differs from scalar"
+
+
+def round_to_float32(q):
+    """The float32 nearest the rational q, ties to even (no double rounding through float64)."""
+    y = np.float32(float(q))
+    candidates = [y, np.nextafter(y, np.float32(-np.inf)), np.nextafter(y, np.float32(np.inf))]
+    return min(candidates, key=lambda c: (abs(Fraction(float(c)) - q),
+                                          int(np.array(c).view(np.uint32)) & 1))
+
+
+def fused(a, b, c):
+    return round_to_float32(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
+
+
+def separate(a, b, c):
+    return a * b + c
+
+
+# vmath.h's OM_LOG_P7..P0, OM_LOG_LN2_HI and OM_LOG_LN2_LO
+LOG_POLY = np.array([-0.07636439, 0.12762217, -0.1315961, 0.1420158, -0.16623409, 0.20001242,
+                     -0.2500082, 0.3333333], np.float32)
+LN2_HI, LN2_LO = np.float32(6.9313812256e-01), np.float32(9.0580006145e-06)
+
+
+def log_model(x, fma):
+    """om_log_core of vmath.h on a positive normal float32, with fma as its multiply-add."""
+    ix = (int(np.array(x).view(np.uint32)) - 0x3f3504f3) % 2**32
+    k = ((ix + 0x3f800000) % 2**32 >> 23) - 127
+    f = np.array((ix & 0x7fffff) + 0x3f3504f3, np.uint32).view(np.float32)[()] - np.float32(1)
+    dk = np.float32(k)
+    p = LOG_POLY[0]
+    for c in LOG_POLY[1:]:
+        p = fma(p, f, c)
+    y = fma(f * f, fma(f, p, np.float32(-0.5)), dk * LN2_LO)
+    return fma(dk, LN2_HI, y + f)
+
+
+@pytest.fixture(scope="module")
+def log_cases():
+    """Inputs near 1 and over every exponent, and the exact model's fused results."""
+    rng = np.random.default_rng(6)
+    near_one = (1 + rng.uniform(-0.3, 0.42, 1500)).astype(np.float32)
+    anywhere = (rng.integers(0x00800000, 0x7f800000, 1500, dtype=np.uint64)
+                .astype(np.uint32).view(np.float32))
+    x = np.concatenate([near_one, anywhere])
+    with np.errstate(over="ignore"):
+        expected = np.array([log_model(v, fused) for v in x], np.float32)
+        unfused = np.array([log_model(v, separate) for v in x], np.float32)
+    assert (expected != unfused).sum() >= 5  # the test below tells the two apart
+    return x, expected
+
+
+@pytest.mark.parametrize("isa", available_isas())
+def test_log_fuses_its_multiply_adds_on_every_path(isa, log_cases):
+    """log's polynomial and tail are fused multiply-adds, each rounded once (fmaf, or the
+    path's FMA instruction, or fmaf per lane on SSE2): every path gives the bits of an exact
+    rational model of the scalar reference, including on inputs where separate products and
+    sums would give other bits."""
+    x, expected = log_cases
+    select_isa(isa)
+    np.testing.assert_array_equal(forward("log", x).view(np.uint32), expected.view(np.uint32))
 
 
 @pytest.mark.parametrize("op", OPS)

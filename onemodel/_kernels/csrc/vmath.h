@@ -1,12 +1,15 @@
 /* Exact-mode transcendentals, float32: the scalar reference.
  *
- * Every function here is built from + - * /, comparisons and bit manipulation only: no libm,
- * and NO fused multiply-add anywhere (each a*b + c is a rounded product, then a rounded sum).
- * The SIMD translations (vmath_simd.h through vmath_sse2.h, vmath_avx2.h, vmath_avx512.h and
- * vmath_neon.h) evaluate the same operations in the same order, with the same range reduction
- * and the same special cases, so they give the same bits on every input. Branches are written
- * as selects (compute every candidate, then pick) so the vector code reads the same way; the
- * vector code may skip a group of selects when a test shows they keep every lane.
+ * Every function here is built from + - * /, comparisons and bit manipulation only: no libm
+ * transcendental. FMA policy: a*b + c is a rounded product, then a rounded sum, except where a
+ * function calls fmaf (log's polynomial and tail, shared by softplus): fmaf is correctly
+ * rounded, and every SIMD path translates it to its fused multiply-add (OMV_FMA; SSE2, which
+ * has none, calls fmaf per lane), so the bits stay the same. The SIMD translations
+ * (vmath_simd.h through vmath_sse2.h, vmath_avx2.h, vmath_avx512.h and vmath_neon.h) evaluate
+ * the same operations in the same order, with the same range reduction and the same special
+ * cases, so they give the same bits on every input. Branches are written as selects (compute
+ * every candidate, then pick) so the vector code reads the same way; the vector code may skip
+ * a group of selects when a test shows they keep every lane.
  *
  * Denormal inputs and results are handled without flush-to-zero: results underflow gradually
  * (a scale by 2^n is split into two exact-or-once-rounded multiplies) and overflow to inf.
@@ -19,6 +22,7 @@
 #ifndef OM_VMATH_H
 #define OM_VMATH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -106,52 +110,54 @@ static inline float om_expf(float x) {
 
 /* log(1+f) = f - f^2/2 + f^3 P(f) on f in [sqrt(2)/2-1, sqrt(2)-1], P a degree-7 fit of
  * (log(1+f) - f + f^2/2)/f^3 weighted for the relative error of log(1+f), its coefficients
- * rounded to float32 (2^-27.3 of the result). No division: Horner in f, as fast as the product
- * units allow. ln2 is split so that k * LN2_HI is exact (FreeBSD/musl logf). */
+ * rounded to float32 (2^-27.4 of the result; tools/fit_log.py). No division: Horner in f with
+ * fused multiply-adds, as few vector operations as the accuracy allows (degree 6 would reach
+ * 1.22 ulp). ln2 is split so that k * LN2_HI is exact (FreeBSD/musl logf). */
 #define OM_LOG_P0 0.3333333f
 #define OM_LOG_P1 -0.2500082f
-#define OM_LOG_P2 0.20001243f
-#define OM_LOG_P3 -0.16623412f
-#define OM_LOG_P4 0.14201544f
-#define OM_LOG_P5 -0.13159537f
-#define OM_LOG_P6 0.12762427f
-#define OM_LOG_P7 -0.076368906f
+#define OM_LOG_P2 0.20001242f
+#define OM_LOG_P3 -0.16623409f
+#define OM_LOG_P4 0.1420158f
+#define OM_LOG_P5 -0.1315961f
+#define OM_LOG_P6 0.12762217f
+#define OM_LOG_P7 -0.07636439f
 #define OM_LOG_LN2_HI 6.9313812256e-01f /* 0x3f317180: k * LN2_HI exact for |k| < 2^9 */
 #define OM_LOG_LN2_LO 9.0580006145e-06f
 /* 0x3f3504f3 = sqrt(2)/2: mantissas at or above it belong to the exponent below. */
 #define OM_SQRT_HALF_BITS 0x3f3504f3u
 
-/* log(1+f) - f = f^2 (f P(f) - 1/2) for the reduced f (one product for both terms). */
-static inline float om_log_kernel(float f) {
-    float f2 = f * f;
+/* log(1+f) - f + lo = f^2 (f P(f) - 1/2) + lo for the reduced f, every step fused: lo (the
+ * caller's small terms: k LN2_LO, softplus's correction) is added to the exact f^2 product. */
+static inline float om_log_kernel(float f, float lo) {
     float p = OM_LOG_P7;
-    p = p * f + OM_LOG_P6;
-    p = p * f + OM_LOG_P5;
-    p = p * f + OM_LOG_P4;
-    p = p * f + OM_LOG_P3;
-    p = p * f + OM_LOG_P2;
-    p = p * f + OM_LOG_P1;
-    p = p * f + OM_LOG_P0;
-    return f2 * (f * p - 0.5f);
+    p = fmaf(p, f, OM_LOG_P6);
+    p = fmaf(p, f, OM_LOG_P5);
+    p = fmaf(p, f, OM_LOG_P4);
+    p = fmaf(p, f, OM_LOG_P3);
+    p = fmaf(p, f, OM_LOG_P2);
+    p = fmaf(p, f, OM_LOG_P1);
+    p = fmaf(p, f, OM_LOG_P0);
+    return fmaf(f * f, fmaf(f, p, -0.5f), lo);
 }
 
 /* log(xs) + kbias ln2 for xs positive, finite and normal: xs = 2^k m with m in [sqrt(2)/2,
  * sqrt(2)), k = (bits(xs) - bits(sqrt(2)/2)) >> 23 (an arithmetic shift; written here with an
- * unsigned one and a bias). */
+ * unsigned one and a bias). The small terms are summed before f, and k LN2_HI (exact) last, in
+ * a fused step that rounds only the sum. */
 static inline float om_log_core(float xs, int32_t kbias) {
     uint32_t ix = om_f2u(xs) - OM_SQRT_HALF_BITS;
     int32_t k = (int32_t)((ix + 0x3f800000u) >> 23) - 127 + kbias;
     float m = om_u2f((ix & 0x007fffffu) + OM_SQRT_HALF_BITS);
     float f = m - 1.0f;
     float dk = (float)k;
-    return om_log_kernel(f) + dk * OM_LOG_LN2_LO + f + dk * OM_LOG_LN2_HI;
+    return fmaf(dk, OM_LOG_LN2_HI, om_log_kernel(f, dk * OM_LOG_LN2_LO) + f);
 }
 
 #define OM_FLT_MIN 1.17549435e-38f
 #define OM_LOG_DENORMAL_SCALE 33554432.0f /* 2^25 */
 #define OM_LOG_DENORMAL_KBIAS (-25)
 
-/* log: max error 0.923 ulp (exhaustive sweep, at 0.706431). */
+/* log: max error 0.876 ulp (exhaustive sweep, at 1.27433). */
 static inline float om_logf(float x) {
     int sub = x < OM_FLT_MIN; /* denormals: scaled into the normal range first */
     float y = om_log_core(sub ? x * OM_LOG_DENORMAL_SCALE : x, sub ? OM_LOG_DENORMAL_KBIAS : 0);
@@ -318,7 +324,7 @@ static inline float om_log1p_unit(float e) {
     c = big ? c : 0.0f;
     float f = big ? u * 0.5f - 1.0f : e;
     float dk = big ? 1.0f : 0.0f;
-    return om_log_kernel(f) + (dk * OM_LOG_LN2_LO + c) + f + dk * OM_LOG_LN2_HI;
+    return fmaf(dk, OM_LOG_LN2_HI, om_log_kernel(f, dk * OM_LOG_LN2_LO + c) + f);
 }
 
 /* softplus(x) = max(x, 0) + log(1 + exp(-|x|)): max error 1.711 ulp (exhaustive sweep, at

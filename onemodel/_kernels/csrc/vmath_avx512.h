@@ -1,7 +1,8 @@
 /* vmath.h on AVX-512 vectors (__m512): om_<name>_ps_avx512, bit-identical to the scalar
  * reference. The function bodies are in vmath_simd.h; this header maps its macros to AVX-512F
  * intrinsics, with comparison results in mask registers (__mmask16). Scaling by 2^n is scalef,
- * which rounds once as the scalar pair of products does (om_ldexp2f). No FMA (vmath.h). */
+ * which rounds once as the scalar pair of products does (om_ldexp2f); OMV_FMA is vfmadd, one
+ * rounding as the scalar reference's fmaf. */
 #ifndef OM_VMATH_AVX512_H
 #define OM_VMATH_AVX512_H
 
@@ -39,6 +40,7 @@ static inline void om_tanh_lookup_ps_avx512(__m512i i, __m512 *c) {
 #define OMV_SUB(a, b) _mm512_sub_ps(a, b)
 #define OMV_MUL(a, b) _mm512_mul_ps(a, b)
 #define OMV_DIV(a, b) _mm512_div_ps(a, b)
+#define OMV_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define OMV_LT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
 #define OMV_LE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ)
 #define OMV_EQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)

@@ -3,8 +3,9 @@
  * NEON intrinsics. Comparisons give all-ones lanes (uint32x4_t), selects are bit selects. min
  * and max are written as compare-and-select, because vminq/vmaxq return NaN for a NaN operand
  * where the x86 instructions the body is written against return the second operand. The
- * float-to-int conversion truncates, which is exact on the integral values it is given. No FMA
- * (vmath.h): only vmulq/vaddq, which the -ffp-contract=off build keeps apart. */
+ * float-to-int conversion truncates, which is exact on the integral values it is given.
+ * OMV_FMA is vfmaq (fused, as the scalar reference's fmaf); everywhere else vmulq and vaddq,
+ * which the -ffp-contract=off build keeps apart. */
 #ifndef OM_VMATH_NEON_H
 #define OM_VMATH_NEON_H
 
@@ -37,6 +38,7 @@ static inline void om_tanh_lookup_ps_neon(int32x4_t i, float32x4_t *c) {
 #define OMV_SUB(a, b) vsubq_f32(a, b)
 #define OMV_MUL(a, b) vmulq_f32(a, b)
 #define OMV_DIV(a, b) vdivq_f32(a, b)
+#define OMV_FMA(a, b, c) vfmaq_f32(c, a, b)
 #define OMV_LT(a, b) vcltq_f32(a, b)
 #define OMV_LE(a, b) vcleq_f32(a, b)
 #define OMV_EQ(a, b) vceqq_f32(a, b)

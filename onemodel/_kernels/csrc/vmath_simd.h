@@ -4,20 +4,21 @@
  * macros for their vector type and include this file (so it has no include guard). Each
  * function is a line-by-line translation of its scalar reference in vmath.h: the same
  * operations in the same order, the same constants, selects where the scalar code has a
- * conditional expression. No fused multiply-add. Results are bit-identical to vmath.h.
+ * conditional expression, OMV_FMA exactly where vmath.h calls fmaf. Results are bit-identical
+ * to vmath.h.
  *
  * Macros: OMV (float vector), OMM (comparison mask), OMI (int32 vector), OMV_FN(name) (the
- * function name with its ISA suffix), OMV_SET1, OMV_ADD/SUB/MUL/DIV, OMV_LT/LE/EQ (ordered
- * compares, false on NaN), OMV_NLT (not less than: true on NaN), OMV_ISNAN, OMV_MIN(a, b) and
- * OMV_MAX(a, b) (a < b ? a : b and a > b ? a : b, as x86's minps/maxps), OMV_SEL(mask, if_true,
- * if_false), OMV_AND, OMV_XOR, OMV_AS_I, OMV_AS_F (bit casts), OMV_I2F (exact int to float),
- * OMV_F2I (float holding an integer to int), OMI_SET1, OMI_ADD, OMI_SUB, OMI_AND, OMI_SRL,
- * OMI_SRA, OMI_SLL (shifts by a constant), OMI_SEL, OMI_LT (signed, to a mask), OMM_OR (of two
- * masks), OMV_NONE(mask) (no lane set: a branch, only ever used to skip selects that would keep
- * every lane), OMD (double vector of half the lanes) with OMD_SET1, OMD_ADD, OMD_SUB, OMD_MUL,
- * OMD_LO(v) and OMD_HI(v) (the low and high half of a float vector, widened), OMD_NARROW(lo, hi)
- * (back to one float vector, rounded to nearest) and OMD_BITS_SLL52(d) (the bits of each double
- * shifted left by 52), and optionally
+ * function name with its ISA suffix), OMV_SET1, OMV_ADD/SUB/MUL/DIV, OMV_FMA(a, b, c) (a*b + c
+ * rounded once, as fmaf), OMV_LT/LE/EQ (ordered compares, false on NaN), OMV_NLT (not less than:
+ * true on NaN), OMV_ISNAN, OMV_MIN(a, b) and OMV_MAX(a, b) (a < b ? a : b and a > b ? a : b, as
+ * x86's minps/maxps), OMV_SEL(mask, if_true, if_false), OMV_AND, OMV_XOR, OMV_AS_I, OMV_AS_F
+ * (bit casts), OMV_I2F (exact int to float), OMV_F2I (float holding an integer to int),
+ * OMI_SET1, OMI_ADD, OMI_SUB, OMI_AND, OMI_SRL, OMI_SRA, OMI_SLL (shifts by a constant),
+ * OMI_SEL, OMI_LT (signed, to a mask), OMM_OR (of two masks), OMV_NONE(mask) (no lane set: a
+ * branch, only ever used to skip selects that would keep every lane), OMD (double vector of half
+ * the lanes) with OMD_SET1, OMD_ADD, OMD_SUB, OMD_MUL, OMD_LO(v) and OMD_HI(v) (the low and high
+ * half of a float vector, widened), OMD_NARROW(lo, hi) (back to one float vector, rounded to
+ * nearest) and OMD_BITS_SLL52(d) (the bits of each double shifted left by 52), and optionally
  * OMV_SCALEF(p, n) (p 2^n for integral n, one rounding) and OMV_NOT_POSITIVE_NORMAL(x) (the
  * mask of lanes that are not positive, normal and finite). The ISA header also defines
  * om_tanh_lookup_ps_<isa>(i, c): c[k] = om_tanh_rows[i][k] per lane, for k in [0, 8).
@@ -71,17 +72,16 @@ static inline OMV OMV_FN(om_exp)(OMV x) {
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
 }
 
-static inline OMV OMV_FN(om_log_kernel)(OMV f) {
-    OMV f2 = OMV_MUL(f, f);
+static inline OMV OMV_FN(om_log_kernel)(OMV f, OMV lo) {
     OMV p = OMV_C(OM_LOG_P7);
-    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P6));
-    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P5));
-    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P4));
-    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P3));
-    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P2));
-    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P1));
-    p = OMV_ADD(OMV_MUL(p, f), OMV_C(OM_LOG_P0));
-    return OMV_MUL(f2, OMV_SUB(OMV_MUL(f, p), OMV_C(0.5f)));
+    p = OMV_FMA(p, f, OMV_C(OM_LOG_P6));
+    p = OMV_FMA(p, f, OMV_C(OM_LOG_P5));
+    p = OMV_FMA(p, f, OMV_C(OM_LOG_P4));
+    p = OMV_FMA(p, f, OMV_C(OM_LOG_P3));
+    p = OMV_FMA(p, f, OMV_C(OM_LOG_P2));
+    p = OMV_FMA(p, f, OMV_C(OM_LOG_P1));
+    p = OMV_FMA(p, f, OMV_C(OM_LOG_P0));
+    return OMV_FMA(OMV_MUL(f, f), OMV_FMA(f, p, OMV_C(-0.5f)), lo);
 }
 
 static inline OMV OMV_FN(om_log_core)(OMV xs, OMI kbias) {
@@ -90,8 +90,8 @@ static inline OMV OMV_FN(om_log_core)(OMV xs, OMI kbias) {
     OMV m = OMV_AS_F(OMI_ADD(OMI_AND(ix, OMI_SET1(0x007fffff)), OMI_SET1(OM_SQRT_HALF_BITS)));
     OMV f = OMV_SUB(m, OMV_C(1.0f));
     OMV dk = OMV_I2F(k);
-    OMV y = OMV_ADD(OMV_FN(om_log_kernel)(f), OMV_MUL(dk, OMV_C(OM_LOG_LN2_LO)));
-    return OMV_ADD(OMV_ADD(y, f), OMV_MUL(dk, OMV_C(OM_LOG_LN2_HI)));
+    OMV y = OMV_FN(om_log_kernel)(f, OMV_MUL(dk, OMV_C(OM_LOG_LN2_LO)));
+    return OMV_FMA(dk, OMV_C(OM_LOG_LN2_HI), OMV_ADD(y, f));
 }
 
 /* The lanes that are not positive, normal and finite. Without an ISA instruction for it
@@ -181,8 +181,8 @@ static inline OMV OMV_FN(om_log1p_unit)(OMV e) {
     c = OMV_SEL(big, c, OMV_C(0.0f));
     OMV f = OMV_SEL(big, OMV_SUB(OMV_MUL(u, OMV_C(0.5f)), OMV_C(1.0f)), e);
     OMV dk = OMV_SEL(big, OMV_C(1.0f), OMV_C(0.0f));
-    OMV y = OMV_ADD(OMV_FN(om_log_kernel)(f), OMV_ADD(OMV_MUL(dk, OMV_C(OM_LOG_LN2_LO)), c));
-    return OMV_ADD(OMV_ADD(y, f), OMV_MUL(dk, OMV_C(OM_LOG_LN2_HI)));
+    OMV y = OMV_FN(om_log_kernel)(f, OMV_ADD(OMV_MUL(dk, OMV_C(OM_LOG_LN2_LO)), c));
+    return OMV_FMA(dk, OMV_C(OM_LOG_LN2_HI), OMV_ADD(y, f));
 }
 
 static inline OMV OMV_FN(om_softplus)(OMV x) {

@@ -1,6 +1,7 @@
 /* vmath.h on SSE2 vectors (__m128): om_<name>_ps_sse2, bit-identical to the scalar reference.
  * The function bodies are in vmath_simd.h; this header maps its macros to SSE2 intrinsics.
- * SSE2 has no blend, so a select is (m & a) | (~m & b). */
+ * SSE2 has no blend, so a select is (m & a) | (~m & b), and no fused multiply-add, so OMV_FMA
+ * calls fmaf (correctly rounded) on each lane: the scalar reference's operation, lane by lane. */
 #ifndef OM_VMATH_SSE2_H
 #define OM_VMATH_SSE2_H
 
@@ -26,6 +27,15 @@ static inline void om_tanh_lookup_ps_sse2(__m128i i, __m128 *c) {
     }
 }
 
+static inline __m128 om_fma_ps_sse2(__m128 a, __m128 b, __m128 c) {
+    float x[4], y[4], z[4];
+    _mm_storeu_ps(x, a);
+    _mm_storeu_ps(y, b);
+    _mm_storeu_ps(z, c);
+    for (int l = 0; l < 4; l++) z[l] = fmaf(x[l], y[l], z[l]);
+    return _mm_loadu_ps(z);
+}
+
 #define OMV __m128
 #define OMM __m128
 #define OMI __m128i
@@ -35,6 +45,7 @@ static inline void om_tanh_lookup_ps_sse2(__m128i i, __m128 *c) {
 #define OMV_SUB(a, b) _mm_sub_ps(a, b)
 #define OMV_MUL(a, b) _mm_mul_ps(a, b)
 #define OMV_DIV(a, b) _mm_div_ps(a, b)
+#define OMV_FMA(a, b, c) om_fma_ps_sse2(a, b, c)
 #define OMV_LT(a, b) _mm_cmplt_ps(a, b)
 #define OMV_LE(a, b) _mm_cmple_ps(a, b)
 #define OMV_EQ(a, b) _mm_cmpeq_ps(a, b)

@@ -9,6 +9,7 @@
 #undef OMV_SUB
 #undef OMV_MUL
 #undef OMV_DIV
+#undef OMV_FMA
 #undef OMV_LT
 #undef OMV_LE
 #undef OMV_EQ
