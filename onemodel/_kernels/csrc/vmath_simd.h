@@ -152,7 +152,7 @@ static inline OMV OMV_FN(om_tanh)(OMV x) {
     OMV_FN(om_tanh_lookup)(i, c);
     OMV d = OMV_SUB(a, c[0]);
     OMV y = c[OM_TANH_DEG + 1];
-    for (int k = OM_TANH_DEG; k >= 1; k--) y = OMV_ADD(OMV_MUL(y, d), c[k]);
+    for (int k = OM_TANH_DEG; k >= 1; k--) y = OMV_FMA(y, d, c[k]);
     return OMV_XOR(y, OMV_FN(om_sign)(x));
 }
 
