@@ -2,14 +2,14 @@
  *
  * Every function here is built from + - * /, comparisons and bit manipulation only: no libm
  * transcendental. FMA policy: a*b + c is a rounded product, then a rounded sum, except where a
- * function calls fmaf (log's polynomial and tail, shared by softplus, and tanh's): fmaf is correctly
- * rounded, and every SIMD path translates it to its fused multiply-add (OMV_FMA; SSE2, which
- * has none, calls fmaf per lane), so the bits stay the same. The SIMD translations
- * (vmath_simd.h through vmath_sse2.h, vmath_avx2.h, vmath_avx512.h and vmath_neon.h) evaluate
- * the same operations in the same order, with the same range reduction and the same special
- * cases, so they give the same bits on every input. Branches are written as selects (compute
- * every candidate, then pick) so the vector code reads the same way; the vector code may skip
- * a group of selects when a test shows they keep every lane.
+ * function calls fmaf (log's polynomial and tail, shared by softplus, and tanh's polynomial):
+ * fmaf is correctly rounded, and every SIMD path translates it to its fused multiply-add
+ * (OMV_FMA; SSE2, which has none, calls fmaf per lane), so the bits stay the same. The SIMD
+ * translations (vmath_simd.h through vmath_sse2.h, vmath_avx2.h, vmath_avx512.h and
+ * vmath_neon.h) evaluate the same operations in the same order, with the same range reduction
+ * and the same special cases, so they give the same bits on every input. Branches are written
+ * as selects (compute every candidate, then pick) so the vector code reads the same way; the
+ * vector code may skip a group of selects when a test shows they keep every lane.
  *
  * Denormal inputs and results are handled without flush-to-zero: results underflow gradually
  * (a scale by 2^n is split into two exact-or-once-rounded multiplies) and overflow to inf.
