@@ -4,8 +4,8 @@
  * (the scalar reference, also used for the tail of every row) and once for the ISA's vectors.
  * RB_V (value type), RB_FN(name) (name with a suffix), RB_LD(p) / RB_ST(p, v) (unaligned),
  * RB_SET1, RB_ADD, RB_SUB, RB_MUL, RB_SIG and RB_TANH (the exact functions of vmath.h or their
- * vector translations, bit-identical). Each formula is a fixed sequence of rounded operations,
- * no fused multiply-add, so every path gives the same bits.
+ * vector translations, bit-identical, with their own FMA policy). Each formula here is a fixed
+ * sequence of rounded operations, no fused multiply-add, so every path gives the same bits.
  */
 
 static inline void RB_FN(lstm_el)(int64_t h, int64_t j, const float *xw, const float *hw,
