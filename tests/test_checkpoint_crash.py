@@ -53,6 +53,17 @@ def saver(path: str, model: nn.Module, naive: bool, done_fd: int) -> None:
         which ^= 1
 
 
+def read_bytes(fd: int, n: int) -> int:
+    """Blocks until n bytes came through fd (or it closed); how many did."""
+    got = 0
+    while got < n:
+        chunk = os.read(fd, n - got)
+        if not chunk:
+            break
+        got += len(chunk)
+    return got
+
+
 def kill_loop(tmp_path, naive: bool, kills: int) -> dict:
     """Starts a saver, kills it after a random delay, checks the target; `kills` times."""
     model, good = states()
@@ -66,7 +77,7 @@ def kill_loop(tmp_path, naive: bool, kills: int) -> dict:
     seen = {"kills": 0, "corrupt": 0, "old_or_new": 0, "saves": 0, "stale_temporaries": 0,
             "values": set()}
     before: set[str] = set()
-    for _ in range(kills):
+    for round_ in range(kills):
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child never returns into pytest
@@ -76,11 +87,14 @@ def kill_loop(tmp_path, naive: bool, kills: int) -> dict:
             finally:
                 os._exit(1)
         os.close(write_end)
+        # Waiting for 0, 1 or 2 completed saves before the random delay lands the kills in the
+        # first, the second and later saves however loaded the machine is: both states occur.
+        awaited = read_bytes(read_end, round_ % 3)
         time.sleep(rng.uniform(0, span))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         seen["kills"] += 1
-        saves = len(os.read(read_end, 1 << 16))
+        saves = awaited + len(os.read(read_end, 1 << 16))
         os.close(read_end)
         seen["saves"] += saves
         with open(path, "rb") as f:
