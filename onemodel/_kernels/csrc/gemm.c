@@ -199,6 +199,62 @@ static void choose_grid(int64_t m, int64_t n, int mr, int nr, int64_t a_cost, in
     }
 }
 
+/* One product split into jobs: what every thread needs. */
+typedef struct {
+    const om_gemm_ukernel *u;
+    int64_t batch, m, n, k, a_batch_stride, b_batch_stride;
+    view a, b;
+    float *c;
+    int gm, gn;
+    int64_t bm, bn, mc, nc;        /* job block and cache block sizes */
+    float *shared_a;               /* all of op(A) packed together, or NULL */
+    const float *packed_b;         /* all of op(B) packed by the caller, or NULL */
+} plan;
+
+/* Thread `rank` of `size`'s part: its scratch, its share of the shared packing, its share of
+ * the jobs (contiguous runs). The shares are explicit, not omp for loops, because a caller's
+ * thread may run a whole product without a team of its own inside an outer parallel region.
+ * Returns nonzero if scratch could not be allocated. */
+static int run_jobs(const plan *pl, int rank, int size) {
+    const om_gemm_ukernel *u = pl->u;
+    const int64_t m = pl->m, n = pl->n, k = pl->k, kc = min64(k, OM_GEMM_KC);
+    const int64_t a_panels = (m + u->mr - 1) / u->mr, k_blocks = (k + OM_GEMM_KC - 1) / OM_GEMM_KC;
+    const int64_t jobs = pl->batch * pl->gm * pl->gn;
+    ctx x = {u, m, n, k, pl->mc, pl->nc, NULL, NULL, pl->shared_a, pl->packed_b};
+    const size_t abytes = (size_t)(round_up(pl->mc, u->mr) * kc) * sizeof(float);
+    const size_t bbytes = (size_t)(round_up(pl->nc, u->nr) * kc) * sizeof(float);
+    if (!pl->shared_a) x.abuf = om_aligned_alloc(abytes);
+    if (!pl->packed_b) x.bbuf = om_aligned_alloc(bbytes);
+    int failed = 0;
+    int64_t j;
+    if (pl->shared_a) {    /* every (K block, mr-row panel) of op(A), as block() would pack it */
+        const int64_t panels = k_blocks * a_panels;
+        for (j = panels * rank / size; j < panels * (rank + 1) / size; j++) {
+            int64_t pc = j / a_panels * OM_GEMM_KC, i0 = j % a_panels * u->mr;
+            int64_t depth = min64(k - pc, OM_GEMM_KC), rows = min64(m - i0, u->mr);
+            view panel = {pl->a.p + i0 * pl->a.rs + pc * pl->a.cs, pl->a.rs, pl->a.cs};
+            pack_a(u, rows, depth, panel, pl->shared_a + pc * a_panels * u->mr + i0 * depth);
+        }
+#pragma omp barrier
+    }
+    for (j = jobs * rank / size; j < jobs * (rank + 1) / size; j++) {
+        const int gm = pl->gm, gn = pl->gn;
+        int64_t p = j / (gm * gn), m0 = (j % (gm * gn)) / gn * pl->bm, n0 = j % gn * pl->bn;
+        if ((!x.abuf && !pl->shared_a) || (!x.bbuf && !pl->packed_b)) {
+            failed = 1;
+            continue;
+        }
+        if (m0 >= m || n0 >= n) continue;
+        view ap = {pl->a.p + p * pl->a_batch_stride, pl->a.rs, pl->a.cs};
+        view bp = {pl->b.p + p * pl->b_batch_stride, pl->b.rs, pl->b.cs};
+        block(&x, ap, bp, pl->c + p * m * n, m0, min64(m0 + pl->bm, m), n0,
+              min64(n0 + pl->bn, n));
+    }
+    om_aligned_free(x.abuf);
+    om_aligned_free(x.bbuf);
+    return failed;
+}
+
 /* om_gemm_f32, with op(B) already packed (packed_b, batch 1) or packed here. */
 static int product(int64_t batch, int64_t m, int64_t n, int64_t k,
                    const float *a, int64_t a_batch_stride, int trans_a,
@@ -210,59 +266,31 @@ static int product(int64_t batch, int64_t m, int64_t n, int64_t k,
         return 0;
     }
     const om_gemm_ukernel *u = ukernels[om_isa]();
-    const view av = {a, trans_a ? 1 : k, trans_a ? m : 1};
-    const view bv = {b, trans_b ? 1 : n, trans_b ? k : 1};
-
-    int t = om_threads_for(batch * m * n * k, GRAIN_FMAS, nthreads);
-    int gm = 1, gn = 1;
-    if (batch % t)
-        choose_grid(m, n, u->mr, u->nr, trans_a ? PACK_COPY : PACK_TRANSPOSE,
-                    trans_b && !packed_b ? PACK_TRANSPOSE : PACK_COPY, t, &gm, &gn);
-    const int64_t jobs = batch * gm * gn;
-    const int64_t bm = round_up((m + gm - 1) / gm, u->mr);
-    const int64_t bn = round_up((n + gn - 1) / gn, u->nr);
-    const int64_t mc = min64(u->mr * MC_TILES, bm), nc = min64(u->nr * NC_TILES, bn);
-    const int64_t kc = min64(k, OM_GEMM_KC);
-    const int64_t a_panels = (m + u->mr - 1) / u->mr, k_blocks = (k + OM_GEMM_KC - 1) / OM_GEMM_KC;
-    const size_t shared_bytes = (size_t)(a_panels * u->mr * k) * sizeof(float);
-    float *shared_a = batch == 1 && gm == 1 && gn > 1 && shared_bytes <= SHARED_A_BYTES
-                          ? om_aligned_alloc(shared_bytes) : NULL;
-    int failed = 0;
+    plan pl = {u, batch, m, n, k, a_batch_stride, b_batch_stride,
+               {a, trans_a ? 1 : k, trans_a ? m : 1}, {b, trans_b ? 1 : n, trans_b ? k : 1}, c,
+               1, 1, 0, 0, 0, 0, NULL, packed_b};
 
     /* Whole products per thread when the batch divides evenly, else sub-blocks of each. */
-#pragma omp parallel num_threads(t) if (t > 1) reduction(|: failed)
-    {
-        ctx x = {u, m, n, k, mc, nc, NULL, NULL, shared_a, packed_b};
-        const size_t abytes = (size_t)(round_up(mc, u->mr) * kc) * sizeof(float);
-        const size_t bbytes = (size_t)(round_up(nc, u->nr) * kc) * sizeof(float);
-        if (!shared_a) x.abuf = om_aligned_alloc(abytes);
-        if (!packed_b) x.bbuf = om_aligned_alloc(bbytes);
-        int64_t j;
-        if (shared_a) {    /* every (K block, mr-row panel) of op(A), as block() would pack it */
-#pragma omp for schedule(static)
-            for (j = 0; j < k_blocks * a_panels; j++) {
-                int64_t pc = j / a_panels * OM_GEMM_KC, i0 = j % a_panels * u->mr;
-                int64_t depth = min64(k - pc, OM_GEMM_KC), rows = min64(m - i0, u->mr);
-                view panel = {a + i0 * av.rs + pc * av.cs, av.rs, av.cs};
-                pack_a(u, rows, depth, panel, shared_a + pc * a_panels * u->mr + i0 * depth);
-            }
-        }
-#pragma omp for schedule(static)
-        for (j = 0; j < jobs; j++) {
-            int64_t p = j / (gm * gn), m0 = (j % (gm * gn)) / gn * bm, n0 = j % gn * bn;
-            if ((!x.abuf && !shared_a) || (!x.bbuf && !packed_b)) {
-                failed = 1;
-                continue;
-            }
-            if (m0 >= m || n0 >= n) continue;
-            view ap = {a + p * a_batch_stride, av.rs, av.cs};
-            view bp = {b + p * b_batch_stride, bv.rs, bv.cs};
-            block(&x, ap, bp, c + p * m * n, m0, min64(m0 + bm, m), n0, min64(n0 + bn, n));
-        }
-        om_aligned_free(x.abuf);
-        om_aligned_free(x.bbuf);
+    int t = om_threads_for(batch * m * n * k, GRAIN_FMAS, nthreads);
+    if (batch % t)
+        choose_grid(m, n, u->mr, u->nr, trans_a ? PACK_COPY : PACK_TRANSPOSE,
+                    trans_b && !packed_b ? PACK_TRANSPOSE : PACK_COPY, t, &pl.gm, &pl.gn);
+    pl.bm = round_up((m + pl.gm - 1) / pl.gm, u->mr);
+    pl.bn = round_up((n + pl.gn - 1) / pl.gn, u->nr);
+    pl.mc = min64(u->mr * MC_TILES, pl.bm);
+    pl.nc = min64(u->nr * NC_TILES, pl.bn);
+    const size_t shared_bytes = (size_t)((m + u->mr - 1) / u->mr * u->mr * k) * sizeof(float);
+    if (batch == 1 && pl.gm == 1 && pl.gn > 1 && shared_bytes <= SHARED_A_BYTES)
+        pl.shared_a = om_aligned_alloc(shared_bytes);
+
+    int failed = 0;
+    if (t == 1) {   /* no parallel region: entering one costs a small product's time */
+        failed = run_jobs(&pl, 0, 1);
+    } else {
+#pragma omp parallel num_threads(t) reduction(|: failed)
+        failed |= run_jobs(&pl, om_team_rank(), om_team_size());
     }
-    om_aligned_free(shared_a);
+    om_aligned_free(pl.shared_a);
     return failed ? -1 : 0;
 }
 

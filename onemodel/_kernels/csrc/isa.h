@@ -101,6 +101,17 @@ void om_aligned_free(void *p);
 #define OM_ISA_ENTRY_NEON(f) NULL
 #endif
 
+/* The calling thread's index in its team and the team's size (0 and 1 outside a parallel
+ * region, or without OpenMP). */
+#if OM_HAVE_OPENMP
+#include <omp.h>
+static inline int om_team_rank(void) { return omp_get_thread_num(); }
+static inline int om_team_size(void) { return omp_get_num_threads(); }
+#else
+static inline int om_team_rank(void) { return 0; }
+static inline int om_team_size(void) { return 1; }
+#endif
+
 /* Threads to use for `work` units of roughly equal cost: one below `grain` units per thread,
  * never more than requested. Only a speed decision: every kernel gives the same bits at any
  * thread count. */

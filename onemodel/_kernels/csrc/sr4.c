@@ -26,10 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if OM_HAVE_OPENMP
-#include <omp.h>
-#endif
-
 enum { OM_SR4_CHUNK = 1 << 14 };
 #define OM_SR4_GRAIN (1 << 15)
 
@@ -193,11 +189,7 @@ int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const
 #pragma omp parallel num_threads(nt) if (nt > 1) reduction(| : failed)
 #endif
     {
-        int tid = 0, count = 1;
-#if OM_HAVE_OPENMP
-        tid = omp_get_thread_num();
-        count = omp_get_num_threads();
-#endif
+        const int tid = om_team_rank(), count = om_team_size();
         const int64_t j0 = n * tid / count, j1 = n * (tid + 1) / count, nj = j1 - j0;
         const size_t table = sizeof(float) * OM_SR4_PB * 9 * OM_SR4_RB;
         float *T = om_aligned_alloc(table);
