@@ -161,8 +161,11 @@ static inline OMV OMV_FN(om_tanh)(OMV x) {
 static inline OMV OMV_FN(om_div_one_plus)(OMV num, OMV e) {
     OMV d = OMV_ADD(OMV_C(1.0f), e);
     OMV derr = OMV_ADD(OMV_SUB(OMV_C(1.0f), d), e);
-    OMV y = OMV_DIV(num, d);
-    return OMV_SUB(y, OMV_MUL(y, OMV_DIV(derr, d)));
+    OMV r = OMV_DIV(OMV_C(1.0f), d);
+    OMV q = OMV_MUL(num, r);
+    OMV neg_q = OMV_XOR(q, OMV_C(-0.0f));
+    OMV rem = OMV_FMA(neg_q, derr, OMV_FMA(neg_q, d, num));
+    return OMV_FMA(rem, r, q);
 }
 
 static inline OMV OMV_FN(om_sigmoid)(OMV x) {
