@@ -186,7 +186,8 @@ enum { PACK_COPY = 16, PACK_TRANSPOSE = 128 };
 
 /* Splits one product into gm x gn sub-blocks for t threads: the factorisation with the least
  * cost per thread, counting the tiles it computes (padding included) and the rows of op(A) and
- * columns of op(B) it packs (or reads packed). Ties go to more row blocks. */
+ * columns of op(B) it packs (or reads packed); its rows of op(A) are packed again for every
+ * panel of NC_TILES tiles of columns. Ties go to more row blocks. */
 static void choose_grid(int64_t m, int64_t n, int mr, int nr, int64_t a_cost, int64_t b_cost,
                         int t, int *gm, int *gn) {
     int64_t best = -1;
@@ -194,7 +195,8 @@ static void choose_grid(int64_t m, int64_t n, int mr, int nr, int64_t a_cost, in
         if (t % f) continue;
         int64_t mb = round_up((m + f - 1) / f, mr);
         int64_t nb = round_up((n + t / f - 1) / (t / f), nr);
-        int64_t cost = mb * nb + a_cost * mb + b_cost * nb;
+        int64_t a_packs = (nb + nr * NC_TILES - 1) / (nr * NC_TILES);
+        int64_t cost = mb * nb + a_cost * mb * a_packs + b_cost * nb;
         if (best < 0 || cost < best) best = cost, *gm = f, *gn = t / f;
     }
 }
