@@ -172,9 +172,14 @@ int om_rnn_forward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
     const int nt = ndir > 1 && nthreads > 1 ? (int)(ndir < nthreads ? ndir : nthreads) : 1;
     int failed = 0;
     int64_t d;
-    #pragma omp parallel for num_threads(nt) schedule(static, 1) reduction(|:failed) if (nt > 1)
+    if (nt == 1) {
+        for (d = 0; d < ndir; d++)
+            failed |= forward_one(cell, t, b, h, lengths, dirs + d, nthreads) != 0;
+        return failed ? -1 : 0;
+    }
+    #pragma omp parallel for num_threads(nt) schedule(static, 1) reduction(|:failed)
     for (d = 0; d < ndir; d++)
-        failed |= forward_one(cell, t, b, h, lengths, dirs + d, nt > 1 ? 1 : nthreads) != 0;
+        failed |= forward_one(cell, t, b, h, lengths, dirs + d, 1) != 0;
     return failed ? -1 : 0;
 }
 
@@ -184,8 +189,13 @@ int om_rnn_backward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
     const int nt = ndir > 1 && nthreads > 1 ? (int)(ndir < nthreads ? ndir : nthreads) : 1;
     int failed = 0;
     int64_t d;
-    #pragma omp parallel for num_threads(nt) schedule(static, 1) reduction(|:failed) if (nt > 1)
+    if (nt == 1) {
+        for (d = 0; d < ndir; d++)
+            failed |= backward_one(cell, t, b, h, lengths, dirs + d, nthreads) != 0;
+        return failed ? -1 : 0;
+    }
+    #pragma omp parallel for num_threads(nt) schedule(static, 1) reduction(|:failed)
     for (d = 0; d < ndir; d++)
-        failed |= backward_one(cell, t, b, h, lengths, dirs + d, nt > 1 ? 1 : nthreads) != 0;
+        failed |= backward_one(cell, t, b, h, lengths, dirs + d, 1) != 0;
     return failed ? -1 : 0;
 }
