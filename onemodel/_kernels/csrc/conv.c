@@ -609,6 +609,42 @@ static int forward_panels(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
     return failed ? -1 : 0;
 }
 
+/* The forward pass's batches of images, each with `inner` threads. */
+typedef struct {
+    const om_gemm_ukernel *u;
+    const om_conv2d_shape *s;
+    const layout *l;
+    const col_plan *plan;
+    const float *x, *wp, *b;
+    float *y;
+    int64_t nb, batches, wpanel;
+    int inner;
+} forward_batches;
+
+/* Thread `rank` of `size`'s batches (a contiguous run). */
+static int forward_share(const void *ctx, int rank, int size) {
+    const forward_batches *f = ctx;
+    const om_conv2d_shape *s = f->s;
+    const int64_t G = s->groups, P = s->oh * s->ow, kg = s->k / G;
+    float *src = zeroed_scratch(f->l->size);
+    int failed = !src;
+    for (int64_t t = f->batches * rank / size; t < f->batches * (rank + 1) / size && !failed;
+         t++) {
+        const int64_t n0 = t * f->nb, m = min64(f->nb, s->n - n0);
+        float *yb = f->y + n0 * s->k * P;
+        load_images(s, f->l, f->x + n0 * s->c * s->h * s->w, m, src, f->inner);
+        for (int64_t g = 0; g < G && !failed; g++) {
+            const seg_matrix yg = {yb + g * kg * P, P, P, s->k * P};
+            failed = forward_panels(f->u, s, src, f->plan, g, m * P, f->wp + g * f->wpanel, &yg,
+                                    f->inner);
+        }
+        for (int64_t k = 0; k < m * s->k && f->b; k++)
+            for (int64_t e = 0; e < P; e++) yb[k * P + e] += f->b[k % s->k];
+    }
+    om_aligned_free(src);
+    return failed;
+}
+
 int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float *w,
                           const float *b, float *y, int nthreads) {
     const om_gemm_ukernel *u = ukernels[om_isa]();
@@ -622,30 +658,10 @@ int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float 
     int failed = make_plan(s, &l, nb, u->nr, rg, &plan) != 0 || !wp;
     for (int64_t g = 0; g < G && !failed; g++)
         pack_rows(u, u->mr, rg, kg, w + g * kg * rg, rg, wp + g * wpanel);
-    const int outer = outer_threads(batches, nthreads), inner = outer > 1 ? 1 : nthreads;
-    const int setup_failed = failed;
-    #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
-    {
-        float *src = zeroed_scratch(l.size);
-        int64_t t;
-        #pragma omp for schedule(static)
-        for (t = 0; t < batches; t++) {
-            if (setup_failed || failed || !src) {
-                failed = 1;
-                continue;
-            }
-            const int64_t n0 = t * nb, m = min64(nb, s->n - n0);
-            float *yb = y + n0 * s->k * P;
-            load_images(s, &l, x + n0 * s->c * s->h * s->w, m, src, inner);
-            for (int64_t g = 0; g < G && !failed; g++) {
-                const seg_matrix yg = {yb + g * kg * P, P, P, s->k * P};
-                failed = forward_panels(u, s, src, &plan, g, m * P, wp + g * wpanel, &yg, inner);
-            }
-            for (int64_t k = 0; k < m * s->k && b; k++)
-                for (int64_t e = 0; e < P; e++) yb[k * P + e] += b[k % s->k];
-        }
-        om_aligned_free(src);
-    }
+    const int outer = outer_threads(batches, nthreads);
+    const forward_batches job = {u, s, &l, &plan, x, wp, b, y, nb, batches, wpanel,
+                                 outer > 1 ? 1 : nthreads};
+    if (!failed) failed = om_run_team(outer, forward_share, &job);
     om_aligned_free(wp);
     free_plan(&plan);
     return failed ? -1 : 0;
@@ -747,47 +763,61 @@ static void add_into(float *restrict sum, const float *restrict part, int64_t si
     for (int64_t e = 0; e < size; e++) sum[e] += part[e];
 }
 
+/* The weight gradient's chunks of images, each with `inner` threads: chunk t's partial sum goes
+ * to parts[t] when threads take chunks (outer > 1, added in chunk order afterwards), else
+ * chunk 0 to parts[0] and each later one to parts[1], added to parts[0] as it finishes. */
+typedef struct {
+    const om_gemm_ukernel *u;
+    const om_conv2d_shape *s;
+    const layout *l;
+    const col_plan *plan;
+    const float *x, *gy;
+    float *parts;
+    int64_t nb, nchunks, wsize;
+    int outer, inner;
+} weight_chunks;
+
+/* Thread `rank` of `size`'s chunks (a contiguous run). */
+static int weight_share(const void *ctx, int rank, int size) {
+    const weight_chunks *c = ctx;
+    const om_conv2d_shape *s = c->s;
+    const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
+    const int64_t rg = rows / s->groups, kg = s->k / s->groups;
+    float *src = zeroed_scratch(c->l->size), *col = scratch(by_tap(s) ? 1 : rows * P);
+    float *cp = scratch(panel_rows(c->u, rg) * P), *gp = scratch(panel_rows(c->u, kg) * P);
+    int failed = !src || !col || !cp || !gp;
+    for (int64_t t = c->nchunks * rank / size; t < c->nchunks * (rank + 1) / size && !failed;
+         t++) {
+        const int64_t n0 = t * c->nb, m = min64(c->nb, s->n - n0);
+        float *part = c->parts + (c->outer > 1 ? t : t > 0) * c->wsize;
+        weight_part(c->u, s, c->l, c->x, c->gy, c->plan, n0, m, part, src, col, cp, gp,
+                    c->inner);
+        if (c->outer == 1 && t > 0) add_into(c->parts, part, c->wsize);
+    }
+    om_aligned_free(src);
+    om_aligned_free(col);
+    om_aligned_free(cp);
+    om_aligned_free(gp);
+    return failed;
+}
+
 static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *x,
                            const float *gy, float *gw, int nthreads) {
     const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t nb = chunk_images(s);
-    const int64_t G = s->groups, kg = s->k / G, rg = rows / G;
-    const int64_t wsize = s->k * rg, nchunks = (s->n + nb - 1) / nb;
+    const int64_t wsize = s->k * (rows / s->groups), nchunks = (s->n + nb - 1) / nb;
     int outer = outer_threads(nchunks, nthreads);
     if (nchunks * wsize > PARTS_FLOATS) outer = 1;
-    const int inner = outer > 1 ? 1 : nthreads;
     const layout l = source_layout(s, 1);
-    /* The chunks' partial sums go to parts[t] when threads take chunks (added in chunk order
-     * afterwards), else chunk 0 to parts[0] and each later one to parts[1], added to parts[0]
-     * as it finishes. The total goes to gw once. */
     col_plan plan;
     float *parts = scratch((outer > 1 ? nchunks : 2) * wsize);
     int failed = make_plan(s, &l, 1, P, 1, &plan) != 0 || !parts;
-    const int setup_failed = failed;
-    #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
-    {
-        float *src = zeroed_scratch(l.size), *col = scratch(by_tap(s) ? 1 : rows * P);
-        float *cp = scratch(panel_rows(u, rg) * P), *gp = scratch(panel_rows(u, kg) * P);
-        int64_t t;
-        #pragma omp for schedule(static)
-        for (t = 0; t < nchunks; t++) {
-            const int64_t n0 = t * nb, m = min64(nb, s->n - n0);
-            if (setup_failed || failed || !src || !col || !cp || !gp) {
-                failed = 1;
-                continue;
-            }
-            float *part = parts + (outer > 1 ? t : t > 0) * wsize;
-            weight_part(u, s, &l, x, gy, &plan, n0, m, part, src, col, cp, gp, inner);
-            if (outer == 1 && t > 0) add_into(parts, part, wsize);
-        }
-        om_aligned_free(src);
-        om_aligned_free(col);
-        om_aligned_free(cp);
-        om_aligned_free(gp);
-    }
+    const weight_chunks job = {u, s, &l, &plan, x, gy, parts, nb, nchunks, wsize, outer,
+                               outer > 1 ? 1 : nthreads};
+    if (!failed) failed = om_run_team(outer, weight_share, &job);
     for (int64_t t = 1; outer > 1 && !failed && t < nchunks; t++)
         add_into(parts, parts + t * wsize, wsize);
-    if (!failed) store_weight(s, parts, gw);
+    if (!failed) store_weight(s, parts, gw);  /* the total goes to gw once */
     om_aligned_free(parts);
     free_plan(&plan);
     return failed ? -1 : 0;
@@ -796,12 +826,57 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
 /* dx by batches of images: dcol[g] = W[g]^T · dY[g] over the batch's columns (each element the
  * fma chain over the group's output channels), then scattered image by image into dx. For
  * flat_rows() shapes dcol's rows are `margin` zeros apart (scatter_flat() reads them). */
+typedef struct {
+    const om_gemm_ukernel *u;
+    const om_conv2d_shape *s;
+    const layout *l;
+    const col_plan *plan;            /* scatter_rows' plan (unused with flat rows) */
+    const int64_t *off;              /* scatter_flat's offsets and masks (flat rows only) */
+    const int32_t *keep;
+    const float *wt, *gy;
+    float *gx;
+    int64_t nb, batches, wpanel, ld, dsize;
+    int inner;
+} input_batches;
+
+/* Thread `rank` of `size`'s batches of images (a contiguous run), each with `inner` threads. */
+static int input_share(const void *ctx, int rank, int size) {
+    const input_batches *c = ctx;
+    const om_conv2d_shape *s = c->s;
+    const layout *l = c->l;
+    const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
+    const int64_t kg = s->k / G, rg = rows / G, hw = s->h * s->w, ld = c->ld;
+    float *pad = l->flat ? NULL : scratch(l->size), *dcol = zeroed_scratch(c->dsize);
+    float *gp = scratch(kg * round_up(c->nb * P, c->u->nr));
+    int failed = (!l->flat && !pad) || !dcol || !gp;
+    for (int64_t t = c->batches * rank / size; t < c->batches * (rank + 1) / size && !failed;
+         t++) {
+        const int64_t n0 = t * c->nb, m = min64(c->nb, s->n - n0);
+        for (int64_t g = 0; g < G; g++) {
+            const seg_matrix dg = {dcol + l->margin + g * rg * ld, ld, P, rows * ld};
+            pack_cols(c->u->nr, kg, m * P, c->gy + (n0 * s->k + g * kg) * P, P, P, s->k * P, gp);
+            product(c->u, rg, m * P, kg, c->wt + g * c->wpanel, gp, &dg, 0, c->inner);
+        }
+        for (int64_t i = 0; i < m; i++) {
+            const float *di = dcol + l->margin + i * rows * ld;
+            float *xi = c->gx + (n0 + i) * s->c * hw;
+            if (l->flat)
+                scatter_flat(s, di, ld, c->off, c->keep, xi, c->inner);
+            else
+                scatter_rows(s, di, ld, c->plan, pad, xi, c->inner);
+        }
+    }
+    om_aligned_free(pad);
+    om_aligned_free(dcol);
+    om_aligned_free(gp);
+    return failed;
+}
+
 static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *w,
                           const float *gy, float *gx, int nthreads) {
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G, wpanel = round_up(rg, u->mr) * kg;
-    const int64_t hw = s->h * s->w, nb = batch_images(s, 0);
-    const int64_t batches = (s->n + nb - 1) / nb;
+    const int64_t nb = batch_images(s, 0), batches = (s->n + nb - 1) / nb;
     const layout l = source_layout(s, 1);
     const int64_t ld = P + l.margin, dsize = l.margin + nb * rows * ld;
     col_plan plan = {NULL, 0, NULL, NULL};
@@ -811,38 +886,10 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
     int failed = !wt || (l.flat ? !off || !keep : make_plan(s, &l, 1, P, 1, &plan) != 0);
     for (int64_t g = 0; g < G && !failed; g++)
         pack_cols(u->mr, kg, rg, w + g * kg * rg, rg, rg, 0, wt + g * wpanel);
-    const int outer = outer_threads(batches, nthreads), inner = outer > 1 ? 1 : nthreads;
-    const int setup_failed = failed;
-    #pragma omp parallel num_threads(outer) if (outer > 1) reduction(|: failed)
-    {
-        float *pad = l.flat ? NULL : scratch(l.size), *dcol = zeroed_scratch(dsize);
-        float *gp = scratch(kg * round_up(nb * P, u->nr));
-        int64_t t;
-        #pragma omp for schedule(static)
-        for (t = 0; t < batches; t++) {
-            if (setup_failed || failed || (!l.flat && !pad) || !dcol || !gp) {
-                failed = 1;
-                continue;
-            }
-            const int64_t n0 = t * nb, m = min64(nb, s->n - n0);
-            for (int64_t g = 0; g < G; g++) {
-                const seg_matrix dg = {dcol + l.margin + g * rg * ld, ld, P, rows * ld};
-                pack_cols(u->nr, kg, m * P, gy + (n0 * s->k + g * kg) * P, P, P, s->k * P, gp);
-                product(u, rg, m * P, kg, wt + g * wpanel, gp, &dg, 0, inner);
-            }
-            for (int64_t i = 0; i < m; i++) {
-                const float *di = dcol + l.margin + i * rows * ld;
-                float *xi = gx + (n0 + i) * s->c * hw;
-                if (l.flat)
-                    scatter_flat(s, di, ld, off, keep, xi, inner);
-                else
-                    scatter_rows(s, di, ld, &plan, pad, xi, inner);
-            }
-        }
-        om_aligned_free(pad);
-        om_aligned_free(dcol);
-        om_aligned_free(gp);
-    }
+    const int outer = outer_threads(batches, nthreads);
+    const input_batches job = {u, s, &l, &plan, off, keep, wt, gy, gx, nb, batches, wpanel, ld,
+                               dsize, outer > 1 ? 1 : nthreads};
+    if (!failed) failed = om_run_team(outer, input_share, &job);
     om_aligned_free(wt);
     free(off);
     free(keep);

@@ -108,3 +108,11 @@ void *om_aligned_alloc(size_t bytes) {
 void om_aligned_free(void *p) {
     if (p) free(((void **)p)[-1]);
 }
+
+int om_run_team(int threads, om_team_fn fn, const void *ctx) {
+    if (threads <= 1) return fn(ctx, 0, 1);
+    int failed = 0;
+#pragma omp parallel num_threads(threads) reduction(|: failed)
+    failed |= fn(ctx, om_team_rank(), om_team_size());
+    return failed;
+}

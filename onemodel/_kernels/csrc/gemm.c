@@ -217,7 +217,8 @@ typedef struct {
  * the jobs (contiguous runs). The shares are explicit, not omp for loops, because a caller's
  * thread may run a whole product without a team of its own inside an outer parallel region.
  * Returns nonzero if scratch could not be allocated. */
-static int run_jobs(const plan *pl, int rank, int size) {
+static int run_jobs(const void *product_plan, int rank, int size) {
+    const plan *pl = product_plan;
     const om_gemm_ukernel *u = pl->u;
     const int64_t m = pl->m, n = pl->n, k = pl->k, kc = min64(k, OM_GEMM_KC);
     const int64_t a_panels = (m + u->mr - 1) / u->mr, k_blocks = (k + OM_GEMM_KC - 1) / OM_GEMM_KC;
@@ -285,13 +286,7 @@ static int product(int64_t batch, int64_t m, int64_t n, int64_t k,
     if (batch == 1 && pl.gm == 1 && pl.gn > 1 && shared_bytes <= SHARED_A_BYTES)
         pl.shared_a = om_aligned_alloc(shared_bytes);
 
-    int failed = 0;
-    if (t == 1) {   /* no parallel region: entering one costs a small product's time */
-        failed = run_jobs(&pl, 0, 1);
-    } else {
-#pragma omp parallel num_threads(t) reduction(|: failed)
-        failed |= run_jobs(&pl, om_team_rank(), om_team_size());
-    }
+    int failed = om_run_team(t, run_jobs, &pl);
     om_aligned_free(pl.shared_a);
     return failed ? -1 : 0;
 }

@@ -70,6 +70,11 @@ const char *om_compiler(void);
  * does nothing. */
 void *om_aligned_alloc(size_t bytes);
 void om_aligned_free(void *p);
+/* fn(ctx, rank, size) on `threads` threads (rank = 0..size-1), their results OR-ed. One thread
+ * runs it without a parallel region: entering one costs ~0.3 us even alone, and a region
+ * opened inside such an inactive one is a nested team that libgomp builds anew (~135 us). */
+typedef int (*om_team_fn)(const void *ctx, int rank, int size);
+int om_run_team(int threads, om_team_fn fn, const void *ctx);
 
 /* A dispatch table of one function per path; paths that were not built are NULL and never
  * selected because om_isa_available() refuses them. */
