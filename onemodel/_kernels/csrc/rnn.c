@@ -167,33 +167,26 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
 
 /* The directions of one call, and the threads each direction may use when it runs alone. */
 typedef struct {
-    int cell;
+    int cell, backward;
     int64_t ndir, t, b, h;
     const int64_t *lengths;
-    const void *dirs;  /* om_rnn_forward_args or om_rnn_backward_args, ndir of them */
+    const void *dirs;  /* ndir om_rnn_forward_args, or om_rnn_backward_args if backward */
     int nthreads;
 } directions;
 
 /* Thread `rank` of `size` runs directions rank, rank + size, ...: alone (size 1) each with all
  * the threads, else each on its own thread (regions nested inside then run on that thread, so
  * each direction computes exactly what it computes alone). */
-static int forward_dirs(const void *ctx, int rank, int size) {
+static int run_dirs(const void *ctx, int rank, int size) {
     const directions *d = ctx;
-    const om_rnn_forward_args *args = d->dirs;
+    const int nt = size > 1 ? 1 : d->nthreads;
     int failed = 0;
     for (int64_t i = rank; i < d->ndir; i += size)
-        failed |= forward_one(d->cell, d->t, d->b, d->h, d->lengths, args + i,
-                              size > 1 ? 1 : d->nthreads) != 0;
-    return failed;
-}
-
-static int backward_dirs(const void *ctx, int rank, int size) {
-    const directions *d = ctx;
-    const om_rnn_backward_args *args = d->dirs;
-    int failed = 0;
-    for (int64_t i = rank; i < d->ndir; i += size)
-        failed |= backward_one(d->cell, d->t, d->b, d->h, d->lengths, args + i,
-                               size > 1 ? 1 : d->nthreads) != 0;
+        failed |= (d->backward
+                       ? backward_one(d->cell, d->t, d->b, d->h, d->lengths,
+                                      (const om_rnn_backward_args *)d->dirs + i, nt)
+                       : forward_one(d->cell, d->t, d->b, d->h, d->lengths,
+                                     (const om_rnn_forward_args *)d->dirs + i, nt)) != 0;
     return failed;
 }
 
@@ -204,13 +197,13 @@ static int direction_threads(int64_t ndir, int nthreads) {
 
 int om_rnn_forward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
                        const int64_t *lengths, const om_rnn_forward_args *dirs, int nthreads) {
-    const directions d = {cell, ndir, t, b, h, lengths, dirs, nthreads};
-    return om_run_team(direction_threads(ndir, nthreads), forward_dirs, &d) ? -1 : 0;
+    const directions d = {cell, 0, ndir, t, b, h, lengths, dirs, nthreads};
+    return om_run_team(direction_threads(ndir, nthreads), run_dirs, &d) ? -1 : 0;
 }
 
 int om_rnn_backward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
                         const int64_t *lengths, const om_rnn_backward_args *dirs,
                         int nthreads) {
-    const directions d = {cell, ndir, t, b, h, lengths, dirs, nthreads};
-    return om_run_team(direction_threads(ndir, nthreads), backward_dirs, &d) ? -1 : 0;
+    const directions d = {cell, 1, ndir, t, b, h, lengths, dirs, nthreads};
+    return om_run_team(direction_threads(ndir, nthreads), run_dirs, &d) ? -1 : 0;
 }
