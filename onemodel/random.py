@@ -4,6 +4,12 @@ training.txt 1.1 and clarifications.md: each draw adds the golden-ratio incremen
 and returns mix(state); next_single() is float32((u >> 40) / 2^24), exact; uniform(a, b) is
 a + (b - a)·u with a, b float32 and each operation one float32 IEEE operation. Bulk draws are
 vectorised in numpy uint64 arithmetic, which wraps modulo 2^64 as the definition does.
+
+`default_generator` is the process default (PyTorch's name), seeded 0 at import: modules built
+without `generator=` or `seed=` draw their initial weights from it, an unseeded Dropout takes
+its seed from it, and functional.dropout without `seed=` takes a fresh stream from it per call.
+Its whole state is one 64-bit integer, so get_rng_state() returns it as a signed 64-bit
+integer (what a checkpoint's extra integers carry) and set_rng_state() takes it back.
 """
 from __future__ import annotations
 
@@ -66,6 +72,11 @@ class Generator:
     def __init__(self, seed: int = 0) -> None:
         self._state = _seed_int(seed, "Generator")
 
+    def manual_seed(self, seed: int) -> "Generator":
+        """Restarts the stream as Generator(seed) would; returns self (as PyTorch)."""
+        self._state = _seed_int(seed, "manual_seed")
+        return self
+
     @property
     def state(self) -> int:
         """The 64-bit state; setting it resumes the stream from that point."""
@@ -106,3 +117,36 @@ class Generator:
 
     def __repr__(self) -> str:
         return f"Generator(state=0x{self._state:016x})"
+
+
+default_generator = Generator(0)
+
+
+def manual_seed(seed: int) -> Generator:
+    """Reseeds `default_generator` in place (held references stay valid); returns it."""
+    return default_generator.manual_seed(seed)
+
+
+_INT64_MIN = -(1 << 63)
+
+
+def get_rng_state() -> int:
+    """The state of `default_generator` as a signed 64-bit integer (the two's-complement
+    reading of its 64 bits), so it fits a checkpoint's extra integers and numpy int64."""
+    state = default_generator.state
+    return state - (1 << 64) if state >> 63 else state
+
+
+def set_rng_state(state: int) -> None:
+    """Restores `default_generator` to a state from get_rng_state().
+
+    Either reading of the 64 bits is accepted: signed [-2^63, 2^63) or unsigned [0, 2^64),
+    as a Python or numpy integer; anything else raises before the generator changes.
+    """
+    if isinstance(state, (bool, np.bool_)) or not isinstance(state, (int, np.integer)):
+        raise TypeError(f"set_rng_state: state must be an integer (from get_rng_state()), "
+                        f"got {type(state).__name__}")
+    if not _INT64_MIN <= int(state) <= MASK64:
+        raise ValueError(f"set_rng_state: state {int(state)} is outside the 64-bit range "
+                         f"[-2^63, 2^64)")
+    default_generator.state = int(state)

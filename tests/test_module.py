@@ -235,7 +235,7 @@ def test_call_runs_forward():
 
 
 def test_repr():
-    m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Sequential(nn.Dropout(0.1)))
+    m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Sequential(nn.Dropout(0.1, seed=0)))
     assert repr(m) == ("Sequential(\n"
                        "  (0): Linear(in_features=3, out_features=4, bias=True)\n"
                        "  (1): ReLU()\n"

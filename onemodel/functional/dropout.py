@@ -11,7 +11,7 @@ The mask multiplies the input through `mul`, so the backward pass is the mask it
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -47,10 +47,12 @@ def dropout_mask(shape: Sequence[int], p: float, seed: int, draw: int) -> np.nda
     return out.reshape(shape)
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True, *, seed: int = 0,
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, *, seed: Optional[int] = None,
             draw: int = 0) -> Tensor:
     """x times the mask of (seed, draw); x itself when not training or when p = 0.
 
+    Without `seed`, each call that draws a mask takes its seed from the default generator's
+    next output, so calls differ (as PyTorch's) and a program seeded once repeats them.
     The `Dropout` module keeps `draw` in its `draws` buffer and advances it on every call.
     """
     x = as_tensor(x, "dropout")
@@ -58,4 +60,6 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, *, seed: int = 0,
     p = _check_p(p, "dropout")
     if not training or p == 0.0:
         return x
+    if seed is None:
+        seed = random.default_generator.next_u64()
     return mul(x, Tensor._wrap(dropout_mask(x.shape, p, seed, draw)))

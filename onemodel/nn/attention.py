@@ -10,7 +10,8 @@ TransformerEncoderLayer's children are attn, ff1, ff2 (drawn in that order), nor
 the dropouts; TransformerEncoder deep-copies a layer into children layer0, layer1, ... so state
 names read layer0.attn.q.weight (PyTorch's layers.0.self_attn.in_proj_weight). Dropout seeds:
 the attention's dropout uses `seed`, the layer's three others seed+1..seed+3, and copy i of an
-encoder adds 4·i to every seed of its layer, so no two dropouts share a mask stream.
+encoder adds 4·i to every seed of its layer, so no two dropouts share a mask stream. Without
+`seed`, each dropout takes its seed from the default generator when it is built.
 """
 from __future__ import annotations
 
@@ -28,6 +29,11 @@ from .layers import Dropout, LayerNorm, Linear, _positive
 from .module import Module
 
 _SEEDS_PER_LAYER = 4
+
+
+def _offset(seed: Optional[int], k: int) -> Optional[int]:
+    """The seed of a layer's k-th dropout: None stays None (drawn from the default generator)."""
+    return None if seed is None else seed + k
 
 
 def _additive(mask: Any, what: str) -> Optional[np.ndarray]:
@@ -50,7 +56,7 @@ class MultiheadAttention(Module):
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  batch_first: bool = True, *, generator: Optional[Generator] = None,
-                 seed: int = 0) -> None:
+                 seed: Optional[int] = None) -> None:
         super().__init__()
         self.embed_dim = _positive(embed_dim, "embed_dim", "MultiheadAttention")
         self.num_heads = _positive(num_heads, "num_heads", "MultiheadAttention")
@@ -133,7 +139,7 @@ class TransformerEncoderLayer(Module):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation: str = "relu", norm_first: bool = False,
                  batch_first: bool = True, layer_norm_eps: float = 1e-5, *,
-                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         if activation not in ("relu", "gelu"):
             raise ValueError(f"TransformerEncoderLayer: activation must be 'relu' or 'gelu', "
@@ -148,9 +154,9 @@ class TransformerEncoderLayer(Module):
         self.ff2 = Linear(dim_feedforward, d_model, generator=g)
         self.norm1 = LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps)
-        self.dropout = Dropout(dropout, seed=seed + 1)
-        self.dropout1 = Dropout(dropout, seed=seed + 2)
-        self.dropout2 = Dropout(dropout, seed=seed + 3)
+        self.dropout = Dropout(dropout, seed=_offset(seed, 1))
+        self.dropout1 = Dropout(dropout, seed=_offset(seed, 2))
+        self.dropout2 = Dropout(dropout, seed=_offset(seed, 3))
 
     def _attention(self, x: Tensor, mask: Any, padding: Any) -> Tensor:
         return self.dropout1(self.attn(x, x, x, key_padding_mask=padding, attn_mask=mask)[0])

@@ -32,7 +32,7 @@ class Conv2d(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntPair,
                  stride: IntPair = 1, padding: Union[IntPair, str] = 0, dilation: IntPair = 1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *,
-                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         layer = "Conv2d"
         self.in_channels = _positive(in_channels, "in_channels", layer)
@@ -76,7 +76,7 @@ class _BatchNorm(Module):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
                  affine: bool = True, track_running_stats: bool = True, *,
-                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         # Nothing is drawn; generator and seed are accepted so containers can pass them on.
         super().__init__()
         name = type(self).__name__

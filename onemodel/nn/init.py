@@ -1,8 +1,10 @@
 """Initialisation of training.txt 1.1: which generator a module draws from, and the draws.
 
-A layer built with `generator=g` draws from g and advances it; with `seed=s` (default 0) from a
-fresh Generator(s). A container resolves its generator once with `resolve_generator` and passes
-it to its children in construction order, so they draw one after another from one stream:
+A layer built with `generator=g` draws from g and advances it; with `seed=s` from a fresh
+Generator(s); with neither from `onemodel.default_generator` (api.md "Randomness"), so two
+unseeded layers of one shape start different and a program that seeds once is reproducible.
+A container resolves its generator once with `resolve_generator` and passes it to its children
+in construction order, so they draw one after another from one stream:
 
     g = resolve_generator(generator, seed)
     self.q = Linear(d, d, generator=g)
@@ -15,14 +17,15 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .. import random
 from ..random import Generator
 from .module import Parameter
 
 
-def resolve_generator(generator: Optional[Generator], seed: int = 0) -> Generator:
-    """`generator` itself when given, otherwise Generator(seed)."""
+def resolve_generator(generator: Optional[Generator], seed: Optional[int] = None) -> Generator:
+    """`generator` itself when given, else Generator(seed), else the default generator."""
     if generator is None:
-        return Generator(seed)
+        return random.default_generator if seed is None else Generator(seed)
     if not isinstance(generator, Generator):
         raise TypeError(f"generator must be an onemodel.Generator, got "
                         f"{type(generator).__name__}")

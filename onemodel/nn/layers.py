@@ -12,6 +12,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from .. import functional as F
+from .. import random
 from ..functional.dropout import dropout
 from ..random import Generator
 from ..tensor import Tensor
@@ -29,7 +30,7 @@ class Linear(Module):
     """y = x·weightᵀ + bias; weight then bias drawn from Uniform(±1/√in_features)."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
-                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         self.in_features = _positive(in_features, "in_features", "Linear")
         self.out_features = _positive(out_features, "out_features", "Linear")
@@ -53,7 +54,7 @@ class Embedding(Module):
     """Rows of weight (num_embeddings, embedding_dim) drawn from Uniform(±√3)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, *,
-                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         self.num_embeddings = _positive(num_embeddings, "num_embeddings", "Embedding")
         self.embedding_dim = _positive(embedding_dim, "embedding_dim", "Embedding")
@@ -77,7 +78,7 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: float = 1e-5,
                  elementwise_affine: bool = True, *, generator: Optional[Generator] = None,
-                 seed: int = 0) -> None:
+                 seed: Optional[int] = None) -> None:
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) \
             else tuple(normalized_shape)
@@ -105,16 +106,18 @@ class Dropout(Module):
 
     The buffer `draws` (int64, rank 0) counts the masks drawn; it is saved with the state, so a
     resumed run continues the stream. Evaluation mode, or p = 0, returns the input itself.
+    Without `seed`, the seed is the default generator's next output, taken at construction.
     """
 
-    def __init__(self, p: float = 0.5, seed: int = 0) -> None:
+    def __init__(self, p: float = 0.5, seed: Optional[int] = None) -> None:
         super().__init__()
         if not 0.0 <= float(p) <= 1.0:
             raise ValueError(f"Dropout: probability p must be in [0, 1], got {p}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        if seed is not None and (isinstance(seed, bool)
+                                 or not isinstance(seed, (int, np.integer))):
             raise TypeError(f"Dropout: seed must be an integer, got {type(seed).__name__}")
         self.p = float(p)
-        self.seed = int(seed)
+        self.seed = random.default_generator.next_u64() if seed is None else int(seed)
         self.register_buffer("draws", Tensor._wrap(np.zeros((), np.int64)))
 
     def forward(self, x: Tensor) -> Tensor:

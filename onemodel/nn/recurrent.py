@@ -28,7 +28,7 @@ class _Recurrent(Module):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, bidirectional: bool = False, *,
-                 generator: Optional[Generator] = None, seed: int = 0) -> None:
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         name = type(self).__name__
         self.input_size = _positive(input_size, "input_size", name)
