@@ -29,8 +29,7 @@ Step = Callable[[], None]
 
 
 def same_weights(ours: nn.Module, theirs: tnn.Module) -> None:
-    state = {k: torch.from_numpy(v) for k, v in interop.to_torch_state_dict(ours).items()}
-    theirs.load_state_dict(state)
+    theirs.load_state_dict(interop.to_torch_state_dict(ours))
 
 
 def first(out):
@@ -132,11 +131,13 @@ def cases() -> Iterator[tuple[str, Callable[[], tuple[Step, Step]]]]:
            lambda: module_steps(nn.Embedding(1000, 128), tnn.Embedding(1000, 128), (32, 64),
                                 vocab=1000))
     yield ("Transformer MultiheadAttention d128 h4 [32,64,128]",
-           lambda: module_steps(nn.MultiheadAttention(128, 4, dropout=0.1),
+           lambda: module_steps(nn.MultiheadAttention(128, 4, dropout=0.1, batch_first=True),
                                 tnn.MultiheadAttention(128, 4, dropout=0.1, batch_first=True),
-                                (32, 64, 128), call=lambda m, x: m(x, x, x)[0]))
+                                (32, 64, 128),
+                                call=lambda m, x: m(x, x, x, need_weights=False)[0]))
     yield ("Transformer EncoderLayer d128 h4 ff512 [32,64,128]",
-           lambda: module_steps(nn.TransformerEncoderLayer(128, 4, 512, dropout=0.1),
+           lambda: module_steps(nn.TransformerEncoderLayer(128, 4, 512, dropout=0.1,
+                                                           batch_first=True),
                                 tnn.TransformerEncoderLayer(128, 4, 512, dropout=0.1,
                                                             batch_first=True), (32, 64, 128)))
     yield ("Transformer LayerNorm 128 [32,64,128]",

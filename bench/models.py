@@ -56,7 +56,8 @@ def classifier_step(model, loss, x, y):
 
 def transformer_om():
     embed, head = nn.Embedding(1000, 128), nn.Linear(128, 10)
-    layers = [nn.TransformerEncoderLayer(128, 4, 512, dropout=0.1, seed=i) for i in range(2)]
+    layers = [nn.TransformerEncoderLayer(128, 4, 512, dropout=0.1, batch_first=True, seed=i)
+              for i in range(2)]
     ids = om.from_numpy(np.random.default_rng(0).integers(0, 1000, (32, 64)))
     y = np.random.default_rng(1).integers(0, 10, 32)
 

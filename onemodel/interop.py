@@ -10,19 +10,24 @@ entries map by name. The differences:
 - TransformerEncoderLayer: self_attn, linear1, linear2 are our attn, ff1, ff2.
 - TransformerEncoder: layers.<i> is our layer<i>.
 
-Values may be torch tensors or numpy arrays; torch is never imported here (a tensor is read
-through its own .detach().cpu().numpy()).
+to_torch_state_dict returns torch tensors, ready for torch's load_state_dict, and is the only
+function here that imports torch (lazily); to_torch_arrays gives the same entries as numpy
+arrays without it. load_torch_state_dict takes torch tensors or numpy arrays (a tensor is read
+through its own methods, so loading never imports torch either).
 """
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 import numpy as np
 
 from .nn.attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 from .nn.layers import Dropout
 from .nn.module import Module
+
+if TYPE_CHECKING:
+    import torch
 
 _LAYER_CHILDREN = {"attn": "self_attn", "ff1": "linear1", "ff2": "linear2"}
 
@@ -55,13 +60,15 @@ def _links(module: Module, ours: str, theirs: str) -> Iterator[tuple]:
 
 def _numpy(value: Any) -> np.ndarray:
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
-        value = value.detach().cpu().numpy()
+        value = value.detach().cpu()
+        if value.is_floating_point():  # float32 anyway, and numpy has no bfloat16
+            value = value.float()
+        value = value.numpy()
     return np.asarray(value)
 
 
-def to_torch_state_dict(module: Module) -> "OrderedDict[str, np.ndarray]":
-    """The module's state under PyTorch's names and layouts, as numpy arrays (wrap them with
-    torch.from_numpy to load into the PyTorch model)."""
+def to_torch_arrays(module: Module) -> "OrderedDict[str, np.ndarray]":
+    """The module's state under PyTorch's names and layouts, as numpy arrays (needs no torch)."""
     state = module.state_dict()
     out: "OrderedDict[str, np.ndarray]" = OrderedDict()
     for theirs, ours in _links(module, "", ""):
@@ -69,6 +76,19 @@ def to_torch_state_dict(module: Module) -> "OrderedDict[str, np.ndarray]":
             parts = [state[name] for name in ours]
             out[theirs] = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
     return out
+
+
+def to_torch_state_dict(module: Module) -> "OrderedDict[str, torch.Tensor]":
+    """The module's state under PyTorch's names and layouts as torch tensors (copies), so
+    `torch_model.load_state_dict(to_torch_state_dict(module))` loads it directly."""
+    try:
+        import torch
+    except ImportError as error:
+        raise ImportError("onemodel.interop.to_torch_state_dict needs PyTorch (pip install "
+                          "torch); to_torch_arrays gives the same entries as numpy arrays"
+                          ) from error
+    return OrderedDict((name, torch.from_numpy(value))
+                       for name, value in to_torch_arrays(module).items())
 
 
 def load_torch_state_dict(module: Module, torch_state_dict: Mapping[str, Any]) -> None:

@@ -17,7 +17,7 @@ def _t(a, grad=False):
 
 
 def _load_into_torch(m, t):
-    t.load_state_dict({k: torch.from_numpy(v) for k, v in interop.to_torch_state_dict(m).items()})
+    t.load_state_dict(interop.to_torch_state_dict(m))
 
 
 def _compare_grads(m, t, assert_close, tol=1e-5):
@@ -29,7 +29,7 @@ def _compare_grads(m, t, assert_close, tol=1e-5):
         state[name] = p.grad.numpy() if p.grad is not None else np.zeros(p.shape, np.float32)
     twin.load_state_dict(state)
     theirs = dict(t.named_parameters())
-    for name, g in interop.to_torch_state_dict(twin).items():
+    for name, g in interop.to_torch_arrays(twin).items():
         assert_close(g, theirs[name].grad.numpy(), tol, f"grad {name}")
 
 
@@ -86,13 +86,13 @@ def test_mha_matches_torch(mask, batch_first, rng, assert_close):
 
 
 def test_mha_without_weights_and_bias(rng, assert_close):
-    m = nn.MultiheadAttention(8, 2, bias=False, seed=1)
+    m = nn.MultiheadAttention(8, 2, bias=False, batch_first=True, seed=1)
     assert [n for n, _ in m.named_parameters()] == ["q.weight", "k.weight", "v.weight",
                                                     "o.weight"]
     t = torch.nn.MultiheadAttention(8, 2, bias=False, batch_first=True)
     _load_into_torch(m, t)
     q, _, _ = _inputs(rng, 2, 4, 4, 8)
-    out, w = m(om.tensor(q), om.tensor(q), om.tensor(q))
+    out, w = m(om.tensor(q), om.tensor(q), om.tensor(q), need_weights=False)
     assert w is None
     assert_close(out.detach().numpy(), t(_t(q), _t(q), _t(q))[0].detach().numpy(), 1e-5)
 
@@ -109,7 +109,7 @@ def _torch_attention(t, x, keep):
 
 def test_mha_dropout_stream(rng, assert_close):
     b, l, e, h, p = 2, 5, 8, 2, 0.3
-    m = nn.MultiheadAttention(e, h, dropout=p, seed=9)
+    m = nn.MultiheadAttention(e, h, dropout=p, batch_first=True, seed=9)
     t = torch.nn.MultiheadAttention(e, h, batch_first=True)
     _load_into_torch(m, t)
     x = rng.standard_normal((b, l, e)).astype(np.float32)
@@ -128,7 +128,7 @@ def test_mha_dropout_stream(rng, assert_close):
 def test_encoder_layer_matches_torch(norm_first, activation, rng, assert_close):
     d, h, ff = 16, 4, 24
     m = nn.TransformerEncoderLayer(d, h, ff, dropout=0.0, activation=activation,
-                                   norm_first=norm_first, seed=2)
+                                   norm_first=norm_first, batch_first=True, seed=2)
     t = torch.nn.TransformerEncoderLayer(d, h, ff, dropout=0.0, activation=activation,
                                          norm_first=norm_first, batch_first=True)
     _load_into_torch(m, t)
@@ -153,7 +153,7 @@ def test_encoder_layer_matches_torch(norm_first, activation, rng, assert_close):
 
 def test_encoder_layer_training_dropout(rng, assert_close):
     d, h, ff, p, seed = 8, 2, 12, 0.25, 5
-    m = nn.TransformerEncoderLayer(d, h, ff, dropout=p, seed=seed)
+    m = nn.TransformerEncoderLayer(d, h, ff, dropout=p, batch_first=True, seed=seed)
     t = torch.nn.TransformerEncoderLayer(d, h, ff, dropout=0.0, batch_first=True)
     _load_into_torch(m, t)
     x = rng.standard_normal((2, 4, d)).astype(np.float32)
@@ -171,7 +171,7 @@ def test_encoder_layer_training_dropout(rng, assert_close):
 
 
 def test_encoder_names_copies_and_torch(rng, assert_close):
-    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, seed=3)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, batch_first=True, seed=3)
     enc = nn.TransformerEncoder(layer, 2)
     names = list(enc.state_dict())
     assert names[:3] == ["layer0.attn.q.weight", "layer0.attn.q.bias", "layer0.attn.k.weight"]
@@ -217,7 +217,7 @@ def test_init_draw_order():
 
 
 def test_mha_finite_differences(check_grad, rng):
-    m = nn.MultiheadAttention(4, 2, seed=0)
+    m = nn.MultiheadAttention(4, 2, batch_first=True, seed=0)
     q, k, v = _inputs(rng, 2, 3, 4, 4)
     kpm = np.array([[False] * 4, [False, False, True, True]])
     check_grad(lambda a, b, c: m(a, b, c, key_padding_mask=kpm)[0], q, k, v, step=1e-2,
@@ -225,14 +225,15 @@ def test_mha_finite_differences(check_grad, rng):
 
 
 def test_encoder_layer_finite_differences(check_grad, rng):
-    m = nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, activation="gelu", seed=0)
+    m = nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, activation="gelu", batch_first=True,
+                                   seed=0)
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
     check_grad(lambda a: m(a), x, step=1e-2, tol=2e-2)
 
 
 @pytest.mark.parametrize("e", [16, 17 * 2])
 def test_exact_bits(e, check_exact, rng):
-    m = nn.TransformerEncoderLayer(e, 2, 3 * e, dropout=0.1, seed=0)
+    m = nn.TransformerEncoderLayer(e, 2, 3 * e, dropout=0.1, batch_first=True, seed=0)
     x = rng.standard_normal((2, 9, e)).astype(np.float32)
 
     def run(a):
@@ -248,7 +249,7 @@ def test_exact_bits(e, check_exact, rng):
 def test_errors():
     with pytest.raises(ValueError, match="divisible"):
         nn.MultiheadAttention(10, 3)
-    m = nn.MultiheadAttention(4, 2)
+    m = nn.MultiheadAttention(4, 2, batch_first=True)
     x = om.tensor(np.zeros((2, 3, 4), np.float32))
     with pytest.raises(ValueError, match="key_padding_mask"):
         m(x, x, x, key_padding_mask=np.zeros((2, 4), bool))

@@ -23,10 +23,10 @@ def _pairs():
                  lambda: tn.LSTM(3, 5, 2, bidirectional=True)),
         "gru": (lambda: nn.GRU(3, 5, bias=False), lambda: tn.GRU(3, 5, bias=False)),
         "mha": (lambda: nn.MultiheadAttention(8, 2, dropout=0.1),
-                lambda: tn.MultiheadAttention(8, 2, dropout=0.1, batch_first=True)),
+                lambda: tn.MultiheadAttention(8, 2, dropout=0.1)),
         "encoder": (lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 12), 2),
-                    lambda: tn.TransformerEncoder(tn.TransformerEncoderLayer(
-                        8, 2, 12, batch_first=True), 2, enable_nested_tensor=False)),
+                    lambda: tn.TransformerEncoder(tn.TransformerEncoderLayer(8, 2, 12), 2,
+                                                  enable_nested_tensor=False)),
     }
 
 
@@ -34,17 +34,20 @@ def _pairs():
 def test_round_trip(kind):
     make_ours, make_theirs = _pairs()[kind]
     ours, theirs = make_ours(), make_theirs()
-    # Ours -> PyTorch: a strict load succeeds and carries every value.
+    # Ours -> PyTorch: a strict load of the tensors succeeds and carries every value.
     exported = interop.to_torch_state_dict(ours)
-    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in exported.items()})
+    assert all(isinstance(v, torch.Tensor) for v in exported.values())
+    theirs.load_state_dict(exported)
     assert list(exported) == list(theirs.state_dict())
+    for k, v in theirs.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), interop.to_torch_arrays(ours)[k], err_msg=k)
     # PyTorch -> ours, from fresh random values, then back again: the same bits.
     with torch.no_grad():
         for p in theirs.parameters():
             p.uniform_(-1, 1)
     expected = {k: v.numpy() for k, v in theirs.state_dict().items()}
     interop.load_torch_state_dict(ours, theirs.state_dict())
-    back = interop.to_torch_state_dict(ours)
+    back = interop.to_torch_arrays(ours)
     assert list(back) == list(expected)
     for k in expected:
         np.testing.assert_array_equal(back[k], expected[k], err_msg=k)
@@ -52,7 +55,7 @@ def test_round_trip(kind):
 
 def test_attention_layout():
     m = nn.MultiheadAttention(4, 2, seed=3)
-    sd = interop.to_torch_state_dict(m)
+    sd = interop.to_torch_arrays(m)
     assert list(sd) == ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
     np.testing.assert_array_equal(sd["in_proj_weight"][4:8], m.k.weight.detach().numpy())
     np.testing.assert_array_equal(sd["in_proj_bias"][8:], m.v.bias.detach().numpy())
@@ -61,7 +64,7 @@ def test_attention_layout():
 
 def test_encoder_names():
     enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 6), 2)
-    names = list(interop.to_torch_state_dict(enc))
+    names = list(interop.to_torch_arrays(enc))
     assert names[:4] == ["layers.0.self_attn.in_proj_weight", "layers.0.self_attn.in_proj_bias",
                          "layers.0.self_attn.out_proj.weight", "layers.0.self_attn.out_proj.bias"]
     assert "layers.1.linear2.bias" in names and "layers.1.norm2.weight" in names
@@ -72,7 +75,7 @@ def test_numpy_values_and_dropout_counter_kept():
     m = nn.MultiheadAttention(4, 2, dropout=0.5)
     m(*(om.tensor(np.ones((1, 2, 4), np.float32)),) * 3)
     assert int(m.dropout.draws.numpy()) == 1
-    sd = {k: np.full(v.shape, 0.5, np.float64) for k, v in interop.to_torch_state_dict(m).items()}
+    sd = {k: np.full(v.shape, 0.5, np.float64) for k, v in interop.to_torch_arrays(m).items()}
     interop.load_torch_state_dict(m, sd)
     assert int(m.dropout.draws.numpy()) == 1
     assert m.q.weight.dtype == np.float32 and (m.k.bias.detach().numpy() == 0.5).all()
@@ -90,7 +93,7 @@ def test_lstm_weights_give_torch_outputs(rng):
 def test_strict_and_all_or_nothing():
     m = nn.TransformerEncoderLayer(4, 2, 6)
     before = m.state_dict()
-    good = interop.to_torch_state_dict(m)
+    good = interop.to_torch_arrays(m)
     missing = {k: v for k, v in good.items() if k != "linear1.bias"}
     with pytest.raises(ValueError, match="missing keys: linear1.bias"):
         interop.load_torch_state_dict(m, missing)
@@ -116,7 +119,84 @@ def test_numpy_input_does_not_import_torch():
         "import sys, numpy as np\n"
         "from onemodel import nn, interop\n"
         "m = nn.MultiheadAttention(4, 2)\n"
-        "interop.load_torch_state_dict(m, interop.to_torch_state_dict(m))\n"
+        "interop.load_torch_state_dict(m, interop.to_torch_arrays(m))\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_to_torch_state_dict_without_torch_says_so():
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None  # as if PyTorch were not installed\n"
+        "from onemodel import nn, interop\n"
+        "try:\n"
+        "    interop.to_torch_state_dict(nn.Linear(2, 2))\n"
+        "except ImportError as e:\n"
+        "    assert 'needs PyTorch' in str(e) and 'to_torch_arrays' in str(e), e\n"
+        "else:\n"
+        "    raise SystemExit('no ImportError')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+class _Small(nn.Module):
+    """Embedding, an encoder layer (sequence first, as PyTorch's default) and a head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(11, 8)
+        self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2)
+        self.norm = nn.LayerNorm(8)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, ids):
+        return self.head(self.norm(self.enc(self.emb(ids))))
+
+
+class _TorchSmall(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(11, 8)
+        self.enc = torch.nn.TransformerEncoder(
+            torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2,
+            enable_nested_tensor=False)
+        self.norm = torch.nn.LayerNorm(8)
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, ids):
+        return self.head(self.norm(self.enc(self.emb(ids))))
+
+
+def test_torch_model_loads_ours_directly_and_computes_the_same(rng):
+    ours, theirs = _Small(), _TorchSmall()
+    theirs.load_state_dict(interop.to_torch_state_dict(ours))
+    ids = rng.integers(0, 11, (5, 3))  # (sequence, batch): both default to batch_first=False
+    expected = theirs(torch.from_numpy(ids)).detach().numpy()
+    np.testing.assert_allclose(ours(om.from_numpy(ids)).detach().numpy(), expected,
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("as_tensors", [True, False])
+def test_load_torch_state_dict_takes_tensors_or_arrays(as_tensors, rng):
+    theirs = _TorchSmall()
+    with torch.no_grad():
+        for p in theirs.parameters():
+            p.uniform_(-0.5, 0.5)
+    sd = theirs.state_dict()
+    if not as_tensors:
+        sd = {k: v.numpy() for k, v in sd.items()}
+    ours = _Small()
+    interop.load_torch_state_dict(ours, sd)
+    ids = rng.integers(0, 11, (4, 2))
+    np.testing.assert_allclose(ours(om.from_numpy(ids)).detach().numpy(),
+                               theirs(torch.from_numpy(ids)).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_load_torch_state_dict_takes_reduced_precision_tensors():
+    theirs = torch.nn.Linear(3, 2).to(torch.bfloat16)
+    ours = nn.Linear(3, 2)
+    interop.load_torch_state_dict(ours, theirs.state_dict())
+    np.testing.assert_array_equal(ours.weight.detach().numpy(),
+                                  theirs.weight.detach().float().numpy())

@@ -18,7 +18,7 @@ import pytest
 import onemodel as om
 import onemodel.functional as F
 from onemodel import nn, optim
-from onemodel.interop import load_torch_state_dict, to_torch_state_dict
+from onemodel.interop import load_torch_state_dict, to_torch_arrays
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "testdata" / "training"
@@ -108,7 +108,7 @@ def train(record: dict) -> tuple[np.ndarray, dict]:
         schedule.apply(opt)
         opt.step()
         losses.append(loss.item())
-    return np.array(losses), to_torch_state_dict(net)
+    return np.array(losses), to_torch_arrays(net)
 
 
 def compare(record: dict) -> dict[str, float]:

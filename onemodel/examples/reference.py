@@ -107,9 +107,11 @@ class TransformerClassifier(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab, d, generator=g)
         self.layer0 = nn.TransformerEncoderLayer(d, 4, 2 * d, dropout=dropout,
-                                                 activation="gelu", generator=g, seed=1000 + seed)
+                                                 activation="gelu", batch_first=True,
+                                                 generator=g, seed=1000 + seed)
         self.layer1 = nn.TransformerEncoderLayer(d, 4, 2 * d, dropout=dropout,
-                                                 norm_first=True, generator=g, seed=2000 + seed)
+                                                 norm_first=True, batch_first=True,
+                                                 generator=g, seed=2000 + seed)
         self.head = nn.Linear(d, classes, generator=g)
 
     def forward(self, ids: om.Tensor) -> om.Tensor:

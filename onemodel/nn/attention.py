@@ -50,12 +50,17 @@ def _additive(mask: Any, what: str) -> Optional[np.ndarray]:
 
 
 class MultiheadAttention(Module):
-    """forward(query, key, value, key_padding_mask=None, attn_mask=None, need_weights=False,
+    """forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
     average_attn_weights=True) -> (output, weights (B, Lq, Lk), per head (B, heads, Lq, Lk)
-    when not averaged, or None)."""
+    when not averaged, or None), PyTorch's arguments in PyTorch's order.
+
+    Inputs are (L, B, E) unless batch_first. batch_first is keyword-only: PyTorch's fifth
+    positional argument is add_bias_kv, which this class does not have, so a positional call
+    ported from PyTorch fails instead of setting the layout.
+    """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 batch_first: bool = True, *, generator: Optional[Generator] = None,
+                 *, batch_first: bool = False, generator: Optional[Generator] = None,
                  seed: Optional[int] = None) -> None:
         super().__init__()
         self.embed_dim = _positive(embed_dim, "embed_dim", "MultiheadAttention")
@@ -97,7 +102,7 @@ class MultiheadAttention(Module):
         return F.permute(F.reshape(x, (b, length, self.num_heads, self.head_dim)), (0, 2, 1, 3))
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
-                attn_mask: Any = None, need_weights: bool = False,
+                need_weights: bool = True, attn_mask: Any = None,
                 average_attn_weights: bool = True) -> tuple:
         for name, t in (("query", query), ("key", key), ("value", value)):
             if t.ndim != 3 or t.shape[2] != self.embed_dim:
@@ -134,11 +139,12 @@ class MultiheadAttention(Module):
 
 class TransformerEncoderLayer(Module):
     """Self-attention and a feed-forward block, each with a residual and a LayerNorm, after
-    (norm_first=False) or before (norm_first=True) the block."""
+    (norm_first=False) or before (norm_first=True) the block. Input (L, B, d_model) unless
+    batch_first; the arguments are PyTorch's, in PyTorch's order."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation: str = "relu", norm_first: bool = False,
-                 batch_first: bool = True, layer_norm_eps: float = 1e-5, *,
+                 dropout: float = 0.1, activation: str = "relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         if activation not in ("relu", "gelu"):
@@ -159,7 +165,8 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout, seed=_offset(seed, 3))
 
     def _attention(self, x: Tensor, mask: Any, padding: Any) -> Tensor:
-        return self.dropout1(self.attn(x, x, x, key_padding_mask=padding, attn_mask=mask)[0])
+        return self.dropout1(self.attn(x, x, x, key_padding_mask=padding, attn_mask=mask,
+                                       need_weights=False)[0])
 
     def _feed_forward(self, x: Tensor) -> Tensor:
         h = self.ff1(x)

@@ -26,8 +26,10 @@ class _Recurrent(Module):
     _gates = 0
     _cell = ""
 
+    # bidirectional is keyword-only: PyTorch's sixth positional argument is the inter-layer
+    # dropout, which these layers do not have, so a positional call ported from PyTorch fails.
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 batch_first: bool = False, bidirectional: bool = False, *,
+                 batch_first: bool = False, *, bidirectional: bool = False,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         name = type(self).__name__

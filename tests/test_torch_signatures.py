@@ -1,0 +1,101 @@
+"""Every onemodel.nn class that torch.nn also has takes PyTorch's arguments with PyTorch's
+defaults (api.md: code ported from PyTorch must not change meaning silently).
+
+For each argument both signatures have, the defaults are equal; and our positional arguments are
+a prefix of PyTorch's, so a positional call either means the same in both or fails here. The
+deliberate differences are listed below with their reasons.
+"""
+import inspect
+
+import numpy as np
+import pytest
+
+import onemodel as om
+from onemodel import nn
+
+torch = pytest.importorskip("torch")
+
+# (class, argument) -> why our default differs from PyTorch's.
+DEFAULT_DIFFERENCES = {
+    # PyTorch's default is the function F.relu; it also accepts "relu", which means the same.
+    # Ours takes the names "relu" and "gelu" (api.md).
+    ("TransformerEncoderLayer", "activation"): "relu",
+}
+
+# class -> (our positional arguments, PyTorch's) where they differ by name or slot.
+POSITIONAL_DIFFERENCES = {
+    # api.md names the first argument `layer`; it is the same argument in the same slot.
+    "TransformerEncoder": (["layer", "num_layers"], ["encoder_layer", "num_layers"]),
+    # Our second slot is seed, PyTorch's inplace; a bool there is refused (TypeError).
+    "Dropout": (["p", "seed"], ["p", "inplace"]),
+}
+
+
+def _classes():
+    for name in sorted(nn.__all__):
+        ours = getattr(nn, name)
+        if (inspect.isclass(ours) and issubclass(ours, nn.Module)
+                and inspect.isclass(getattr(torch.nn, name, None))):
+            yield name
+
+
+def _torch_init(name):
+    cls = getattr(torch.nn, name)
+    if issubclass(cls, torch.nn.RNNBase) and name in ("LSTM", "GRU"):
+        # LSTM/GRU take (*args, **kwargs) and pass them to RNNBase after the mode.
+        params = list(inspect.signature(torch.nn.RNNBase.__init__).parameters.values())
+        return [p for p in params if p.name != "mode"]
+    return list(inspect.signature(cls.__init__).parameters.values())
+
+
+def _positional(params):
+    return [p.name for p in params if p.name != "self"
+            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _check(name, what, ours, theirs, default_differences):
+    theirs_by_name = {p.name: p for p in theirs}
+    for p in ours:
+        if p.name == "self" or p.name not in theirs_by_name:
+            continue
+        if (name, p.name) in default_differences:
+            assert p.default == default_differences[(name, p.name)]
+            continue
+        assert p.default == theirs_by_name[p.name].default, (
+            f"{name}.{what}: {p.name}={p.default!r}, PyTorch's default is "
+            f"{theirs_by_name[p.name].default!r}")
+    mine, torch_order = _positional(ours), _positional(theirs)
+    if what == "__init__" and name in POSITIONAL_DIFFERENCES:
+        assert (mine, torch_order[:len(mine)]) == POSITIONAL_DIFFERENCES[name]
+        return
+    assert mine == torch_order[:len(mine)], (
+        f"{name}.{what}: positional arguments {mine}, PyTorch's begin {torch_order[:len(mine)]}")
+
+
+def test_every_shared_class_is_checked():
+    names = set(_classes())
+    assert {"Linear", "Conv2d", "Dropout", "MultiheadAttention", "TransformerEncoderLayer",
+            "TransformerEncoder", "LSTM", "GRU", "BatchNorm2d", "LayerNorm"} <= names
+
+
+@pytest.mark.parametrize("name", list(_classes()))
+def test_constructor_matches_torch(name):
+    ours = list(inspect.signature(getattr(nn, name).__init__).parameters.values())
+    _check(name, "__init__", ours, _torch_init(name), DEFAULT_DIFFERENCES)
+
+
+@pytest.mark.parametrize("name", ["MultiheadAttention", "TransformerEncoderLayer",
+                                  "TransformerEncoder"])
+def test_forward_matches_torch(name):
+    ours = list(inspect.signature(getattr(nn, name).forward).parameters.values())
+    theirs = list(inspect.signature(getattr(torch.nn, name).forward).parameters.values())
+    _check(name, "forward", ours, theirs, {})
+
+
+def test_attention_defaults_are_sequence_first_with_weights():
+    m = nn.MultiheadAttention(4, 2)
+    assert m.batch_first is False
+    x = om.tensor(np.arange(24, dtype=np.float32).reshape(3, 2, 4))  # (L, B, E)
+    out, weights = m(x, x, x)
+    assert out.shape == (3, 2, 4) and weights.shape == (2, 3, 3)  # (B, Lq, Lk)
+    assert nn.TransformerEncoderLayer(4, 2).batch_first is False
