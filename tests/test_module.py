@@ -253,3 +253,36 @@ def test_deepcopy_is_independent():
     assert c.gain is not m.gain and isinstance(c.gain, nn.Parameter)
     c.gain.detach().numpy()[...] = 5.0
     assert float(m.gain.detach().numpy()[0]) == 2.0
+
+
+class _NoSuperInit(nn.Module):
+    def __init__(self, what):
+        if what == "parameter":
+            self.weight = nn.Parameter(np.ones(2, np.float32))
+        elif what == "module":
+            self.inner = nn.Linear(2, 2, seed=0)
+        elif what == "buffer":
+            self.register_buffer("count", om.zeros(1))
+        else:
+            self.scale = 2.0  # plain attributes are allowed, as in PyTorch
+
+    def forward(self, x):
+        return x * self.scale
+
+
+@pytest.mark.parametrize("what", ["parameter", "module", "buffer"])
+def test_assigning_state_without_super_init_says_so(what):
+    with pytest.raises(AttributeError, match=r"_NoSuperInit: Module.__init__\(\) was not "
+                                             r"called; call super\(\).__init__\(\) first"):
+        _NoSuperInit(what)
+
+
+@pytest.mark.parametrize("use", [lambda m: m(om.ones(2)), lambda m: list(m.parameters()),
+                                 lambda m: m.state_dict(), lambda m: m.train(),
+                                 lambda m: m.training],
+                         ids=["call", "parameters", "state_dict", "train", "training"])
+def test_using_a_module_without_super_init_says_so(use):
+    m = _NoSuperInit("plain")
+    with pytest.raises(AttributeError, match=r"call super\(\).__init__\(\) first in "
+                                             r"_NoSuperInit.__init__"):
+        use(m)

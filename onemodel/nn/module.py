@@ -55,14 +55,25 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if "_parameters" not in self.__dict__:
+            raise self._not_initialised()
         return self.forward(*args, **kwargs)
 
     # -- registration ---------------------------------------------------------------------
+    def _not_initialised(self) -> AttributeError:
+        # A subclass whose __init__ forgot super().__init__() has no registries; say so rather
+        # than "no attribute '_parameters'" (PyTorch: "cannot assign module before
+        # Module.__init__() call").
+        name = type(self).__name__
+        return AttributeError(f"{name}: Module.__init__() was not called; call "
+                              f"super().__init__() first in {name}.__init__, before assigning "
+                              "parameters, buffers or submodules or using the module")
+
     def _registries(self) -> tuple:
-        if "_parameters" not in self.__dict__:
-            raise AttributeError(f"{type(self).__name__}: Module.__init__() was not called "
-                                 "before assigning parameters, buffers or modules")
-        return self._parameters, self._buffers, self._modules
+        d = self.__dict__
+        if "_parameters" not in d:
+            raise self._not_initialised()
+        return d["_parameters"], d["_buffers"], d["_modules"]
 
     def _forget(self, name: str) -> None:
         for registry in self._registries():
@@ -71,36 +82,39 @@ class Module:
 
     def register_parameter(self, name: str, param: Optional[Parameter]) -> None:
         """Registers a parameter (None keeps the slot, as for a layer built with bias=False)."""
+        parameters, buffers, modules = self._registries()
         _check_name(name, "register_parameter")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"register_parameter: {name!r} must be a Parameter or None, got "
                             f"{type(param).__name__}")
-        if name in self._buffers or name in self._modules:
+        if name in buffers or name in modules:
             self._forget(name)
         self.__dict__.pop(name, None)
-        self._registries()[0][name] = param
+        parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Optional[Tensor]) -> None:
         """Registers saved, untrained state (running statistics, a draw counter)."""
+        parameters, buffers, modules = self._registries()
         _check_name(name, "register_buffer")
         if tensor is not None and (not isinstance(tensor, Tensor)
                                    or isinstance(tensor, Parameter)):
             raise TypeError(f"register_buffer: {name!r} must be a Tensor (not a Parameter) or "
                             f"None, got {type(tensor).__name__}")
-        if name in self._parameters or name in self._modules:
+        if name in parameters or name in modules:
             self._forget(name)
         self.__dict__.pop(name, None)
-        self._registries()[1][name] = tensor
+        buffers[name] = tensor
 
     def add_module(self, name: str, module: Optional["Module"]) -> None:
+        parameters, buffers, modules = self._registries()
         _check_name(name, "add_module")
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"add_module: {name!r} must be a Module or None, got "
                             f"{type(module).__name__}")
-        if name in self._parameters or name in self._buffers:
+        if name in parameters or name in buffers:
             self._forget(name)
         self.__dict__.pop(name, None)
-        self._registries()[2][name] = module
+        modules[name] = module
 
     def __setattr__(self, name: str, value: Any) -> None:
         if isinstance(value, Parameter):
@@ -125,6 +139,8 @@ class Module:
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails: registered state lives in the three dicts.
         d = self.__dict__
+        if "_parameters" not in d:
+            raise self._not_initialised()
         for registry in ("_parameters", "_buffers", "_modules"):
             if registry in d and name in d[registry]:
                 return d[registry][name]
