@@ -143,7 +143,7 @@ def set_rng_state(state: int) -> None:
     Either reading of the 64 bits is accepted: signed [-2^63, 2^63) or unsigned [0, 2^64),
     as a Python or numpy integer; anything else raises before the generator changes.
     """
-    if isinstance(state, (bool, np.bool_)) or not isinstance(state, (int, np.integer)):
+    if isinstance(state, bool) or not isinstance(state, (int, np.integer)):
         raise TypeError(f"set_rng_state: state must be an integer (from get_rng_state()), "
                         f"got {type(state).__name__}")
     if not _INT64_MIN <= int(state) <= MASK64:
