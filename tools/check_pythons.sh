@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Every CPython the package declares (requires-python, the classifiers, cibuildwheel's build
+# list: 3.9 to 3.13), each with a numpy it allows. For each interpreter on this machine (pyenv's,
+# or pythonX.Y on PATH; a missing one is skipped with a line saying so): a wheel built from the
+# sdist (or the one already in DIST for that interpreter), installed in a fresh venv, imported,
+# the reference trainings' state hashes printed beside the pins, and the exact-mode determinism
+# test on the scalar and best paths. Then once, on 3.11, the whole suite against numpy 1.26 (the
+# last 1.x: the code has numpy-1.x branches).
+#
+# Usage: tools/check_pythons.sh DIST   (DIST holds onemodel-*.tar.gz, and maybe wheels)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dist=$(cd "$1" && pwd)
+sdist=$(echo "$dist"/onemodel-*.tar.gz)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pins="$root/testdata/determinism/hashes.json"
+
+# The numpy each interpreter gets: 3.9 the oldest the package declares, the others the newest.
+declare -A NUMPY=([3.9]="numpy==1.25.2" [3.10]="numpy" [3.11]="numpy" [3.12]="numpy"
+                  [3.13]="numpy")
+
+interpreter() {  # the path of a working CPython X.Y, or nothing
+    local candidate
+    for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$1".*/bin/python"$1" \
+                     "$(command -v "python$1" || true)"; do
+        if [ -x "$candidate" ] && "$candidate" -c "" 2>/dev/null; then
+            echo "$candidate"
+            return
+        fi
+    done
+}
+
+for version in 3.9 3.10 3.11 3.12 3.13; do
+    python=$(interpreter "$version")
+    if [ -z "$python" ]; then
+        echo "check_pythons: CPython $version is not on this machine: skipped"
+        continue
+    fi
+    start=$SECONDS
+    venv="$work/venv$version"
+    "$python" -m venv "$venv"
+    tag="cp${version/./}"
+    wheel=$(ls "$dist"/onemodel-*-"$tag"-*.whl 2>/dev/null | head -1 || true)
+    if [ -z "$wheel" ]; then
+        "$venv/bin/python" -m pip wheel --quiet --no-deps -w "$work/wheels$version" "$sdist" \
+            > "$work/build$version.log" 2>&1 || { tail -30 "$work/build$version.log"; exit 1; }
+        wheel=$(echo "$work/wheels$version"/onemodel-*.whl)
+    fi
+    "$venv/bin/python" -m pip install --quiet "$wheel" "${NUMPY[$version]}" pytest
+    # From a neutral folder, so the installed package is what runs.
+    (cd "$work" && "$venv/bin/python" - "$pins" <<'EOF'
+import json, subprocess, sys
+import numpy
+import onemodel as om
+pins = json.load(open(sys.argv[1]))
+x = om.tensor([[1.0, -2.0, 3.0]], requires_grad=True)
+(x * x).sum().backward()
+assert x.grad.numpy().tolist() == [[2.0, -4.0, 6.0]], x.grad
+out = subprocess.run([sys.executable, "-m", "onemodel.examples.reference", *pins],
+                     capture_output=True, text=True, check=True)
+hashes = json.loads(out.stdout)
+print(f"Python {sys.version.split()[0]}, numpy {numpy.__version__}, {om.config()['isa']}: "
+      + ", ".join(f"{k} {v[:16]}" for k, v in hashes.items()))
+bad = [k for k in pins if hashes[k] != pins[k]]
+sys.exit(f"state hashes differ from the pins: {bad}" if bad else 0)
+EOF
+    )
+    (cd "$work" && best=$("$venv/bin/python" -c \
+        "from onemodel import _kernels; print(_kernels.available_isas()[-1])") &&
+     "$venv/bin/python" -m pytest -p no:cacheprovider -q \
+        -k "exact_mode and (scalar-1 or $best-1 or $best-2)" "$root/tests/test_determinism.py")
+    echo "check_pythons: CPython $version passed in $((SECONDS - start)) s"
+done
+
+# The whole suite on numpy 1.26, with the test extra (PyTorch 2.13.0 is there for 3.11).
+python=$(interpreter 3.11)
+if [ -z "$python" ]; then
+    echo "check_pythons: CPython 3.11 is not on this machine: the numpy 1.26 suite is skipped"
+    exit 0
+fi
+start=$SECONDS
+"$python" -m venv "$work/venv-numpy1"
+wheel=$(ls "$dist"/onemodel-*-cp311-*.whl "$work"/wheels3.11/onemodel-*.whl 2>/dev/null | head -1)
+"$work/venv-numpy1/bin/python" -m pip install --quiet "${wheel}[test]" "numpy==1.26.4"
+(cd "$work" && "$work/venv-numpy1/bin/python" -m pytest -p no:cacheprovider -q -rfE "$root/tests")
+echo "check_pythons: the suite on numpy 1.26 passed in $((SECONDS - start)) s"
