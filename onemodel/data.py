@@ -12,11 +12,15 @@ Each rank yields len(loader) = (number of global batches) // W batches, so all r
 together and no example repeats within an epoch; the last few batches (fewer than W) are left
 out when the count does not divide.
 
-Batches over arrays (a numpy array, or a tuple of arrays with the same first dimension)
-are cut by one fancy index per array; any other dataset (with __len__ and __getitem__) is read
-per example and stacked field by field. A dataset that is one array yields one Tensor per
-batch; a tuple of arrays, or examples that are tuples, yield tuples of Tensors (PyTorch's
-default collation). Floats become float32, integers int64 (int32 is kept), as om.from_numpy.
+Batches over arrays are cut by one fancy index per array. An array is a numpy array, a Tensor or
+anything numpy can read as one (a torch tensor); a dataset of arrays is one array, a tuple or a
+dict of them, or a list of them as `[x, y]` (arrays with one first dimension and different
+shapes: a list of arrays that all have one shape is a list of examples, as in PyTorch). Any
+other dataset (with __len__ and __getitem__) is read per example and stacked field by field.
+One array yields one Tensor per batch; a tuple or list of arrays, or examples that are tuples
+or lists, yield tuples of Tensors, and dicts yield dicts (PyTorch's default collation). Floats
+become float32, integers int64 (int32 is kept), as om.from_numpy; anything else (strings,
+objects, examples that do not stack) is refused naming the example and field.
 
 The position (epoch, batches already yielded in it) is what state_dict() holds, as integers,
 so it fits a checkpoint's extra and a resumed run sees exactly the remaining batches. Batches
@@ -52,8 +56,48 @@ def epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
     return np.argsort(keys, kind="stable")
 
 
-def _to_tensor(arr: Any) -> Tensor:
-    return Tensor._wrap(_canonical(np.asarray(arr), "DataLoader"))
+def _to_tensor(arr: np.ndarray, what: str) -> Tensor:
+    return Tensor._wrap(_canonical(arr, f"DataLoader: {what}"))
+
+
+_KINDS = {"U": "strings", "S": "bytes", "O": "Python objects", "c": "complex numbers",
+          "M": "dates", "m": "time spans", "V": "records"}
+
+
+def _is_array(value: Any) -> bool:
+    """An array of a dataset: numpy's, a Tensor, or one that numpy reads (a torch tensor)."""
+    return isinstance(value, (np.ndarray, Tensor)) or (
+        hasattr(value, "__array__") and hasattr(value, "shape") and len(value.shape) > 0)
+
+
+def _array(value: Any, what: str) -> np.ndarray:
+    """The numbers of an array, example or field, or a TypeError that names it."""
+    if isinstance(value, Tensor):
+        return value._data
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
+        value = value.detach().cpu().numpy()
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"DataLoader: {what} ({type(value).__name__}) is not an array of "
+                        f"numbers: {e}") from None
+    if arr.dtype.kind not in "biuf":
+        held = _KINDS.get(arr.dtype.kind, "values")
+        raise TypeError(f"DataLoader: {what} holds {held} (a {type(value).__name__} of dtype "
+                        f"{arr.dtype}); a batch holds float, integer or bool numbers")
+    return arr
+
+
+def _stack(values: list, what: str) -> np.ndarray:
+    arrays = [_array(v, f"{what} of example {i}") for i, v in enumerate(values)]
+    shapes = {a.shape for a in arrays}
+    if len(shapes) > 1:
+        first = arrays[0].shape
+        other = next(i for i, a in enumerate(arrays) if a.shape != first)
+        raise ValueError(f"DataLoader: {what} has shape {first} in one example of the batch and "
+                         f"{arrays[other].shape} in another: examples must stack (pad them, or "
+                         "use batch_size=1)")
+    return np.stack(arrays)
 
 
 class DataLoader:
@@ -75,31 +119,46 @@ class DataLoader:
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
         self.dataset = dataset
-        self._arrays, self._single = self._as_arrays(dataset)
-        self._n = len(self._arrays[0]) if self._arrays is not None else len(dataset)
+        self._arrays, self._kind = self._as_arrays(dataset)
+        self._n = (len(next(iter(self._arrays.values()))) if self._arrays is not None
+                   else len(dataset))
         self.epoch = 0
         self.position = 0
 
     @staticmethod
-    def _as_arrays(dataset: Any) -> tuple[Optional[list[np.ndarray]], bool]:
-        """The arrays of an array dataset (and whether it is one array), or None."""
-        if isinstance(dataset, np.ndarray):
-            if dataset.ndim == 0:
-                raise ValueError("DataLoader: a dataset array needs at least one dimension")
-            return [dataset], True
-        # Only a tuple: a list of arrays is a dataset of examples.
-        if isinstance(dataset, tuple) and dataset and all(
-                isinstance(a, np.ndarray) for a in dataset):
-            lengths = [a.shape[0] if a.ndim else None for a in dataset]
-            if None in lengths or len(set(lengths)) != 1:
-                shapes = [a.shape for a in dataset]
-                raise ValueError(f"DataLoader: the arrays of a dataset need the same first "
-                                 f"dimension, got shapes {shapes}")
-            return list(dataset), False
-        if not hasattr(dataset, "__len__") or not hasattr(dataset, "__getitem__"):
-            raise TypeError(f"DataLoader: dataset must be an array, a tuple of arrays or "
-                            f"support len() and indexing, got {type(dataset).__name__}")
-        return None, False
+    def _as_arrays(dataset: Any) -> tuple[Optional[dict[Any, np.ndarray]], str]:
+        """The arrays of an array dataset by field (index or name) and how a batch holds them
+        ("one", "tuple" or "dict"); or (None, "examples") for a dataset read per example."""
+        if _is_array(dataset):
+            fields, kind = {0: dataset}, "one"
+        elif isinstance(dataset, dict):
+            if not dataset or not all(_is_array(a) for a in dataset.values()):
+                raise TypeError("DataLoader: a dict dataset maps names to arrays, got "
+                                + ", ".join(f"{k!r}: {type(v).__name__}"
+                                            for k, v in dataset.items()))
+            fields, kind = dict(dataset), "dict"
+        elif isinstance(dataset, (tuple, list)) and dataset and all(_is_array(a)
+                                                                    for a in dataset):
+            # [x, y] is fields; a list of arrays of one shape is a list of examples (PyTorch).
+            if isinstance(dataset, list) and len({tuple(a.shape) for a in dataset}) == 1:
+                return None, "examples"
+            fields, kind = dict(enumerate(dataset)), "tuple"
+        else:
+            if not hasattr(dataset, "__len__") or not hasattr(dataset, "__getitem__"):
+                raise TypeError(f"DataLoader: dataset must be an array, a tuple, list or dict of "
+                                f"arrays, or support len() and indexing, got "
+                                f"{type(dataset).__name__}")
+            return None, "examples"
+        arrays = {k: _array(a, f"dataset field {k!r}") for k, a in fields.items()}
+        if any(a.ndim == 0 for a in arrays.values()):
+            raise ValueError("DataLoader: a dataset array needs at least one dimension")
+        lengths = {len(a) for a in arrays.values()}
+        if len(lengths) != 1:
+            shapes = ({k: a.shape for k, a in arrays.items()} if kind == "dict"
+                      else [a.shape for a in arrays.values()])
+            raise ValueError(f"DataLoader: the arrays of a dataset need the same first "
+                             f"dimension, got shapes {shapes}")
+        return arrays, kind
 
     # -- the schedule of an epoch ---------------------------------------------------------------
     def _global_batches(self) -> int:
@@ -122,13 +181,23 @@ class DataLoader:
 
     def _batch(self, idx: np.ndarray) -> Any:
         if self._arrays is not None:
-            fields = [_to_tensor(a[idx]) for a in self._arrays]
-            return fields[0] if self._single else tuple(fields)
+            fields = {k: _to_tensor(a[idx], f"dataset field {k!r}")
+                      for k, a in self._arrays.items()}
+            return (fields[0] if self._kind == "one" else fields if self._kind == "dict"
+                    else tuple(fields.values()))
         samples = [self.dataset[int(i)] for i in idx]
-        if isinstance(samples[0], tuple):
-            return tuple(_to_tensor(np.stack([np.asarray(s[f]) for s in samples]))
-                         for f in range(len(samples[0])))
-        return _to_tensor(np.stack([np.asarray(s) for s in samples]))
+        first = samples[0]
+        if isinstance(first, (tuple, list, dict)):
+            keys = list(first) if isinstance(first, dict) else list(range(len(first)))
+            for i, s in enumerate(samples):
+                if type(s) is not type(first) or (list(s) if isinstance(s, dict)
+                                                  else list(range(len(s)))) != keys:
+                    raise ValueError(f"DataLoader: example {int(idx[i])} has fields "
+                                     f"{_describe(s)}, the first of its batch {_describe(first)}")
+            fields = {k: _to_tensor(_stack([s[k] for s in samples], f"field {k!r}"),
+                                    f"field {k!r}") for k in keys}
+            return fields if isinstance(first, dict) else tuple(fields.values())
+        return _to_tensor(_stack(samples, "the example"), "the example")
 
     # -- iteration --------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Any]:
@@ -168,6 +237,14 @@ class DataLoader:
         return (f"DataLoader({self._n} examples, batch_size={self.batch_size}, "
                 f"shuffle={self.shuffle}, rank={self.rank}/{self.world_size}, "
                 f"epoch={self.epoch}, position={self.position})")
+
+
+def _describe(example: Any) -> str:
+    if isinstance(example, dict):
+        return f"dict with keys {list(example)}"
+    if isinstance(example, (tuple, list)):
+        return f"{type(example).__name__} of {len(example)}"
+    return type(example).__name__
 
 
 class _Prefetcher:

@@ -214,6 +214,16 @@ def special_values() -> np.ndarray:
                      1e-7, -1e-7], np.float32)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_process_state(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts as a fresh process would: the default generator at seed 0 (an unseeded
+    layer draws the same weights whichever tests ran before), and a working folder of its own,
+    so that a Python subprocess (`python -c`) imports the installed package even when the suite
+    runs from the root of a clone, whose onemodel/ has no compiled kernels."""
+    onemodel.manual_seed(0)
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(1234)

@@ -144,3 +144,50 @@ def test_bad_arguments(kwargs, message):
 def test_arrays_of_different_lengths_are_refused():
     with pytest.raises(ValueError, match=r"\(4,\), \(5,\)"):
         DataLoader((np.arange(4), np.arange(5)), 2)
+
+
+def test_common_dataset_shapes_batch_as_pytorch_does():
+    x = np.arange(24, dtype=np.float32).reshape(6, 2, 2)
+    y = np.arange(6)
+    for dataset in ([x, y], (om.from_numpy(x), om.from_numpy(y))):
+        bx, by = next(iter(DataLoader(dataset, 4, shuffle=False)))
+        assert bx.numpy().tolist() == x[:4].tolist() and by.numpy().tolist() == [0, 1, 2, 3]
+    batch = next(iter(DataLoader({"image": x, "label": y}, 3, shuffle=False)))
+    assert sorted(batch) == ["image", "label"] and batch["label"].numpy().tolist() == [0, 1, 2]
+    # Examples that are dicts or lists collate field by field.
+    examples = [{"a": np.float32(i), "b": [i, i + 1]} for i in range(5)]
+    batch = next(iter(DataLoader(examples, 2, shuffle=False)))
+    assert batch["a"].numpy().tolist() == [0.0, 1.0] and batch["b"].shape == (2, 2)
+    # A list of same-shape arrays is a list of examples, as in PyTorch.
+    images = [np.full((2, 2), i, np.float32) for i in range(5)]
+    assert next(iter(DataLoader(images, 5, shuffle=False))).shape == (5, 2, 2)
+
+
+def test_torch_tensors_are_read_as_arrays():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(12, dtype=torch.float32).reshape(6, 2)
+    y = torch.arange(6)
+    bx, by = next(iter(DataLoader((x, y), 4, shuffle=False)))
+    assert bx.numpy().tolist() == x[:4].tolist() and by.numpy().dtype == np.int64
+    bx, by = next(iter(DataLoader(list(zip(x, y)), 4, shuffle=False)))
+    assert bx.shape == (4, 2) and by.numpy().tolist() == [0, 1, 2, 3]
+
+
+def test_what_cannot_be_batched_is_named():
+    with pytest.raises(TypeError, match="'text' holds strings"):
+        DataLoader({"text": np.array(["a", "b"]), "y": np.arange(2)}, 2)
+    with pytest.raises(TypeError, match="dict dataset maps names to arrays.*'y': list"):
+        DataLoader({"x": np.zeros((2, 1)), "y": [1, 2]}, 2)
+    with pytest.raises(ValueError, match=r"same first dimension.*\(3, 1\).*\(2,\)"):
+        DataLoader([np.zeros((3, 1)), np.zeros(2)], 2)
+    ragged = [(np.zeros(3, np.float32), 0), (np.zeros(4, np.float32), 1)]
+    with pytest.raises(ValueError, match=r"field 0.*\(3,\).*\(4,\).*stack"):
+        next(iter(DataLoader(ragged, 2, shuffle=False, prefetch=0)))
+    words = [("a", 0), ("b", 1)]
+    with pytest.raises(TypeError, match="field 0 of example 0 holds strings"):
+        next(iter(DataLoader(words, 2, shuffle=False, prefetch=0)))
+    mixed = [(np.zeros(2), 0), {"x": np.zeros(2)}]
+    with pytest.raises(ValueError, match="example 1 has fields dict"):
+        next(iter(DataLoader(mixed, 2, shuffle=False, prefetch=0)))
+    with pytest.raises(TypeError, match="got int"):
+        DataLoader(5, 2)

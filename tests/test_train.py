@@ -1,5 +1,9 @@
 """Trainer: the loop, evaluation, checkpoints, and resume to the same bits."""
+import io
+import json
+import math
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -87,7 +91,7 @@ def test_evaluation_checkpoints_and_best(tmp_path):
     assert [i["step"] for i in evals] == [3, 6, 9, 12] and result == evals[-1]
     assert len([i for i in seen if i["event"] == "step"]) == 12
     files = sorted(os.listdir(tmp_path))
-    assert files == ["best.ckpt", "step-00000009.ckpt", "step-00000012.ckpt"]
+    assert files == ["best.ckpt", "metrics.jsonl", "step-00000009.ckpt", "step-00000012.ckpt"]
     best = max(i["accuracy"] for i in evals)
     assert trainer.manager.best_metric == best
     assert trainer.model.training
@@ -154,3 +158,158 @@ def test_bf16_autocast_training_learns_and_differs_from_float32():
     low.fit(60)
     assert low.evaluate()["loss"] < 0.7 * before
     assert checkpoint.state_hash(low.model) != checkpoint.state_hash(plain.model)
+
+
+class _DropoutNet(nn.Module):
+    """Draws from om.default_generator while training: an unseeded F.dropout each step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        g = om.Generator(1)
+        self.a, self.b = nn.Linear(6, 16, generator=g), nn.Linear(16, 4, generator=g)
+
+    def forward(self, x):
+        return self.b(F.dropout(F.relu(self.a(x)), 0.3, self.training))
+
+
+def _generator_setup(tmp):
+    model = _DropoutNet()
+    x, y = _data()
+    return Trainer(model, F.cross_entropy, AdamW(model.parameters(), lr=1e-2),
+                   DataLoader((x, y), 8, seed=4), checkpoint_every=4, checkpoint_dir=str(tmp),
+                   progress=False)
+
+
+def test_fit_resume_continues_the_default_generator_bit_for_bit(tmp_path):
+    om.manual_seed(11)
+    full = _generator_setup(tmp_path / "full")
+    full.fit(10)
+    om.manual_seed(11)
+    _generator_setup(tmp_path / "cut").fit(6)  # checkpoints at 4 and at the end, 6
+    shutil.copytree(tmp_path / "cut", tmp_path / "copy")
+    om.manual_seed(999)  # a new process would start elsewhere: the checkpoint must restore it
+    resumed = _generator_setup(tmp_path / "cut")
+    resumed.fit(10, resume=True)
+    assert checkpoint.state_hash(resumed.model, resumed.optimizer) == \
+        checkpoint.state_hash(full.model, full.optimizer)
+    # Without the generator's state the masks differ: the test can fail.
+    other = _generator_setup(tmp_path / "copy")
+    other.resume()
+    om.manual_seed(999)
+    other.fit(10)
+    assert checkpoint.state_hash(other.model, other.optimizer) != \
+        checkpoint.state_hash(full.model, full.optimizer)
+
+
+def test_resume_from_a_run_folder_and_fit_resume_without_checkpoint(tmp_path):
+    first = _generator_setup(tmp_path / "run")
+    first.fit(5)
+    second = _generator_setup(tmp_path / "elsewhere")
+    assert second.resume(str(tmp_path / "run")) and second.step == 5
+    fresh = _generator_setup(tmp_path / "empty")
+    fresh.fit(2, resume=True)  # nothing to resume: starts at step 0
+    assert fresh.step == 2
+
+
+def test_checkpoint_every_is_independent_of_evaluation(tmp_path):
+    trainer = _setup(tmp_path, eval_every=5, checkpoint_every=4, keep_last=10, progress=False)
+    trainer.fit(12)
+    steps = sorted(int(f[5:13]) for f in os.listdir(tmp_path) if f.startswith("step-"))
+    assert steps == [4, 5, 8, 10, 12]
+    with pytest.raises(ValueError, match="checkpoint_dir"):
+        _setup(None, checkpoint_every=3)
+
+
+def _rows(folder):
+    with open(os.path.join(folder, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+def test_metrics_log_has_a_row_per_step_and_evaluation_and_reads_as_one_run(tmp_path):
+    _setup(tmp_path, eval_every=3, progress=False).fit(7)
+    rows = _rows(tmp_path)
+    assert [(r["event"], r["step"]) for r in rows][:4] == [
+        ("step", 1), ("step", 2), ("step", 3), ("eval", 3)]
+    assert len([r for r in rows if r["event"] == "step"]) == 7
+    step = rows[0]
+    assert set(step) == {"event", "step", "loss", "lr", "grad_norm", "stepped", "time"}
+    assert step["grad_norm"] > 0 and step["lr"] > 0
+    # The last checkpoint is at 7; a run resumed from step 6's checkpoint drops row 7 first.
+    os.unlink(tmp_path / "step-00000007.ckpt")
+    resumed = _setup(tmp_path, eval_every=3, progress=False)
+    resumed.fit(8, resume=True)
+    steps = [r["step"] for r in _rows(tmp_path) if r["event"] == "step"]
+    assert steps == list(range(1, 9))
+
+
+def test_gradient_norm_is_reported_without_clipping():
+    trainer = _setup()
+    trainer.clip_norm = None
+    info = trainer.train_step()
+    assert info["grad_norm"] is not None and info["grad_norm"] > 0
+
+
+def _regression(tmp, **kwargs):
+    g = om.Generator(2)
+    model = nn.Linear(6, 1, generator=g)
+    x, _ = _data()
+    y = x[:, :1] * 2.0 - x[:, 1:2]
+    return Trainer(model, F.mse_loss, SGD(model.parameters(), lr=0.05),
+                   DataLoader((x, y), 8, seed=1), eval_loader=DataLoader((x, y), 16,
+                                                                         shuffle=False),
+                   eval_every=2, checkpoint_dir=str(tmp), progress=False, **kwargs)
+
+
+def test_a_regression_takes_the_best_by_validation_loss(tmp_path):
+    trainer = _regression(tmp_path)
+    seen = []
+    trainer.callback = seen.append
+    trainer.fit(10)
+    losses = [i["loss"] for i in seen if i["event"] == "eval"]
+    assert all(i["accuracy"] is None for i in seen if i["event"] == "eval")
+    assert trainer.manager.best_metric == min(losses)
+
+
+def test_a_custom_metric_chooses_the_best_and_needs_a_direction(tmp_path):
+    def mae(output, target):
+        return float(np.abs(output.numpy() - np.asarray(target.numpy())).mean())
+
+    trainer = _regression(tmp_path, metrics={"mae": mae}, best_metric="mae", best_mode="min")
+    trainer.fit(6)
+    maes = [r["mae"] for r in _rows(tmp_path) if r["event"] == "eval"]
+    assert len(maes) == 3 and trainer.manager.best_metric == min(maes)
+    with pytest.raises(ValueError, match="best_mode"):
+        _regression(tmp_path / "x", metrics={"mae": mae}, best_metric="mae")
+    with pytest.raises(ValueError, match="best_metric"):
+        _regression(tmp_path / "y", best_metric="f1")
+
+
+def test_a_non_finite_metric_warns_and_never_crashes(tmp_path):
+    trainer = _regression(tmp_path, metrics={"bad": lambda o, t: math.nan}, best_metric="bad",
+                          best_mode="max")
+    with pytest.warns(RuntimeWarning, match="not finite"):
+        trainer.fit(4)
+    assert trainer.manager.best_metric is None and trainer.manager.latest() is not None
+    assert _rows(tmp_path)[-1]["bad"] is None  # JSON has no NaN: the log holds null
+
+
+def test_progress_off_a_terminal_prints_a_line_per_epoch_and_no_carriage_return(capsys):
+    trainer = _setup()  # 44 examples in batches of 8: 6 steps an epoch
+    trainer.progress = None
+    trainer.fit(12)
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = [line for line in err.splitlines() if line.startswith("epoch")]
+    assert [line.split()[:3] for line in lines] == [["epoch", "1", "step"], ["epoch", "2", "step"]]
+
+
+def test_progress_on_a_terminal_redraws_one_line():
+    from onemodel.progress import Progress
+
+    out = io.StringIO()
+    shown = Progress(4, per_epoch=2, stream=out, live=True)
+    for step in range(1, 5):
+        shown.step({"step": step, "loss": 1.0 / step, "lr": 0.1, "grad_norm": 0.5})
+    shown.close()
+    text = out.getvalue()
+    assert text.count("\rstep ") >= 2 and "epoch 2 step 4/4" in text

@@ -1,20 +1,23 @@
 """Train a small convolutional network on scikit-learn's handwritten digits.
 
-    python -m onemodel.examples.digits [--epochs 30] [--out runs/digits] [--threads N]
+The data set ships with scikit-learn (1797 images of 8x8 pixels, ten classes). The run splits it
+into train / validation / test with a fixed seed, trains with AdamW, a warm-up cosine schedule
+and gradient-norm clipping, evaluates on the validation split and writes a checkpoint after
+every epoch (the last three, and best.ckpt, the one with the best validation accuracy), then
+prints the test accuracy of the best checkpoint.
 
-The data set ships with scikit-learn (1797 images of 8×8 pixels, ten classes). The run splits
-it into train / validation / test with a fixed seed, trains with AdamW, a warm-up cosine
-schedule and gradient-norm clipping, shows a progress bar with the loss and learning rate,
-evaluates on the validation split and writes a checkpoint after every epoch (the last three,
-and a copy of the one with the best validation accuracy), then reports the test accuracy of the
-best checkpoint.
+Each run gets a folder of its own, OUT/1, OUT/2, ... (its options in run.json, its checkpoints,
+and metrics.jsonl for `onemodel-plot`); --resume continues the newest run, or the one named,
+from its last checkpoint to the same bits as a run never stopped.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
+from typing import Any, Optional
 
 import numpy as np
 
@@ -25,6 +28,11 @@ from onemodel.data import DataLoader
 from onemodel.optim import AdamW
 from onemodel.optim.lr import WarmupCosineLR
 from onemodel.train import Trainer
+
+# The options a run is defined by: a resumed run keeps them (run.json).
+DEFAULTS: dict[str, Any] = {"epochs": 20, "batch_size": 64, "lr": 3e-3, "weight_decay": 0.01,
+                            "seed": 0}
+RUN_FILE = "run.json"
 
 
 def load_splits(seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -57,59 +65,120 @@ class DigitsNet(nn.Module):
         return self.classifier(self.features(x))
 
 
-def progress(epoch: int, epochs: int, done: int, total: int, loss: float, lr: float) -> None:
-    width = 24
-    filled = width * done // total
-    bar = "#" * filled + "." * (width - filled)
-    print(f"\repoch {epoch:>2}/{epochs} [{bar}] {done:>3}/{total} loss {loss:.4f} "
-          f"lr {lr:.2e}", end="", file=sys.stderr, flush=True)
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="onemodel-digits", description=__doc__.split("\n\n")[0],
+        epilog="Example: onemodel-digits --epochs 5 --threads 1; then onemodel-digits --resume "
+               "to continue it, and onemodel-plot runs/digits/1 to draw its curves.")
+    p.add_argument("--epochs", type=int, help=f"passes over the training split "
+                   f"(default {DEFAULTS['epochs']})")
+    p.add_argument("--batch-size", type=int, help=f"images per step "
+                   f"(default {DEFAULTS['batch_size']})")
+    p.add_argument("--lr", type=float, help=f"peak learning rate of the warm-up cosine "
+                   f"schedule (default {DEFAULTS['lr']})")
+    p.add_argument("--weight-decay", type=float, help=f"AdamW's decoupled weight decay "
+                   f"(default {DEFAULTS['weight_decay']})")
+    p.add_argument("--seed", type=int, help="seed of the split, the initial weights, the "
+                   f"dropout masks and the batch order (default {DEFAULTS['seed']})")
+    p.add_argument("--threads", type=int, default=None,
+                   help="kernel threads (default: the cores this process may use); the "
+                        "result has the same bits at every count")
+    p.add_argument("--out", default=os.path.join("runs", "digits"),
+                   help="folder of the runs; each run writes to a new numbered folder in it "
+                        "(default runs/digits)")
+    p.add_argument("--resume", nargs="?", const="latest", default=None, metavar="RUN",
+                   help="continue a run from its last checkpoint: the newest run in --out, or "
+                        "the run folder RUN; its options are the ones it was started with")
+    p.add_argument("--quiet", action="store_true", help="print only the result")
+    return p
 
 
-def main(argv: list[str] | None = None) -> float:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--epochs", type=int, default=20)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--out", default=os.path.join("runs", "digits"))
+def _numbered_runs(out: str) -> list[int]:
+    try:
+        return sorted(int(n) for n in os.listdir(out) if n.isdigit())
+    except FileNotFoundError:
+        return []
+
+
+def open_run(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[str, dict, bool]:
+    """The run folder, its options and whether it continues an earlier run."""
+    given = {k: getattr(args, k) for k in DEFAULTS if getattr(args, k) is not None}
+    if args.resume is None:
+        runs = _numbered_runs(args.out)
+        folder = os.path.join(args.out, str(runs[-1] + 1 if runs else 1))
+        os.makedirs(folder)
+        options = {**DEFAULTS, **given}
+        with open(os.path.join(folder, RUN_FILE), "w", encoding="utf-8") as f:
+            json.dump(options, f, indent=2)
+        return folder, options, False
+    if args.resume == "latest":
+        runs = _numbered_runs(args.out)
+        if not runs:
+            p.error(f"--resume: there is no run in {args.out} to continue")
+        folder = os.path.join(args.out, str(runs[-1]))
+    else:
+        folder = args.resume
+    try:
+        with open(os.path.join(folder, RUN_FILE), encoding="utf-8") as f:
+            options = json.load(f)
+    except (OSError, ValueError) as e:
+        p.error(f"--resume: {folder} is not a run folder of onemodel-digits ({e})")
+    changed = {k: v for k, v in given.items() if options.get(k) != v}
+    if changed:
+        p.error(f"--resume: the run in {folder} was started with "
+                + ", ".join(f"--{k.replace('_', '-')} {options.get(k)}" for k in changed)
+                + "; a resumed run keeps its options (start a new run to change them)")
+    return folder, options, True
+
+
+def main(argv: Optional[list[str]] = None) -> float:
+    p = parser()
     args = p.parse_args(argv)
-    if args.threads:
+    if args.threads is not None:
+        if args.threads < 1:
+            p.error(f"--threads must be >= 1, got {args.threads}")
         om.set_num_threads(args.threads)
+    for name in ("epochs", "batch_size"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    folder, o, resumed = open_run(args, p)
+    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
 
-    data = load_splits(args.seed)
-    train = DataLoader(data["train"], args.batch_size, seed=args.seed)
-    model = DigitsNet(args.seed)
-    optimizer = AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    data = load_splits(o["seed"])
+    train = DataLoader(data["train"], o["batch_size"], seed=o["seed"])
+    model = DigitsNet(o["seed"])
+    optimizer = AdamW(model.parameters(), lr=o["lr"], weight_decay=o["weight_decay"])
     steps_per_epoch = len(train)
-    total = steps_per_epoch * args.epochs
-    start = time.perf_counter()
-
-    def report(info: dict) -> None:
-        epoch, done = divmod(info["step"] - 1, steps_per_epoch)
-        if info["event"] == "step":
-            progress(epoch + 1, args.epochs, done + 1, steps_per_epoch, info["loss"], info["lr"])
-        else:
-            print(f"  val accuracy {info['accuracy']:.4f}  ({time.perf_counter() - start:.1f} s)",
-                  file=sys.stderr)
-
+    total = steps_per_epoch * o["epochs"]
     warmup = min(steps_per_epoch, total // 2)
     trainer = Trainer(model, F.cross_entropy, optimizer, train,
-                      schedule=WarmupCosineLR(args.lr, warmup_steps=warmup, total_steps=total,
+                      schedule=WarmupCosineLR(o["lr"], warmup_steps=warmup, total_steps=total,
                                               final_factor=0.02),
-                      clip_norm=1.0, eval_every=steps_per_epoch, checkpoint_dir=args.out,
+                      clip_norm=1.0, eval_every=steps_per_epoch, checkpoint_dir=folder,
                       keep_last=3, eval_loader=DataLoader(data["val"], 512, shuffle=False),
-                      callback=report)
-    print(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads, "
-          f"{om.get_mode()} mode; {len(data['train'][1])} training images, {total} steps",
-          file=sys.stderr)
+                      progress=False if args.quiet else None)
+    say(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads, "
+        f"{om.get_mode()} mode; {len(data['train'][1])} training images, {total} steps")
+    if resumed:
+        if not trainer.resume():
+            p.error(f"--resume: {folder} holds no checkpoint yet")
+        say(f"continuing the run in {folder} from step {trainer.step}")
+    else:
+        say(f"a new run in {folder}")
+    start = time.perf_counter()
     trainer.fit(total)
     checkpoint.load(trainer.manager.best_path, model)
     test = trainer.evaluate(DataLoader(data["test"], 512, shuffle=False))["accuracy"]
-    print(f"test accuracy {test:.4f} (best validation {trainer.manager.best_metric:.4f}) "
-          f"in {time.perf_counter() - start:.1f} s; checkpoints in {args.out}")
+    print(f"test accuracy {100 * test:.1f}% (best validation "
+          f"{100 * trainer.manager.best_metric:.1f}%) in {time.perf_counter() - start:.1f} s; "
+          f"run folder {folder}")
     return test
 
 
-if __name__ == "__main__":
+def console() -> None:
+    """The onemodel-digits command."""
     main()
+
+
+if __name__ == "__main__":
+    console()
