@@ -76,7 +76,7 @@ class Progress:
 
     def evaluation(self, info: dict[str, Any]) -> None:
         metrics = " ".join(f"{k} {_number(v)}" for k, v in info.items()
-                           if k not in ("event", "step"))
+                           if k not in ("event", "step") and v is not None)
         self.line(f"  eval at step {info['step']}: {metrics}")
 
     def close(self) -> None:

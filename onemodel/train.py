@@ -243,7 +243,8 @@ class Trainer:
     def evaluate(self, loader: Any = None) -> dict:
         """Loss and `metrics` (weighted by batch size) and accuracy over one pass of `loader`
         (default: the eval loader), in eval mode without gradients; the model's mode is
-        restored. Accuracy is None when the targets are not class indices."""
+        restored. Accuracy is None when the targets are not class indices; a target that is
+        no array (a tuple, say) is the loss function's business alone."""
         loader = self.eval_loader if loader is None else loader
         if loader is None:
             raise ValueError("Trainer.evaluate: no loader")
@@ -257,12 +258,13 @@ class Trainer:
             with no_grad():
                 for batch in loader:
                     output, loss, target = self._forward(batch)
-                    y = target.numpy() if isinstance(target, Tensor) else np.asarray(target)
-                    n = len(y)
+                    n = len(_split(batch)[0][0])  # examples in the batch: the first input's
                     total_loss += loss.item() * n
                     count += n
+                    y = target.numpy() if isinstance(target, Tensor) else target
                     out = output.numpy()
-                    classes = classes and y.dtype.kind in "iu" and out.ndim == y.ndim + 1
+                    classes = (classes and isinstance(y, np.ndarray) and y.dtype.kind in "iu"
+                               and out.ndim == y.ndim + 1 and len(y) == n)
                     if classes:
                         correct += int((out.argmax(1) == y).sum())
                     for name, fn in self.metrics.items():

@@ -13,7 +13,6 @@ from its last checkpoint to the same bits as a run never stopped.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -29,10 +28,11 @@ from onemodel.optim import AdamW
 from onemodel.optim.lr import WarmupCosineLR
 from onemodel.train import Trainer
 
+from ._runs import open_run, run_options
+
 # The options a run is defined by: a resumed run keeps them (run.json).
 DEFAULTS: dict[str, Any] = {"epochs": 20, "batch_size": 64, "lr": 3e-3, "weight_decay": 0.01,
                             "seed": 0}
-RUN_FILE = "run.json"
 
 
 def load_splits(seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -80,68 +80,15 @@ def parser() -> argparse.ArgumentParser:
                    f"(default {DEFAULTS['weight_decay']})")
     p.add_argument("--seed", type=int, help="seed of the split, the initial weights, the "
                    f"dropout masks and the batch order (default {DEFAULTS['seed']})")
-    p.add_argument("--threads", type=int, default=None,
-                   help="kernel threads (default: the cores this process may use); the "
-                        "result has the same bits at every count")
-    p.add_argument("--out", default=os.path.join("runs", "digits"),
-                   help="folder of the runs; each run writes to a new numbered folder in it "
-                        "(default runs/digits)")
-    p.add_argument("--resume", nargs="?", const="latest", default=None, metavar="RUN",
-                   help="continue a run from its last checkpoint: the newest run in --out, or "
-                        "the run folder RUN; its options are the ones it was started with")
-    p.add_argument("--quiet", action="store_true", help="print only the result")
+    run_options(p, os.path.join("runs", "digits"))
     return p
-
-
-def _numbered_runs(out: str) -> list[int]:
-    try:
-        return sorted(int(n) for n in os.listdir(out) if n.isdigit())
-    except FileNotFoundError:
-        return []
-
-
-def open_run(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[str, dict, bool]:
-    """The run folder, its options and whether it continues an earlier run."""
-    given = {k: getattr(args, k) for k in DEFAULTS if getattr(args, k) is not None}
-    if args.resume is None:
-        runs = _numbered_runs(args.out)
-        folder = os.path.join(args.out, str(runs[-1] + 1 if runs else 1))
-        os.makedirs(folder)
-        options = {**DEFAULTS, **given}
-        with open(os.path.join(folder, RUN_FILE), "w", encoding="utf-8") as f:
-            json.dump(options, f, indent=2)
-        return folder, options, False
-    if args.resume == "latest":
-        runs = _numbered_runs(args.out)
-        if not runs:
-            p.error(f"--resume: there is no run in {args.out} to continue")
-        folder = os.path.join(args.out, str(runs[-1]))
-    else:
-        folder = args.resume
-    try:
-        with open(os.path.join(folder, RUN_FILE), encoding="utf-8") as f:
-            options = json.load(f)
-    except (OSError, ValueError) as e:
-        p.error(f"--resume: {folder} is not a run folder of onemodel-digits ({e})")
-    changed = {k: v for k, v in given.items() if options.get(k) != v}
-    if changed:
-        p.error(f"--resume: the run in {folder} was started with "
-                + ", ".join(f"--{k.replace('_', '-')} {options.get(k)}" for k in changed)
-                + "; a resumed run keeps its options (start a new run to change them)")
-    return folder, options, True
 
 
 def main(argv: Optional[list[str]] = None) -> float:
     p = parser()
     args = p.parse_args(argv)
-    if args.threads is not None:
-        if args.threads < 1:
-            p.error(f"--threads must be >= 1, got {args.threads}")
-        om.set_num_threads(args.threads)
-    for name in ("epochs", "batch_size"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    folder, o, resumed = open_run(args, p)
+    folder, o, resumed = open_run(args, p, DEFAULTS, "onemodel-digits",
+                                  positive=("epochs", "batch_size", "lr"))
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
 
     data = load_splits(o["seed"])

@@ -1,0 +1,79 @@
+"""What the example jobs share as command-line tools: numbered run folders, the options a run
+is defined by (run.json), --resume, --threads, --out and --quiet.
+
+A new run writes to OUT/1, OUT/2, ...; --resume continues the newest run of OUT, or the run
+folder named, with the options it was started with (an option given again must not differ).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+import onemodel as om
+
+RUN_FILE = "run.json"
+
+
+def run_options(p: argparse.ArgumentParser, out: str) -> None:
+    """Adds the shared options. A tool's own options default to None, so that a resumed run can
+    tell which were given."""
+    p.add_argument("--threads", type=int, default=None,
+                   help="kernel threads (default: the cores this process may use); the "
+                        "result has the same bits at every count")
+    p.add_argument("--out", default=out,
+                   help=f"folder of the runs; each run writes to a new numbered folder in it "
+                        f"(default {out})")
+    p.add_argument("--resume", nargs="?", const="latest", default=None, metavar="RUN",
+                   help="continue a run from its last checkpoint: the newest run in --out, or "
+                        "the run folder RUN; its options are the ones it was started with")
+    p.add_argument("--quiet", action="store_true", help="print only the result")
+
+
+def _numbered_runs(out: str) -> list[int]:
+    try:
+        return sorted(int(n) for n in os.listdir(out) if n.isdigit())
+    except FileNotFoundError:
+        return []
+
+
+def open_run(args: argparse.Namespace, p: argparse.ArgumentParser, defaults: dict[str, Any],
+             tool: str, positive: tuple[str, ...] = ()) -> tuple[str, dict, bool]:
+    """Checks the options (those named in `positive` must be > 0), sets the threads; returns
+    the run folder, the run's options and whether it continues an earlier run."""
+    if args.threads is not None:
+        if args.threads < 1:
+            p.error(f"--threads must be >= 1, got {args.threads}")
+        om.set_num_threads(args.threads)
+    given = {k: getattr(args, k) for k in defaults if getattr(args, k) is not None}
+    for name in positive:
+        value = given.get(name)
+        if value is not None and value <= 0:
+            p.error(f"--{name.replace('_', '-')} must be > 0, got {value}")
+    if args.resume is None:
+        runs = _numbered_runs(args.out)
+        folder = os.path.join(args.out, str(runs[-1] + 1 if runs else 1))
+        os.makedirs(folder)
+        options = {**defaults, **given}
+        with open(os.path.join(folder, RUN_FILE), "w", encoding="utf-8") as f:
+            json.dump(options, f, indent=2)
+        return folder, options, False
+    if args.resume == "latest":
+        runs = _numbered_runs(args.out)
+        if not runs:
+            p.error(f"--resume: there is no run in {args.out} to continue")
+        folder = os.path.join(args.out, str(runs[-1]))
+    else:
+        folder = args.resume
+    try:
+        with open(os.path.join(folder, RUN_FILE), encoding="utf-8") as f:
+            options = json.load(f)
+    except (OSError, ValueError) as e:
+        p.error(f"--resume: {folder} is not a run folder of {tool} ({e})")
+    changed = {k: v for k, v in given.items() if options.get(k) != v}
+    if changed:
+        p.error(f"--resume: the run in {folder} was started with "
+                + ", ".join(f"--{k.replace('_', '-')} {options.get(k)}" for k in changed)
+                + "; a resumed run keeps its options (start a new run to change them)")
+    return folder, options, True
