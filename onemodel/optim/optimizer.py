@@ -36,6 +36,7 @@ from ..tensor import Tensor
 
 # A group's parameter count is saved as a float32 hyper-parameter: exact up to 2^24.
 MAX_GROUP_SIZE = 1 << 24
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def f32(value: float) -> float:
@@ -194,10 +195,9 @@ class Optimizer:
                 raise ValueError(f"{where}: lr must be finite and >= 0, got {value!r}")
         elif value < 0.0:
             raise ValueError(f"{where}: {key} must be >= 0, got {value!r}")
-        value = f32(value)
-        if math.isinf(value):
+        if value > FLOAT32_MAX:
             raise ValueError(f"{where}: {key} overflows float32: {value!r}")
-        return value
+        return f32(value)
 
     # -- learning rate and step count -------------------------------------------------------
     @property
