@@ -345,10 +345,9 @@ class Picky(SGD):
     """An optimizer with a rule of its own on restored values."""
 
     def _set_hyper_parameters(self, values):
-        self._set_weight_decay(values["weight_decay"])
+        super()._set_hyper_parameters(values)  # sets the weight decay, then refuses
         if values["lr"] >= 1.0:
             raise ValueError("Picky: lr must be < 1")
-        self.lr = values["lr"]
 
 
 def test_optimizer_refusing_saved_values_is_bad_manifest_and_changes_nothing():

@@ -1,5 +1,5 @@
 """Modules: named parameters and buffers in a fixed state order, and the layers built on them."""
-from . import init
+from . import init, utils
 from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 from .conv import AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, MaxPool2d
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, ReLU,
@@ -11,7 +11,7 @@ from .ternary import TernaryConv2d, TernaryLinear, TernaryWeight, ternary_weight
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "Dropout",
     "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MaxPool2d", "Module",
-    "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh", "init",
+    "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh", "init", "utils",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LSTM", "GRU",
     "TernaryConv2d", "TernaryLinear", "TernaryWeight", "ternary_weights",
 ]

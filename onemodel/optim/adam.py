@@ -9,98 +9,103 @@ operation in this order:
     v̂ = amsgrad ? max(vmax, v) : v         (vmax = v̂)
     p = p − (stepSize·m) / (√v̂ / sqrtBc2 + ε)
 with bc = 1 − βᵗ in double (βᵗ by right-to-left binary exponentiation), stepSize =
-float32(lr / bc1) and sqrtBc2 = float32(√bc2) (clarifications.md).
+float32(lr / bc1) and sqrtBc2 = float32(√bc2) (clarifications.md). Each parameter group has its
+own lr, betas, ε, wd and amsgrad; t is the optimizer's.
 """
 from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Iterable, Mapping, Tuple
+from typing import Any, Iterable, Mapping, Optional, Tuple
 
 import numpy as np
 
 from .._kernels import _optim
-from ..tensor import Tensor
 from .lr import ipow
-from .optimizer import Optimizer, check_number, f32
+from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32
 
 
 class Adam(Optimizer):
     kind = "Adam"
     decoupled = False
-    fixed_hyper_parameters = ("beta1", "beta2", "eps", "amsgrad")
+    _changeable = ("lr", "weight_decay")
+    _fixed = ("beta1", "beta2", "eps", "amsgrad")
+    weight_decay = GroupSetting()
 
-    def __init__(self, params: Iterable[Tensor], lr: float = 1e-3,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False) -> None:
-        super().__init__(params, lr)
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise ValueError(f"{self.kind}: betas must be a pair, got {betas!r}")
-        for k, beta in enumerate(betas):
-            beta = check_number(self.kind, f"betas[{k}]", beta)
-            if not 0.0 <= beta < 1.0:
-                raise ValueError(f"{self.kind}: betas[{k}] must be in [0, 1), got {beta!r}")
-        eps = check_number(self.kind, "eps", eps)
-        if eps < 0.0:
-            raise ValueError(f"{self.kind}: eps must be >= 0, got {eps!r}")
-        self.beta1, self.beta2 = f32(betas[0]), f32(betas[1])
-        # float32(β) can round up to 1 (0.99999999 does); the bias correction would be 0.
-        for k, beta in enumerate((self.beta1, self.beta2)):
-            if beta >= 1.0:
-                raise ValueError(f"{self.kind}: betas[{k}] rounds to 1 in float32")
-        self.eps = f32(eps)
-        self.weight_decay = 0.0
-        self._set_weight_decay(weight_decay)
-        self.amsgrad = bool(amsgrad)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      amsgrad=amsgrad))
         self._exp_avg = [np.zeros(p.shape, np.float32) for p in self.params]
         self._exp_avg_sq = [np.zeros(p.shape, np.float32) for p in self.params]
-        self._max_exp_avg_sq = ([np.zeros(p.shape, np.float32) for p in self.params]
-                                if self.amsgrad else None)
-        self._coefficients: tuple = ()
+        self._max_exp_avg_sq: list[Optional[np.ndarray]] = [
+            np.zeros(p.shape, np.float32) if self.param_groups[g]["amsgrad"] else None
+            for p, g in zip(self.params, self._group_of)]
+        self._coefficients: list[tuple] = []
 
-    def _set_weight_decay(self, value: float) -> None:
-        value = check_number(self.kind, "weight_decay", value)
-        if value < 0.0:
-            raise ValueError(f"{self.kind}: weight_decay must be >= 0, got {value!r}")
-        self.weight_decay = f32(value)
+    def _check_group(self, where: str, values: dict) -> dict:
+        betas = values["betas"]
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise ValueError(f"{where}: betas must be a pair, got {betas!r}")
+        for k, beta in enumerate(betas):
+            beta = check_number(where, f"betas[{k}]", beta)
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"{where}: betas[{k}] must be in [0, 1), got {beta!r}")
+            # float32(β) can round up to 1 (0.99999999 does); the bias correction would be 0.
+            if f32(beta) >= 1.0:
+                raise ValueError(f"{where}: betas[{k}] rounds to 1 in float32")
+        eps = check_number(where, "eps", values["eps"])
+        if eps < 0.0:
+            raise ValueError(f"{where}: eps must be >= 0, got {eps!r}")
+        return dict(super()._check_group(where, values), betas=(f32(betas[0]), f32(betas[1])),
+                    eps=f32(eps),
+                    weight_decay=self._check_setting(where, "weight_decay",
+                                                     values["weight_decay"]),
+                    amsgrad=bool(values["amsgrad"]))
 
     def step(self) -> None:
         t = self._step_count + 1
-        bc1 = 1.0 - ipow(self.beta1, t)
-        bc2 = 1.0 - ipow(self.beta2, t)
-        lr, wd = np.float32(self._lr), np.float32(self.weight_decay)
-        decoupled = self.decoupled and self.weight_decay != 0.0
-        self._coefficients = (
-            f32(float(lr) / bc1), f32(math.sqrt(bc2)),
-            float(np.float32(1.0) - np.float32(self.beta1)),
-            float(np.float32(1.0) - np.float32(self.beta2)),
-            0.0 if self.decoupled else self.weight_decay,
-            float(np.float32(1.0) - lr * wd), decoupled)
+        self._coefficients = [self._group_coefficients(group, t) for group in self.param_groups]
         super().step()
 
-    def _update(self, i: int, p: np.ndarray, g: np.ndarray, nthreads: int) -> None:
-        step_size, sqrt_bc2, beta1_c, beta2_c, l2, decay, decoupled = self._coefficients
-        vmax = None if self._max_exp_avg_sq is None else self._max_exp_avg_sq[i].reshape(-1)
+    def _group_coefficients(self, group: ParamGroup, t: int) -> tuple:
+        beta1, beta2 = group["betas"]
+        bc1 = 1.0 - ipow(beta1, t)
+        bc2 = 1.0 - ipow(beta2, t)
+        lr, wd = np.float32(group["lr"]), np.float32(group["weight_decay"])
+        return (f32(float(lr) / bc1), f32(math.sqrt(bc2)),
+                float(np.float32(1.0) - np.float32(beta1)),
+                float(np.float32(1.0) - np.float32(beta2)),
+                0.0 if self.decoupled else float(wd),
+                float(np.float32(1.0) - lr * wd), self.decoupled and float(wd) != 0.0)
+
+    def _update(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray,
+                nthreads: int) -> None:
+        step_size, sqrt_bc2, beta1_c, beta2_c, l2, decay, decoupled = \
+            self._coefficients[self._group_of[i]]
+        vmax = self._max_exp_avg_sq[i]
+        beta1, beta2 = group["betas"]
         _optim.adam_step(p, g, self._exp_avg[i].reshape(-1), self._exp_avg_sq[i].reshape(-1),
-                         vmax, self.beta1, self.beta2, beta1_c, beta2_c, self.eps, step_size,
-                         sqrt_bc2, l2, decay, decoupled, nthreads)
+                         None if vmax is None else vmax.reshape(-1), beta1, beta2, beta1_c,
+                         beta2_c, group["eps"], step_size, sqrt_bc2, l2, decay, decoupled,
+                         nthreads)
 
     def state_tensors(self) -> "OrderedDict[str, np.ndarray]":
         state: OrderedDict[str, np.ndarray] = OrderedDict()
         for i in range(len(self.params)):
             state[f"exp_avg.{i}"] = self._exp_avg[i]
             state[f"exp_avg_sq.{i}"] = self._exp_avg_sq[i]
-            if self._max_exp_avg_sq is not None:
-                state[f"max_exp_avg_sq.{i}"] = self._max_exp_avg_sq[i]
+            vmax = self._max_exp_avg_sq[i]
+            if vmax is not None:
+                state[f"max_exp_avg_sq.{i}"] = vmax
         return state
 
-    def hyper_parameters(self) -> "OrderedDict[str, float]":
-        return OrderedDict(lr=self._lr, beta1=self.beta1, beta2=self.beta2, eps=self.eps,
-                           weight_decay=self.weight_decay, amsgrad=float(self.amsgrad))
-
-    def _set_hyper_parameters(self, values: Mapping[str, float]) -> None:
-        self._set_weight_decay(values["weight_decay"])
-        self.lr = values["lr"]
+    def _group_hyper(self, group: Mapping[str, Any]) -> "OrderedDict[str, float]":
+        beta1, beta2 = group["betas"]
+        return OrderedDict(lr=f32(group["lr"]), beta1=f32(beta1), beta2=f32(beta2),
+                           eps=f32(group["eps"]), weight_decay=f32(group["weight_decay"]),
+                           amsgrad=float(bool(group["amsgrad"])))
 
 
 class AdamW(Adam):
@@ -109,7 +114,7 @@ class AdamW(Adam):
     kind = "AdamW"
     decoupled = True
 
-    def __init__(self, params: Iterable[Tensor], lr: float = 1e-3,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01, amsgrad: bool = False) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad)

@@ -90,3 +90,8 @@ def clip_grad_value(params: Iterable[Tensor], clip_value: float) -> None:
     for g in _grads("clip_grad_value", params):
         _optim.clamp_(g._data.reshape(-1), c, nthreads)
         g._version += 1
+
+
+# PyTorch's names (torch.nn.utils.clip_grad_norm_ returns a tensor; this returns the float).
+clip_grad_norm_ = clip_grad_norm
+clip_grad_value_ = clip_grad_value

@@ -9,7 +9,8 @@ needs only the optimizer's step count.
 from __future__ import annotations
 
 import math
-from typing import Any
+import bisect
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -176,3 +177,53 @@ class WarmupCosineLR(Schedule):
         p = (s - w) / (self.total_steps - w)
         f = self.final_factor
         return self.base_lr * (f + (1.0 - f) * (1.0 + cos_pi(p)) / 2.0)
+
+
+class LinearLR(Schedule):
+    """base·(start + (end−start)·min(s, T)/T): PyTorch's LinearLR in closed form."""
+
+    def __init__(self, base_lr: float, start_factor: float = 1.0 / 3.0,
+                 end_factor: float = 1.0, total_iters: int = 5) -> None:
+        self.base_lr = _number("LinearLR", "base_lr", base_lr, 0.0)
+        self.start_factor = _number("LinearLR", "start_factor", start_factor, 0.0, True, 1.0)
+        self.end_factor = _number("LinearLR", "end_factor", end_factor, 0.0, high=1.0)
+        self.total_iters = _steps("LinearLR", "total_iters", total_iters, 1)
+
+    def _rate(self, s: int) -> float:
+        f = self.start_factor
+        return self.base_lr * (f + (self.end_factor - f) * min(s, self.total_iters)
+                               / self.total_iters)
+
+
+class LambdaLR(Schedule):
+    """base·lr_lambda(s); pure as long as lr_lambda is."""
+
+    def __init__(self, base_lr: float, lr_lambda: Callable[[int], float]) -> None:
+        if not callable(lr_lambda):
+            raise ValueError(f"LambdaLR: lr_lambda must be callable, got {lr_lambda!r}")
+        self.base_lr = _number("LambdaLR", "base_lr", base_lr, 0.0)
+        self.lr_lambda = lr_lambda
+
+    def _rate(self, s: int) -> float:
+        return self.base_lr * _number("LambdaLR", f"lr_lambda({s})", self.lr_lambda(s), 0.0)
+
+
+class SequentialLR(Schedule):
+    """schedules[k].lr_at(s − milestones[k−1]) for milestones[k−1] <= s < milestones[k]: each
+    schedule starts from its step 0 at its milestone, as in PyTorch's SequentialLR."""
+
+    def __init__(self, schedules: Sequence[Schedule], milestones: Sequence[int]) -> None:
+        schedules, milestones = list(schedules), list(milestones)
+        if not schedules or not all(isinstance(x, Schedule) for x in schedules):
+            raise ValueError(f"SequentialLR: schedules must be a non-empty list of schedules, "
+                             f"got {schedules!r}")
+        if len(milestones) != len(schedules) - 1:
+            raise ValueError(f"SequentialLR: milestones must hold {len(schedules) - 1} "
+                             f"steps (one fewer than schedules), got {milestones!r}")
+        for k, m in enumerate(milestones):
+            _steps("SequentialLR", f"milestones[{k}]", m, milestones[k - 1] + 1 if k else 1)
+        self.schedules, self.milestones = schedules, [int(m) for m in milestones]
+
+    def _rate(self, s: int) -> float:
+        k = bisect.bisect_right(self.milestones, s)
+        return self.schedules[k].lr_at(s - (self.milestones[k - 1] if k else 0))

@@ -1,20 +1,42 @@
-"""The optimizer base: one parameter group, float32 hyper-parameters, a global step count.
+"""The optimizer base: parameter groups, float32 hyper-parameters, a global step count.
 
 spec/training.txt section 3 and clarifications.md: every hyper-parameter is held as float32,
 the learning rate is read at every step (a schedule sets it), parameters whose `.grad` is None
 are skipped, `step_count` counts completed steps, and the state is float32 (int32 flags),
 shaped like its parameter, zero at creation and listed in a fixed order by `state_tensors()`.
+
+Parameter groups (clarifications.md) are PyTorch's: `params` is an iterable of tensors (one
+group) or of dicts `{"params": [...], "lr": ..., ...}`, each key missing from a dict taking the
+constructor's value. Each group applies section 3's arithmetic with its own hyper-parameters;
+`step_count` is the optimizer's and the state's index `i` counts the parameters of all groups in
+order. The learning rate and weight decay of a group can be set (`param_groups[g]["lr"] = x`,
+checked and held as float32, used from the next step); the other settings fix the state's
+layout and a checkpoint's fixed settings, so they cannot change after construction.
+
+`optimizer.lr` reads group 0's rate. Setting it (what a schedule's `apply` does) sets group 0's
+rate to the value and every other group's to float32(initial_g · (value / initial_0)) in
+double, with initial_g the group's rate at construction: PyTorch's schedulers also scale every
+group's initial rate by the same factor, and a one-group optimizer gets exactly the value.
+
+`hyper_parameters()` lists group 0's as for one group, then for each later group g the entry
+`params.g` (its parameter count, a fixed setting: a checkpoint must also match the group sizes)
+followed by group 0's names suffixed `.g`, so one group writes today's checkpoint bytes.
 """
 from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Iterable, Mapping
+from collections.abc import MutableMapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
 from .. import _config
 from ..tensor import Tensor
+
+# A group's parameter count is saved as a float32 hyper-parameter: exact up to 2^24.
+MAX_GROUP_SIZE = 1 << 24
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def f32(value: float) -> float:
@@ -31,55 +53,166 @@ def check_number(owner: str, name: str, value: Any) -> float:
     return value
 
 
+def same_bits(a: float, b: float) -> bool:
+    return np.float32(a).tobytes() == np.float32(b).tobytes()
+
+
+class ParamGroup(MutableMapping):
+    """One parameter group: its tensors under "params" and its hyper-parameters.
+
+    A mapping like PyTorch's group dict; only the optimizer's changeable settings can be set.
+    """
+
+    def __init__(self, owner: "Optimizer", index: int, values: dict) -> None:
+        self._owner, self._index, self._values = owner, index, values
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        owner = self._owner
+        where = f"{owner.kind}: param_groups[{self._index}]"
+        if key not in owner._changeable:
+            raise ValueError(f"{where}[{key!r}] cannot be set: only {list(owner._changeable)} "
+                             "can change after construction")
+        self._values[key] = owner._check_setting(where, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        raise ValueError(f"{self._owner.kind}: param_groups[{self._index}][{key!r}] cannot "
+                         "be deleted")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        hp = ", ".join(f"{k!r}: {v!r}" for k, v in self._values.items() if k != "params")
+        return f"{{'params': <{len(self._values['params'])} tensors>, {hp}}}"
+
+
+class GroupSetting:
+    """An attribute that reads and sets group 0's setting of its name (the one-group API)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else obj.param_groups[0][self.key]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.param_groups[0][self.key] = value
+
+
 class Optimizer:
-    """Holds the parameter list, the learning rate and the step count; subclasses update."""
+    """Holds the parameter groups and the step count; subclasses update."""
 
     kind = "Optimizer"
+    # Group keys that may be set after construction; each is also its hyper-parameter's name.
+    _changeable: tuple = ("lr",)
     # Hyper-parameters a checkpoint must match exactly (training.txt section 6); the others
     # (the learning rate, weight decay) are restored from it.
-    fixed_hyper_parameters: tuple = ()
+    _fixed: tuple = ()
+    groups_supported = True
 
-    def __init__(self, params: Iterable[Tensor], lr: float) -> None:
-        self.params: list[Tensor] = self._check_params(params)
-        self._lr = 0.0
-        lr = check_number(self.kind, "lr", lr)
-        if not lr > 0.0:
-            raise ValueError(f"{self.kind}: lr must be > 0, got {lr!r}")
-        self.lr = lr
+    def __init__(self, params: Iterable[Any], defaults: Mapping[str, Any]) -> None:
+        groups, single = self._group_dicts(params)
+        self.param_groups: list[ParamGroup] = []
+        self.params: list[Tensor] = []
+        self._group_of: list[int] = []
+        seen: dict[int, int] = {}
+        for g, group in enumerate(groups):
+            where = self.kind if single else f"{self.kind}: param_groups[{g}]"
+            unknown = [k for k in group if k != "params" and k not in defaults]
+            if unknown:
+                raise ValueError(f"{where}: unknown key {unknown[0]!r} (known: "
+                                 f"{['params'] + list(defaults)})")
+            values = self._check_group(where, {**defaults, **group})
+            if not values["lr"] > 0.0:
+                raise ValueError(f"{where}: lr must be > 0, got {values['lr']!r}")
+            tensors = self._check_params(where, "params" if single else "['params']",
+                                         group["params"], g, seen)
+            self.param_groups.append(ParamGroup(self, g, {"params": tensors, **values}))
+            self.params += tensors
+            self._group_of += [g] * len(tensors)
+        self._initial_lrs = [group["lr"] for group in self.param_groups]
         self._step_count = 0
 
-    def _check_params(self, params: Iterable[Tensor]) -> list[Tensor]:
+    def _group_dicts(self, params: Iterable[Any]) -> tuple[list[dict], bool]:
+        """The groups as dicts, and whether params was a plain list of tensors."""
         if isinstance(params, Tensor):
-            raise ValueError(f"{self.kind}: params must be an iterable of tensors, "
-                             "not a single tensor")
+            raise ValueError(f"{self.kind}: params must be an iterable of tensors or of "
+                             "dicts, not a single tensor")
         params = list(params)
         if not params:
             raise ValueError(f"{self.kind}: params is empty")
-        seen: set[int] = set()
+        if not any(isinstance(p, Mapping) for p in params):
+            return [{"params": params}], True
+        if not self.groups_supported:
+            raise ValueError(f"{self.kind}: parameter groups are not supported; pass the "
+                             "tensors themselves")
+        for g, group in enumerate(params):
+            if not isinstance(group, Mapping) or "params" not in group:
+                raise ValueError(f"{self.kind}: params[{g}] must be a dict with a 'params' "
+                                 f"key when any element is one, got {type(group).__name__}")
+        return [dict(group) for group in params], False
+
+    def _check_params(self, where: str, name: str, params: Any, g: int,
+                      seen: dict[int, int]) -> list[Tensor]:
+        if isinstance(params, Tensor):
+            params = [params]  # PyTorch accepts one tensor as a group's params
+        params = list(params)
+        if not params:
+            raise ValueError(f"{where}: {name} is empty")
+        if len(params) > MAX_GROUP_SIZE:
+            raise ValueError(f"{where}: {name} holds {len(params)} tensors, at most 2^24")
         for i, p in enumerate(params):
             if not isinstance(p, Tensor):
-                raise ValueError(f"{self.kind}: params[{i}] is a {type(p).__name__}, "
+                raise ValueError(f"{where}: {name}[{i}] is a {type(p).__name__}, "
                                  "not a Tensor")
             if p.dtype != np.float32:
-                raise ValueError(f"{self.kind}: params[{i}] has dtype {p.dtype}, "
+                raise ValueError(f"{where}: {name}[{i}] has dtype {p.dtype}, "
                                  "expected float32")
             if id(p) in seen:
-                raise ValueError(f"{self.kind}: params[{i}] appears twice in params")
-            seen.add(id(p))
+                other = seen[id(p)]
+                raise ValueError(f"{where}: {name}[{i}] appears twice in params" if other == g
+                                 else f"{where}: {name}[{i}] is also in param_groups[{other}]")
+            seen[id(p)] = g
         return params
+
+    def _check_group(self, where: str, values: dict) -> dict:
+        """The group's hyper-parameters checked and held as float32, in the group's key order
+        (without "params")."""
+        return {"lr": self._check_setting(where, "lr", values["lr"])}
+
+    def _check_setting(self, where: str, key: str, value: Any) -> float:
+        """A changeable setting checked and rounded to float32."""
+        value = check_number(where, key, value)
+        if key == "lr":
+            # 0 is allowed here: a schedule may end at a rate of 0.
+            if value < 0.0 or math.isinf(value):
+                raise ValueError(f"{where}: lr must be finite and >= 0, got {value!r}")
+        elif value < 0.0:
+            raise ValueError(f"{where}: {key} must be >= 0, got {value!r}")
+        if value > FLOAT32_MAX:
+            raise ValueError(f"{where}: {key} overflows float32: {value!r}")
+        return f32(value)
 
     # -- learning rate and step count -------------------------------------------------------
     @property
     def lr(self) -> float:
-        return self._lr
+        return self.param_groups[0]["lr"]
 
     @lr.setter
     def lr(self, value: float) -> None:
-        # 0 is allowed here: a schedule may end at a rate of 0.
-        value = check_number(self.kind, "lr", value)
-        if value < 0.0 or math.isinf(value):
-            raise ValueError(f"{self.kind}: lr must be finite and >= 0, got {value!r}")
-        self._lr = f32(value)
+        lr = self._check_setting(self.kind, "lr", value)
+        factor = lr / self._initial_lrs[0]
+        rates = [lr] + [self._check_setting(f"{self.kind}: param_groups[{g}]", "lr",
+                                            initial * factor)
+                        for g, initial in enumerate(self._initial_lrs[1:], 1)]
+        for group, rate in zip(self.param_groups, rates):
+            group["lr"] = rate
 
     @property
     def step_count(self) -> int:
@@ -92,10 +225,17 @@ class Optimizer:
         self._step_count = int(value)
 
     # -- the step -----------------------------------------------------------------------------
-    def zero_grad(self) -> None:
-        """Drops every gradient (PyTorch 2's set_to_none)."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drops every gradient (PyTorch 2's default), or with set_to_none=False fills each
+        existing one with zeros in place."""
         for p in self.params:
-            p.grad = None
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                p.grad._data[...] = 0.0
+                p.grad._version += 1
 
     def step(self) -> None:
         """Updates every parameter that has a gradient, then counts the step."""
@@ -104,7 +244,8 @@ class Optimizer:
                 if p.grad is not None]
         nthreads = _config.num_threads()
         for i, p, g in work:
-            self._update(i, p._data.reshape(-1), g.reshape(-1), nthreads)
+            self._update(i, self.param_groups[self._group_of[i]], p._data.reshape(-1),
+                         g.reshape(-1), nthreads)
             p._version += 1
         self._step_count += 1
 
@@ -122,7 +263,8 @@ class Optimizer:
                              "the parameter")
         return np.ascontiguousarray(g)
 
-    def _update(self, i: int, p: np.ndarray, g: np.ndarray, nthreads: int) -> None:
+    def _update(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray,
+                nthreads: int) -> None:
         raise NotImplementedError
 
     # -- state --------------------------------------------------------------------------------
@@ -130,26 +272,170 @@ class Optimizer:
         """Name -> the state array itself (not a copy), in checkpoint order."""
         return OrderedDict()
 
+    def _group_hyper(self, group: Mapping[str, Any]) -> "OrderedDict[str, float]":
+        """One group's hyper-parameters by checkpoint name (flags as 0.0 or 1.0)."""
+        return OrderedDict(lr=f32(group["lr"]))
+
     def hyper_parameters(self) -> "OrderedDict[str, float]":
         """Name -> value (a float32 value as a Python float; flags as 0.0 or 1.0), in order."""
-        return OrderedDict(lr=self._lr)
+        return self._flat_hyper(self.param_groups)
+
+    def _flat_hyper(self, groups: list) -> "OrderedDict[str, float]":
+        out: OrderedDict[str, float] = OrderedDict()
+        for g, group in enumerate(groups):
+            if g:
+                out[f"params.{g}"] = float(len(group["params"]))
+            for name, value in self._group_hyper(group).items():
+                out[_suffixed(name, g)] = value
+        return out
+
+    @property
+    def fixed_hyper_parameters(self) -> tuple:
+        """The names of hyper_parameters() that a checkpoint must match bit for bit."""
+        return tuple(name for g in range(len(self.param_groups))
+                     for name in ((f"params.{g}",) if g else ()) + tuple(
+                         _suffixed(n, g) for n in self._fixed))
 
     def load_hyper_parameters(self, values: Mapping[str, float]) -> None:
         """Restores the changeable hyper-parameters after checking that the fixed ones (and the
         names) equal this optimizer's; nothing changes when a check fails."""
+        self._check_hyper_parameters(values)
+        self._set_hyper_parameters(values)
+
+    def _check_hyper_parameters(self, values: Mapping[str, float]) -> None:
         own = self.hyper_parameters()
         if list(values) != list(own):
             raise ValueError(f"{self.kind}: hyper-parameters {list(values)} do not match "
                              f"{list(own)}")
         for name in self.fixed_hyper_parameters:
-            if np.float32(values[name]).tobytes() != np.float32(own[name]).tobytes():
+            if not same_bits(values[name], own[name]):
                 raise ValueError(f"{self.kind}: {name} is {own[name]!r}, "
                                  f"the saved value {values[name]!r}")
-        self._set_hyper_parameters(values)
+        for g in range(len(self.param_groups)):
+            for key in self._changeable:
+                self._check_setting(f"{self.kind}: param_groups[{g}]", key,
+                                    values[_suffixed(key, g)])
 
     def _set_hyper_parameters(self, values: Mapping[str, float]) -> None:
-        self.lr = values["lr"]
+        for g, group in enumerate(self.param_groups):
+            for key in self._changeable:
+                group[key] = values[_suffixed(key, g)]
+
+    # -- PyTorch's state_dict -----------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """The checkpoint's optimizer state as PyTorch shapes it: "state" maps a parameter's
+        index to {name: array copy} (names without an index, like SR4's seed, map from the
+        name itself), "param_groups" lists each group's settings with "params" as indices;
+        "step_count" is the global step count (PyTorch keeps a step per parameter)."""
+        state: dict = {}
+        for name, arr in self.state_tensors().items():
+            key, index = _split(name)
+            if index is None:
+                state[name] = arr.copy()
+            else:
+                state.setdefault(index, {})[key] = arr.copy()
+        return {"state": state, "param_groups": self._indexed_groups(),
+                "step_count": self._step_count}
+
+    def _indexed_groups(self) -> list[dict]:
+        """Each group's settings as a dict, with "params" as the parameters' indices."""
+        groups, start = [], 0
+        for group in self.param_groups:
+            n = len(group["params"])
+            groups.append({**{k: v for k, v in group.items() if k != "params"},
+                           "params": list(range(start, start + n))})
+            start += n
+        return groups
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restores what state_dict() returned, checking everything before changing anything:
+        the keys, the group count and sizes, the fixed settings and every array's name, dtype
+        and shape (ValueError)."""
+        where = f"{self.kind}.load_state_dict"
+        if not isinstance(state_dict, Mapping) or \
+                set(state_dict) != {"param_groups", "state", "step_count"}:
+            keys = list(state_dict) if isinstance(state_dict, Mapping) else state_dict
+            raise ValueError(f"{where}: expected the keys 'state', 'param_groups' and "
+                             f"'step_count', got {keys!r}")
+        step = state_dict["step_count"]
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+            raise ValueError(f"{where}: step_count must be an integer >= 0, got {step!r}")
+        groups = state_dict["param_groups"]
+        if not isinstance(groups, (list, tuple)) or len(groups) != len(self.param_groups):
+            n = len(groups) if isinstance(groups, (list, tuple)) else groups
+            raise ValueError(f"{where}: {n!r} parameter groups saved, "
+                             f"{len(self.param_groups)} in this optimizer")
+        for g, (saved, own) in enumerate(zip(groups, self._indexed_groups())):
+            if not isinstance(saved, Mapping) or set(saved) != set(own):
+                raise ValueError(f"{where}: param_groups[{g}] has keys "
+                                 f"{list(saved) if isinstance(saved, Mapping) else saved!r}, "
+                                 f"expected {list(own)}")
+            for key, value in own.items():
+                if key != "params" and not _same_kind(saved[key], value):
+                    raise ValueError(f"{where}: param_groups[{g}][{key!r}] is "
+                                     f"{saved[key]!r}, expected a {type(value).__name__}")
+            if not isinstance(saved["params"], (list, tuple)) or \
+                    list(saved["params"]) != own["params"]:
+                raise ValueError(f"{where}: param_groups[{g}] holds parameters "
+                                 f"{saved['params']!r}, this optimizer {own['params']!r}")
+        values = self._flat_hyper(groups)
+        self._check_hyper_parameters(values)
+        arrays = self._saved_arrays(where, state_dict["state"])
+        self._set_hyper_parameters(values)
+        for dst, src in arrays:
+            dst[...] = src
+        self._step_count = int(step)
+        self._state_loaded()
+
+    def _saved_arrays(self, where: str, state: Any) -> list:
+        """(own array, saved array) pairs for every state tensor, all checked."""
+        if not isinstance(state, Mapping):
+            raise ValueError(f"{where}: state must be a dict, got {type(state).__name__}")
+        pairs = []
+        for name, own in self.state_tensors().items():
+            key, index = _split(name)
+            entry = state.get(name) if index is None else state.get(index)
+            if index is not None and isinstance(entry, Mapping):
+                entry = entry.get(key)
+            if not isinstance(entry, np.ndarray) or entry.dtype != own.dtype or \
+                    entry.shape != own.shape:
+                got = (f"{entry.dtype} {entry.shape}" if isinstance(entry, np.ndarray)
+                       else type(entry).__name__)
+                raise ValueError(f"{where}: state {name!r}: expected {own.dtype} {own.shape}, "
+                                 f"got {got}")
+            pairs.append((own, entry))
+        # Every own entry was found, so a larger count means entries this optimizer has not.
+        saved = sum(len(s) if isinstance(s, Mapping) else 1 for s in state.values())
+        if saved != len(pairs):
+            raise ValueError(f"{where}: state holds {saved} arrays, this optimizer "
+                             f"{len(pairs)}")
+        return pairs
+
+    def _state_loaded(self) -> None:
+        """Called after load_state_dict copied the state in (SR4 rewrites its weights)."""
 
     def __repr__(self) -> str:
         hp = ", ".join(f"{k}={v:g}" for k, v in self.hyper_parameters().items())
         return f"{self.kind}({len(self.params)} parameters, {hp}, step_count={self._step_count})"
+
+
+def _suffixed(name: str, g: int) -> str:
+    return name if g == 0 else f"{name}.{g}"
+
+
+def _same_kind(value: Any, like: Any) -> bool:
+    """Whether a saved group value has the type of this optimizer's (a flag, a number or a
+    pair of numbers), so that converting it cannot fail or mislead."""
+    if isinstance(like, bool):
+        return isinstance(value, (bool, np.bool_))
+    if isinstance(like, (tuple, list)):
+        return isinstance(value, (tuple, list)) and len(value) == len(like) and all(
+            _same_kind(v, w) for v, w in zip(value, like))
+    return not isinstance(value, (bool, np.bool_)) and isinstance(
+        value, (int, float, np.integer, np.floating))
+
+
+def _split(name: str) -> tuple:
+    """'exp_avg.3' -> ('exp_avg', 3); a name without a parameter index -> (name, None)."""
+    key, _, index = name.rpartition(".")
+    return (key, int(index)) if key and index.isdigit() else (name, None)

@@ -5,72 +5,74 @@ Per element (training.txt section 3), each operation one float32 operation in th
     b = first ? g : μ·b + (1−d)·g             (when μ != 0; first = the parameter's first step
     g = nesterov ? g + μ·b : b                  with a gradient, held in initialized.i)
     p = p − lr·g
+Each parameter group has its own lr, μ, d, wd and nesterov; a group with μ = 0 has no state.
 """
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
 
 from .._kernels import _optim
-from ..tensor import Tensor
-from .optimizer import Optimizer, check_number, f32
+from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32
 
 
 class SGD(Optimizer):
     kind = "SGD"
-    fixed_hyper_parameters = ("momentum", "dampening", "nesterov")
+    _changeable = ("lr", "weight_decay")
+    _fixed = ("momentum", "dampening", "nesterov")
+    weight_decay = GroupSetting()
 
-    def __init__(self, params: Iterable[Tensor], lr: float, momentum: float = 0.0,
+    def __init__(self, params: Iterable[Any], lr: float, momentum: float = 0.0,
                  dampening: float = 0.0, weight_decay: float = 0.0,
                  nesterov: bool = False) -> None:
-        super().__init__(params, lr)
-        momentum = check_number(self.kind, "momentum", momentum)
-        dampening = check_number(self.kind, "dampening", dampening)
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov))
+        momentum_of = [self.param_groups[g]["momentum"] for g in self._group_of]
+        self._buffers: list[Optional[np.ndarray]] = [
+            np.zeros(p.shape, np.float32) if mu != 0.0 else None
+            for p, mu in zip(self.params, momentum_of)]
+        self._initialized = [np.zeros((), np.int32) if mu != 0.0 else None
+                             for mu in momentum_of]
+
+    def _check_group(self, where: str, values: dict) -> dict:
+        momentum = check_number(where, "momentum", values["momentum"])
+        dampening = check_number(where, "dampening", values["dampening"])
+        nesterov = values["nesterov"]
         if momentum < 0.0:
-            raise ValueError(f"SGD: momentum must be >= 0, got {momentum!r}")
+            raise ValueError(f"{where}: momentum must be >= 0, got {momentum!r}")
         if nesterov and (momentum <= 0.0 or dampening != 0.0):
-            raise ValueError(f"SGD: nesterov needs momentum > 0 and dampening 0, got "
+            raise ValueError(f"{where}: nesterov needs momentum > 0 and dampening 0, got "
                              f"momentum={momentum!r}, dampening={dampening!r}")
-        self.momentum = f32(momentum)
-        self.dampening = f32(dampening)
-        self.weight_decay = 0.0
-        self._set_weight_decay(weight_decay)
-        self.nesterov = bool(nesterov)
-        if self.momentum != 0.0:
-            self._buffers = [np.zeros(p.shape, np.float32) for p in self.params]
-            self._initialized = [np.zeros((), np.int32) for _ in self.params]
+        return dict(super()._check_group(where, values), momentum=f32(momentum),
+                    dampening=f32(dampening),
+                    weight_decay=self._check_setting(where, "weight_decay",
+                                                     values["weight_decay"]),
+                    nesterov=bool(nesterov))
 
-    def _set_weight_decay(self, value: float) -> None:
-        value = check_number(self.kind, "weight_decay", value)
-        if value < 0.0:
-            raise ValueError(f"{self.kind}: weight_decay must be >= 0, got {value!r}")
-        self.weight_decay = f32(value)
-
-    def _update(self, i: int, p: np.ndarray, g: np.ndarray, nthreads: int) -> None:
-        one_minus_d = float(np.float32(1.0) - np.float32(self.dampening))
-        if self.momentum == 0.0:
-            _optim.sgd_step(p, g, None, self._lr, 0.0, one_minus_d, self.weight_decay, False,
-                            False, nthreads)
+    def _update(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray,
+                nthreads: int) -> None:
+        one_minus_d = float(np.float32(1.0) - np.float32(group["dampening"]))
+        buf, flag = self._buffers[i], self._initialized[i]
+        if buf is None:
+            _optim.sgd_step(p, g, None, group["lr"], 0.0, one_minus_d, group["weight_decay"],
+                            False, False, nthreads)
             return
-        first = self._initialized[i] == 0
-        _optim.sgd_step(p, g, self._buffers[i].reshape(-1), self._lr, self.momentum,
-                        one_minus_d, self.weight_decay, self.nesterov, first, nthreads)
-        self._initialized[i][...] = 1
+        _optim.sgd_step(p, g, buf.reshape(-1), group["lr"], group["momentum"], one_minus_d,
+                        group["weight_decay"], group["nesterov"], flag == 0, nthreads)
+        flag[...] = 1
 
     def state_tensors(self) -> "OrderedDict[str, np.ndarray]":
         state: OrderedDict[str, np.ndarray] = OrderedDict()
-        if self.momentum != 0.0:
-            for i, (buf, flag) in enumerate(zip(self._buffers, self._initialized)):
+        for i, (buf, flag) in enumerate(zip(self._buffers, self._initialized)):
+            if buf is not None:
                 state[f"momentum_buffer.{i}"] = buf
                 state[f"initialized.{i}"] = flag
         return state
 
-    def hyper_parameters(self) -> "OrderedDict[str, float]":
-        return OrderedDict(lr=self._lr, momentum=self.momentum, dampening=self.dampening,
-                           weight_decay=self.weight_decay, nesterov=float(self.nesterov))
-
-    def _set_hyper_parameters(self, values: Mapping[str, float]) -> None:
-        self._set_weight_decay(values["weight_decay"])
-        self.lr = values["lr"]
+    def _group_hyper(self, group: Mapping[str, Any]) -> "OrderedDict[str, float]":
+        return OrderedDict(lr=f32(group["lr"]), momentum=f32(group["momentum"]),
+                           dampening=f32(group["dampening"]),
+                           weight_decay=f32(group["weight_decay"]),
+                           nesterov=float(bool(group["nesterov"])))

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
 
 from .. import _config
 from .._kernels import _sr4
 from ..tensor import Tensor
-from .optimizer import Optimizer, check_number, f32
+from .optimizer import GroupSetting, Optimizer, check_number, f32
 
 # Bounds the scale s = target_step / (mean|g| + 1e-12) well inside float32, so no step value
 # is infinite or NaN whatever the gradient.
@@ -58,21 +58,25 @@ def _target_step(owner: str, name: str, value, allow_default: bool) -> float:
 
 class SR4(Optimizer):
     kind = "SR4"
-    fixed_hyper_parameters = ("q_clamp", "theta", "use_dither")
+    _changeable = ("lr", "target_step")
+    _fixed = ("q_clamp", "theta", "use_dither")
+    # Every parameter is a ternary matrix sharing one seed and one index space; groups would
+    # only split the target step, which the schedule already sets.
+    groups_supported = False
+    target_step = GroupSetting()
+    q_clamp = GroupSetting()
+    theta = GroupSetting()
+    use_dither = GroupSetting()
 
     def __init__(self, params: Iterable[Tensor], target_step: float = 1e-3, q_clamp: int = 7,
                  theta: int = 2, seed: int = 0, use_dither: bool = True) -> None:
-        target_step = _target_step("SR4", "target_step", target_step, False)
-        q_clamp = _integer("SR4", "q_clamp", q_clamp, 1, 7)
-        theta = _integer("SR4", "theta", theta, 1, q_clamp)
         seed = _integer("SR4", "seed", seed, 0, _U64 - 1)
-        super().__init__(params, target_step)
-        self.target_step = f32(target_step)
-        self.q_clamp, self.theta = q_clamp, theta
-        self.use_dither = bool(use_dither)
+        super().__init__(params, dict(lr=target_step, target_step=target_step, q_clamp=q_clamp,
+                                      theta=theta, use_dither=use_dither))
         self._seed = np.array(seed - _U64 if seed >> 63 else seed, np.int64)
         self.idx_base: list[int] = []
         self._q: list[np.ndarray] = []
+        theta, q_clamp = self.theta, self.q_clamp
         # Section 1 puts active weights one step past the dead zone (3 for theta = 2).
         magnitude = min(theta + 1, q_clamp)
         base = 0
@@ -92,6 +96,20 @@ class SR4(Optimizer):
             self.idx_base.append(base)
             base += n
 
+    def _check_group(self, where: str, values: dict) -> dict:
+        # target_step first: it is also the initial lr, and the error should name it.
+        target_step = self._check_setting(where, "target_step", values["target_step"])
+        q_clamp = _integer(where, "q_clamp", values["q_clamp"], 1, 7)
+        return dict(super()._check_group(where, values), target_step=target_step,
+                    q_clamp=q_clamp,
+                    theta=_integer(where, "theta", values["theta"], 1, q_clamp),
+                    use_dither=bool(values["use_dither"]))
+
+    def _check_setting(self, where: str, key: str, value: Any) -> float:
+        if key == "target_step":
+            return f32(_target_step(where, key, value, False))
+        return super()._check_setting(where, key, value)
+
     @property
     def seed(self) -> int:
         return int(self._seed) % _U64
@@ -103,7 +121,7 @@ class SR4(Optimizer):
         call; a value <= 0 means the configured `target_step`.
         """
         ts = _target_step("SR4.step", "lr" if target_step is None else "target_step",
-                          self._lr if target_step is None else target_step, True)
+                          self.lr if target_step is None else target_step, True)
         if ts <= 0.0:
             ts = self.target_step
         ts32 = np.float32(ts)
@@ -134,15 +152,13 @@ class SR4(Optimizer):
         state["seed"] = self._seed
         return state
 
-    def hyper_parameters(self) -> "OrderedDict[str, float]":
-        return OrderedDict(lr=self._lr, target_step=self.target_step,
-                           q_clamp=float(self.q_clamp), theta=float(self.theta),
-                           use_dither=float(self.use_dither))
+    def _group_hyper(self, group: Mapping[str, Any]) -> "OrderedDict[str, float]":
+        return OrderedDict(lr=f32(group["lr"]), target_step=f32(group["target_step"]),
+                           q_clamp=float(group["q_clamp"]), theta=float(group["theta"]),
+                           use_dither=float(bool(group["use_dither"])))
 
-    def _set_hyper_parameters(self, values: Mapping[str, float]) -> None:
-        target_step = _target_step("SR4", "target_step", values["target_step"], False)
-        self.lr = values["lr"]
-        self.target_step = f32(target_step)
+    def _state_loaded(self) -> None:
+        self.materialize()
 
     def materialize(self) -> None:
         """Rewrites every parameter's values from q (after q was loaded from a checkpoint)."""
