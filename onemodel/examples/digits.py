@@ -28,7 +28,7 @@ from onemodel.optim import AdamW
 from onemodel.optim.lr import WarmupCosineLR
 from onemodel.train import Trainer
 
-from ._runs import open_run, run_options
+from ._runs import decay_on_matrices, open_run, run_options
 
 # The options a run is defined by: a resumed run keeps them (run.json).
 DEFAULTS: dict[str, Any] = {"epochs": 20, "batch_size": 64, "lr": 3e-3, "weight_decay": 0.01,
@@ -76,8 +76,9 @@ def parser() -> argparse.ArgumentParser:
                    f"(default {DEFAULTS['batch_size']})")
     p.add_argument("--lr", type=float, help=f"peak learning rate of the warm-up cosine "
                    f"schedule (default {DEFAULTS['lr']})")
-    p.add_argument("--weight-decay", type=float, help=f"AdamW's decoupled weight decay "
-                   f"(default {DEFAULTS['weight_decay']})")
+    p.add_argument("--weight-decay", type=float, help=f"AdamW's decoupled weight decay of the "
+                   f"weights (not of biases and batch-norm scales; default "
+                   f"{DEFAULTS['weight_decay']})")
     p.add_argument("--seed", type=int, help="seed of the split, the initial weights, the "
                    f"dropout masks and the batch order (default {DEFAULTS['seed']})")
     run_options(p, os.path.join("runs", "digits"))
@@ -94,7 +95,7 @@ def main(argv: Optional[list[str]] = None) -> float:
     data = load_splits(o["seed"])
     train = DataLoader(data["train"], o["batch_size"], seed=o["seed"])
     model = DigitsNet(o["seed"])
-    optimizer = AdamW(model.parameters(), lr=o["lr"], weight_decay=o["weight_decay"])
+    optimizer = AdamW(decay_on_matrices(model, o["weight_decay"]), lr=o["lr"])
     steps_per_epoch = len(train)
     total = steps_per_epoch * o["epochs"]
     warmup = min(steps_per_epoch, total // 2)

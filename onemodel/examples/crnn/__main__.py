@@ -1,7 +1,7 @@
 """Train the line recognizer of training.txt section 10 on generated text lines.
 
 Lines of handwritten digits and printed receipt text (onemodel.examples.crnn.lines), a
-convolutional-recurrent recognizer with CTC, AdamW (weight decay 0.01), a linear warm-up and a
+convolutional-recurrent recognizer with CTC, AdamW (weight decay 0.01 on the weights only), a linear warm-up and a
 half cosine down to 2% of the peak, gradient-norm clip 5. Every --eval-every steps the character
 error rate (greedy decoding) on held-out validation lines of both sources chooses the best
 checkpoint; at the end a table of the CER per source and a few decoded lines.
@@ -23,7 +23,7 @@ from onemodel.optim import AdamW
 from onemodel.optim.lr import WarmupCosineLR
 from onemodel.train import Trainer
 
-from .._runs import open_run, run_options
+from .._runs import decay_on_matrices, open_run, run_options
 from . import lines
 from .model import build, character_errors, greedy_decode, time_steps
 
@@ -103,7 +103,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, float]:
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     om.manual_seed(o["seed"])
     model = build(nn, F, lines.CLASSES)
-    optimizer = AdamW(model.parameters(), lr=o["lr"], weight_decay=0.01)
+    optimizer = AdamW(decay_on_matrices(model, 0.01), lr=o["lr"])
     validation = {s: lines.validation_set(o["seed"], s, o["val_lines"], 64)
                   for s in lines.SOURCES}
     trainer = Trainer(
