@@ -1,6 +1,7 @@
 """Modules: named parameters and buffers in a fixed state order, and the layers built on them."""
 from . import init
 from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from .container import ModuleDict, ModuleList, ParameterList
 from .conv import AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, MaxPool2d
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, ReLU,
                      Sequential, Sigmoid, Tanh)
@@ -11,6 +12,7 @@ from .ternary import TernaryConv2d, TernaryLinear, TernaryWeight, ternary_weight
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "Dropout",
     "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MaxPool2d", "Module",
+    "ModuleDict", "ModuleList", "ParameterList",
     "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh", "init",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LSTM", "GRU",
     "TernaryConv2d", "TernaryLinear", "TernaryWeight", "ternary_weights",
