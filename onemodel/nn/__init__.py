@@ -5,6 +5,7 @@ from .container import ModuleDict, ModuleList, ParameterList
 from .conv import AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, MaxPool2d
 from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, ReLU,
                      Sequential, Sigmoid, Tanh)
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, Parameter
 from .recurrent import GRU, LSTM
 from .ternary import TernaryConv2d, TernaryLinear, TernaryWeight, ternary_weights
@@ -16,4 +17,5 @@ __all__ = [
     "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh", "init",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LSTM", "GRU",
     "TernaryConv2d", "TernaryLinear", "TernaryWeight", "ternary_weights",
+    "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
 ]
