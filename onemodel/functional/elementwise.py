@@ -386,3 +386,51 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
                       lambda: np.where(c, 0, g), a, b)
 
     return record("where", out, (a, b), backward)
+
+
+def check_not_inplace(op: str, inplace: bool) -> None:
+    """PyTorch's activations take inplace=; here every op is out of place (a write into a
+    tensor the graph saved would corrupt gradients), so True is refused rather than ignored."""
+    if inplace:
+        raise ValueError(f"{op}: inplace=True is not supported; every op returns a new tensor "
+                         "(use the result, as with inplace=False)")
+
+
+@quiet
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x·sigmoid(x) (Ramachandran et al. 2017's swish), its gradient PyTorch's one product
+    s·(1 + x·(1 − s)): the chain rule through mul and sigmoid would give g·x·0 = NaN where
+    g·x overflows."""
+    check_not_inplace("silu", inplace)
+    x = _float_input(input, "silu")
+    a = x._data
+    s = _vm("sigmoid", a)
+    return record("silu", a * s, (x,), lambda g: (g * (s * (_ONE + a * (_ONE - s))),), (x,))
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x where x > 0, else negative_slope·x; the gradient at 0 is the slope, as PyTorch."""
+    check_not_inplace("leaky_relu", inplace)
+    x = _float_input(input, "leaky_relu")
+    return where(x > 0, x, mul(x, np.float32(negative_slope)))
+
+
+@quiet
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x where x > 0, else alpha·(exp(x) − 1); the gradient there is alpha·exp(x), as PyTorch.
+
+    exp(x) − 1 cancels for small |x|; Kahan's (e − 1)·x / log(e), e = exp(x), restores the
+    digits (PyTorch calls expm1) using only the exact exp and log kernels."""
+    check_not_inplace("elu", inplace)
+    x = _float_input(input, "elu")
+    a = x._data
+    neg = np.minimum(a, np.float32(0))  # exp of the positive side would overflow unused
+    e = _vm("exp", np.asarray(neg))
+    em1 = e - _ONE
+    kahan = em1 * neg / _vm("log", np.asarray(e))
+    em1 = np.where(e == _ONE, neg, np.where(em1 == -_ONE, em1, kahan))
+    a32 = np.float32(alpha)
+    # x <= 0 picks the exponential side, so NaN takes the linear one (gradient g), as PyTorch.
+    negative = a <= 0
+    out = np.where(negative, a32 * em1, a)
+    return record("elu", out, (x,), lambda g: (np.where(negative, g * (a32 * e), g),), (x,))

@@ -3,8 +3,8 @@ from . import init
 from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 from .container import ModuleDict, ModuleList, ParameterList
 from .conv import AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, MaxPool2d
-from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, ReLU,
-                     Sequential, Sigmoid, Tanh)
+from .layers import (ELU, GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU,
+                     Linear, ReLU, Sequential, Sigmoid, SiLU, Softmax, Tanh)
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, Parameter
 from .recurrent import GRU, LSTM
@@ -17,5 +17,6 @@ __all__ = [
     "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh", "init",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LSTM", "GRU",
     "TernaryConv2d", "TernaryLinear", "TernaryWeight", "ternary_weights",
+    "ELU", "LeakyReLU", "SiLU", "Softmax",
     "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
 ]
