@@ -80,9 +80,9 @@ def test_module_list_errors_change_nothing():
         ml[-2] = nn.Tanh()
     with pytest.raises(TypeError, match="ModuleList.extend: entry 1 must be a Module"):
         ml.extend([nn.Tanh(), 3])
-    with pytest.raises(TypeError, match="must be a Module or None, got int"):
+    with pytest.raises(TypeError, match="ModuleList.insert must be a Module or None, got int"):
         ml.insert(0, 3)
-    with pytest.raises(TypeError, match="use append for one module"):
+    with pytest.raises(TypeError, match="use append for one entry"):
         ml.extend(nn.Tanh())
     with pytest.raises(TypeError, match="indices must be integers"):
         ml["0"]
@@ -146,11 +146,11 @@ def test_parameter_list_matches_torch():
 
 def test_parameter_list_errors_change_nothing():
     pl = nn.ParameterList([om.ones(2)])
-    with pytest.raises(TypeError, match="ParameterList: entries must be Parameters or Tensors"):
+    with pytest.raises(TypeError, match="ParameterList.extend: entry 1 must be a Parameter or a Tensor"):
         pl.extend([om.ones(1), np.ones(1)])
     with pytest.raises(IndexError, match="ParameterList: index 3"):
         pl[3] = om.ones(1)
-    with pytest.raises(TypeError, match="use append"):
+    with pytest.raises(TypeError, match="use append for one entry"):
         pl.extend(om.ones(2))
     assert len(pl) == 1
 

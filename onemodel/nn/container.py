@@ -38,28 +38,72 @@ def _renumber(registry: "OrderedDict[str, Any]", values: list) -> None:
     registry.update((str(i), v) for i, v in enumerate(values))
 
 
-class ModuleList(Module):
-    """Holds child modules in a list; they are named "0", "1", ... by position."""
+class _List(Module):
+    """What ModuleList and ParameterList share: entries named "0", "1", ... by position in
+    one registry, list indexing, and appending that checks every entry before adding any."""
 
-    def __init__(self, modules: Optional[Iterable[Module]] = None) -> None:
+    def __init__(self, values: Optional[Iterable[Any]] = None) -> None:
         super().__init__()
-        if modules is not None:
-            self.extend(modules)
+        if values is not None:
+            self.extend(values)
+
+    def _registry(self) -> "OrderedDict[str, Any]":
+        raise NotImplementedError
+
+    def _entry(self, value: Any, where: str) -> Any:
+        """value as stored (checked, or converted), else TypeError naming `where`."""
+        raise NotImplementedError
+
+    def _put(self, name: str, value: Any) -> None:
+        raise NotImplementedError
 
     def __len__(self) -> int:
-        return len(self._modules)
+        return len(self._registry())
 
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._registry().values())
 
     def __getitem__(self, index: Union[int, slice]) -> Any:
-        values = list(self._modules.values())
+        values = list(self._registry().values())
         if isinstance(index, slice):
-            return ModuleList(values[index])
-        return values[_position(index, len(values), "ModuleList")]
+            return type(self)(values[index])
+        return values[_position(index, len(values), type(self).__name__)]
 
-    def __setitem__(self, index: int, module: Module) -> None:
-        self.add_module(str(_position(index, len(self), "ModuleList")), module)
+    def __setitem__(self, index: int, value: Any) -> None:
+        name = type(self).__name__
+        position = _position(index, len(self), name)
+        self._put(str(position), self._entry(value, f"{name}[{position}]"))
+
+    def __iadd__(self, values: Iterable[Any]) -> "_List":
+        return self.extend(values)
+
+    def append(self, value: Any) -> "_List":
+        self._put(str(len(self)), self._entry(value, f"{type(self).__name__}.append"))
+        return self
+
+    def extend(self, values: Iterable[Any]) -> "_List":
+        name = type(self).__name__
+        if isinstance(values, (Module, Tensor)) and not isinstance(values, _List):
+            raise TypeError(f"{name}.extend: expected an iterable, got a "
+                            f"{type(values).__name__}; use append for one entry")
+        entries = [self._entry(v, f"{name}.extend: entry {k}") for k, v in enumerate(values)]
+        for entry in entries:  # all checked above, before any is added
+            self._put(str(len(self)), entry)
+        return self
+
+
+class ModuleList(_List):
+    """Holds child modules in a list; they are named "0", "1", ... by position."""
+
+    def _registry(self) -> "OrderedDict[str, Any]":
+        return self._modules
+
+    def _entry(self, value: Any, where: str) -> Optional[Module]:
+        _check_module(value, where)
+        return value
+
+    def _put(self, name: str, value: Any) -> None:
+        self.add_module(name, value)
 
     def __delitem__(self, index: Union[int, slice]) -> None:
         values = list(self._modules.values())
@@ -69,32 +113,13 @@ class ModuleList(Module):
             del values[_position(index, len(values), "ModuleList")]
         _renumber(self._modules, values)
 
-    def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
-        return self.extend(modules)
-
     def __add__(self, other: Iterable[Module]) -> "ModuleList":
         return ModuleList(list(self) + list(other))
-
-    def append(self, module: Module) -> "ModuleList":
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> "ModuleList":
-        if isinstance(modules, Module) and not isinstance(modules, ModuleList):
-            raise TypeError(f"ModuleList.extend: expected an iterable of Modules, got a "
-                            f"{type(modules).__name__}; use append for one module")
-        modules = list(modules)
-        for k, m in enumerate(modules):  # all checked before any is added
-            _check_module(m, f"ModuleList.extend: entry {k}")
-        for m in modules:
-            self.append(m)
-        return self
 
     def insert(self, index: int, module: Module) -> None:
         """Inserts before position `index`, clamped to the list as list.insert does."""
         values = list(self._modules.values())
-        values.insert(operator.index(index), module)
-        self.append(module)  # validates the module before anything moves
+        values.insert(operator.index(index), self._entry(module, "ModuleList.insert"))
         _renumber(self._modules, values)
 
     def pop(self, index: int = -1) -> Module:
@@ -167,55 +192,22 @@ class ModuleDict(Module):
             self[name] = module
 
 
-class ParameterList(Module):
+class ParameterList(_List):
     """Holds parameters in a list, named "0", "1", ...; a plain Tensor is made a Parameter
     (a float32 copy that requires gradients), as PyTorch does."""
 
-    def __init__(self, values: Optional[Iterable[Tensor]] = None) -> None:
-        super().__init__()
-        if values is not None:
-            self.extend(values)
+    def _registry(self) -> "OrderedDict[str, Any]":
+        return self._parameters
 
-    @staticmethod
-    def _parameter(value: Any) -> Parameter:
+    def _entry(self, value: Any, where: str) -> Parameter:
         if isinstance(value, Parameter):
             return value
         if isinstance(value, Tensor):
             return Parameter(value)
-        raise TypeError(f"ParameterList: entries must be Parameters or Tensors, got "
-                        f"{type(value).__name__}")
+        raise TypeError(f"{where} must be a Parameter or a Tensor, got {type(value).__name__}")
 
-    def __len__(self) -> int:
-        return len(self._parameters)
-
-    def __iter__(self) -> Iterator[Parameter]:
-        return iter(self._parameters.values())
-
-    def __getitem__(self, index: Union[int, slice]) -> Any:
-        values = list(self._parameters.values())
-        if isinstance(index, slice):
-            return ParameterList(values[index])
-        return values[_position(index, len(values), "ParameterList")]
-
-    def __setitem__(self, index: int, value: Tensor) -> None:
-        position = _position(index, len(self), "ParameterList")
-        self.register_parameter(str(position), self._parameter(value))
-
-    def __iadd__(self, values: Iterable[Tensor]) -> "ParameterList":
-        return self.extend(values)
-
-    def append(self, value: Tensor) -> "ParameterList":
-        self.register_parameter(str(len(self)), self._parameter(value))
-        return self
-
-    def extend(self, values: Iterable[Tensor]) -> "ParameterList":
-        if isinstance(values, Tensor):
-            raise TypeError("ParameterList.extend: expected an iterable of Parameters, got a "
-                            "Tensor; use append for one parameter")
-        converted = [self._parameter(v) for v in values]  # all checked before any is added
-        for p in converted:
-            self.append(p)
-        return self
+    def _put(self, name: str, value: Any) -> None:
+        self.register_parameter(name, value)
 
 
 __all__ = ["ModuleDict", "ModuleList", "ParameterList"]
