@@ -42,10 +42,10 @@ class _List(Module):
     """What ModuleList and ParameterList share: entries named "0", "1", ... by position in
     one registry, list indexing, and appending that checks every entry before adding any."""
 
-    def __init__(self, values: Optional[Iterable[Any]] = None) -> None:
+    def __init__(self, entries: Optional[Iterable[Any]] = None) -> None:
         super().__init__()
-        if values is not None:
-            self.extend(values)
+        if entries is not None:
+            self.extend(entries)
 
     def _registry(self) -> "OrderedDict[str, Any]":
         raise NotImplementedError
@@ -94,6 +94,9 @@ class _List(Module):
 
 class ModuleList(_List):
     """Holds child modules in a list; they are named "0", "1", ... by position."""
+
+    def __init__(self, modules: Optional[Iterable[Module]] = None) -> None:
+        super().__init__(modules)
 
     def _registry(self) -> "OrderedDict[str, Any]":
         return self._modules
@@ -195,6 +198,9 @@ class ModuleDict(Module):
 class ParameterList(_List):
     """Holds parameters in a list, named "0", "1", ...; a plain Tensor is made a Parameter
     (a float32 copy that requires gradients), as PyTorch does."""
+
+    def __init__(self, values: Optional[Iterable[Tensor]] = None) -> None:
+        super().__init__(values)
 
     def _registry(self) -> "OrderedDict[str, Any]":
         return self._parameters
