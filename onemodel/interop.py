@@ -49,7 +49,7 @@ def _links(module: Module, ours: str, theirs: str) -> Iterator[tuple]:
         for name, t in registry.items():
             if t is not None:
                 yield theirs + name, [ours + name]
-    for name, child in module.named_children():
+    for name, child in module._named_submodules():  # every slot: a shared module under each name
         torch_name = name
         if isinstance(module, TransformerEncoderLayer):
             torch_name = _LAYER_CHILDREN.get(name, name)

@@ -423,10 +423,97 @@ class Tensor:
     def log_softmax(self, dim: int) -> "Tensor":
         return F.log_softmax(self, dim)
 
-    def argmax(self, dim: Optional[int] = None) -> "Tensor":
+    def _arg(self, op: str, fn: Any, dim: Optional[int], keepdim: bool) -> "Tensor":
         if dim is None:
-            return Tensor._wrap(np.asarray(np.argmax(self._data), dtype=np.int64))
-        return Tensor._wrap(np.require(np.argmax(self._data, axis=dim), np.int64, "C"))
+            index = np.asarray(fn(self._data), dtype=np.int64)
+            return Tensor._wrap(index.reshape((1,) * self.ndim) if keepdim else index)
+        if self._data.size == 0:
+            raise ValueError(f"{op}: the tensor of shape {self.shape} has no elements")
+        axis = F._core.normalize_dim(dim, self.ndim, op)
+        return Tensor._wrap(np.require(fn(self._data, axis=axis, keepdims=keepdim), np.int64,
+                                       "C"))
+
+    def argmax(self, dim: Optional[int] = None, keepdim: bool = False) -> "Tensor":
+        """The index of the largest value (the first, as PyTorch on CPU); int64."""
+        return self._arg("argmax", np.argmax, dim, keepdim)
+
+    def argmin(self, dim: Optional[int] = None, keepdim: bool = False) -> "Tensor":
+        return self._arg("argmin", np.argmin, dim, keepdim)
+
+    # -- more method spellings, composed of the ops above --------------------------------
+    @property
+    def data(self) -> "Tensor":
+        """This tensor's values outside the graph: detach(), sharing the version counter, so a
+        write through it into a tensor saved for backward is caught rather than corrupting."""
+        return self.detach()
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    def view_as(self, other: "Tensor") -> "Tensor":
+        return F.reshape(self, other.shape)
+
+    def masked_fill(self, mask: "Tensor", value: Any) -> "Tensor":
+        """value where mask holds (broadcast), self elsewhere; the gradient flows elsewhere."""
+        return F.where(mask, value, self)
+
+    def where(self, condition: "Tensor", other: Any) -> "Tensor":
+        return F.where(condition, self, other)
+
+    def expand(self, *sizes: Any) -> "Tensor":
+        """self broadcast to sizes (-1 keeps a dimension), as a new tensor: multiplying by ones
+        broadcasts, keeps -0 and NaN, and its backward sums the gradient back."""
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+        lead = len(sizes) - self.ndim
+        if lead < 0:
+            raise ValueError(f"expand: {len(sizes)} sizes {sizes} for a tensor of shape "
+                             f"{self.shape} ({self.ndim} dimensions)")
+        target = tuple(self.shape[i - lead] if s == -1 and i >= lead else int(s)
+                       for i, s in enumerate(sizes))
+        if any(s < 0 for s in target) or any(
+                have not in (1, want) for have, want in zip(self.shape, target[lead:])):
+            raise ValueError(f"expand: shape {self.shape} cannot be expanded to {sizes}")
+        return F.mul(self, Tensor._wrap(np.ones(target, self._data.dtype)))
+
+    def repeat(self, *sizes: Any) -> "Tensor":
+        """self tiled sizes[i] times along each dimension (leading sizes add dimensions)."""
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+        if len(sizes) < self.ndim or any(int(r) < 0 for r in sizes):
+            raise ValueError(f"repeat: sizes {sizes} must be >= 0 and at least one per "
+                             f"dimension of the tensor of shape {self.shape}")
+        shape = (1,) * (len(sizes) - self.ndim) + self.shape
+        pairs = tuple(d for n in shape for d in (1, n))
+        tiled = tuple(d for r, n in zip(sizes, shape) for d in (int(r), n))
+        return self.reshape(pairs).expand(tiled).reshape(
+            tuple(int(r) * n for r, n in zip(sizes, shape)))
+
+    def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple:
+        """Pieces along dim: of split_size each (the last may be shorter), or of the sizes
+        listed, as torch.split."""
+        axis = F._core.normalize_dim(dim, self.ndim, "split")
+        length = self.shape[axis]
+        if isinstance(split_size_or_sections, (int, np.integer)):
+            size = int(split_size_or_sections)
+            if size <= 0:
+                raise ValueError(f"split: split_size must be positive, got {size}")
+            sections = [min(size, length - start) for start in range(0, length, size)] or [0]
+        else:
+            sections = [int(n) for n in split_size_or_sections]
+            if sum(sections) != length or any(n < 0 for n in sections):
+                raise ValueError(f"split: sections {sections} must be >= 0 and add up to "
+                                 f"{length}, the size of dim {dim} of shape {self.shape}")
+        lead = (slice(None),) * axis
+        starts = np.cumsum([0] + sections)
+        return tuple(F.index(self, lead + (slice(int(a), int(b)),))
+                     for a, b in zip(starts[:-1], starts[1:]))
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        """At most `chunks` pieces of ceil(size / chunks) along dim, as torch.chunk."""
+        if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks <= 0:
+            raise ValueError(f"chunk: chunks must be a positive integer, got {chunks!r}")
+        axis = F._core.normalize_dim(dim, self.ndim, "chunk")
+        return self.split(max(-(-self.shape[axis] // int(chunks)), 1), axis)
 
 
 # -- constructors ------------------------------------------------------------------------

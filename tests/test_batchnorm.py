@@ -115,6 +115,24 @@ def test_parameter_gradients_through_module(assert_close, rng):
     assert_close(ours.bias.grad.numpy(), ref.bias.grad.numpy())
 
 
+@pytest.mark.parametrize("layer, shape", [(BatchNorm1d, (0, 3)), (BatchNorm1d, (0, 3, 4)),
+                                           (BatchNorm2d, (0, 3, 2, 2)),
+                                           (BatchNorm2d, (2, 3, 0, 4))])
+def test_empty_batch_in_training_gives_the_empty_result_as_torch(layer, shape):
+    ours, ref = layer(3), getattr(torch.nn, layer.__name__)(3)
+    x = tensor(np.zeros(shape, np.float32), requires_grad=True)
+    xt = torch.zeros(shape, requires_grad=True)
+    y, yt = ours(x), ref(xt)
+    assert y.shape == tuple(yt.shape)
+    y.sum().backward()
+    yt.sum().backward()
+    assert x.grad.shape == shape
+    for name, value in ours.state_dict().items():
+        np.testing.assert_array_equal(value, ref.state_dict()[name].numpy(), err_msg=name)
+    np.testing.assert_array_equal(ours.weight.grad.numpy(), ref.weight.grad.numpy())
+    np.testing.assert_array_equal(ours.bias.grad.numpy(), ref.bias.grad.numpy())
+
+
 def test_bad_inputs_raise():
     x = tensor(np.zeros((4, 3, 2, 2), np.float32))
     with pytest.raises(ValueError, match="batch_norm: weight has shape"):

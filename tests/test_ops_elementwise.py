@@ -207,6 +207,37 @@ def test_pow_special_cases_match_torch(check_torch):
                 requires_grad=[False])
 
 
+def test_pow_tensor_exponent_at_signed_zero_bases_matches_torch_bits():
+    # IEEE pow: (-0) ** odd is -0 for a positive exponent and -inf for a negative one.
+    base = np.array([-0.0, -0.0, -0.0, -0.0, -0.0, -0.0, 0.0, 0.0, -0.0], np.float32)
+    expo = np.array([-3.0, 3.0, -2.0, 2.0, 0.5, -0.5, -3.0, 3.0, 0.0], np.float32)
+    ours = F.pow(tensor(base), tensor(expo)).numpy()
+    want = torch.pow(torch.from_numpy(base), torch.from_numpy(expo)).numpy()
+    np.testing.assert_array_equal(ours, want)
+    np.testing.assert_array_equal(np.signbit(ours), np.signbit(want))
+    number = F.pow(-0.0, tensor(expo)).numpy()
+    np.testing.assert_array_equal(np.signbit(number), np.signbit(torch.pow(-0.0, torch.from_numpy(
+        expo)).numpy()))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_pow_of_integers_is_exact_integer_as_torch(dtype):
+    base = np.array([2, 3, -3, 0, 0, 5, 1, -1, -1, 2, 7, 3], dtype)
+    expo = np.array([3, 2, 3, 0, 5, 0, -4, -3, -2, -1, 20, 40], dtype)
+    tb, te = torch.from_numpy(base), torch.from_numpy(expo)
+    cases = [(F.pow(tensor(base), tensor(expo)), torch.pow(tb, te)),
+             (tensor(base) ** 3, tb ** 3), (tensor(base) ** 0, tb ** 0),
+             (F.pow(2, tensor(np.abs(expo[:8]))), torch.pow(2, te[:8].abs())),
+             (tensor(base) ** 2.0, tb ** 2.0)]
+    for ours, want in cases:
+        assert ours.dtype == np.dtype(str(want.dtype).replace("torch.", ""))
+        np.testing.assert_array_equal(ours.numpy(), want.numpy())
+    with pytest.raises(ValueError, match="pow: integers to negative integer powers"):
+        tensor(base) ** -1
+    with pytest.raises(TypeError, match="pow: not defined for bool"):
+        F.pow(tensor(np.array([True])), tensor(np.array([True])))
+
+
 def test_pow_gradients_at_edges(check_torch):
     x = np.array([0.0, 1.0, -1.5, 2.0], np.float32)
     for e in (0, 1, 2, 3, -1):

@@ -1,11 +1,11 @@
 """Differentiable tensor ops (engine.md section 2), PyTorch's names and argument conventions."""
-from .elementwise import (abs, add, clamp, div, erf, exp, gelu, log, mul, neg, pow, relu,
-                          sigmoid, softplus, sqrt, sub, tanh, where)
+from .elementwise import (abs, add, clamp, div, elu, erf, exp, gelu, leaky_relu, log, mul, neg,
+                          pow, relu, sigmoid, silu, softplus, sqrt, sub, tanh, where)
 from .reduction import max, mean, sum
 from .linalg import linear, matmul
 from .shape import (cat, clone, flatten, gather, index, pad, permute, reshape, squeeze, stack,
                     transpose, unsqueeze)
-from .nn import embedding, layer_norm, log_softmax, softmax
+from .nn import embedding, layer_norm, log_softmax, normalize, one_hot, softmax
 from .conv import adaptive_avg_pool2d, avg_pool2d, batch_norm, conv2d, max_pool2d
 from .dropout import dropout
 from .ctc import ctc_loss
@@ -15,9 +15,9 @@ from .loss import (binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse
 __all__ = [
     "abs", "adaptive_avg_pool2d", "add", "avg_pool2d", "batch_norm",
     "binary_cross_entropy_with_logits", "cat", "clamp", "clone", "conv2d", "cross_entropy",
-    "ctc_loss", "div", "dropout", "embedding", "erf", "exp", "flatten", "gather", "gelu", "index",
-    "l1_loss", "layer_norm", "linear", "log", "log_softmax", "matmul", "max", "max_pool2d",
-    "mean", "mse_loss", "mul", "neg", "nll_loss", "pad", "permute", "pow", "relu", "reshape",
-    "sigmoid", "softmax", "softplus", "sqrt", "squeeze", "stack", "sub", "sum", "tanh",
-    "transpose", "unsqueeze", "where",
+    "ctc_loss", "div", "dropout", "elu", "embedding", "erf", "exp", "flatten", "gather", "gelu",
+    "index", "l1_loss", "layer_norm", "leaky_relu", "linear", "log", "log_softmax", "matmul",
+    "max", "max_pool2d", "mean", "mse_loss", "mul", "neg", "nll_loss", "normalize", "one_hot",
+    "pad", "permute", "pow", "relu", "reshape", "sigmoid", "silu", "softmax", "softplus", "sqrt",
+    "squeeze", "stack", "sub", "sum", "tanh", "transpose", "unsqueeze", "where",
 ]

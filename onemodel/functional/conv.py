@@ -274,7 +274,7 @@ def batch_norm(x: Tensor, running_mean: Optional[Tensor], running_var: Optional[
         raise ValueError(f"{op}: running_mean and running_var must both be given or both None")
     if not training and rm is None:
         raise ValueError(f"{op}: evaluation mode needs running_mean and running_var")
-    if training and n * s <= 1:
+    if training and n * s == 1:
         raise ValueError(f"{op}: expected more than 1 value per channel when training, got "
                          f"input of shape {x.shape}")
     if eps < 0:
@@ -282,7 +282,11 @@ def batch_norm(x: Tensor, running_mean: Optional[Tensor], running_var: Optional[
 
     x3 = x._data.reshape(n, c, s)
     threads = _core.threads()
-    if training:
+    if training and n * s == 0:
+        # An empty batch has no statistics: the output is empty and the running statistics
+        # stay as they are, as in PyTorch (weight and bias get zero gradients).
+        mean, invstd = np.zeros(c, np.float32), np.ones(c, np.float32)
+    elif training:
         mean, var, var_unbiased, invstd = (np.empty(c, np.float32) for _ in range(4))
         _conv.batch_norm_stats(x3, float(eps), mean, var, var_unbiased, invstd, threads)
         if rm is not None:

@@ -7,12 +7,11 @@ is a log_softmax output (the usual case; PyTorch returns the same for any input)
 are ops on the per-row losses: "mean" divides each by its target length clamped to at least 1,
 then takes the batch mean (clarifications.md, Losses), "sum" adds them.
 
-Deliberate differences from PyTorch: a target outside [0, C) or equal to the blank raises
-ValueError (PyTorch reads out of bounds or computes a meaningless loss), and targets must be
-integers, and a target longer than its input raises ValueError unless zero_infinity is set
-(then, as in PyTorch, that row's loss and gradient are 0). A target that fits but that no
-alignment can produce (repeated labels without room for the blanks between them) is an
-infinite loss, as in PyTorch, or 0 with zero_infinity.
+A target that no alignment can produce (longer than its input, counting the blanks that
+repeated labels need) is an infinite loss with a NaN gradient, or 0 with zero_infinity, as in
+PyTorch (clarifications.md, Losses); it never raises. Deliberate differences from PyTorch: a
+target outside [0, C) or equal to the blank raises ValueError (PyTorch reads out of bounds or
+computes a meaningless loss), and targets must be integers.
 """
 from __future__ import annotations
 
@@ -99,11 +98,6 @@ def ctc_loss(log_probs: Tensor, targets: Any, input_lengths: Any, target_lengths
     blank = int(blank)
     lin = _lengths(input_lengths, "input_lengths", batch, steps)
     lt = _lengths(target_lengths, "target_lengths", batch, np.iinfo(np.int64).max)
-    if not zero_infinity and (lt > lin).any():
-        row = int(np.argmax(lt > lin))
-        raise ValueError(f"{_OP}: target_lengths[{row}] = {lt[row]} is longer than "
-                         f"input_lengths[{row}] = {lin[row]}, so no alignment exists "
-                         "(zero_infinity=True counts such a row as 0)")
     flat, offsets = _flat_targets(targets, lt, batch, classes, blank)
 
     lp = np.ascontiguousarray(log_probs._data)

@@ -141,32 +141,68 @@ def _pow_general(b: np.ndarray, e: np.ndarray) -> np.ndarray:
     # np.asarray: arithmetic on 0-d arrays gives numpy scalars.
     out = _vm("exp", np.asarray(e * _vm("log", np.asarray(np.abs(b)))))
     out = np.broadcast_to(out, np.broadcast_shapes(b.shape, e.shape)).copy()
-    negative = b < 0
+    # The sign bit, not b < 0: (-0) ** 3 is -0 and (-0) ** -3 is -inf, as IEEE pow.
+    negative = np.signbit(b) & ~np.isnan(b)
     if negative.any():
         integral = np.floor(e) == e
         odd = integral & (np.abs(np.fmod(e, np.float32(2))) == 1)
-        # (-inf) ** e is ±inf or ±0, never NaN.
-        out = np.where(negative & ~integral & (b != -np.inf), np.float32(np.nan), out)
+        # (-inf) ** e and (-0) ** e are ±inf or ±0, never NaN.
+        out = np.where((b < 0) & ~integral & (b != -np.inf), np.float32(np.nan), out)
         out = np.where(negative & odd, -out, out).astype(float32, copy=False)
     out[np.broadcast_to((e == 0) | (b == 1), out.shape)] = 1
     return out
 
 
+def _int_pow(b: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Integer b ** e elementwise, wrapping on overflow as PyTorch (and C) do.
+
+    Binary exponentiation: products modulo 2^bits do not depend on their order, so the result
+    is PyTorch's. A negative exponent gives 1 ** e = 1, (-1) ** e = ±1 and 0 otherwise, as
+    PyTorch's integer pow."""
+    b, e = np.broadcast_arrays(b, e)
+    result = np.ones(b.shape, b.dtype)
+    base = b.copy()
+    k = np.maximum(e, 0)
+    while k.any():
+        odd = (k & 1).astype(bool)
+        np.multiply(result, base, out=result, where=odd)
+        k >>= 1
+        np.multiply(base, base, out=base)
+    odd_e = (e & 1).astype(bool)
+    small = np.where(b == 1, 1, np.where(b == -1, np.where(odd_e, -1, 1), 0)).astype(b.dtype)
+    return np.where(e < 0, small, result)
+
+
 @quiet
 def pow(input: Any, exponent: Any) -> Tensor:
-    """input ** exponent; either may be a tensor or a number (float32 result).
+    """input ** exponent; either may be a tensor or a number.
 
-    A number exponent of 2 multiplies, 0.5 takes the square root, other integers use binary
+    Integer operands give an exact integer result (as PyTorch); otherwise float32. A number
+    exponent of 2 multiplies, 0.5 takes the square root, other integers use binary
     exponentiation; everything else is exp(exponent · log input)."""
     if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         if isinstance(exponent, (bool, np.bool_)) or not isinstance(
                 exponent, (int, float, np.integer, np.floating)):
             raise TypeError(f"pow: exponent must be a number or a tensor, got "
                             f"{type(exponent).__name__}")
+        if input._data.dtype.kind in "iu" and isinstance(exponent, (int, np.integer)):
+            if exponent < 0:
+                raise ValueError(f"pow: integers to negative integer powers are not allowed "
+                                 f"({input.dtype} input of shape {input.shape}, exponent "
+                                 f"{exponent})")
+            return Tensor._wrap(_int_pow(input._data, np.asarray(exponent, input.dtype)))
         x = _cast(input, float32)
         return _pow_scalar_exponent(x, float(exponent))
-    base, expo = _operands(input, exponent, "pow", floating=True)
+    base, expo = _operands(input, exponent, "pow")
     b, e = base._data, expo._data
+    if b.dtype.kind in "biu":
+        if b.dtype == np.bool_:
+            raise TypeError(f"pow: not defined for bool tensors (shapes {base.shape} and "
+                            f"{expo.shape})")
+        try:
+            return Tensor._wrap(_int_pow(b, e))
+        except ValueError:
+            raise _broadcast_error("pow", base, expo) from None
     try:
         out = _pow_general(b, e)
     except ValueError:
@@ -350,3 +386,51 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
                       lambda: np.where(c, 0, g), a, b)
 
     return record("where", out, (a, b), backward)
+
+
+def check_not_inplace(op: str, inplace: bool) -> None:
+    """PyTorch's activations take inplace=; here every op is out of place (a write into a
+    tensor the graph saved would corrupt gradients), so True is refused rather than ignored."""
+    if inplace:
+        raise ValueError(f"{op}: inplace=True is not supported; every op returns a new tensor "
+                         "(use the result, as with inplace=False)")
+
+
+@quiet
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x·sigmoid(x) (Ramachandran et al. 2017's swish), its gradient PyTorch's one product
+    s·(1 + x·(1 − s)): the chain rule through mul and sigmoid would give g·x·0 = NaN where
+    g·x overflows."""
+    check_not_inplace("silu", inplace)
+    x = _float_input(input, "silu")
+    a = x._data
+    s = _vm("sigmoid", a)
+    return record("silu", a * s, (x,), lambda g: (g * (s * (_ONE + a * (_ONE - s))),), (x,))
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x where x > 0, else negative_slope·x; the gradient at 0 is the slope, as PyTorch."""
+    check_not_inplace("leaky_relu", inplace)
+    x = _float_input(input, "leaky_relu")
+    return where(x > 0, x, mul(x, np.float32(negative_slope)))
+
+
+@quiet
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x where x > 0, else alpha·(exp(x) − 1); the gradient there is alpha·exp(x), as PyTorch.
+
+    exp(x) − 1 cancels for small |x|; Kahan's (e − 1)·x / log(e), e = exp(x), restores the
+    digits (PyTorch calls expm1) using only the exact exp and log kernels."""
+    check_not_inplace("elu", inplace)
+    x = _float_input(input, "elu")
+    a = x._data
+    neg = np.minimum(a, np.float32(0))  # exp of the positive side would overflow unused
+    e = _vm("exp", np.asarray(neg))
+    em1 = e - _ONE
+    kahan = em1 * neg / _vm("log", np.asarray(e))
+    em1 = np.where(e == _ONE, neg, np.where(em1 == -_ONE, em1, kahan))
+    a32 = np.float32(alpha)
+    # x <= 0 picks the exponential side, so NaN takes the linear one (gradient g), as PyTorch.
+    negative = a <= 0
+    out = np.where(negative, a32 * em1, a)
+    return record("elu", out, (x,), lambda g: (np.where(negative, g * (a32 * e), g),), (x,))

@@ -1,4 +1,5 @@
-"""Neural-network ops with kernels of their own: softmax, log_softmax, layer norm, embedding.
+"""Neural-network ops: softmax, log_softmax, layer norm and embedding with kernels of their
+own; one_hot and normalize composed of other ops.
 
 softmax and layer norm run in _kernels._reduce, whose sums follow the engine's fixed order, so
 forward and backward give the same bits on every path and thread count. The embedding gradient
@@ -13,7 +14,9 @@ import numpy as np
 
 from .._kernels import _reduce
 from ..tensor import Tensor, float32, int64
+from . import elementwise as E
 from ._core import as_tensor, normalize_dim, record, require_float, threads
+from .reduction import sum as _sum
 
 
 def _outer_n_inner(shape: tuple, axis: int) -> tuple:
@@ -135,3 +138,50 @@ def embedding(input: Any, weight: Tensor, padding_idx: Optional[int] = None) -> 
         return (grad,)
 
     return record("embedding", out, (w,), backward)
+
+
+def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
+    """int64 indices (...) -> int64 (..., num_classes) with a 1 at each index, as PyTorch;
+    num_classes = -1 takes the largest index + 1."""
+    idx = tensor._data if isinstance(tensor, Tensor) else np.asarray(tensor)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: tensor must hold integer class indices, got {idx.dtype} "
+                        f"(shape {idx.shape})")
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or (
+            num_classes < -1):
+        raise ValueError(f"one_hot: num_classes must be -1 or a count >= 0, got {num_classes!r}")
+    if num_classes == -1:
+        if idx.size == 0:
+            raise ValueError(f"one_hot: cannot infer num_classes from an empty tensor "
+                             f"(shape {idx.shape})")
+        num_classes = int(idx.max()) + 1
+    if idx.size and (idx.min() < 0 or idx.max() >= num_classes):
+        bad = idx[(idx < 0) | (idx >= num_classes)].flat[0]
+        raise ValueError(f"one_hot: class index {int(bad)} out of range [0, {num_classes}) "
+                         f"(tensor of shape {idx.shape})")
+    out = np.zeros(idx.shape + (int(num_classes),), int64)
+    np.put_along_axis(out, idx.astype(int64)[..., None], 1, axis=-1)
+    return Tensor._wrap(out)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: None = None) -> Tensor:
+    """input / max(‖input‖_p, eps) along dim, as torch.nn.functional.normalize.
+
+    Composed of ops; the clamp is applied before the root (max(‖x‖, eps) = root(max(Σ|x|^p,
+    eps^p))) so an all-zero slice gets PyTorch's gradient g / eps rather than 0 · ∞ = NaN."""
+    if out is not None:
+        raise ValueError("normalize: out= is not supported; use the returned tensor")
+    x = as_tensor(input, "normalize")
+    require_float(x, "normalize")
+    d = normalize_dim(dim, x.ndim, "normalize")
+    if not p > 0:
+        raise ValueError(f"normalize: p must be > 0, got {p}")
+    if p == 1:
+        norm = E.clamp(_sum(E.abs(x), d, True), min=float(eps))
+    elif p == 2:
+        norm = E.sqrt(E.clamp(_sum(E.mul(x, x), d, True), min=float(eps) ** 2))
+    else:
+        total = _sum(E.pow(E.abs(x), float(p)), d, True)
+        norm = E.pow(E.clamp(total, min=float(eps) ** p), 1.0 / p)
+    return E.div(x, norm)

@@ -1,9 +1,11 @@
 """Modules: named parameters and buffers in a fixed state order, and the layers built on them."""
 from . import init, utils
 from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from .container import ModuleDict, ModuleList, ParameterList
 from .conv import AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, MaxPool2d
-from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, ReLU,
-                     Sequential, Sigmoid, Tanh)
+from .layers import (ELU, GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU,
+                     Linear, ReLU, Sequential, Sigmoid, SiLU, Softmax, Tanh)
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, Parameter
 from .recurrent import GRU, LSTM
 from .ternary import TernaryConv2d, TernaryLinear, TernaryWeight, ternary_weights
@@ -11,7 +13,10 @@ from .ternary import TernaryConv2d, TernaryLinear, TernaryWeight, ternary_weight
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "Dropout",
     "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MaxPool2d", "Module",
+    "ModuleDict", "ModuleList", "ParameterList",
     "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh", "init", "utils",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LSTM", "GRU",
     "TernaryConv2d", "TernaryLinear", "TernaryWeight", "ternary_weights",
+    "ELU", "LeakyReLU", "SiLU", "Softmax",
+    "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
 ]

@@ -13,12 +13,15 @@ in construction order, so they draw one after another from one stream:
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from .. import functional as F
 from .. import random
-from ..random import Generator
+from ..autograd import no_grad
+from ..random import GOLDEN, MASK64, Generator
+from ..tensor import Tensor
 from .module import Parameter
 
 
@@ -47,3 +50,222 @@ def uniform_parameter(shape: Sequence[int], bound: np.float32,
     """A Parameter drawn from Uniform(-bound, +bound) in row-major order, advancing generator."""
     bound = np.float32(bound)
     return Parameter(generator.uniform(-bound, bound, tuple(shape)))
+
+
+# -- torch.nn.init: in-place initialisers ----------------------------------------------------
+# Each fills an existing tensor in place under no_grad (identity, optimizer references and the
+# graph stay valid), as PyTorch's do, and returns it. Random ones draw from `generator`, else
+# the default generator. The fans and gains are PyTorch's formulas; the values are not
+# PyTorch's, because the bits come from SplitMix64 (training.txt 1.1).
+
+_NORMAL_BATCH = 1 << 12  # pairs tried per pass of the polar method
+
+
+def _fill(tensor: Tensor, values: Any) -> Tensor:
+    with no_grad():
+        tensor.copy_(values)
+    return tensor
+
+
+def _check_tensor(tensor: Any, op: str) -> None:
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{op}: tensor must be an onemodel Tensor, got {type(tensor).__name__}")
+
+
+def _float_target(tensor: Any, op: str) -> tuple:
+    _check_tensor(tensor, op)
+    if tensor.dtype != np.float32:
+        raise TypeError(f"{op}: tensor must be float32, got {tensor.dtype} (shape "
+                        f"{tuple(tensor.shape)})")
+    return tuple(tensor.shape)
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
+             generator: Optional[Generator] = None) -> Tensor:
+    """Fills tensor with Uniform(a, b) = a + (b − a)·u in float32, row-major (training.txt 1.1)."""
+    shape = _float_target(tensor, "uniform_")
+    if not a <= b:
+        raise ValueError(f"uniform_: a must be <= b, got a={a}, b={b}")
+    return _fill(tensor, resolve_generator(generator).uniform(a, b, shape))
+
+
+def _standard_normals(generator: Generator, n: int,
+                      keep: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> np.ndarray:
+    """The first n accepted N(0, 1) draws in float32, by Marsaglia's polar method.
+
+    Pairs (u, v) of Uniform(−1, 1) with 0 < s = u² + v² < 1 give u·f and v·f, f = √(−2 ln s / s),
+    in that order; `keep` may reject values further (truncation). Only + − × ÷, IEEE sqrt and
+    the exact log kernel are used, so the values are the same on every platform; the generator
+    advances past the last pair used, exactly as a one-pair-at-a-time loop would.
+    """
+    start = generator.state
+    found: list[np.ndarray] = []
+    have = pairs = 0
+    while have < n:
+        g = Generator()
+        g.state = (start + 2 * pairs * GOLDEN) & MASK64
+        uv = g.uniform(-1.0, 1.0, (_NORMAL_BATCH, 2))._data
+        s = uv[:, 0] * uv[:, 0] + uv[:, 1] * uv[:, 1]
+        inside = (s > 0) & (s < 1)
+        s = np.where(inside, s, np.float32(0.5))
+        f = np.sqrt(np.float32(-2) * F.log(Tensor._wrap(s))._data / s)
+        z = uv * f[:, None]
+        ok = np.repeat(inside[:, None], 2, axis=1) & (keep(z) if keep else True)
+        index = np.nonzero(ok.ravel())[0]
+        found.append(np.stack([z.ravel()[index], pairs + index // 2]))
+        have += len(index)
+        pairs += _NORMAL_BATCH
+    values, pair_of = np.concatenate(found, axis=1)[:, :n]
+    used = int(pair_of[-1]) + 1 if n else 0
+    generator.state = (start + 2 * used * GOLDEN) & MASK64
+    return values.astype(np.float32)
+
+
+def _check_std(std: float, op: str) -> None:
+    if not std >= 0:
+        raise ValueError(f"{op}: std must be >= 0, got {std}")
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
+            generator: Optional[Generator] = None) -> Tensor:
+    """Fills tensor with N(mean, std²): mean + std·z in float32, z from the polar method."""
+    shape = _float_target(tensor, "normal_")
+    _check_std(std, "normal_")
+    z = _standard_normals(resolve_generator(generator), math.prod(shape))
+    return _fill(tensor, (np.float32(mean) + np.float32(std) * z).reshape(shape))
+
+
+# Rejection needs about 1/mass draws per value; below this mass that is refused, not looped.
+_MIN_TRUNCATED_MASS = 1e-4
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                  b: float = 2.0, generator: Optional[Generator] = None) -> Tensor:
+    """Fills tensor with N(mean, std²) truncated to [a, b], by rejecting draws outside it.
+
+    PyTorch inverts the CDF instead; the distribution is the same, the draws are not."""
+    shape = _float_target(tensor, "trunc_normal_")
+    _check_std(std, "trunc_normal_")
+    if not a < b:
+        raise ValueError(f"trunc_normal_: a must be < b, got a={a}, b={b}")
+    m32, s32, lo, hi = np.float32(mean), np.float32(std), np.float32(a), np.float32(b)
+    if std == 0:
+        if not a <= mean <= b:
+            raise ValueError(f"trunc_normal_: mean {mean} with std 0 lies outside [{a}, {b}]")
+        return constant_(tensor, mean)
+    phi = lambda x: 0.5 * (1.0 + math.erf((x - mean) / (std * math.sqrt(2.0))))  # noqa: E731
+    mass = phi(b) - phi(a)
+    if mass < _MIN_TRUNCATED_MASS:
+        raise ValueError(f"trunc_normal_: [a, b] = [{a}, {b}] holds only {mass:.3g} of "
+                         f"N({mean}, {std}^2); at least {_MIN_TRUNCATED_MASS:g} is required")
+
+    def inside(z: np.ndarray) -> np.ndarray:
+        x = m32 + s32 * z
+        return (x >= lo) & (x <= hi)
+
+    z = _standard_normals(resolve_generator(generator), math.prod(shape), inside)
+    return _fill(tensor, (m32 + s32 * z).reshape(shape))
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    _check_tensor(tensor, "constant_")
+    with no_grad():
+        tensor.fill_(val)
+    return tensor
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 0)
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 1)
+
+
+_LINEAR_GAINS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                 "conv_transpose2d", "conv_transpose3d", "sigmoid")
+
+
+def calculate_gain(nonlinearity: str, param: Optional[float] = None) -> float:
+    """PyTorch's recommended gain for a nonlinearity (torch.nn.init.calculate_gain)."""
+    if nonlinearity in _LINEAR_GAINS:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, bool) or not isinstance(param, (int, float)):
+            raise ValueError(f"calculate_gain: negative_slope {param!r} is not a valid number")
+        else:
+            slope = float(param)
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    """(size(1)·receptive field, size(0)·receptive field), as PyTorch."""
+    shape = tuple(tensor.shape)
+    if len(shape) < 2:
+        raise ValueError(f"fan in and fan out can not be computed for a tensor with fewer than "
+                         f"2 dimensions (shape {shape})")
+    receptive = math.prod(shape[2:])
+    return shape[1] * receptive, shape[0] * receptive
+
+
+def _fan(tensor: Tensor, mode: str, op: str) -> int:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"{op}: mode must be 'fan_in' or 'fan_out', got {mode!r}")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0,
+                    generator: Optional[Generator] = None) -> Tensor:
+    """Uniform(±gain·√(6 / (fan_in + fan_out))) (Glorot and Bengio 2010)."""
+    _float_target(tensor, "xavier_uniform_")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0,
+                   generator: Optional[Generator] = None) -> Tensor:
+    """N(0, gain² · 2 / (fan_in + fan_out)) (Glorot and Bengio 2010)."""
+    _float_target(tensor, "xavier_normal_")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
+
+
+def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str,
+                 op: str) -> Optional[float]:
+    """gain / √fan, or None for a tensor without elements: a no-op, as in PyTorch."""
+    _float_target(tensor, op)
+    if tensor.numel() == 0:
+        return None
+    return calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode, op))
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
+                     nonlinearity: str = "leaky_relu",
+                     generator: Optional[Generator] = None) -> Tensor:
+    """Uniform(±√3 · gain / √fan) (He et al. 2015); a is the leaky_relu negative slope."""
+    std = _kaiming_std(tensor, a, mode, nonlinearity, "kaiming_uniform_")
+    if std is None:
+        return tensor
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
+                    nonlinearity: str = "leaky_relu",
+                    generator: Optional[Generator] = None) -> Tensor:
+    """N(0, gain² / fan) (He et al. 2015); a is the leaky_relu negative slope."""
+    std = _kaiming_std(tensor, a, mode, nonlinearity, "kaiming_normal_")
+    if std is None:
+        return tensor
+    return normal_(tensor, 0.0, std, generator)

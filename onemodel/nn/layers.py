@@ -6,6 +6,7 @@ Constructor arguments are PyTorch's; layers that draw initial weights also take
 """
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from typing import Any, Iterator, Optional, Sequence, Union
 
@@ -14,6 +15,7 @@ import numpy as np
 from .. import functional as F
 from .. import random
 from ..functional.dropout import dropout
+from ..functional.elementwise import check_not_inplace
 from ..random import Generator
 from ..tensor import Tensor
 from .init import EMBEDDING_BOUND, fan_in_bound, resolve_generator, uniform_parameter
@@ -156,6 +158,61 @@ class GELU(Module):
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        check_not_inplace("SiLU", inplace)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.silu(x)
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__()
+        check_not_inplace("LeakyReLU", inplace)
+        self.negative_slope = float(negative_slope)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class ELU(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        check_not_inplace("ELU", inplace)
+        self.alpha = float(alpha)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class Softmax(Module):
+    """softmax along dim. Without dim, PyTorch's deprecated implicit choice (0 for inputs of
+    rank 0, 1 or 3, else 1), with PyTorch's warning."""
+
+    def __init__(self, dim: Optional[int] = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        dim = self.dim
+        if dim is None:
+            warnings.warn("Softmax: implicit dimension choice for softmax has been deprecated; "
+                          "pass dim", UserWarning, stacklevel=2)
+            dim = 0 if x.ndim in (0, 1, 3) else 1
+        return F.softmax(x, dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
 
 
 class Tanh(Module):

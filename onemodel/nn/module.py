@@ -8,7 +8,7 @@ Registration happens on attribute assignment, so the order is the order of assig
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional
 
 import numpy as np
 
@@ -31,6 +31,19 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+
+class IncompatibleKeys(NamedTuple):
+    """What load_state_dict found missing and unexpected (PyTorch's _IncompatibleKeys)."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return (f"IncompatibleKeys(missing_keys={self.missing_keys!r}, "
+                f"unexpected_keys={self.unexpected_keys!r})")
 
 
 def _check_name(name: Any, what: str) -> None:
@@ -154,20 +167,38 @@ class Module:
         object.__delattr__(self, name)
 
     # -- traversal --------------------------------------------------------------------------
-    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+    def _named_submodules(self) -> Iterator[tuple[str, "Module"]]:
+        """Every child slot that holds a module, a module held twice under both names."""
         for name, m in self._modules.items():
             if m is not None:
+                yield name, m
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        """Children in registration order; one module held under two names appears once."""
+        seen: set[int] = set()
+        for name, m in self._named_submodules():
+            if id(m) not in seen:
+                seen.add(id(m))
                 yield name, m
 
     def children(self) -> Iterator["Module"]:
         for _, m in self.named_children():
             yield m
 
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
-        """This module, then every descendant depth-first in registration order."""
+    def named_modules(self, memo: Optional[set] = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+        """This module, then every descendant depth-first in registration order; a module
+        reachable by two paths is listed once, at the first (unless remove_duplicate=False)."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if self in memo:
+                return
+            memo.add(self)
         yield prefix, self
-        for name, m in self.named_children():
-            yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+        for name, m in self._named_submodules():
+            yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                       remove_duplicate)
 
     def modules(self) -> Iterator["Module"]:
         for _, m in self.named_modules():
@@ -179,33 +210,39 @@ class Module:
             for name, t in registry.items():
                 if t is not None:
                     yield prefix + name, t
-        for name, m in self.named_children():
+        for name, m in self._named_submodules():
             yield from m._named_state(f"{prefix}{name}.")
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True
-                         ) -> Iterator[tuple[str, Parameter]]:
-        """Parameters in the state order; a parameter shared by two names appears once."""
+    def _named_members(self, parameters: bool, prefix: str, recurse: bool,
+                       remove_duplicate: bool) -> Iterator[tuple[str, Tensor]]:
+        """Parameters (or buffers) in the state order; a tensor shared by two names (a tied
+        weight) appears once, under its first name, unless remove_duplicate is False."""
         seen: set[int] = set()
         base = f"{prefix}." if prefix else ""
+        own = self._parameters if parameters else self._buffers
         items = self._named_state(base) if recurse else (
-            (base + n, p) for n, p in self._parameters.items() if p is not None)
+            (base + n, t) for n, t in own.items() if t is not None)
         for name, t in items:
-            if isinstance(t, Parameter) and id(t) not in seen:
+            if isinstance(t, Parameter) != parameters:
+                continue
+            if remove_duplicate:
+                if id(t) in seen:
+                    continue
                 seen.add(id(t))
-                yield name, t
+            yield name, t
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """Parameters in the state order; a parameter shared by two names appears once."""
+        yield from self._named_members(True, prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True
-                      ) -> Iterator[tuple[str, Tensor]]:
-        base = f"{prefix}." if prefix else ""
-        items = self._named_state(base) if recurse else (
-            (base + n, b) for n, b in self._buffers.items() if b is not None)
-        for name, t in items:
-            if not isinstance(t, Parameter):
-                yield name, t
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named_members(False, prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, b in self.named_buffers(recurse=recurse):
@@ -216,11 +253,14 @@ class Module:
         """Name -> a copy of the array, for every parameter and buffer, in the state order."""
         return OrderedDict((name, t._data.copy()) for name, t in self._named_state())
 
-    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        """Copies every entry into the existing tensor of that name (identity kept).
+    def load_state_dict(self, state_dict: Mapping[str, Any],
+                        strict: bool = True) -> IncompatibleKeys:
+        """Copies every entry into the existing tensor of that name (identity kept) and
+        returns the (missing_keys, unexpected_keys) named tuple, as PyTorch.
 
-        Strict and all-or-nothing: a missing name, an unexpected name, or a value whose dtype
-        or shape differs raises ValueError naming every such key, before anything is copied.
+        All-or-nothing: a value whose dtype or shape differs, or (when strict) a missing or an
+        unexpected name, raises ValueError naming every such key, before anything is copied.
+        With strict=False, missing entries keep their values and unexpected ones are ignored.
         Values are numpy arrays (or scalars) or Tensors.
         """
         if not isinstance(state_dict, Mapping):
@@ -250,19 +290,21 @@ class Module:
             if problems:
                 mismatched.append(f"{name} ({', '.join(problems)})")
             sources[name] = value
-        if missing or unexpected or mismatched:
+        if mismatched or (strict and (missing or unexpected)):
             parts = []
-            if missing:
+            if strict and missing:
                 parts.append("missing keys: " + ", ".join(missing))
-            if unexpected:
+            if strict and unexpected:
                 parts.append("unexpected keys: " + ", ".join(unexpected))
             if mismatched:
                 parts.append("mismatched keys: " + "; ".join(mismatched))
             raise ValueError(f"load_state_dict into {type(self).__name__}: "
                              + "; ".join(parts))
-        for name, t in targets.items():
-            np.copyto(t._data, sources[name])
+        for name, value in sources.items():
+            t = targets[name]
+            np.copyto(t._data, value)
             t._version += 1
+        return IncompatibleKeys(missing, unexpected)
 
     # -- modes and gradients --------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":
@@ -297,7 +339,7 @@ class Module:
 
     def __repr__(self) -> str:
         lines = []
-        for name, m in self.named_children():
+        for name, m in self._named_submodules():
             child = repr(m).replace("\n", "\n  ")
             lines.append(f"  ({name}): {child}")
         head = f"{type(self).__name__}({self.extra_repr()}"

@@ -1,0 +1,219 @@
+"""Containers with PyTorch's semantics: ModuleList, ModuleDict, ParameterList.
+
+Each registers what it holds as ordinary children or parameters of itself, so their state is
+named like PyTorch's ("layers.0.weight", "blocks.enc.bias", "scales.1") and takes its place in
+the state order (training.txt section 1) like any other registration. List entries are named by
+position: inserting or deleting renumbers the ones after it, as in PyTorch.
+"""
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from typing import Any, Iterable, Iterator, Mapping, Optional, Union
+
+from ..tensor import Tensor
+from .module import Module, Parameter, _check_name
+
+
+def _position(index: Any, length: int, container: str) -> int:
+    """index as a position in [0, length), counting from the end when negative."""
+    try:
+        i = operator.index(index)
+    except TypeError:
+        raise TypeError(f"{container}: indices must be integers or slices, got "
+                        f"{type(index).__name__}") from None
+    if not -length <= i < length:
+        raise IndexError(f"{container}: index {i} is out of range for length {length}")
+    return i % length
+
+
+def _check_module(value: Any, where: str) -> None:
+    if value is not None and not isinstance(value, Module):
+        raise TypeError(f"{where} must be a Module or None, got {type(value).__name__}")
+
+
+def _renumber(registry: "OrderedDict[str, Any]", values: list) -> None:
+    """Refills the registry in place (the module holds it) with names "0", "1", ..."""
+    registry.clear()
+    registry.update((str(i), v) for i, v in enumerate(values))
+
+
+class _List(Module):
+    """What ModuleList and ParameterList share: entries named "0", "1", ... by position in
+    one registry, list indexing, and appending that checks every entry before adding any."""
+
+    def __init__(self, entries: Optional[Iterable[Any]] = None) -> None:
+        super().__init__()
+        if entries is not None:
+            self.extend(entries)
+
+    def _registry(self) -> "OrderedDict[str, Any]":
+        raise NotImplementedError
+
+    def _entry(self, value: Any, where: str) -> Any:
+        """value as stored (checked, or converted), else TypeError naming `where`."""
+        raise NotImplementedError
+
+    def _put(self, name: str, value: Any) -> None:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self._registry())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._registry().values())
+
+    def __getitem__(self, index: Union[int, slice]) -> Any:
+        values = list(self._registry().values())
+        if isinstance(index, slice):
+            return type(self)(values[index])
+        return values[_position(index, len(values), type(self).__name__)]
+
+    def __setitem__(self, index: int, value: Any) -> None:
+        name = type(self).__name__
+        position = _position(index, len(self), name)
+        self._put(str(position), self._entry(value, f"{name}[{position}]"))
+
+    def __iadd__(self, values: Iterable[Any]) -> "_List":
+        return self.extend(values)
+
+    def append(self, value: Any) -> "_List":
+        self._put(str(len(self)), self._entry(value, f"{type(self).__name__}.append"))
+        return self
+
+    def extend(self, values: Iterable[Any]) -> "_List":
+        name = type(self).__name__
+        if isinstance(values, (Module, Tensor)) and not isinstance(values, _List):
+            raise TypeError(f"{name}.extend: expected an iterable, got a "
+                            f"{type(values).__name__}; use append for one entry")
+        entries = [self._entry(v, f"{name}.extend: entry {k}") for k, v in enumerate(values)]
+        for entry in entries:  # all checked above, before any is added
+            self._put(str(len(self)), entry)
+        return self
+
+
+class ModuleList(_List):
+    """Holds child modules in a list; they are named "0", "1", ... by position."""
+
+    def __init__(self, modules: Optional[Iterable[Module]] = None) -> None:
+        super().__init__(modules)
+
+    def _registry(self) -> "OrderedDict[str, Any]":
+        return self._modules
+
+    def _entry(self, value: Any, where: str) -> Optional[Module]:
+        _check_module(value, where)
+        return value
+
+    def _put(self, name: str, value: Any) -> None:
+        self.add_module(name, value)
+
+    def __delitem__(self, index: Union[int, slice]) -> None:
+        values = list(self._modules.values())
+        if isinstance(index, slice):
+            del values[index]
+        else:
+            del values[_position(index, len(values), "ModuleList")]
+        _renumber(self._modules, values)
+
+    def __add__(self, other: Iterable[Module]) -> "ModuleList":
+        return ModuleList(list(self) + list(other))
+
+    def insert(self, index: int, module: Module) -> None:
+        """Inserts before position `index`, clamped to the list as list.insert does."""
+        values = list(self._modules.values())
+        values.insert(operator.index(index), self._entry(module, "ModuleList.insert"))
+        _renumber(self._modules, values)
+
+    def pop(self, index: int = -1) -> Module:
+        module = self[index]
+        del self[index]
+        return module
+
+
+class ModuleDict(Module):
+    """Holds child modules by name, in insertion order."""
+
+    def __init__(self, modules: Optional[Union[Mapping[str, Module],
+                                               Iterable[tuple[str, Module]]]] = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._modules
+
+    def __getitem__(self, key: str) -> Module:
+        if key not in self._modules:
+            raise KeyError(key)
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def keys(self) -> Iterable[str]:
+        return self._modules.keys()
+
+    def values(self) -> Iterable[Module]:
+        return self._modules.values()
+
+    def items(self) -> Iterable[tuple[str, Module]]:
+        return self._modules.items()
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        module = self[key]
+        del self[key]
+        return module
+
+    def update(self, modules: Union[Mapping[str, Module],
+                                    Iterable[tuple[str, Module]]]) -> None:
+        """Adds (or replaces) every entry of a mapping, or of an iterable of (name, module)."""
+        if isinstance(modules, Module) and not isinstance(modules, ModuleDict):
+            raise TypeError(f"ModuleDict.update: expected a mapping or an iterable of "
+                            f"(name, module) pairs, got a {type(modules).__name__}")
+        pairs = list(modules.items() if isinstance(modules, (Mapping, ModuleDict))
+                     else modules)
+        for k, pair in enumerate(pairs):  # all checked before any is added
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(f"ModuleDict.update: entry {k} must be a (name, module) pair, "
+                                 f"got {pair!r}")
+            _check_name(pair[0], "ModuleDict.update")
+            _check_module(pair[1], f"ModuleDict.update: entry {pair[0]!r}")
+        for name, module in pairs:
+            self[name] = module
+
+
+class ParameterList(_List):
+    """Holds parameters in a list, named "0", "1", ...; a plain Tensor is made a Parameter
+    (a float32 copy that requires gradients), as PyTorch does."""
+
+    def __init__(self, values: Optional[Iterable[Tensor]] = None) -> None:
+        super().__init__(values)
+
+    def _registry(self) -> "OrderedDict[str, Any]":
+        return self._parameters
+
+    def _entry(self, value: Any, where: str) -> Parameter:
+        if isinstance(value, Parameter):
+            return value
+        if isinstance(value, Tensor):
+            return Parameter(value)
+        raise TypeError(f"{where} must be a Parameter or a Tensor, got {type(value).__name__}")
+
+    def _put(self, name: str, value: Any) -> None:
+        self.register_parameter(name, value)
+
+
+__all__ = ["ModuleDict", "ModuleList", "ParameterList"]

@@ -1,0 +1,119 @@
+"""Loss modules: torch.nn's constructors over the functional losses (training.txt section 2).
+
+Each takes PyTorch's constructor arguments in PyTorch's order and checks them at
+construction. Arguments the functional losses do not implement (class weights, pos_weight) are
+refused with a ValueError rather than silently ignored, so ported code cannot change meaning;
+the deprecated size_average and reduce are refused in favour of reduction.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .. import functional as F
+from ..functional.loss import _check_reduction
+from ..tensor import Tensor
+from .module import Module
+
+
+class _Loss(Module):
+    """Holds `reduction`; refuses the deprecated size_average / reduce and any unsupported
+    argument given a value other than its default."""
+
+    def __init__(self, reduction: str, size_average: Optional[bool] = None,
+                 reduce: Optional[bool] = None, **unsupported: Any) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if size_average is not None or reduce is not None:
+            raise ValueError(f"{name}: size_average and reduce are deprecated and not "
+                             f"supported; use reduction='mean', 'sum' or 'none'")
+        for arg, value in unsupported.items():
+            if value is not None:
+                raise ValueError(f"{name}: {arg} is not supported (got a "
+                                 f"{type(value).__name__}); only {arg}=None")
+        _check_reduction(name, reduction)
+        self.reduction = reduction
+
+    def extra_repr(self) -> str:
+        return f"reduction={self.reduction!r}"
+
+
+class CrossEntropyLoss(_Loss):
+    """cross_entropy of logits (N, C) and class indices (N,)."""
+
+    def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
+                 ignore_index: int = -100, reduce: Optional[bool] = None,
+                 reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        super().__init__(reduction, size_average, reduce, weight=weight)
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(f"CrossEntropyLoss: label_smoothing must be in [0, 1], "
+                             f"got {label_smoothing}")
+        self.ignore_index = int(ignore_index)
+        self.label_smoothing = float(label_smoothing)
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.cross_entropy(input, target, self.ignore_index, self.reduction,
+                               self.label_smoothing)
+
+
+class NLLLoss(_Loss):
+    """nll_loss of log-probabilities (N, C) and class indices (N,)."""
+
+    def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
+                 ignore_index: int = -100, reduce: Optional[bool] = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction, size_average, reduce, weight=weight)
+        self.ignore_index = int(ignore_index)
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.nll_loss(input, target, self.ignore_index, self.reduction)
+
+
+class MSELoss(_Loss):
+    def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction, size_average, reduce)
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.mse_loss(input, target, self.reduction)
+
+
+class L1Loss(_Loss):
+    def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction, size_average, reduce)
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.l1_loss(input, target, self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """binary_cross_entropy_with_logits; no class weights, no pos_weight (training.txt 2)."""
+
+    def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
+                 reduce: Optional[bool] = None, reduction: str = "mean",
+                 pos_weight: Optional[Tensor] = None) -> None:
+        super().__init__(reduction, size_average, reduce, weight=weight, pos_weight=pos_weight)
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.binary_cross_entropy_with_logits(input, target, self.reduction)
+
+
+class CTCLoss(_Loss):
+    """ctc_loss of log_probs (T, B, C); see functional.ctc_loss for the targets' layouts."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
+        super().__init__(reduction)
+        if isinstance(blank, bool) or not isinstance(blank, int) or blank < 0:
+            raise ValueError(f"CTCLoss: blank must be a non-negative class index, got {blank!r}")
+        self.blank = blank
+        self.zero_infinity = bool(zero_infinity)
+
+    def forward(self, log_probs: Tensor, targets: Any, input_lengths: Any,
+                target_lengths: Any) -> Tensor:
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
+
+
+__all__ = ["BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss",
+           "NLLLoss"]
