@@ -127,3 +127,34 @@ def test_first_step_matches_pytorch_as_closely_as_pytorch_matches_itself():
         ours_error = scaled_error(grad, grads64[name])
         torch_error = scaled_error(grads32[name], grads64[name])
         assert ours_error <= max(1e-5, 2 * torch_error), (name, ours_error, torch_error)
+
+
+def test_export_folds_batch_norm_within_float32_rounding(tmp_path):
+    from conftest import scaled_error
+    from onemodel.examples.crnn.export import export, folded_state
+
+    model = build(nn, F, lines.CLASSES)
+    g = om.Generator(5)
+    for name, buffer in model.named_buffers():  # statistics and scales far from 0 and 1
+        if name.endswith("running_mean"):
+            buffer.numpy()[...] = g.uniform(-0.5, 0.5, buffer.shape).numpy()
+        elif name.endswith("running_var"):
+            buffer.numpy()[...] = g.uniform(0.2, 3.0, buffer.shape).numpy()
+    for name, p in model.named_parameters():
+        if name.startswith("features.") and p.ndim == 1:
+            p.detach().numpy()[...] = g.uniform(0.5, 1.5, p.shape).numpy()
+    model.eval()
+    folded = build(nn, F, lines.CLASSES, folded=True)
+    folded.load_state_dict(folded_state(model))
+    folded.eval()
+    images, steps, _ = job.as_inputs(lines.training_batch(1, 0, 4))
+    with om.no_grad():
+        assert scaled_error(folded(images, steps).numpy(), model(images, steps).numpy()) < 1e-5
+    path = tmp_path / "model.safetensors"
+    export(model, str(path))
+    safetensors = pytest.importorskip("safetensors.numpy")
+    loaded = safetensors.load_file(str(path))
+    expected = folded_state(model)
+    assert set(loaded) == set(expected)
+    for name, value in expected.items():
+        assert np.array_equal(loaded[name], value), name

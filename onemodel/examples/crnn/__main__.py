@@ -4,7 +4,8 @@ Lines of handwritten digits and printed receipt text (onemodel.examples.crnn.lin
 convolutional-recurrent recognizer with CTC, AdamW (weight decay 0.01 on the weights only), a linear warm-up and a
 half cosine down to 2% of the peak, gradient-norm clip 5. Every --eval-every steps the character
 error rate (greedy decoding) on held-out validation lines of both sources chooses the best
-checkpoint; at the end a table of the CER per source and a few decoded lines.
+checkpoint; at the end a table of the CER per source and a few decoded lines, and the best
+model exported with batch norm folded in (RUN/model.safetensors).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from onemodel.train import Trainer
 
 from .._runs import decay_on_matrices, open_run, run_options
 from . import lines
+from .export import export
 from .model import build, character_errors, greedy_decode, time_steps
 
 DEFAULTS: dict[str, Any] = {"steps": 600, "batch_size": 32, "lr": 1e-3, "warmup": 60,
@@ -137,12 +139,15 @@ def main(argv: Optional[list[str]] = None) -> dict[str, float]:
                 examples += [(source, t, lines.decode(d)) for t, d in zip(batch.texts[:2],
                                                                          decoded[:2])]
             rates[source] = 100.0 * edits / chars
+    exported = os.path.join(folder, "model.safetensors")
+    export(model, exported)
     print(f"character error rate after {trainer.step} steps "
           f"({time.perf_counter() - start:.0f} s; run folder {folder}):")
     for source, rate in rates.items():
         print(f"  {source:<12} {rate:6.2f}%  ({o['val_lines']} lines)")
     for source, truth, guess in examples[::2]:
         print(f"  {source:<12} {truth!r:>28} -> {guess!r}")
+    print(f"the best checkpoint, batch norm folded in: {exported}")
     return rates
 
 

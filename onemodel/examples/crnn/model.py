@@ -18,17 +18,19 @@ HIDDEN = 192
 COLUMNS_PER_STEP = 4
 
 
-def build(nn: Any, F: Any, classes: int, hidden: int = HIDDEN) -> Any:
-    """The recognizer as a module of the library `nn` (onemodel.nn or torch.nn)."""
+def build(nn: Any, F: Any, classes: int, hidden: int = HIDDEN, folded: bool = False) -> Any:
+    """The recognizer as a module of the library `nn` (onemodel.nn or torch.nn). `folded`
+    builds the exported form: batch norm folded into convolutions with a bias (export.py), the
+    norms' places held by identities so that every name stays."""
 
     class CRNN(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             layers, channels = [], 1
             for out, pool in zip(CHANNELS, POOLS):
-                # No bias: the batch norm after it would subtract it again.
-                layers += [nn.Conv2d(channels, out, 3, padding=1, bias=False),
-                           nn.BatchNorm2d(out), nn.ReLU()]
+                # No bias unfolded: the batch norm after it would subtract it again.
+                layers += [nn.Conv2d(channels, out, 3, padding=1, bias=folded),
+                           nn.Identity() if folded else nn.BatchNorm2d(out), nn.ReLU()]
                 if pool:
                     layers.append(nn.MaxPool2d(pool))
                 channels = out
