@@ -1,5 +1,7 @@
 """The line recognizer example: its line generator, decoding, CER, a short run, and PyTorch."""
+import importlib.util
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -76,18 +78,13 @@ def test_a_short_run_learns(tmp_path, capsys):
     assert "character error rate after 24 steps" in capsys.readouterr().out
 
 
-def _torch_recognizer(torch):
-    """The same build in torch, its LSTM run over packed sequences (torch's way to lengths)."""
-    model = build(torch.nn, torch.nn.functional, lines.CLASSES)
-
-    def recurrent(sequence, steps):
-        packed = torch.nn.utils.rnn.pack_padded_sequence(
-            sequence, torch.as_tensor(steps), enforce_sorted=False)
-        out, _ = model.rnn(packed)
-        return torch.nn.utils.rnn.pad_packed_sequence(out, total_length=sequence.shape[0])[0]
-
-    model.recurrent = recurrent
-    return model
+def _reference():
+    """tools/crnn_ref/compare.py, the PyTorch side."""
+    path = Path(__file__).resolve().parent.parent / "tools" / "crnn_ref" / "compare.py"
+    spec = importlib.util.spec_from_file_location("crnn_compare", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _first_step(model, batch, ctc_loss, to_input):
@@ -105,16 +102,13 @@ def test_first_step_matches_pytorch_as_closely_as_pytorch_matches_itself():
     torch = pytest.importorskip("torch")
     from conftest import scaled_error
 
-    def torch_ctc(log_probs, target):
-        targets, target_lengths, steps = (torch.from_numpy(np.asarray(a)) for a in target)
-        return torch.nn.functional.ctc_loss(log_probs, targets, steps, target_lengths, blank=0,
-                                            reduction="mean", zero_infinity=True)
-
+    tool = _reference()
+    torch_ctc = tool.torch_ctc(torch)
     torch.manual_seed(0)
-    reference = _torch_recognizer(torch)
+    reference = tool.torch_recognizer(torch)
     ours = build(nn, F, lines.CLASSES)
     interop.load_torch_state_dict(ours, reference.state_dict())
-    wide = _torch_recognizer(torch)
+    wide = tool.torch_recognizer(torch)
     wide.load_state_dict(reference.state_dict())
     wide.double()
     batch = lines.training_batch(0, 0, 6)
@@ -158,3 +152,14 @@ def test_export_folds_batch_norm_within_float32_rounding(tmp_path):
     assert set(loaded) == set(expected)
     for name, value in expected.items():
         assert np.array_equal(loaded[name], value), name
+
+
+@pytest.mark.oracle
+def test_the_comparison_tool_runs_the_three_trainings():
+    pytest.importorskip("torch")
+    report = _reference().main(["--steps", "3", "--batch-size", "4", "--val-lines", "4",
+                                "--warmup", "1"])
+    first = {name: run["losses"][0] for name, run in report["runs"].items()}
+    assert abs(first["onemodel"] - first["torch32"]) <= 1e-6 * first["torch32"]
+    assert len(report["onemodel_vs_torch32"]["windows"]) == 1
+    assert set(report["runs"]["torch64"]["cer"]) == set(lines.SOURCES)
