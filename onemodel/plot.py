@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import Optional
 
 from .train import METRICS_LOG

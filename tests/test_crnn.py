@@ -16,7 +16,7 @@ pytest.importorskip("PIL")
 from onemodel.examples.crnn import __main__ as job  # noqa: E402
 from onemodel.examples.crnn import lines  # noqa: E402
 from onemodel.examples.crnn.model import (build, character_errors, edit_distance,  # noqa: E402
-                                          greedy_decode, time_steps)
+                                          greedy_decode)
 
 
 def test_a_batch_is_a_pure_function_of_seed_and_step():

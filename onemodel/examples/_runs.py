@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from typing import Any
 
 import onemodel as om
+from onemodel import checkpoint
 
 RUN_FILE = "run.json"
 
@@ -85,3 +87,19 @@ def decay_on_matrices(model: Any, weight_decay: float) -> list[dict]:
     params = list(model.parameters())
     return [{"params": [p for p in params if p.ndim > 1], "weight_decay": weight_decay},
             {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0}]
+
+
+def fit_run(trainer: Any, steps: int, folder: str, resumed: bool, p: argparse.ArgumentParser,
+            say: Any) -> float:
+    """Continues the run (resumed) or starts it, trains to `steps`, and loads the best checkpoint
+    into the model; returns the seconds the training took."""
+    if resumed:
+        if not trainer.resume():
+            p.error(f"--resume: {folder} holds no checkpoint yet")
+        say(f"continuing the run in {folder} from step {trainer.step}")
+    else:
+        say(f"a new run in {folder}")
+    start = time.perf_counter()
+    trainer.fit(steps)
+    checkpoint.load(trainer.manager.best_path, trainer.model)
+    return time.perf_counter() - start

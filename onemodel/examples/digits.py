@@ -15,20 +15,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from typing import Any, Optional
 
 import numpy as np
 
 import onemodel as om
 import onemodel.functional as F
-from onemodel import checkpoint, nn
+from onemodel import nn
 from onemodel.data import DataLoader
 from onemodel.optim import AdamW
 from onemodel.optim.lr import WarmupCosineLR
 from onemodel.train import Trainer
 
-from ._runs import decay_on_matrices, open_run, run_options
+from ._runs import decay_on_matrices, fit_run, open_run, run_options
 
 # The options a run is defined by: a resumed run keeps them (run.json).
 DEFAULTS: dict[str, Any] = {"epochs": 20, "batch_size": 64, "lr": 3e-3, "weight_decay": 0.01,
@@ -107,18 +106,10 @@ def main(argv: Optional[list[str]] = None) -> float:
                       progress=False if args.quiet else None)
     say(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads, "
         f"{om.get_mode()} mode; {len(data['train'][1])} training images, {total} steps")
-    if resumed:
-        if not trainer.resume():
-            p.error(f"--resume: {folder} holds no checkpoint yet")
-        say(f"continuing the run in {folder} from step {trainer.step}")
-    else:
-        say(f"a new run in {folder}")
-    start = time.perf_counter()
-    trainer.fit(total)
-    checkpoint.load(trainer.manager.best_path, model)
+    seconds = fit_run(trainer, total, folder, resumed, p, say)
     test = trainer.evaluate(DataLoader(data["test"], 512, shuffle=False))["accuracy"]
     print(f"test accuracy {100 * test:.1f}% (best validation "
-          f"{100 * trainer.manager.best_metric:.1f}%) in {time.perf_counter() - start:.1f} s; "
+          f"{100 * trainer.manager.best_metric:.1f}%) in {seconds:.1f} s; "
           f"run folder {folder}")
     return test
 

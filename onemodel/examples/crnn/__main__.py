@@ -12,19 +12,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from typing import Any, Iterator, Optional
 
 import numpy as np
 
 import onemodel as om
 import onemodel.functional as F
-from onemodel import checkpoint, nn
+from onemodel import nn
 from onemodel.optim import AdamW
 from onemodel.optim.lr import WarmupCosineLR
 from onemodel.train import Trainer
 
-from .._runs import decay_on_matrices, open_run, run_options
+from .._runs import decay_on_matrices, fit_run, open_run, run_options
 from . import lines
 from .export import export
 from .model import build, character_errors, greedy_decode, time_steps
@@ -117,15 +116,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, float]:
         best_metric="cer", best_mode="min", progress=False if args.quiet else None)
     say(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads; "
         f"{o['steps']} steps of {o['batch_size']} lines, {lines.CLASSES} classes")
-    if resumed:
-        if not trainer.resume():
-            p.error(f"--resume: {folder} holds no checkpoint yet")
-        say(f"continuing the run in {folder} from step {trainer.step}")
-    else:
-        say(f"a new run in {folder}")
-    start = time.perf_counter()
-    trainer.fit(o["steps"])
-    checkpoint.load(trainer.manager.best_path, model)
+    seconds = fit_run(trainer, o["steps"], folder, resumed, p, say)
     model.eval()
     rates, examples = {}, []
     with om.no_grad():
@@ -142,7 +133,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, float]:
     exported = os.path.join(folder, "model.safetensors")
     export(model, exported)
     print(f"character error rate after {trainer.step} steps "
-          f"({time.perf_counter() - start:.0f} s; run folder {folder}):")
+          f"({seconds:.0f} s; run folder {folder}):")
     for source, rate in rates.items():
         print(f"  {source:<12} {rate:6.2f}%  ({o['val_lines']} lines)")
     for source, truth, guess in examples[::2]:
