@@ -13,7 +13,7 @@ integer (what a checkpoint's extra integers carry) and set_rng_state() takes it 
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -120,6 +120,70 @@ class Generator:
 
 
 default_generator = Generator(0)
+
+
+def _size(size: tuple, op: str) -> tuple[int, ...]:
+    """PyTorch's size arguments: rand(2, 3) or rand((2, 3))."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in size):
+        raise TypeError(f"{op}: size must be integers, got {size!r}")
+    if any(s < 0 for s in size):
+        raise ValueError(f"{op}: negative dimension in size {tuple(size)}")
+    return tuple(int(s) for s in size)
+
+
+def _draw_u64(generator: Optional[Generator], n: int) -> np.ndarray:
+    """The generator's next n outputs (advancing it past them)."""
+    g = default_generator if generator is None else generator
+    out = np.empty(n, np.uint64)
+    for start, bits in splitmix_blocks(g.state, n):
+        out[start:start + len(bits)] = bits
+    g.state = (g.state + n * GOLDEN) & MASK64
+    return out
+
+
+def rand(*size: Any, generator: Optional[Generator] = None) -> Tensor:
+    """Uniform [0, 1) float32 draws (Generator.uniform), from the default generator unless
+    `generator` is given."""
+    g = default_generator if generator is None else generator
+    return g.uniform(0.0, 1.0, _size(size, "rand"))
+
+
+def randn(*size: Any, generator: Optional[Generator] = None) -> Tensor:
+    """Standard normal float32 draws (Marsaglia's polar method, nn.init.normal_'s)."""
+    from .nn.init import _standard_normals  # nn imports this module
+
+    shape = _size(size, "randn")
+    g = default_generator if generator is None else generator
+    return Tensor._wrap(_standard_normals(g, int(np.prod(shape, dtype=np.int64))).reshape(shape))
+
+
+def randint(low: int, high: Optional[int] = None, size: Any = (),
+            generator: Optional[Generator] = None) -> Tensor:
+    """int64 draws in [low, high) (PyTorch's randint(high, size) and randint(low, high, size)):
+    floor(u * (high - low)) + low with u = the top 53 bits of a draw / 2^53."""
+    if high is None or (size == () and isinstance(high, (tuple, list))):
+        low, high, size = 0, low, (() if high is None else high)
+    for name, value in (("low", low), ("high", high)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"randint: {name} must be an integer, got {value!r}")
+    if not low < high:
+        raise ValueError(f"randint: low must be < high, got low={low}, high={high}")
+    if high - low > 2 ** 53:
+        raise ValueError(f"randint: the range [{low}, {high}) is wider than 2^53")
+    shape = _size(tuple(size) if isinstance(size, (tuple, list)) else (size,), "randint")
+    bits = _draw_u64(generator, int(np.prod(shape, dtype=np.int64)))
+    u = (bits >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    values = np.floor(u * float(high - low)).astype(np.int64) + np.int64(low)
+    return Tensor._wrap(values.reshape(shape))
+
+
+def randperm(n: int, generator: Optional[Generator] = None) -> Tensor:
+    """A permutation of 0 .. n-1 (int64): the stable order of n draws, as the DataLoader's."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"randperm: n must be an integer >= 0, got {n!r}")
+    return Tensor._wrap(np.argsort(_draw_u64(generator, int(n)), kind="stable").astype(np.int64))
 
 
 def manual_seed(seed: int) -> Generator:

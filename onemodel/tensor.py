@@ -564,6 +564,40 @@ def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False)
         requires_grad)
 
 
+def empty(*shape: Any, dtype: Any = float32, requires_grad: bool = False) -> Tensor:
+    """zeros: memory is never handed out uninitialised, so that results stay reproducible."""
+    return zeros(*shape, dtype=dtype, requires_grad=requires_grad)
+
+
+def _like(other: Any, op: str) -> Tensor:
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(other).__name__}")
+    return other
+
+
+def zeros_like(other: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    t = _like(other, "zeros_like")
+    return zeros(t.shape, dtype=t.dtype if dtype is None else dtype,
+                 requires_grad=requires_grad)
+
+
+def ones_like(other: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    t = _like(other, "ones_like")
+    return ones(t.shape, dtype=t.dtype if dtype is None else dtype,
+                requires_grad=requires_grad)
+
+
+def full_like(other: Tensor, value: Any, dtype: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    t = _like(other, "full_like")
+    return full(t.shape, value, dtype=t.dtype if dtype is None else dtype,
+                requires_grad=requires_grad)
+
+
+def empty_like(other: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return zeros_like(other, dtype=dtype, requires_grad=requires_grad)
+
+
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
     if end is None:
         start, end = 0, start
