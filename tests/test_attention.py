@@ -259,3 +259,65 @@ def test_errors():
         m(om.tensor(np.zeros((2, 3, 5), np.float32)), x, x)
     with pytest.raises(ValueError, match="activation"):
         nn.TransformerEncoderLayer(4, 2, activation="tanh")
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("average", [True, False])
+def test_mha_unbatched_matches_torch(batch_first, average, rng, assert_close):
+    lq, lk, e, h = 4, 6, 8, 2
+    m = nn.MultiheadAttention(e, h, batch_first=batch_first, seed=9)
+    t = torch.nn.MultiheadAttention(e, h, batch_first=batch_first)
+    _load_into_torch(m, t)
+    q = rng.standard_normal((lq, e)).astype(np.float32)
+    k, v = (rng.standard_normal((lk, e)).astype(np.float32) for _ in range(2))
+    kpm = np.arange(lk) >= 4
+    am = rng.standard_normal((h, lq, lk)).astype(np.float32)
+    ours = [om.tensor(a, requires_grad=True) for a in (q, k, v)]
+    theirs = [_t(a, True) for a in (q, k, v)]
+    out, w = m(*ours, key_padding_mask=kpm, attn_mask=am, average_attn_weights=average)
+    tout, tw = t(*theirs, key_padding_mask=_t(kpm), attn_mask=_t(am),
+                 average_attn_weights=average)
+    assert out.shape == (lq, e) and w.shape == ((lq, lk) if average else (h, lq, lk))
+    assert_close(out.detach().numpy(), tout.detach().numpy(), 1e-5, "output")
+    assert_close(w.detach().numpy(), tw.detach().numpy(), 1e-5, "weights")
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    out.backward(g)
+    tout.backward(_t(g))
+    for name, a, ta in zip("qkv", ours, theirs):
+        assert_close(a.grad.numpy(), ta.grad.numpy(), 1e-5, f"grad {name}")
+    _compare_grads(m, t, assert_close)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_encoder_unbatched_matches_torch(batch_first, rng, assert_close):
+    d, h, ff, length = 8, 2, 12, 5
+    layer = nn.TransformerEncoderLayer(d, h, ff, dropout=0.0, batch_first=batch_first, seed=4)
+    enc = nn.TransformerEncoder(layer, 2)
+    t = torch.nn.TransformerEncoder(
+        torch.nn.TransformerEncoderLayer(d, h, ff, dropout=0.0, batch_first=batch_first), 2,
+        enable_nested_tensor=False)
+    _load_into_torch(enc, t)
+    x = rng.standard_normal((length, d)).astype(np.float32)
+    causal = np.triu(np.ones((length, length), bool), 1)
+    kpm = np.arange(length) >= 4
+    xo, xt = om.tensor(x, requires_grad=True), _t(x, True)
+    out = enc(xo, mask=causal, src_key_padding_mask=kpm)
+    tout = t(xt, mask=_t(causal), src_key_padding_mask=_t(kpm))
+    assert out.shape == (length, d)
+    assert_close(out.detach().numpy(), tout.detach().numpy(), 1e-5, "output")
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    out.backward(g)
+    tout.backward(_t(g))
+    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-5, "grad x")
+    _compare_grads(enc, t, assert_close, 1e-4)
+
+
+def test_mha_unbatched_errors():
+    m = nn.MultiheadAttention(4, 2)
+    x2 = om.tensor(np.zeros((3, 4), np.float32))
+    x3 = om.tensor(np.zeros((3, 1, 4), np.float32))
+    with pytest.raises(ValueError, match=r"key of shape \(3, 1, 4\) must be 2-D"):
+        m(x2, x3, x3)
+    with pytest.raises(ValueError, match="key_padding_mask"):
+        m(x2, x2, x2, key_padding_mask=np.zeros(4, bool))
