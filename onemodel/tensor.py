@@ -317,6 +317,12 @@ class Tensor:
     def __rtruediv__(self, other: Any) -> "Tensor":
         return F.div(other, self)
 
+    def __floordiv__(self, other: Any) -> "Tensor":
+        return F.div(self, other, rounding_mode="floor")
+
+    def __rfloordiv__(self, other: Any) -> "Tensor":
+        return F.div(other, self, rounding_mode="floor")
+
     def __pow__(self, other: Any) -> "Tensor":
         return F.pow(self, other)
 
@@ -392,6 +398,9 @@ class Tensor:
 
     def squeeze(self, dim: Optional[int] = None) -> "Tensor":
         return F.squeeze(self, dim)
+
+    def div(self, other: Any, *, rounding_mode: Optional[str] = None) -> "Tensor":
+        return F.div(self, other, rounding_mode=rounding_mode)
 
     def exp(self) -> "Tensor":
         return F.exp(self)

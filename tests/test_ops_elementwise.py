@@ -347,3 +347,60 @@ def test_no_grad_and_constants_record_nothing(rng):
         assert not F.exp(x).requires_grad and F.add(x, 1.0).grad_fn is None
     assert not F.mul(tensor(_sample(rng, (3,))), 2.0).requires_grad
     assert F.add(x, 1.0).grad_fn == "add" and F.tanh(x).grad_fn == "tanh"
+
+
+def _assert_same_bits_but_nan_payloads(actual, expected):
+    """Equal dtype, shape, NaN positions and every other bit (signed zeros included)."""
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    nan = np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(actual), nan)
+    assert actual[~nan].tobytes() == expected[~nan].tobytes()
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_div_rounding_modes_match_torch_bits(mode, special_values, rng):
+    # Every pair of special values (±0 and ±inf divisors included), then ordinary quotients
+    # near integers, whose floor is the delicate case; the gradient is 0, as PyTorch.
+    ordinary = (rng.standard_normal(200) * 10).astype(np.float32)
+    pairs = [(special_values.reshape(-1, 1), special_values.reshape(1, -1)),
+             (ordinary, np.round(ordinary / 3).astype(np.float32) + np.float32(0.5)),
+             (np.float32([6, -6, 0.3, -0.3, 1e38, -7]), np.float32([3, 3, 0.1, 0.1, 1e-3, 2]))]
+    for a, b in pairs:
+        ta, tb = tensor(a, requires_grad=True), tensor(b, requires_grad=True)
+        out = F.div(ta, tb, rounding_mode=mode)
+        want = torch.div(torch.from_numpy(a), torch.from_numpy(b), rounding_mode=mode)
+        _assert_same_bits_but_nan_payloads(out.detach().numpy(), want.numpy())
+        out.sum().backward()
+        assert not ta.grad.numpy().any() and not tb.grad.numpy().any()
+        assert ta.grad.shape == a.shape and tb.grad.shape == b.shape
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_div_rounding_modes_on_integers(mode, dtype, check_torch):
+    a = np.array([[7, -7, 7, -7, 0, 6, -6, 1]], dtype)
+    b = np.array([[2], [-3], [1]], dtype)
+    check_torch(lambda x, y: F.div(x, y, rounding_mode=mode),
+                lambda x, y: torch.div(x, y, rounding_mode=mode), a, b)
+    assert F.div(tensor(a), tensor(b), rounding_mode=mode).dtype == dtype
+    # A float scalar promotes to float32, as torch.div(int_tensor, 2.5, rounding_mode=...).
+    check_torch(lambda x: F.div(x, 2.5, rounding_mode=mode),
+                lambda x: torch.div(x, 2.5, rounding_mode=mode), a)
+    with pytest.raises(ZeroDivisionError, match=r"div: integer division by zero.*\(1, 8\)"):
+        F.div(tensor(a), tensor(np.zeros(8, dtype)), rounding_mode=mode)
+
+
+def test_div_methods_and_floordiv_operator(rng):
+    a = _sample(rng, (4, 3))
+    b = _sample(rng, (3,), "positive")
+    ta, tb = tensor(a), tensor(b)
+    for mode in (None, "trunc", "floor"):
+        want = torch.div(torch.from_numpy(a), torch.from_numpy(b), rounding_mode=mode)
+        assert ta.div(tb, rounding_mode=mode).numpy().tobytes() == want.numpy().tobytes()
+    assert (ta // tb).numpy().tobytes() == (torch.from_numpy(a) // torch.from_numpy(b)
+                                            ).numpy().tobytes()
+    assert (7 // tensor(np.array([2, -2]))).tolist() == [3, -4]
+    with pytest.raises(ValueError, match="div: rounding_mode.*'round'"):
+        F.div(ta, tb, rounding_mode="round")
+    with pytest.raises(TypeError, match="div: rounding_mode='floor'.*bool"):
+        F.div(tensor(np.ones(2, bool)), tensor(np.ones(2, bool)), rounding_mode="floor")

@@ -96,9 +96,19 @@ def mul(input: Any, other: Any) -> Tensor:
                   lambda g: _grads(lambda: g * b._data, lambda: g * a._data, a, b), (a, b))
 
 
+_ROUNDING_MODES = (None, "trunc", "floor")
+
+
 @quiet
-def div(input: Any, other: Any) -> Tensor:
-    """True division; integer operands give float32, as in PyTorch."""
+def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tensor:
+    """True division (integer operands give float32), or with rounding_mode "trunc" or
+    "floor" the quotient rounded toward zero or down, in the operands' promoted dtype, as
+    PyTorch: a rounded quotient has gradient 0, and integer division by zero raises."""
+    if rounding_mode not in _ROUNDING_MODES:
+        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
+                         f"{rounding_mode!r}")
+    if rounding_mode is not None:
+        return _rounded_div(input, other, rounding_mode)
     a, b = _operands(input, other, "div", floating=True)
     try:
         out = a._data / b._data
@@ -107,6 +117,47 @@ def div(input: Any, other: Any) -> Tensor:
     return record("div", out, (a, b),
                   lambda g: _grads(lambda: g / b._data,
                                    lambda: -g * a._data / (b._data * b._data), a, b), (a, b))
+
+
+def _rounded_div(input: Any, other: Any, mode: str) -> Tensor:
+    a, b = _operands(input, other, "div")
+    x, y = a._data, b._data
+    if x.dtype == np.bool_ or y.dtype == np.bool_:
+        raise TypeError(f"div: rounding_mode={mode!r} is not defined for bool tensors (shapes "
+                        f"{a.shape} and {b.shape})")
+    try:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        raise _broadcast_error("div", a, b) from None
+    if x.dtype.kind in "iu":
+        if (y == 0).any():
+            raise ZeroDivisionError(f"div: integer division by zero (rounding_mode={mode!r}, "
+                                    f"shapes {a.shape} and {b.shape})")
+        out = x // y  # numpy's integer // is floor division
+        if mode == "trunc":
+            inexact = (x - out * y) != 0
+            out = out + (inexact & ((x < 0) != (y < 0)))
+        return Tensor._wrap(np.asarray(out, x.dtype))
+    if mode == "trunc":
+        out = np.trunc(x / y)
+    else:
+        out = _floor_divide(x, y)
+    zero = np.zeros(shape, float32)
+    return record("div", np.asarray(out, float32), (a, b),
+                  lambda g: _grads(lambda: zero, lambda: zero, a, b))
+
+
+def _floor_divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """PyTorch's float floor division (c10 div_floor_floating), every step an exact or one
+    correctly rounded float32 operation: from the exact remainder fmod(x, y), (x - mod) / y
+    is near an integer, rounded to the nearest; y = 0 gives the IEEE quotient x / y."""
+    mod = np.fmod(x, y)
+    div = (x - mod) / y
+    div = div - ((mod != 0) & ((y < 0) != (mod < 0))).astype(float32)
+    floor = np.floor(div)
+    floor = floor + (div - floor > _HALF).astype(float32)
+    out = np.where(div != 0, floor, np.copysign(np.float32(0), x / y))
+    return np.where(y == 0, x / y, out)
 
 
 def neg(input: Tensor) -> Tensor:
