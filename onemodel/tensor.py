@@ -374,8 +374,17 @@ class Tensor:
     def mean(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
         return F.mean(self, dim, keepdim)
 
-    def max(self, dim: Optional[int] = None, keepdim: bool = False) -> Any:
+    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
         return F.max(self, dim, keepdim)
+
+    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return F.min(self, dim, keepdim)
+
+    def maximum(self, other: Any) -> "Tensor":
+        return F.maximum(self, other)
+
+    def minimum(self, other: Any) -> "Tensor":
+        return F.minimum(self, other)
 
     def reshape(self, *shape: Any) -> "Tensor":
         return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
@@ -423,8 +432,14 @@ class Tensor:
     def abs(self) -> "Tensor":
         return F.abs(self)
 
-    def clamp(self, min: Optional[float] = None, max: Optional[float] = None) -> "Tensor":
+    def clamp(self, min: Any = None, max: Any = None) -> "Tensor":
         return F.clamp(self, min, max)
+
+    def clamp_min(self, min: Any) -> "Tensor":
+        return F.clamp(self, min=min)
+
+    def clamp_max(self, max: Any) -> "Tensor":
+        return F.clamp(self, max=max)
 
     def softmax(self, dim: int) -> "Tensor":
         return F.softmax(self, dim)

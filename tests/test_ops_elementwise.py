@@ -404,3 +404,87 @@ def test_div_methods_and_floordiv_operator(rng):
         F.div(ta, tb, rounding_mode="round")
     with pytest.raises(TypeError, match="div: rounding_mode='floor'.*bool"):
         F.div(tensor(np.ones(2, bool)), tensor(np.ones(2, bool)), rounding_mode="floor")
+
+
+TWO_SIDED = [(F.maximum, torch.maximum, np.maximum), (F.minimum, torch.minimum, np.minimum)]
+
+
+@pytest.mark.parametrize("op,top,ref", TWO_SIDED)
+@pytest.mark.parametrize("shapes", BROADCASTS)
+def test_maximum_minimum_match_torch(op, top, ref, shapes, rng, check_torch, check_grad,
+                                     check_exact):
+    a, b = _sample(rng, shapes[0]), _sample(rng, shapes[1])
+    check_torch(op, top, a, b)
+    check_exact(op, a, b)
+    if a.size and b.size and a.size * b.size < 300:
+        check_grad(op, a, b, ref64=ref)
+
+
+@pytest.mark.parametrize("op,top,ref", TWO_SIDED)
+def test_maximum_minimum_ties_nan_and_signed_zeros_as_torch(op, top, ref, special_values,
+                                                             check_torch):
+    # A tie gives each side half the gradient; a NaN on either side gives NaN and the whole
+    # gradient to both sides; -0 against +0 keeps the first operand.
+    a = special_values.reshape(-1, 1)
+    b = special_values.reshape(1, -1)
+    check_torch(op, top, a, b)
+    _assert_same_bits_but_nan_payloads(op(tensor(a), tensor(b)).numpy(),
+                                       top(torch.from_numpy(a), torch.from_numpy(b)).numpy())
+    check_torch(op, top, np.float32([1.0, 2.0, np.nan, 3.0, np.nan]),
+                np.float32([1.0, 3.0, 1.0, np.nan, np.nan]))
+
+
+def test_maximum_minimum_promote_as_torch(check_torch):
+    i = np.array([1, 5, -2], np.int64)
+    f = np.array([1.5, 0.5, -2.0], np.float32)
+    for op, top, _ in TWO_SIDED:
+        check_torch(op, top, i, f)
+        check_torch(op, top, i, np.array([2, 2, 2], np.int32))
+        assert op(tensor(i), tensor(np.array([2, 2, 2], np.int32))).dtype == np.int64
+    assert tensor(f).maximum(tensor(i)).dtype == np.float32
+    with pytest.raises(ValueError, match=r"maximum: shapes \(3,\) and \(2,\)"):
+        F.maximum(tensor(f), tensor(np.ones(2, np.float32)))
+
+
+# PyTorch's clamp backward refuses an input narrower than the bounds: ours broadcasts it, as
+# the forward does, and its gradient is checked against finite differences.
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4), (3, 4)), ((3, 4), (4,), (3, 1)),
+                                    ((2, 4), (2, 1), ()), ((2, 3), (), (3,))])
+def test_clamp_tensor_bounds_match_torch(shapes, rng, check_torch, check_grad, check_exact):
+    x, lo = _sample(rng, shapes[0]), _sample(rng, shapes[1]) - np.float32(0.5)
+    hi = _sample(rng, shapes[2]) + np.float32(0.5)
+    check_torch(F.clamp, torch.clamp, x, lo, hi)
+    check_torch(lambda t, m: F.clamp(t, min=m), lambda t, m: torch.clamp(t, min=m), x, lo)
+    check_torch(lambda t, m: F.clamp(t, max=m), lambda t, m: torch.clamp(t, max=m), x, hi)
+    check_torch(F.clamp_min, torch.clamp_min, x, lo)
+    check_torch(F.clamp_max, torch.clamp_max, x, hi)
+    check_exact(F.clamp, x, lo, hi)
+    check_grad(F.clamp, x, lo, hi, ref64=lambda a, b, c: np.minimum(np.maximum(a, b), c))
+    check_grad(F.clamp, x[:1], lo, hi, ref64=lambda a, b, c: np.minimum(np.maximum(a, b), c))
+
+
+def test_clamp_tensor_bounds_at_edges_as_torch(check_torch):
+    # Ties, crossed bounds (min > max: the result is max, and max takes the gradient), NaN in
+    # the input or in either bound.
+    nan = np.nan
+    x = np.float32([0, 1, 2, 3, nan, 1, 2, 5, 2])
+    lo = np.float32([1, 1, nan, 1, 1, 3, 2, 4, 2])
+    hi = np.float32([2, 2, 3, nan, 2, 2, 2, 4, 1])
+    check_torch(F.clamp, torch.clamp, x, lo, hi)
+    check_torch(F.clamp_min, torch.clamp_min, x, lo)
+    check_torch(F.clamp_max, torch.clamp_max, x, hi)
+    check_torch(lambda t: F.clamp(t, 2.5, 1.0), lambda t: torch.clamp(t, 2.5, 1.0), x)
+
+
+def test_clamp_tensor_bounds_dtypes_and_methods(check_torch):
+    i = np.array([1, 5, 9], np.int64)
+    check_torch(F.clamp, torch.clamp, i, np.float32([2.5, 2.5, 2.5]))
+    check_torch(F.clamp, torch.clamp, i, np.array([2, 2, 2], np.int64), np.array([4], np.int64))
+    assert F.clamp(tensor(i), tensor(np.array([2])), tensor(np.array([4]))).dtype == np.int64
+    t = tensor(np.float32([0.5, 3.0]))
+    assert t.clamp_min(1.0).tolist() == [1.0, 3.0] and t.clamp_max(1.0).tolist() == [0.5, 1.0]
+    assert t.clamp(tensor(np.float32([1.0, 1.0])), 2.0).tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match=r"clamp: input \(2,\), min \(3,\) cannot be broadcast"):
+        F.clamp(t, tensor(np.zeros(3, np.float32)))
+    with pytest.raises(TypeError, match="clamp: max must be a number or a tensor, got list"):
+        F.clamp(t, 0.0, [1.0])

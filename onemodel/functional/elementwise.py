@@ -394,29 +394,97 @@ def relu(input: Tensor) -> Tensor:
     return Tensor._wrap(np.maximum(x._data, 0))
 
 
-def clamp(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor:
-    """min(max(x, min), max); the gradient passes where min <= x <= max, as PyTorch."""
+Bound = Union[Number, Tensor, None]
+
+
+def clamp(input: Tensor, min: Bound = None, max: Bound = None) -> Tensor:
+    """min(max(x, min), max), the bounds numbers or tensors broadcast with x (NaN anywhere
+    gives NaN). Gradients as PyTorch's: x's passes where min <= x <= max; min's where
+    x < min < max; max's where x > max or max < min (then max is the result)."""
     x = as_tensor(input, "clamp")
     if min is None and max is None:
         raise ValueError(f"clamp: at least one of min and max must be given (shape {x.shape})")
     for name, bound in (("min", min), ("max", max)):
-        if bound is not None and (isinstance(bound, bool) or not isinstance(
-                bound, (int, float, np.integer, np.floating))):
-            raise TypeError(f"clamp: {name} must be a number, got {type(bound).__name__}")
-    if isinstance(min, float) or isinstance(max, float):
-        x = _cast(x, float32)
+        if bound is not None and (isinstance(bound, (bool, np.bool_)) or not isinstance(
+                bound, (Tensor, int, float, np.integer, np.floating))):
+            raise TypeError(f"clamp: {name} must be a number or a tensor, got "
+                            f"{type(bound).__name__}")
+    dtype = x._data.dtype
+    for bound in (min, max):
+        if isinstance(bound, (float, np.floating)) or (
+                isinstance(bound, Tensor) and bound._data.dtype == float32):
+            dtype = float32
+        elif isinstance(bound, Tensor) and dtype != float32:
+            dtype = np.result_type(dtype, bound._data.dtype)
+    x = _cast(x, dtype)
+    lo = None if min is None else _cast(as_tensor(min, "clamp", x), dtype)
+    hi = None if max is None else _cast(as_tensor(max, "clamp", x), dtype)
     a = x._data
-    out = a
+    try:
+        out = a if lo is None else np.maximum(a, lo._data)
+        out = out if hi is None else np.minimum(out, hi._data)
+    except ValueError:
+        shapes = ", ".join(f"{n} {t.shape}" for n, t in (("min", lo), ("max", hi))
+                           if t is not None)
+        raise ValueError(f"clamp: input {x.shape}, {shapes} cannot be broadcast "
+                         "together") from None
     keep = None
-    if min is not None:
-        lo = np.asarray(min, a.dtype)
-        out = np.maximum(out, lo)
-        keep = a >= lo
-    if max is not None:
-        hi = np.asarray(max, a.dtype)
-        out = np.minimum(out, hi)
-        keep = a <= hi if keep is None else keep & (a <= hi)
-    return record("clamp", out, (x,), lambda g: (np.where(keep, g, 0),), (x,))
+    if lo is not None:
+        keep = a >= lo._data
+    if hi is not None:
+        keep = a <= hi._data if keep is None else keep & (a <= hi._data)
+    bounds = tuple(t for t in (lo, hi) if t is not None)
+
+    def backward(g: np.ndarray) -> tuple:
+        grads = [sum_to_shape(np.where(keep, g, 0), a.shape) if x._requires_grad else None]
+        if lo is not None:
+            wins = a < lo._data if hi is None else (a < lo._data) & (lo._data < hi._data)
+            grads.append(sum_to_shape(np.where(wins, g, 0), lo.shape)
+                         if lo._requires_grad else None)
+        if hi is not None:
+            wins = a > hi._data if lo is None else (a > hi._data) | (hi._data < lo._data)
+            grads.append(sum_to_shape(np.where(wins, g, 0), hi.shape)
+                         if hi._requires_grad else None)
+        return tuple(grads)
+
+    return record("clamp", out, (x,) + bounds, backward, (x,) + bounds)
+
+
+def clamp_min(input: Tensor, min: Union[Number, Tensor]) -> Tensor:
+    return clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max: Union[Number, Tensor]) -> Tensor:
+    return clamp(input, max=max)
+
+
+def _extremum(op: str, input: Any, other: Any, pick: np.ufunc, loses: np.ufunc) -> Tensor:
+    """The elementwise larger (or smaller) of two broadcast operands, NaN if either is NaN.
+    The gradient is PyTorch's: g to the one that wins, g/2 to each on a tie, and g to both
+    where a NaN makes neither win."""
+    a, b = _operands(input, other, op)
+    try:
+        out = pick(a._data, b._data)
+    except ValueError:
+        raise _broadcast_error(op, a, b) from None
+
+    def backward(g: np.ndarray) -> tuple:
+        x, y = a._data, b._data
+        share = np.where(x == y, g * _HALF, g)
+        return _grads(lambda: np.where(loses(x, y), 0, share),
+                      lambda: np.where(loses(y, x), 0, share), a, b)
+
+    return record(op, out, (a, b), backward, (a, b))
+
+
+@quiet
+def maximum(input: Any, other: Any) -> Tensor:
+    return _extremum("maximum", input, other, np.maximum, np.less)
+
+
+@quiet
+def minimum(input: Any, other: Any) -> Tensor:
+    return _extremum("minimum", input, other, np.minimum, np.greater)
 
 
 def where(condition: Any, input: Any, other: Any) -> Tensor:
