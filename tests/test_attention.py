@@ -321,3 +321,20 @@ def test_mha_unbatched_errors():
         m(x2, x3, x3)
     with pytest.raises(ValueError, match="key_padding_mask"):
         m(x2, x2, x2, key_padding_mask=np.zeros(4, bool))
+
+
+def test_encoder_layer_without_bias_matches_torch(rng, assert_close):
+    d, h, ff = 8, 2, 12
+    m = nn.TransformerEncoderLayer(d, h, ff, 0.0, "relu", 1e-5, True, False, False, seed=6)
+    t = torch.nn.TransformerEncoderLayer(d, h, ff, 0.0, "relu", 1e-5, True, False, False)
+    assert not any(n.endswith("bias") for n, _ in m.named_parameters())
+    _load_into_torch(m, t)
+    x = rng.standard_normal((2, 5, d)).astype(np.float32)
+    xo, xt = om.tensor(x, requires_grad=True), _t(x, True)
+    out, tout = m(xo), t(xt)
+    assert_close(out.detach().numpy(), tout.detach().numpy(), 1e-5, "output")
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    out.backward(g)
+    tout.backward(_t(g))
+    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-5, "grad x")
+    _compare_grads(m, t, assert_close, 1e-4)

@@ -159,7 +159,7 @@ class TransformerEncoderLayer(Module):
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation: str = "relu", layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, *,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         if activation not in ("relu", "gelu"):
@@ -169,12 +169,13 @@ class TransformerEncoderLayer(Module):
         self.norm_first = bool(norm_first)
         self.batch_first = bool(batch_first)
         g = resolve_generator(generator, seed)
-        self.attn = MultiheadAttention(d_model, nhead, dropout, batch_first=True, generator=g,
-                                       seed=seed)
-        self.ff1 = Linear(d_model, dim_feedforward, generator=g)
-        self.ff2 = Linear(dim_feedforward, d_model, generator=g)
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps)
+        # bias=False drops every bias: the attention's, the feed-forward's and the norms'.
+        self.attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first=True,
+                                       generator=g, seed=seed)
+        self.ff1 = Linear(d_model, dim_feedforward, bias, generator=g)
+        self.ff2 = Linear(dim_feedforward, d_model, bias, generator=g)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.dropout = Dropout(dropout, seed=_offset(seed, 1))
         self.dropout1 = Dropout(dropout, seed=_offset(seed, 2))
         self.dropout2 = Dropout(dropout, seed=_offset(seed, 3))
