@@ -426,6 +426,9 @@ class Tensor:
     def sigmoid(self) -> "Tensor":
         return F.sigmoid(self)
 
+    def erf(self) -> "Tensor":
+        return F.erf(self)
+
     def relu(self) -> "Tensor":
         return F.relu(self)
 

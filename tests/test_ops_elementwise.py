@@ -326,8 +326,9 @@ def test_method_spellings(rng):
      TypeError, ["where", "bool", "float64"]),
     (lambda: F.add(tensor(np.ones(2, np.float32)), "x"), TypeError, ["add", "str"]),
     (lambda: F.pow(tensor(np.ones(2, np.float32)), "2"), TypeError, ["pow", "str"]),
-    (lambda: F.exp(tensor(np.ones(2, np.int64))), TypeError, ["exp", "int64", "(2,)"]),
-    (lambda: F.sqrt(tensor(np.ones(2, np.int32))), TypeError, ["sqrt", "int32"]),
+    (lambda: F.softplus(tensor(np.ones(2, np.int64))), TypeError, ["softplus", "int64", "(2,)"]),
+    (lambda: F.gelu(tensor(np.ones(2, np.int32))), TypeError, ["gelu", "int32"]),
+    (lambda: F.silu(tensor(np.ones(2, bool))), TypeError, ["silu", "bool"]),
     (lambda: F.gelu(tensor(np.ones(2, np.float32)), approximate="erf"), ValueError,
      ["gelu", "erf"]),
     (lambda: F.clamp(tensor(np.ones(2, np.float32))), ValueError, ["clamp", "min", "max"]),
@@ -488,3 +489,16 @@ def test_clamp_tensor_bounds_dtypes_and_methods(check_torch):
         F.clamp(t, tensor(np.zeros(3, np.float32)))
     with pytest.raises(TypeError, match="clamp: max must be a number or a tensor, got list"):
         F.clamp(t, 0.0, [1.0])
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "sigmoid", "erf"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
+def test_integer_and_bool_inputs_promote_to_float32_as_torch(name, dtype, check_torch):
+    x = np.array([[0, 1, 2], [3, 7, 40]]).astype(dtype)
+    ours, theirs = UNARY[name][:2]
+    check_torch(ours, theirs, x)
+    out = ours(tensor(x))
+    assert out.dtype == np.float32 and not out.requires_grad
+    np.testing.assert_array_equal(getattr(tensor(x), name)().numpy(), out.numpy())
+    # The same bits as the float32 input itself: the promotion is the only difference.
+    assert out.numpy().tobytes() == ours(tensor(x.astype(np.float32))).numpy().tobytes()

@@ -308,22 +308,26 @@ def abs(input: Tensor) -> Tensor:
                   lambda g: (np.where(a > 0, g, np.where(a < 0, -g, np.float32(0))),), (x,))
 
 
-def _float_input(input: Any, op: str) -> Tensor:
+def _float_input(input: Any, op: str, promote: bool = False) -> Tensor:
+    """input as a float32 tensor; with `promote`, integers and bools become float32 (PyTorch
+    computes sqrt, exp, log, tanh, sigmoid and erf of them so), otherwise they are refused."""
     x = as_tensor(input, op)
+    if promote and x._data.dtype.kind in "biu":
+        return _cast(x, float32)
     require_float(x, op)
     return x
 
 
 @quiet
 def sqrt(input: Tensor) -> Tensor:
-    x = _float_input(input, "sqrt")
+    x = _float_input(input, "sqrt", promote=True)
     out = np.sqrt(x._data)
     return record("sqrt", out, (x,), lambda g: (g / (out + out),))
 
 
-def _transcendental(op: str, input: Any, kernel: str) -> Tensor:
+def _transcendental(op: str, input: Any, kernel: str, promote: bool = False) -> Tensor:
     """An op of _vmath: forward and backward by the exact kernels."""
-    x = _float_input(input, op)
+    x = _float_input(input, op, promote)
     out = _vm(kernel, x._data)
     saved = out if _SAVES_OUTPUT[kernel] else x._data
 
@@ -336,23 +340,23 @@ def _transcendental(op: str, input: Any, kernel: str) -> Tensor:
 
 
 def exp(input: Tensor) -> Tensor:
-    return _transcendental("exp", input, "exp")
+    return _transcendental("exp", input, "exp", promote=True)
 
 
 def log(input: Tensor) -> Tensor:
-    return _transcendental("log", input, "log")
+    return _transcendental("log", input, "log", promote=True)
 
 
 def tanh(input: Tensor) -> Tensor:
-    return _transcendental("tanh", input, "tanh")
+    return _transcendental("tanh", input, "tanh", promote=True)
 
 
 def sigmoid(input: Tensor) -> Tensor:
-    return _transcendental("sigmoid", input, "sigmoid")
+    return _transcendental("sigmoid", input, "sigmoid", promote=True)
 
 
 def erf(input: Tensor) -> Tensor:
-    return _transcendental("erf", input, "erf")
+    return _transcendental("erf", input, "erf", promote=True)
 
 
 @quiet
