@@ -260,6 +260,12 @@ class Tensor:
         self._version += 1
         return self
 
+    def add(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        return F.add(self, other, alpha=alpha)
+
+    def sub(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        return F.sub(self, other, alpha=alpha)
+
     def add_(self, other: Any, alpha: float = 1.0) -> "Tensor":
         o = self._other(other)
         return self._update("add_", np.add, o if alpha == 1.0 else o * np.float32(alpha))
@@ -444,11 +450,11 @@ class Tensor:
     def clamp_max(self, max: Any) -> "Tensor":
         return F.clamp(self, max=max)
 
-    def softmax(self, dim: int) -> "Tensor":
-        return F.softmax(self, dim)
+    def softmax(self, dim: int, dtype: Any = None) -> "Tensor":
+        return F.softmax(self, dim, dtype)
 
-    def log_softmax(self, dim: int) -> "Tensor":
-        return F.log_softmax(self, dim)
+    def log_softmax(self, dim: int, dtype: Any = None) -> "Tensor":
+        return F.log_softmax(self, dim, dtype)
 
     def _arg(self, op: str, fn: Any, dim: Optional[int], keepdim: bool) -> "Tensor":
         if dim is None:

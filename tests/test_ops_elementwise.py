@@ -502,3 +502,19 @@ def test_integer_and_bool_inputs_promote_to_float32_as_torch(name, dtype, check_
     np.testing.assert_array_equal(getattr(tensor(x), name)().numpy(), out.numpy())
     # The same bits as the float32 input itself: the promotion is the only difference.
     assert out.numpy().tobytes() == ours(tensor(x.astype(np.float32))).numpy().tobytes()
+
+
+@pytest.mark.parametrize("op,top", [(F.add, torch.add), (F.sub, torch.sub)])
+def test_add_sub_alpha_match_torch(op, top, rng, check_torch, check_grad):
+    a, b = _sample(rng, (3, 4)), _sample(rng, (4,))
+    check_torch(lambda x, y: op(x, y, alpha=2.5), lambda x, y: top(x, y, alpha=2.5), a, b)
+    check_torch(lambda x: op(x, 3, alpha=-2), lambda x: top(x, 3, alpha=-2), a)
+    i = np.array([1, 2, 3], np.int64)
+    check_torch(lambda x, y: op(x, y, alpha=3), lambda x, y: top(x, y, alpha=3), i, i)
+    sign = 1 if op is F.add else -1
+    check_grad(lambda x, y: op(x, y, alpha=0.5), a, b, ref64=lambda x, y: x + sign * 0.5 * y)
+    ta, tb = tensor(a), tensor(b)
+    assert getattr(ta, op.__name__)(tb, alpha=2.5).numpy().tobytes() == op(
+        ta, tb, alpha=2.5).numpy().tobytes()
+    # alpha = 1 is the plain op, bit for bit.
+    assert op(ta, tb, alpha=1).numpy().tobytes() == op(ta, tb).numpy().tobytes()

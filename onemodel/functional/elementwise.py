@@ -66,7 +66,10 @@ def _grads(g_a: Any, g_b: Any, a: Tensor, b: Tensor) -> tuple:
 
 
 @quiet
-def add(input: Any, other: Any) -> Tensor:
+def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    """input + alpha·other (alpha·other rounded first, then the sum)."""
+    if alpha != 1:
+        return add(input, mul(other, alpha))
     a, b = _operands(input, other, "add")
     try:
         out = a._data + b._data
@@ -76,7 +79,10 @@ def add(input: Any, other: Any) -> Tensor:
 
 
 @quiet
-def sub(input: Any, other: Any) -> Tensor:
+def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    """input − alpha·other (alpha·other rounded first, then the difference)."""
+    if alpha != 1:
+        return sub(input, mul(other, alpha))
     a, b = _operands(input, other, "sub")
     try:
         out = a._data - b._data
