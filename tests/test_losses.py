@@ -124,6 +124,14 @@ def test_bad_arguments_raise_naming_them(rng, call, message):
         call(x)
 
 
+def _cross_entropy_pair(reduction, smoothing, w):
+    """Our cross_entropy and PyTorch's with the same options (w: a class weight or None)."""
+    return (lambda a, b: F.cross_entropy(a, b, reduction=reduction, label_smoothing=smoothing,
+                                         weight=None if w is None else om.tensor(w)),
+            lambda a, b: TF.cross_entropy(a, b, reduction=reduction, label_smoothing=smoothing,
+                                          weight=None if w is None else torch.from_numpy(w)))
+
+
 # (input shape, target shape): an input (C,), (N, C) or (N, C, d1, ...) and its class indices.
 CLASS_SHAPES = [((5,), ()), ((6, 5), (6,)), ((3, 5, 4), (3, 4)), ((2, 5, 3, 2), (2, 3, 2))]
 
@@ -144,12 +152,7 @@ def test_cross_entropy_shapes_and_weights_match_torch(rng, check_torch, shape, t
     x = (rng.standard_normal(shape) * 2).astype(np.float32)
     t = _targets(rng, tshape, 5)
     w = rng.uniform(0.2, 2.0, 5).astype(np.float32) if weighted else None
-    check_torch(
-        lambda a, b: F.cross_entropy(a, b, reduction=reduction, label_smoothing=smoothing,
-                                     weight=None if w is None else om.tensor(w)),
-        lambda a, b: TF.cross_entropy(a, b, reduction=reduction, label_smoothing=smoothing,
-                                      weight=None if w is None else torch.from_numpy(w)),
-        x, t)
+    check_torch(*_cross_entropy_pair(reduction, smoothing, w), x, t)
 
 
 @pytest.mark.parametrize("shape,tshape", CLASS_SHAPES)
@@ -181,12 +184,7 @@ def test_cross_entropy_probability_targets_match_torch(rng, check_torch, shape, 
                     -1, min(1, len(shape) - 1)).copy()
     w = rng.uniform(0.2, 2.0, 5).astype(np.float32) if weighted else None
     # The probabilities are differentiable too, as in PyTorch.
-    check_torch(
-        lambda a, b: F.cross_entropy(a, b, reduction=reduction, label_smoothing=smoothing,
-                                     weight=None if w is None else om.tensor(w)),
-        lambda a, b: TF.cross_entropy(a, b, reduction=reduction, label_smoothing=smoothing,
-                                      weight=None if w is None else torch.from_numpy(w)),
-        x, p)
+    check_torch(*_cross_entropy_pair(reduction, smoothing, w), x, p)
 
 
 def test_weighted_and_soft_cross_entropy_by_finite_differences(rng, check_grad):

@@ -22,6 +22,18 @@ def _states(h, name):
     return list(h) if name == "LSTM" else [h]
 
 
+def _outputs_then_backward(outs, touts, rng, assert_close):
+    """Compares every output, then back-propagates one random weighting of all of them."""
+    loss, tloss = 0, 0
+    for k, (o, ot) in enumerate(zip(outs, touts)):
+        assert_close(o.detach().numpy(), ot.detach().numpy(), 1e-5, f"output {k}")
+        r = rng.standard_normal(o.shape).astype(np.float32)
+        loss = loss + (o * om.tensor(r)).sum()
+        tloss = tloss + (ot * torch.from_numpy(r)).sum()
+    loss.backward()
+    tloss.backward()
+
+
 @pytest.mark.parametrize("cls,name", CELLS)
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("batch_first", [False, True])
@@ -38,16 +50,7 @@ def test_matches_torch(cls, name, bidirectional, batch_first, rng, assert_close)
     it = [torch.from_numpy(a).requires_grad_() for a in init]
     y, h = m(xo, tuple(io) if name == "LSTM" else io[0])
     yt, ht = t(xt, tuple(it) if name == "LSTM" else it[0])
-    outs, touts = [y] + _states(h, name), [yt] + _states(ht, name)
-    loss = 0
-    tloss = 0
-    for k, (o, ot) in enumerate(zip(outs, touts)):
-        assert_close(o.detach().numpy(), ot.detach().numpy(), 1e-5, f"output {k}")
-        r = rng.standard_normal(o.shape).astype(np.float32)
-        loss = loss + (o * om.tensor(r)).sum()
-        tloss = tloss + (ot * torch.from_numpy(r)).sum()
-    loss.backward()
-    tloss.backward()
+    _outputs_then_backward([y] + _states(h, name), [yt] + _states(ht, name), rng, assert_close)
     assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-5, "grad x")
     for a, b in zip(io, it):
         assert_close(a.grad.numpy(), b.grad.numpy(), 1e-5, "grad h0")
@@ -299,14 +302,7 @@ def test_unbatched_input_matches_torch(cls, name, bidirectional, given_state, rn
     y, h = m(xo, state)
     yt, ht = t(xt, tstate)
     assert y.shape == (6, 5 * d) and _states(h, name)[0].shape == (2 * d, 5)
-    loss, tloss = 0, 0
-    for k, (o, ot) in enumerate(zip([y] + _states(h, name), [yt] + _states(ht, name))):
-        assert_close(o.detach().numpy(), ot.detach().numpy(), 1e-5, f"output {k}")
-        r = rng.standard_normal(o.shape).astype(np.float32)
-        loss = loss + (o * om.tensor(r)).sum()
-        tloss = tloss + (ot * torch.from_numpy(r)).sum()
-    loss.backward()
-    tloss.backward()
+    _outputs_then_backward([y] + _states(h, name), [yt] + _states(ht, name), rng, assert_close)
     assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-5, "grad x")
     for a, b in zip(io, it):
         assert_close(a.grad.numpy(), b.grad.numpy(), 1e-5, "grad h0")
