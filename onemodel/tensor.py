@@ -260,6 +260,12 @@ class Tensor:
         self._version += 1
         return self
 
+    def add(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        return F.add(self, other, alpha=alpha)
+
+    def sub(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        return F.sub(self, other, alpha=alpha)
+
     def add_(self, other: Any, alpha: float = 1.0) -> "Tensor":
         o = self._other(other)
         return self._update("add_", np.add, o if alpha == 1.0 else o * np.float32(alpha))
@@ -317,6 +323,12 @@ class Tensor:
     def __rtruediv__(self, other: Any) -> "Tensor":
         return F.div(other, self)
 
+    def __floordiv__(self, other: Any) -> "Tensor":
+        return F.div(self, other, rounding_mode="floor")
+
+    def __rfloordiv__(self, other: Any) -> "Tensor":
+        return F.div(other, self, rounding_mode="floor")
+
     def __pow__(self, other: Any) -> "Tensor":
         return F.pow(self, other)
 
@@ -368,8 +380,17 @@ class Tensor:
     def mean(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
         return F.mean(self, dim, keepdim)
 
-    def max(self, dim: Optional[int] = None, keepdim: bool = False) -> Any:
+    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
         return F.max(self, dim, keepdim)
+
+    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return F.min(self, dim, keepdim)
+
+    def maximum(self, other: Any) -> "Tensor":
+        return F.maximum(self, other)
+
+    def minimum(self, other: Any) -> "Tensor":
+        return F.minimum(self, other)
 
     def reshape(self, *shape: Any) -> "Tensor":
         return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
@@ -393,6 +414,9 @@ class Tensor:
     def squeeze(self, dim: Optional[int] = None) -> "Tensor":
         return F.squeeze(self, dim)
 
+    def div(self, other: Any, *, rounding_mode: Optional[str] = None) -> "Tensor":
+        return F.div(self, other, rounding_mode=rounding_mode)
+
     def exp(self) -> "Tensor":
         return F.exp(self)
 
@@ -408,20 +432,29 @@ class Tensor:
     def sigmoid(self) -> "Tensor":
         return F.sigmoid(self)
 
+    def erf(self) -> "Tensor":
+        return F.erf(self)
+
     def relu(self) -> "Tensor":
         return F.relu(self)
 
     def abs(self) -> "Tensor":
         return F.abs(self)
 
-    def clamp(self, min: Optional[float] = None, max: Optional[float] = None) -> "Tensor":
+    def clamp(self, min: Any = None, max: Any = None) -> "Tensor":
         return F.clamp(self, min, max)
 
-    def softmax(self, dim: int) -> "Tensor":
-        return F.softmax(self, dim)
+    def clamp_min(self, min: Any) -> "Tensor":
+        return F.clamp(self, min=min)
 
-    def log_softmax(self, dim: int) -> "Tensor":
-        return F.log_softmax(self, dim)
+    def clamp_max(self, max: Any) -> "Tensor":
+        return F.clamp(self, max=max)
+
+    def softmax(self, dim: int, dtype: Any = None) -> "Tensor":
+        return F.softmax(self, dim, dtype)
+
+    def log_softmax(self, dim: int, dtype: Any = None) -> "Tensor":
+        return F.log_softmax(self, dim, dtype)
 
     def _arg(self, op: str, fn: Any, dim: Optional[int], keepdim: bool) -> "Tensor":
         if dim is None:

@@ -33,6 +33,31 @@ def _compare_grads(m, t, assert_close, tol=1e-5):
         assert_close(g, theirs[name].grad.numpy(), tol, f"grad {name}")
 
 
+def _backward_both(m, t, out, tout, ours, theirs, rng, assert_close):
+    """One upstream gradient through both attentions: query, key, value and weight grads."""
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    out.backward(g)
+    tout.backward(_t(g))
+    for name, a, ta in zip("qkv", ours, theirs):
+        assert_close(a.grad.numpy(), ta.grad.numpy(), 1e-5, f"grad {name}")
+    _compare_grads(m, t, assert_close)
+
+
+def _encoder_both(m, t, x, rng, assert_close, **masks):
+    """An encoder (layer) forward and backward in both engines with the same masks: output,
+    input and weight gradients."""
+    xo, xt = om.tensor(x, requires_grad=True), _t(x, True)
+    out = m(xo, **masks)
+    tout = t(xt, **{name: _t(mask) for name, mask in masks.items()})
+    assert_close(out.detach().numpy(), tout.detach().numpy(), 1e-5, "output")
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    out.backward(g)
+    tout.backward(_t(g))
+    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-5, "grad x")
+    _compare_grads(m, t, assert_close, 1e-4)
+    return out
+
+
 def _inputs(rng, b, lq, lk, e):
     q = rng.standard_normal((b, lq, e)).astype(np.float32)
     k = rng.standard_normal((b, lk, e)).astype(np.float32)
@@ -77,12 +102,7 @@ def test_mha_matches_torch(mask, batch_first, rng, assert_close):
     _, tper_head = t(*theirs, key_padding_mask=None if kpm is None else _t(kpm),
                      attn_mask=None if am is None else _t(am), average_attn_weights=False)
     assert_close(per_head.detach().numpy(), tper_head.detach().numpy(), 1e-5, "head weights")
-    g = rng.standard_normal(out.shape).astype(np.float32)
-    out.backward(g)
-    tout.backward(_t(g))
-    for name, a, ta in zip("qkv", ours, theirs):
-        assert_close(a.grad.numpy(), ta.grad.numpy(), 1e-5, f"grad {name}")
-    _compare_grads(m, t, assert_close)
+    _backward_both(m, t, out, tout, ours, theirs, rng, assert_close)
 
 
 def test_mha_without_weights_and_bias(rng, assert_close):
@@ -134,16 +154,7 @@ def test_encoder_layer_matches_torch(norm_first, activation, rng, assert_close):
     _load_into_torch(m, t)
     x = rng.standard_normal((3, 7, d)).astype(np.float32)
     kpm = np.arange(7)[None, :] >= np.array([7, 3, 5])[:, None]
-    xo = om.tensor(x, requires_grad=True)
-    xt = _t(x, True)
-    out = m(xo, src_key_padding_mask=kpm)
-    tout = t(xt, src_key_padding_mask=_t(kpm))
-    assert_close(out.detach().numpy(), tout.detach().numpy(), 1e-5, "output")
-    g = rng.standard_normal(out.shape).astype(np.float32)
-    out.backward(g)
-    tout.backward(_t(g))
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-5, "grad x")
-    _compare_grads(m, t, assert_close, 1e-4)
+    _encoder_both(m, t, x, rng, assert_close, src_key_padding_mask=kpm)
     m.eval()
     t.eval()
     with torch.no_grad():
@@ -259,3 +270,62 @@ def test_errors():
         m(om.tensor(np.zeros((2, 3, 5), np.float32)), x, x)
     with pytest.raises(ValueError, match="activation"):
         nn.TransformerEncoderLayer(4, 2, activation="tanh")
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("average", [True, False])
+def test_mha_unbatched_matches_torch(batch_first, average, rng, assert_close):
+    lq, lk, e, h = 4, 6, 8, 2
+    m = nn.MultiheadAttention(e, h, batch_first=batch_first, seed=9)
+    t = torch.nn.MultiheadAttention(e, h, batch_first=batch_first)
+    _load_into_torch(m, t)
+    q = rng.standard_normal((lq, e)).astype(np.float32)
+    k, v = (rng.standard_normal((lk, e)).astype(np.float32) for _ in range(2))
+    kpm = np.arange(lk) >= 4
+    am = rng.standard_normal((h, lq, lk)).astype(np.float32)
+    ours = [om.tensor(a, requires_grad=True) for a in (q, k, v)]
+    theirs = [_t(a, True) for a in (q, k, v)]
+    out, w = m(*ours, key_padding_mask=kpm, attn_mask=am, average_attn_weights=average)
+    tout, tw = t(*theirs, key_padding_mask=_t(kpm), attn_mask=_t(am),
+                 average_attn_weights=average)
+    assert out.shape == (lq, e) and w.shape == ((lq, lk) if average else (h, lq, lk))
+    assert_close(out.detach().numpy(), tout.detach().numpy(), 1e-5, "output")
+    assert_close(w.detach().numpy(), tw.detach().numpy(), 1e-5, "weights")
+    _backward_both(m, t, out, tout, ours, theirs, rng, assert_close)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_encoder_unbatched_matches_torch(batch_first, rng, assert_close):
+    d, h, ff, length = 8, 2, 12, 5
+    layer = nn.TransformerEncoderLayer(d, h, ff, dropout=0.0, batch_first=batch_first, seed=4)
+    enc = nn.TransformerEncoder(layer, 2)
+    t = torch.nn.TransformerEncoder(
+        torch.nn.TransformerEncoderLayer(d, h, ff, dropout=0.0, batch_first=batch_first), 2,
+        enable_nested_tensor=False)
+    _load_into_torch(enc, t)
+    x = rng.standard_normal((length, d)).astype(np.float32)
+    causal = np.triu(np.ones((length, length), bool), 1)
+    kpm = np.arange(length) >= 4
+    out = _encoder_both(enc, t, x, rng, assert_close, mask=causal, src_key_padding_mask=kpm)
+    assert out.shape == (length, d)
+
+
+def test_mha_unbatched_errors():
+    m = nn.MultiheadAttention(4, 2)
+    x2 = om.tensor(np.zeros((3, 4), np.float32))
+    x3 = om.tensor(np.zeros((3, 1, 4), np.float32))
+    with pytest.raises(ValueError, match=r"key of shape \(3, 1, 4\) must be 2-D"):
+        m(x2, x3, x3)
+    with pytest.raises(ValueError, match="key_padding_mask"):
+        m(x2, x2, x2, key_padding_mask=np.zeros(4, bool))
+
+
+def test_encoder_layer_without_bias_matches_torch(rng, assert_close):
+    d, h, ff = 8, 2, 12
+    m = nn.TransformerEncoderLayer(d, h, ff, 0.0, "relu", 1e-5, True, False, False, seed=6)
+    t = torch.nn.TransformerEncoderLayer(d, h, ff, 0.0, "relu", 1e-5, True, False, False)
+    assert not any(n.endswith("bias") for n, _ in m.named_parameters())
+    _load_into_torch(m, t)
+    x = rng.standard_normal((2, 5, d)).astype(np.float32)
+    _encoder_both(m, t, x, rng, assert_close)

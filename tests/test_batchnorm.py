@@ -115,6 +115,26 @@ def test_parameter_gradients_through_module(assert_close, rng):
     assert_close(ours.bias.grad.numpy(), ref.bias.grad.numpy())
 
 
+@pytest.mark.parametrize("ours, theirs, shape", [(BatchNorm1d, "BatchNorm1d", (5, 3, 4)),
+                                                 (BatchNorm2d, "BatchNorm2d", (4, 3, 2, 2))])
+def test_without_bias_as_torch(assert_close, rng, ours, theirs, shape):
+    ours, ref = ours(3, bias=False), getattr(torch.nn, theirs)(3, bias=False)
+    assert ours.bias is None and list(ours.state_dict()) == list(ref.state_dict())
+    with torch.no_grad():
+        ref.weight.uniform_(0.5, 1.5)
+    ours.load_state_dict({k: v.numpy().copy() for k, v in ref.state_dict().items()})
+    x = rng.standard_normal(shape, dtype=np.float32)
+    g = rng.standard_normal(shape, dtype=np.float32)
+    xo, xt = tensor(x, requires_grad=True), torch.from_numpy(x).requires_grad_()
+    yo, yt = ours(xo), ref(xt)
+    assert_close(yo.detach().numpy(), yt.detach().numpy())
+    yo.backward(g)
+    yt.backward(torch.from_numpy(g))
+    assert_close(xo.grad.numpy(), xt.grad.numpy())
+    assert_close(ours.weight.grad.numpy(), ref.weight.grad.numpy())
+    assert_close(ours.running_var.numpy(), ref.running_var.numpy())
+
+
 @pytest.mark.parametrize("layer, shape", [(BatchNorm1d, (0, 3)), (BatchNorm1d, (0, 3, 4)),
                                            (BatchNorm2d, (0, 3, 2, 2)),
                                            (BatchNorm2d, (2, 3, 0, 4))])

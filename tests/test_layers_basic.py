@@ -54,6 +54,19 @@ def test_layer_norm(normalized_shape, shape, rng, assert_close):
     run_both(ours, theirs, x, rng, tol=1e-5, assert_close=assert_close)
 
 
+def test_layer_norm_without_bias(rng, assert_close):
+    ours, theirs = nn.LayerNorm((2, 3), 1e-4, True, False), torch.nn.LayerNorm((2, 3), 1e-4, True,
+                                                                            False)
+    assert ours.bias is None and list(ours.state_dict()) == list(theirs.state_dict()) == [
+        "weight"]
+    with torch.no_grad():
+        theirs.weight.uniform_(0.5, 1.5)
+    load_from_torch(ours, theirs)
+    x = (3.0 * rng.standard_normal((4, 2, 3)) + 1.0).astype(np.float32)
+    run_both(ours, theirs, x, rng, tol=1e-5, assert_close=assert_close)
+    assert list(nn.LayerNorm(4, elementwise_affine=False, bias=False).state_dict()) == []
+
+
 def test_embedding(rng, assert_close):
     ours, theirs = nn.Embedding(7, 3, seed=4), torch.nn.Embedding(7, 3)
     with torch.no_grad():

@@ -35,6 +35,27 @@ def test_nll_loss_matches_torch(rng, check_torch, reduction, extra):
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name", ["CrossEntropyLoss", "NLLLoss"])
+def test_class_weights_and_spatial_inputs_match_torch(rng, check_torch, reduction, name):
+    w = rng.uniform(0.2, 2.0, 5).astype(np.float32)
+    ours = getattr(nn, name)(weight=w, reduction=reduction,
+                             ignore_index=2)
+    ref = getattr(torch.nn, name)(weight=torch.from_numpy(w), reduction=reduction,
+                                  ignore_index=2)
+    x = (rng.standard_normal((3, 5, 4)) * 2).astype(np.float32)
+    target = rng.integers(0, 5, (3, 4))
+    check_torch(ours, ref, x, target)
+    np.testing.assert_array_equal(ours.state_dict()["weight"], w)
+    assert list(ref.state_dict()) == list(ours.state_dict()) == ["weight"]
+
+
+def test_cross_entropy_loss_takes_probabilities(rng, check_torch):
+    p = rng.dirichlet(np.ones(5), 6).astype(np.float32)
+    check_torch(nn.CrossEntropyLoss(label_smoothing=0.1),
+                torch.nn.CrossEntropyLoss(label_smoothing=0.1), logits(rng), p)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("name", ["MSELoss", "L1Loss", "BCEWithLogitsLoss"])
 def test_elementwise_losses_match_torch(rng, check_torch, reduction, name):
     x = logits(rng, 4, 3)
@@ -76,8 +97,6 @@ def test_mse_loss_gradient_by_central_differences(rng, check_grad):
 
 
 @pytest.mark.parametrize("name, kwargs, match", [
-    ("CrossEntropyLoss", {"weight": np.ones(3, np.float32)}, "CrossEntropyLoss: weight is not"),
-    ("NLLLoss", {"weight": np.ones(3, np.float32)}, "NLLLoss: weight is not supported"),
     ("BCEWithLogitsLoss", {"pos_weight": np.ones(3, np.float32)}, "pos_weight is not supp"),
     ("BCEWithLogitsLoss", {"weight": np.ones(3, np.float32)}, "weight is not supported"),
     ("MSELoss", {"size_average": False}, "MSELoss: size_average and reduce are deprecated"),
@@ -105,4 +124,5 @@ def test_defaults_and_argument_order_are_torch():
 def test_loss_modules_have_no_state_and_repr(rng):
     loss = nn.CrossEntropyLoss(reduction="sum")
     assert loss.state_dict() == {} and list(loss.parameters()) == []
+    assert loss.weight is None
     assert repr(loss) == "CrossEntropyLoss(reduction='sum')"

@@ -110,10 +110,113 @@ def test_losses_give_the_same_bits_everywhere(rng, check_exact):
     (lambda x: F.cross_entropy(x, [0.0] * 6), "integer class indices"),
     (lambda x: F.cross_entropy(x, [0] * 6, reduction="avg"), "reduction must be one of"),
     (lambda x: F.cross_entropy(x, [0] * 6, label_smoothing=1.5), "label_smoothing"),
-    (lambda x: F.nll_loss(x.reshape(-1), [0]), "input must have shape"),
+    (lambda x: F.nll_loss(x.sum(), 0), "input must have shape"),
+    (lambda x: F.nll_loss(x[0], [0]), r"target of shape \(1,\) does not match input of shape "
+                                      r"\(5,\): expected \(\)"),
+    (lambda x: F.cross_entropy(x, [0] * 6, weight=om.ones(4)), r"weight of shape \(4,\)"),
+    (lambda x: F.cross_entropy(x, [0] * 6, om.ones(5)), "pass it as weight="),
+    (lambda x: F.cross_entropy(x, om.zeros(6, 4)), r"class probabilities .* \(6, 5\)"),
     (lambda x: F.binary_cross_entropy_with_logits(x, om.zeros(6)), "must match input"),
 ])
 def test_bad_arguments_raise_naming_them(rng, call, message):
     x = om.tensor(_logits(rng), requires_grad=True)
     with pytest.raises((ValueError, TypeError), match=message):
         call(x)
+
+
+def _cross_entropy_pair(reduction, smoothing, w):
+    """Our cross_entropy and PyTorch's with the same options (w: a class weight or None)."""
+    return (lambda a, b: F.cross_entropy(a, b, reduction=reduction, label_smoothing=smoothing,
+                                         weight=None if w is None else om.tensor(w)),
+            lambda a, b: TF.cross_entropy(a, b, reduction=reduction, label_smoothing=smoothing,
+                                          weight=None if w is None else torch.from_numpy(w)))
+
+
+# (input shape, target shape): an input (C,), (N, C) or (N, C, d1, ...) and its class indices.
+CLASS_SHAPES = [((5,), ()), ((6, 5), (6,)), ((3, 5, 4), (3, 4)), ((2, 5, 3, 2), (2, 3, 2))]
+
+
+def _targets(rng, shape, classes, ignore=True):
+    t = rng.integers(0, classes, shape)
+    if ignore and t.size > 1:
+        t.reshape(-1)[1] = -100
+    return np.asarray(t, np.int64)
+
+
+@pytest.mark.parametrize("shape,tshape", CLASS_SHAPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy_shapes_and_weights_match_torch(rng, check_torch, shape, tshape,
+                                                      reduction, weighted, smoothing):
+    x = (rng.standard_normal(shape) * 2).astype(np.float32)
+    t = _targets(rng, tshape, 5)
+    w = rng.uniform(0.2, 2.0, 5).astype(np.float32) if weighted else None
+    check_torch(*_cross_entropy_pair(reduction, smoothing, w), x, t)
+
+
+@pytest.mark.parametrize("shape,tshape", CLASS_SHAPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss_shapes_and_weights_match_torch(rng, check_torch, shape, tshape, reduction,
+                                                 weighted):
+    logp = np.log(rng.dirichlet(np.ones(5), int(np.prod(shape)) // 5)).astype(np.float32)
+    logp = np.moveaxis(logp.reshape(tshape + (5,)), -1, min(1, len(shape) - 1)).copy()
+    t = _targets(rng, tshape, 5)
+    w = rng.uniform(0.2, 2.0, 5).astype(np.float32) if weighted else None
+    check_torch(
+        lambda a, b: F.nll_loss(a, b, reduction=reduction,
+                                weight=None if w is None else om.tensor(w)),
+        lambda a, b: TF.nll_loss(a, b, reduction=reduction,
+                                 weight=None if w is None else torch.from_numpy(w)),
+        logp, t)
+
+
+@pytest.mark.parametrize("shape", [(5,), (6, 5), (3, 5, 4)])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_cross_entropy_probability_targets_match_torch(rng, check_torch, shape, reduction,
+                                                       weighted, smoothing):
+    x = (rng.standard_normal(shape) * 2).astype(np.float32)
+    p = np.moveaxis(rng.dirichlet(np.ones(5), int(np.prod(shape)) // 5).astype(np.float32)
+                    .reshape(shape[:1] + shape[2:] + (5,) if len(shape) > 1 else (5,)),
+                    -1, min(1, len(shape) - 1)).copy()
+    w = rng.uniform(0.2, 2.0, 5).astype(np.float32) if weighted else None
+    # The probabilities are differentiable too, as in PyTorch.
+    check_torch(*_cross_entropy_pair(reduction, smoothing, w), x, p)
+
+
+def test_weighted_and_soft_cross_entropy_by_finite_differences(rng, check_grad):
+    x = (rng.standard_normal((2, 3, 2)) * 2).astype(np.float32)
+    t = np.array([[2, 0], [-100, 1]], np.int64)
+    w = om.tensor(np.float32([0.5, 2.0, 1.5]))
+
+    def soft64(a, p):
+        z = a - a.max(1, keepdims=True)
+        logq = z - np.log(np.exp(z).sum(1, keepdims=True))
+        return -(logq * (p * 0.8 + 0.2 / 3)).sum(1).mean()
+
+    check_grad(lambda a: F.cross_entropy(a, t, weight=w, label_smoothing=0.1), x)
+    check_grad(lambda a: F.nll_loss(a, t, weight=w, reduction="sum"), x)
+    p = rng.dirichlet(np.ones(3), 4).reshape(2, 2, 3).transpose(0, 2, 1).astype(np.float32)
+    check_grad(lambda a, b: F.cross_entropy(a, b, label_smoothing=0.2), x, p.copy(),
+               ref64=soft64)
+
+
+def test_new_loss_forms_give_the_same_bits_everywhere(rng, check_exact):
+    x = (rng.standard_normal((4, 17, 6)) * 2).astype(np.float32)
+    t = rng.integers(0, 17, (4, 6))
+    w = om.tensor(rng.uniform(0.5, 2, 17).astype(np.float32))
+    check_exact(lambda a, b: F.cross_entropy(a, b, weight=w, label_smoothing=0.1), x, t)
+    p = rng.dirichlet(np.ones(17), 24).reshape(4, 6, 17).transpose(0, 2, 1).astype(np.float32)
+    check_exact(lambda a, b: F.cross_entropy(a, b, weight=w), x, p.copy(),
+                requires_grad=[True, False])
+
+
+def test_weighted_mean_with_every_row_ignored_is_nan():
+    x = om.tensor(np.zeros((2, 3), np.float32), requires_grad=True)
+    loss = F.nll_loss(x, [-100, -100], weight=om.ones(3))
+    assert np.isnan(loss.item())
+    assert F.cross_entropy(x, [-100, -100], reduction="none", weight=om.ones(3)).tolist() == \
+        [0.0, 0.0]

@@ -326,8 +326,9 @@ def test_method_spellings(rng):
      TypeError, ["where", "bool", "float64"]),
     (lambda: F.add(tensor(np.ones(2, np.float32)), "x"), TypeError, ["add", "str"]),
     (lambda: F.pow(tensor(np.ones(2, np.float32)), "2"), TypeError, ["pow", "str"]),
-    (lambda: F.exp(tensor(np.ones(2, np.int64))), TypeError, ["exp", "int64", "(2,)"]),
-    (lambda: F.sqrt(tensor(np.ones(2, np.int32))), TypeError, ["sqrt", "int32"]),
+    (lambda: F.softplus(tensor(np.ones(2, np.int64))), TypeError, ["softplus", "int64", "(2,)"]),
+    (lambda: F.gelu(tensor(np.ones(2, np.int32))), TypeError, ["gelu", "int32"]),
+    (lambda: F.silu(tensor(np.ones(2, bool))), TypeError, ["silu", "bool"]),
     (lambda: F.gelu(tensor(np.ones(2, np.float32)), approximate="erf"), ValueError,
      ["gelu", "erf"]),
     (lambda: F.clamp(tensor(np.ones(2, np.float32))), ValueError, ["clamp", "min", "max"]),
@@ -347,3 +348,173 @@ def test_no_grad_and_constants_record_nothing(rng):
         assert not F.exp(x).requires_grad and F.add(x, 1.0).grad_fn is None
     assert not F.mul(tensor(_sample(rng, (3,))), 2.0).requires_grad
     assert F.add(x, 1.0).grad_fn == "add" and F.tanh(x).grad_fn == "tanh"
+
+
+def _assert_same_bits_but_nan_payloads(actual, expected):
+    """Equal dtype, shape, NaN positions and every other bit (signed zeros included)."""
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    nan = np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(actual), nan)
+    assert actual[~nan].tobytes() == expected[~nan].tobytes()
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_div_rounding_modes_match_torch_bits(mode, special_values, rng):
+    # Every pair of special values (±0 and ±inf divisors included), then ordinary quotients
+    # near integers, whose floor is the delicate case; the gradient is 0, as PyTorch.
+    ordinary = (rng.standard_normal(200) * 10).astype(np.float32)
+    pairs = [(special_values.reshape(-1, 1), special_values.reshape(1, -1)),
+             (ordinary, np.round(ordinary / 3).astype(np.float32) + np.float32(0.5)),
+             (np.float32([6, -6, 0.3, -0.3, 1e38, -7]), np.float32([3, 3, 0.1, 0.1, 1e-3, 2]))]
+    for a, b in pairs:
+        ta, tb = tensor(a, requires_grad=True), tensor(b, requires_grad=True)
+        out = F.div(ta, tb, rounding_mode=mode)
+        want = torch.div(torch.from_numpy(a), torch.from_numpy(b), rounding_mode=mode)
+        _assert_same_bits_but_nan_payloads(out.detach().numpy(), want.numpy())
+        out.sum().backward()
+        assert not ta.grad.numpy().any() and not tb.grad.numpy().any()
+        assert ta.grad.shape == a.shape and tb.grad.shape == b.shape
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_div_rounding_modes_on_integers(mode, dtype, check_torch):
+    a = np.array([[7, -7, 7, -7, 0, 6, -6, 1]], dtype)
+    b = np.array([[2], [-3], [1]], dtype)
+    check_torch(lambda x, y: F.div(x, y, rounding_mode=mode),
+                lambda x, y: torch.div(x, y, rounding_mode=mode), a, b)
+    assert F.div(tensor(a), tensor(b), rounding_mode=mode).dtype == dtype
+    # A float scalar promotes to float32, as torch.div(int_tensor, 2.5, rounding_mode=...).
+    check_torch(lambda x: F.div(x, 2.5, rounding_mode=mode),
+                lambda x: torch.div(x, 2.5, rounding_mode=mode), a)
+    with pytest.raises(ZeroDivisionError, match=r"div: integer division by zero.*\(1, 8\)"):
+        F.div(tensor(a), tensor(np.zeros(8, dtype)), rounding_mode=mode)
+
+
+def test_div_methods_and_floordiv_operator(rng):
+    a = _sample(rng, (4, 3))
+    b = _sample(rng, (3,), "positive")
+    ta, tb = tensor(a), tensor(b)
+    for mode in (None, "trunc", "floor"):
+        want = torch.div(torch.from_numpy(a), torch.from_numpy(b), rounding_mode=mode)
+        assert ta.div(tb, rounding_mode=mode).numpy().tobytes() == want.numpy().tobytes()
+    assert (ta // tb).numpy().tobytes() == (torch.from_numpy(a) // torch.from_numpy(b)
+                                            ).numpy().tobytes()
+    assert (7 // tensor(np.array([2, -2]))).tolist() == [3, -4]
+    with pytest.raises(ValueError, match="div: rounding_mode.*'round'"):
+        F.div(ta, tb, rounding_mode="round")
+    with pytest.raises(TypeError, match="div: rounding_mode='floor'.*bool"):
+        F.div(tensor(np.ones(2, bool)), tensor(np.ones(2, bool)), rounding_mode="floor")
+
+
+TWO_SIDED = [(F.maximum, torch.maximum, np.maximum), (F.minimum, torch.minimum, np.minimum)]
+
+
+@pytest.mark.parametrize("op,top,ref", TWO_SIDED)
+@pytest.mark.parametrize("shapes", BROADCASTS)
+def test_maximum_minimum_match_torch(op, top, ref, shapes, rng, check_torch, check_grad,
+                                     check_exact):
+    a, b = _sample(rng, shapes[0]), _sample(rng, shapes[1])
+    check_torch(op, top, a, b)
+    check_exact(op, a, b)
+    if a.size and b.size and a.size * b.size < 300:
+        check_grad(op, a, b, ref64=ref)
+
+
+@pytest.mark.parametrize("op,top,ref", TWO_SIDED)
+def test_maximum_minimum_ties_nan_and_signed_zeros_as_torch(op, top, ref, special_values,
+                                                             check_torch):
+    # A tie gives each side half the gradient; a NaN on either side gives NaN and the whole
+    # gradient to both sides; -0 against +0 keeps the first operand.
+    a = special_values.reshape(-1, 1)
+    b = special_values.reshape(1, -1)
+    check_torch(op, top, a, b)
+    _assert_same_bits_but_nan_payloads(op(tensor(a), tensor(b)).numpy(),
+                                       top(torch.from_numpy(a), torch.from_numpy(b)).numpy())
+    check_torch(op, top, np.float32([1.0, 2.0, np.nan, 3.0, np.nan]),
+                np.float32([1.0, 3.0, 1.0, np.nan, np.nan]))
+
+
+def test_maximum_minimum_promote_as_torch(check_torch):
+    i = np.array([1, 5, -2], np.int64)
+    f = np.array([1.5, 0.5, -2.0], np.float32)
+    for op, top, _ in TWO_SIDED:
+        check_torch(op, top, i, f)
+        check_torch(op, top, i, np.array([2, 2, 2], np.int32))
+        assert op(tensor(i), tensor(np.array([2, 2, 2], np.int32))).dtype == np.int64
+    assert tensor(f).maximum(tensor(i)).dtype == np.float32
+    with pytest.raises(ValueError, match=r"maximum: shapes \(3,\) and \(2,\)"):
+        F.maximum(tensor(f), tensor(np.ones(2, np.float32)))
+
+
+# PyTorch's clamp backward refuses an input narrower than the bounds: ours broadcasts it, as
+# the forward does, and its gradient is checked against finite differences.
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4), (3, 4)), ((3, 4), (4,), (3, 1)),
+                                    ((2, 4), (2, 1), ()), ((2, 3), (), (3,))])
+def test_clamp_tensor_bounds_match_torch(shapes, rng, check_torch, check_grad, check_exact):
+    x, lo = _sample(rng, shapes[0]), _sample(rng, shapes[1]) - np.float32(0.5)
+    hi = _sample(rng, shapes[2]) + np.float32(0.5)
+    check_torch(F.clamp, torch.clamp, x, lo, hi)
+    check_torch(lambda t, m: F.clamp(t, min=m), lambda t, m: torch.clamp(t, min=m), x, lo)
+    check_torch(lambda t, m: F.clamp(t, max=m), lambda t, m: torch.clamp(t, max=m), x, hi)
+    check_torch(F.clamp_min, torch.clamp_min, x, lo)
+    check_torch(F.clamp_max, torch.clamp_max, x, hi)
+    check_exact(F.clamp, x, lo, hi)
+    check_grad(F.clamp, x, lo, hi, ref64=lambda a, b, c: np.minimum(np.maximum(a, b), c))
+    check_grad(F.clamp, x[:1], lo, hi, ref64=lambda a, b, c: np.minimum(np.maximum(a, b), c))
+
+
+def test_clamp_tensor_bounds_at_edges_as_torch(check_torch):
+    # Ties, crossed bounds (min > max: the result is max, and max takes the gradient), NaN in
+    # the input or in either bound.
+    nan = np.nan
+    x = np.float32([0, 1, 2, 3, nan, 1, 2, 5, 2])
+    lo = np.float32([1, 1, nan, 1, 1, 3, 2, 4, 2])
+    hi = np.float32([2, 2, 3, nan, 2, 2, 2, 4, 1])
+    check_torch(F.clamp, torch.clamp, x, lo, hi)
+    check_torch(F.clamp_min, torch.clamp_min, x, lo)
+    check_torch(F.clamp_max, torch.clamp_max, x, hi)
+    check_torch(lambda t: F.clamp(t, 2.5, 1.0), lambda t: torch.clamp(t, 2.5, 1.0), x)
+
+
+def test_clamp_tensor_bounds_dtypes_and_methods(check_torch):
+    i = np.array([1, 5, 9], np.int64)
+    check_torch(F.clamp, torch.clamp, i, np.float32([2.5, 2.5, 2.5]))
+    check_torch(F.clamp, torch.clamp, i, np.array([2, 2, 2], np.int64), np.array([4], np.int64))
+    assert F.clamp(tensor(i), tensor(np.array([2])), tensor(np.array([4]))).dtype == np.int64
+    t = tensor(np.float32([0.5, 3.0]))
+    assert t.clamp_min(1.0).tolist() == [1.0, 3.0] and t.clamp_max(1.0).tolist() == [0.5, 1.0]
+    assert t.clamp(tensor(np.float32([1.0, 1.0])), 2.0).tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match=r"clamp: input \(2,\), min \(3,\) cannot be broadcast"):
+        F.clamp(t, tensor(np.zeros(3, np.float32)))
+    with pytest.raises(TypeError, match="clamp: max must be a number or a tensor, got list"):
+        F.clamp(t, 0.0, [1.0])
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "sigmoid", "erf"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
+def test_integer_and_bool_inputs_promote_to_float32_as_torch(name, dtype, check_torch):
+    x = np.array([[0, 1, 2], [3, 7, 40]]).astype(dtype)
+    ours, theirs = UNARY[name][:2]
+    check_torch(ours, theirs, x)
+    out = ours(tensor(x))
+    assert out.dtype == np.float32 and not out.requires_grad
+    np.testing.assert_array_equal(getattr(tensor(x), name)().numpy(), out.numpy())
+    # The same bits as the float32 input itself: the promotion is the only difference.
+    assert out.numpy().tobytes() == ours(tensor(x.astype(np.float32))).numpy().tobytes()
+
+
+@pytest.mark.parametrize("op,top", [(F.add, torch.add), (F.sub, torch.sub)])
+def test_add_sub_alpha_match_torch(op, top, rng, check_torch, check_grad):
+    a, b = _sample(rng, (3, 4)), _sample(rng, (4,))
+    check_torch(lambda x, y: op(x, y, alpha=2.5), lambda x, y: top(x, y, alpha=2.5), a, b)
+    check_torch(lambda x: op(x, 3, alpha=-2), lambda x: top(x, 3, alpha=-2), a)
+    i = np.array([1, 2, 3], np.int64)
+    check_torch(lambda x, y: op(x, y, alpha=3), lambda x, y: top(x, y, alpha=3), i, i)
+    sign = 1 if op is F.add else -1
+    check_grad(lambda x, y: op(x, y, alpha=0.5), a, b, ref64=lambda x, y: x + sign * 0.5 * y)
+    ta, tb = tensor(a), tensor(b)
+    assert getattr(ta, op.__name__)(tb, alpha=2.5).numpy().tobytes() == op(
+        ta, tb, alpha=2.5).numpy().tobytes()
+    # alpha = 1 is the plain op, bit for bit.
+    assert op(ta, tb, alpha=1).numpy().tobytes() == op(ta, tb).numpy().tobytes()

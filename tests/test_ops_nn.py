@@ -152,3 +152,19 @@ def test_errors_name_the_op(call, error, words):
         call(x)
     for word in words:
         assert word in str(info.value)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_dtype_converts_the_input_first(log, rng, check_torch):
+    ours, theirs = (F.log_softmax, torch.log_softmax) if log else (F.softmax, torch.softmax)
+    ints = rng.integers(-3, 4, (3, 5))
+    check_torch(lambda t: ours(t, 1, dtype=np.float32),
+                lambda t: theirs(t, 1, dtype=torch.float32), ints)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    check_torch(lambda t: ours(t, 0, torch.float32), lambda t: theirs(t, 0, torch.float32), x)
+    np.testing.assert_array_equal(tensor(ints).softmax(1, "float32").numpy(),
+                                  F.softmax(tensor(ints.astype(np.float32)), 1).numpy())
+    with pytest.raises(TypeError, match=r"softmax: dtype must be float32 .* \(3, 5\)"):
+        ours(tensor(ints), 1, dtype=np.float64)
+    with pytest.raises(TypeError, match="must be float32, got int64"):
+        ours(tensor(ints), 1)

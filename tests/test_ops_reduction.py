@@ -159,3 +159,28 @@ def test_errors_name_the_op(call, error, words):
         call(x)
     for word in words:
         assert word in str(info.value)
+
+
+def test_min_whole_and_along_dim_match_torch(rng, check_torch, check_exact):
+    x = np.array([[1.0, -3.0, 2.0], [-3.0, 0.5, -3.0]], np.float32)
+    check_torch(F.min, torch.amin, x)  # ties share the gradient
+    nan = np.array([[2.0, 1.0, 1.0], [0.0, np.nan, -5.0]], np.float32)
+    check_torch(lambda t: F.min(t, 1), lambda t: torch.min(t, 1), nan)
+    y = rng.permutation(24).astype(np.float32).reshape(2, 3, 4)
+    for dim, keepdim in ((0, False), (-1, True), (1, False)):
+        check_torch(lambda t: F.min(t, dim, keepdim), lambda t: torch.min(t, dim, keepdim), y)
+    check_exact(lambda t: F.min(t, 1), y)
+    out = tensor(y).min(2)
+    assert type(out).__name__ == "min" and out.indices.dtype == np.int64
+    with pytest.raises(ValueError, match=r"min: input of shape \(0,\) is empty"):
+        F.min(tensor(np.zeros(0, np.float32)))
+
+
+def test_max_and_min_of_two_tensors_are_elementwise(rng, check_torch):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((4,)).astype(np.float32)
+    check_torch(F.max, torch.max, a, b)
+    check_torch(F.min, torch.min, a, b)
+    ta, tb = tensor(a), tensor(b)
+    np.testing.assert_array_equal(ta.max(tb).numpy(), np.maximum(a, b))
+    np.testing.assert_array_equal(ta.min(tb).numpy(), np.minimum(a, b))

@@ -247,3 +247,49 @@ def test_grad_flows_through_chain(rng):
     expected = np.zeros((6, 4), np.float32)
     expected[:, 2:4] = 1.0  # rows 2, 3 of the transpose (the padding is along the other axis)
     np.testing.assert_array_equal(x.grad.numpy(), expected.reshape(2, 3, 4))
+
+
+PAD_CASES = [((3, 4), (1, 2)), ((2, 3, 4), (3, 0)), ((2, 3, 4), (-1, 2)), ((2, 3, 4), (1, 2, 2, 1)),
+             ((1, 2, 3, 4), (0, 3, 2, -1)), ((2, 2, 3, 4), (1, 1, 2, 0, 1, 1)),
+             ((1, 2, 2, 3, 4), (2, 1, 1, 2, 1, 0)), ((2, 1, 1), (0, 0))]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape,amounts", PAD_CASES)
+def test_pad_modes_match_torch(mode, shape, amounts, rng, check_torch, check_exact):
+    if mode == "reflect" and any(a >= s for a, s in zip(amounts, np.repeat(shape[::-1], 2))):
+        pytest.skip("reflect needs padding smaller than the dim")
+    x = _rand(rng, shape)
+    check_torch(lambda t: F.pad(t, amounts, mode), lambda t: torch.nn.functional.pad(
+        t, amounts, mode), x)
+    check_exact(lambda t: F.pad(t, amounts, mode=mode), x)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes_against_finite_differences(mode, rng, check_grad):
+    # Padding wider than half the dim: several outputs read one source, their gradients add.
+    check_grad(lambda t: F.pad(t, (2, 2, 1, 2), mode), _rand(rng, (1, 3, 3)),
+               ref64=lambda a: np.pad(a, ((0, 0), (1, 2), (2, 2)),
+                                      {"replicate": "edge", "circular": "wrap"}.get(mode, mode)))
+
+
+def test_pad_modes_keep_integers_and_constant_mode_as_before():
+    x = tensor(np.arange(6).reshape(2, 3))
+    assert F.pad(x, (2, 1), "reflect").tolist() == [[2, 1, 0, 1, 2, 1], [5, 4, 3, 4, 5, 4]]
+    y = tensor(np.ones((2, 2), np.float32))
+    assert F.pad(y, (1, 0), "constant", 2.5).tolist() == [[2.5, 1, 1], [2.5, 1, 1]]
+    assert F.pad(y, (1, 0), value=2.5).tolist() == F.pad(y, (1, 0), "constant", 2.5).tolist()
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda x: F.pad(x, (1, 1), "zeros"), "pad: mode must be one of constant, reflect"),
+    (lambda x: F.pad(x, (1, 1), "reflect", 0.0), "pad: mode 'reflect' takes no value"),
+    (lambda x: F.pad(x, (3, 0), "reflect"), r"padding \(3, 0\) of dim 1 \(size 3\)"),
+    (lambda x: F.pad(x, (4, 0), "circular"), r"padding \(4, 0\) of dim 1 .* 'circular'"),
+    (lambda x: F.pad(x, (1, 1, 1, 1), "replicate"), r"last 1 to 3 dims .* shape \(2, 3\)"),
+    (lambda x: F.pad(x[0], (1, 1), "replicate"), r"shape \(3,\)"),
+])
+def test_pad_mode_errors(call, message):
+    x = tensor(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match=message):
+        call(x)

@@ -22,6 +22,18 @@ def _states(h, name):
     return list(h) if name == "LSTM" else [h]
 
 
+def _outputs_then_backward(outs, touts, rng, assert_close):
+    """Compares every output, then back-propagates one random weighting of all of them."""
+    loss, tloss = 0, 0
+    for k, (o, ot) in enumerate(zip(outs, touts)):
+        assert_close(o.detach().numpy(), ot.detach().numpy(), 1e-5, f"output {k}")
+        r = rng.standard_normal(o.shape).astype(np.float32)
+        loss = loss + (o * om.tensor(r)).sum()
+        tloss = tloss + (ot * torch.from_numpy(r)).sum()
+    loss.backward()
+    tloss.backward()
+
+
 @pytest.mark.parametrize("cls,name", CELLS)
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("batch_first", [False, True])
@@ -38,16 +50,7 @@ def test_matches_torch(cls, name, bidirectional, batch_first, rng, assert_close)
     it = [torch.from_numpy(a).requires_grad_() for a in init]
     y, h = m(xo, tuple(io) if name == "LSTM" else io[0])
     yt, ht = t(xt, tuple(it) if name == "LSTM" else it[0])
-    outs, touts = [y] + _states(h, name), [yt] + _states(ht, name)
-    loss = 0
-    tloss = 0
-    for k, (o, ot) in enumerate(zip(outs, touts)):
-        assert_close(o.detach().numpy(), ot.detach().numpy(), 1e-5, f"output {k}")
-        r = rng.standard_normal(o.shape).astype(np.float32)
-        loss = loss + (o * om.tensor(r)).sum()
-        tloss = tloss + (ot * torch.from_numpy(r)).sum()
-    loss.backward()
-    tloss.backward()
+    _outputs_then_backward([y] + _states(h, name), [yt] + _states(ht, name), rng, assert_close)
     assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-5, "grad x")
     for a, b in zip(io, it):
         assert_close(a.grad.numpy(), b.grad.numpy(), 1e-5, "grad h0")
@@ -277,3 +280,37 @@ def test_kernel_names_a_missing_array_before_running(cell):
     assert not arrays["h_n"].any() and not arrays["gates"].any()
     with pytest.raises(ValueError, match=f"{cell}_backward: missing array 'y'"):
         _rnn.backward(cell, [dict(arrays, reverse=True)], lengths, 1)
+
+
+@pytest.mark.parametrize("cls,name", CELLS)
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("given_state", [False, True])
+def test_unbatched_input_matches_torch(cls, name, bidirectional, given_state, rng,
+                                       assert_close):
+    # batch_first=True must be ignored for a 2-D input, as in PyTorch.
+    m = cls(3, 5, num_layers=2, bidirectional=bidirectional, batch_first=True, seed=7)
+    t = _torch_twin(m, name)
+    d = 2 if bidirectional else 1
+    x = rng.standard_normal((6, 3)).astype(np.float32)
+    init = [rng.standard_normal((2 * d, 5)).astype(np.float32)
+            for _ in range(2 if name == "LSTM" else 1)] if given_state else []
+    xo, xt = om.tensor(x, requires_grad=True), torch.from_numpy(x).requires_grad_()
+    io = [om.tensor(a, requires_grad=True) for a in init]
+    it = [torch.from_numpy(a).requires_grad_() for a in init]
+    state = (tuple(io) if name == "LSTM" else io[0]) if init else None
+    tstate = (tuple(it) if name == "LSTM" else it[0]) if init else None
+    y, h = m(xo, state)
+    yt, ht = t(xt, tstate)
+    assert y.shape == (6, 5 * d) and _states(h, name)[0].shape == (2 * d, 5)
+    _outputs_then_backward([y] + _states(h, name), [yt] + _states(ht, name), rng, assert_close)
+    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-5, "grad x")
+    for a, b in zip(io, it):
+        assert_close(a.grad.numpy(), b.grad.numpy(), 1e-5, "grad h0")
+
+
+def test_unbatched_state_must_be_2d():
+    m = nn.GRU(2, 3)
+    with pytest.raises(ValueError, match=r"h0 has shape \(1, 1, 3\).*unbatched"):
+        m(om.tensor(np.zeros((4, 2), np.float32)), om.tensor(np.zeros((1, 1, 3), np.float32)))
+    with pytest.raises(ValueError, match="unbatched"):
+        m(om.tensor(np.zeros((4,), np.float32)))

@@ -1,7 +1,8 @@
 """Differentiable tensor ops (engine.md section 2), PyTorch's names and argument conventions."""
-from .elementwise import (abs, add, clamp, div, elu, erf, exp, gelu, leaky_relu, log, mul, neg,
-                          pow, relu, sigmoid, silu, softplus, sqrt, sub, tanh, where)
-from .reduction import max, mean, sum
+from .elementwise import (abs, add, clamp, clamp_max, clamp_min, div, elu, erf, exp, gelu,
+                          leaky_relu, log, maximum, minimum, mul, neg, pow, relu, sigmoid, silu,
+                          softplus, sqrt, sub, tanh, where)
+from .reduction import max, mean, min, sum
 from .linalg import linear, matmul
 from .shape import (cat, clone, flatten, gather, index, pad, permute, reshape, squeeze, stack,
                     transpose, unsqueeze)
@@ -14,10 +15,11 @@ from .loss import (binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse
 
 __all__ = [
     "abs", "adaptive_avg_pool2d", "add", "avg_pool2d", "batch_norm",
-    "binary_cross_entropy_with_logits", "cat", "clamp", "clone", "conv2d", "cross_entropy",
-    "ctc_loss", "div", "dropout", "elu", "embedding", "erf", "exp", "flatten", "gather", "gelu",
-    "index", "l1_loss", "layer_norm", "leaky_relu", "linear", "log", "log_softmax", "matmul",
-    "max", "max_pool2d", "mean", "mse_loss", "mul", "neg", "nll_loss", "normalize", "one_hot",
-    "pad", "permute", "pow", "relu", "reshape", "sigmoid", "silu", "softmax", "softplus", "sqrt",
-    "squeeze", "stack", "sub", "sum", "tanh", "transpose", "unsqueeze", "where",
+    "binary_cross_entropy_with_logits", "cat", "clamp", "clamp_max", "clamp_min", "clone",
+    "conv2d", "cross_entropy", "ctc_loss", "div", "dropout", "elu", "embedding", "erf", "exp",
+    "flatten", "gather", "gelu", "index", "l1_loss", "layer_norm", "leaky_relu", "linear",
+    "log", "log_softmax", "matmul", "max", "max_pool2d", "maximum", "mean", "min", "minimum",
+    "mse_loss", "mul", "neg", "nll_loss", "normalize", "one_hot", "pad", "permute", "pow",
+    "relu", "reshape", "sigmoid", "silu", "softmax", "softplus", "sqrt", "squeeze", "stack",
+    "sub", "sum", "tanh", "transpose", "unsqueeze", "where",
 ]

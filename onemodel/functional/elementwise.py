@@ -66,7 +66,10 @@ def _grads(g_a: Any, g_b: Any, a: Tensor, b: Tensor) -> tuple:
 
 
 @quiet
-def add(input: Any, other: Any) -> Tensor:
+def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    """input + alpha·other (alpha·other rounded first, then the sum)."""
+    if alpha != 1:
+        return add(input, mul(other, alpha))
     a, b = _operands(input, other, "add")
     try:
         out = a._data + b._data
@@ -76,7 +79,10 @@ def add(input: Any, other: Any) -> Tensor:
 
 
 @quiet
-def sub(input: Any, other: Any) -> Tensor:
+def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    """input − alpha·other (alpha·other rounded first, then the difference)."""
+    if alpha != 1:
+        return sub(input, mul(other, alpha))
     a, b = _operands(input, other, "sub")
     try:
         out = a._data - b._data
@@ -96,9 +102,19 @@ def mul(input: Any, other: Any) -> Tensor:
                   lambda g: _grads(lambda: g * b._data, lambda: g * a._data, a, b), (a, b))
 
 
+_ROUNDING_MODES = (None, "trunc", "floor")
+
+
 @quiet
-def div(input: Any, other: Any) -> Tensor:
-    """True division; integer operands give float32, as in PyTorch."""
+def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tensor:
+    """True division (integer operands give float32), or with rounding_mode "trunc" or
+    "floor" the quotient rounded toward zero or down, in the operands' promoted dtype, as
+    PyTorch: a rounded quotient has gradient 0, and integer division by zero raises."""
+    if rounding_mode not in _ROUNDING_MODES:
+        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
+                         f"{rounding_mode!r}")
+    if rounding_mode is not None:
+        return _rounded_div(input, other, rounding_mode)
     a, b = _operands(input, other, "div", floating=True)
     try:
         out = a._data / b._data
@@ -107,6 +123,47 @@ def div(input: Any, other: Any) -> Tensor:
     return record("div", out, (a, b),
                   lambda g: _grads(lambda: g / b._data,
                                    lambda: -g * a._data / (b._data * b._data), a, b), (a, b))
+
+
+def _rounded_div(input: Any, other: Any, mode: str) -> Tensor:
+    a, b = _operands(input, other, "div")
+    x, y = a._data, b._data
+    if x.dtype == np.bool_ or y.dtype == np.bool_:
+        raise TypeError(f"div: rounding_mode={mode!r} is not defined for bool tensors (shapes "
+                        f"{a.shape} and {b.shape})")
+    try:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        raise _broadcast_error("div", a, b) from None
+    if x.dtype.kind in "iu":
+        if (y == 0).any():
+            raise ZeroDivisionError(f"div: integer division by zero (rounding_mode={mode!r}, "
+                                    f"shapes {a.shape} and {b.shape})")
+        out = x // y  # numpy's integer // is floor division
+        if mode == "trunc":
+            inexact = (x - out * y) != 0
+            out = out + (inexact & ((x < 0) != (y < 0)))
+        return Tensor._wrap(np.asarray(out, x.dtype))
+    if mode == "trunc":
+        out = np.trunc(x / y)
+    else:
+        out = _floor_divide(x, y)
+    zero = np.zeros(shape, float32)
+    return record("div", np.asarray(out, float32), (a, b),
+                  lambda g: _grads(lambda: zero, lambda: zero, a, b))
+
+
+def _floor_divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """PyTorch's float floor division (c10 div_floor_floating), every step an exact or one
+    correctly rounded float32 operation: from the exact remainder fmod(x, y), (x - mod) / y
+    is near an integer, rounded to the nearest; y = 0 gives the IEEE quotient x / y."""
+    mod = np.fmod(x, y)
+    div = (x - mod) / y
+    div = div - ((mod != 0) & ((y < 0) != (mod < 0))).astype(float32)
+    floor = np.floor(div)
+    floor = floor + (div - floor > _HALF).astype(float32)
+    out = np.where(div != 0, floor, np.copysign(np.float32(0), x / y))
+    return np.where(y == 0, x / y, out)
 
 
 def neg(input: Tensor) -> Tensor:
@@ -257,22 +314,26 @@ def abs(input: Tensor) -> Tensor:
                   lambda g: (np.where(a > 0, g, np.where(a < 0, -g, np.float32(0))),), (x,))
 
 
-def _float_input(input: Any, op: str) -> Tensor:
+def _float_input(input: Any, op: str, promote: bool = False) -> Tensor:
+    """input as a float32 tensor; with `promote`, integers and bools become float32 (PyTorch
+    computes sqrt, exp, log, tanh, sigmoid and erf of them so), otherwise they are refused."""
     x = as_tensor(input, op)
+    if promote and x._data.dtype.kind in "biu":
+        return _cast(x, float32)
     require_float(x, op)
     return x
 
 
 @quiet
 def sqrt(input: Tensor) -> Tensor:
-    x = _float_input(input, "sqrt")
+    x = _float_input(input, "sqrt", promote=True)
     out = np.sqrt(x._data)
     return record("sqrt", out, (x,), lambda g: (g / (out + out),))
 
 
-def _transcendental(op: str, input: Any, kernel: str) -> Tensor:
+def _transcendental(op: str, input: Any, kernel: str, promote: bool = False) -> Tensor:
     """An op of _vmath: forward and backward by the exact kernels."""
-    x = _float_input(input, op)
+    x = _float_input(input, op, promote)
     out = _vm(kernel, x._data)
     saved = out if _SAVES_OUTPUT[kernel] else x._data
 
@@ -285,23 +346,23 @@ def _transcendental(op: str, input: Any, kernel: str) -> Tensor:
 
 
 def exp(input: Tensor) -> Tensor:
-    return _transcendental("exp", input, "exp")
+    return _transcendental("exp", input, "exp", promote=True)
 
 
 def log(input: Tensor) -> Tensor:
-    return _transcendental("log", input, "log")
+    return _transcendental("log", input, "log", promote=True)
 
 
 def tanh(input: Tensor) -> Tensor:
-    return _transcendental("tanh", input, "tanh")
+    return _transcendental("tanh", input, "tanh", promote=True)
 
 
 def sigmoid(input: Tensor) -> Tensor:
-    return _transcendental("sigmoid", input, "sigmoid")
+    return _transcendental("sigmoid", input, "sigmoid", promote=True)
 
 
 def erf(input: Tensor) -> Tensor:
-    return _transcendental("erf", input, "erf")
+    return _transcendental("erf", input, "erf", promote=True)
 
 
 @quiet
@@ -343,29 +404,97 @@ def relu(input: Tensor) -> Tensor:
     return Tensor._wrap(np.maximum(x._data, 0))
 
 
-def clamp(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor:
-    """min(max(x, min), max); the gradient passes where min <= x <= max, as PyTorch."""
+Bound = Union[Number, Tensor, None]
+
+
+def clamp(input: Tensor, min: Bound = None, max: Bound = None) -> Tensor:
+    """min(max(x, min), max), the bounds numbers or tensors broadcast with x (NaN anywhere
+    gives NaN). Gradients as PyTorch's: x's passes where min <= x <= max; min's where
+    x < min < max; max's where x > max or max < min (then max is the result)."""
     x = as_tensor(input, "clamp")
     if min is None and max is None:
         raise ValueError(f"clamp: at least one of min and max must be given (shape {x.shape})")
     for name, bound in (("min", min), ("max", max)):
-        if bound is not None and (isinstance(bound, bool) or not isinstance(
-                bound, (int, float, np.integer, np.floating))):
-            raise TypeError(f"clamp: {name} must be a number, got {type(bound).__name__}")
-    if isinstance(min, float) or isinstance(max, float):
-        x = _cast(x, float32)
+        if bound is not None and (isinstance(bound, (bool, np.bool_)) or not isinstance(
+                bound, (Tensor, int, float, np.integer, np.floating))):
+            raise TypeError(f"clamp: {name} must be a number or a tensor, got "
+                            f"{type(bound).__name__}")
+    dtype = x._data.dtype
+    for bound in (min, max):
+        if isinstance(bound, (float, np.floating)) or (
+                isinstance(bound, Tensor) and bound._data.dtype == float32):
+            dtype = float32
+        elif isinstance(bound, Tensor) and dtype != float32:
+            dtype = np.result_type(dtype, bound._data.dtype)
+    x = _cast(x, dtype)
+    lo = None if min is None else _cast(as_tensor(min, "clamp", x), dtype)
+    hi = None if max is None else _cast(as_tensor(max, "clamp", x), dtype)
     a = x._data
-    out = a
+    try:
+        out = a if lo is None else np.maximum(a, lo._data)
+        out = out if hi is None else np.minimum(out, hi._data)
+    except ValueError:
+        shapes = ", ".join(f"{n} {t.shape}" for n, t in (("min", lo), ("max", hi))
+                           if t is not None)
+        raise ValueError(f"clamp: input {x.shape}, {shapes} cannot be broadcast "
+                         "together") from None
     keep = None
-    if min is not None:
-        lo = np.asarray(min, a.dtype)
-        out = np.maximum(out, lo)
-        keep = a >= lo
-    if max is not None:
-        hi = np.asarray(max, a.dtype)
-        out = np.minimum(out, hi)
-        keep = a <= hi if keep is None else keep & (a <= hi)
-    return record("clamp", out, (x,), lambda g: (np.where(keep, g, 0),), (x,))
+    if lo is not None:
+        keep = a >= lo._data
+    if hi is not None:
+        keep = a <= hi._data if keep is None else keep & (a <= hi._data)
+    bounds = tuple(t for t in (lo, hi) if t is not None)
+
+    def backward(g: np.ndarray) -> tuple:
+        grads = [sum_to_shape(np.where(keep, g, 0), a.shape) if x._requires_grad else None]
+        if lo is not None:
+            wins = a < lo._data if hi is None else (a < lo._data) & (lo._data < hi._data)
+            grads.append(sum_to_shape(np.where(wins, g, 0), lo.shape)
+                         if lo._requires_grad else None)
+        if hi is not None:
+            wins = a > hi._data if lo is None else (a > hi._data) | (hi._data < lo._data)
+            grads.append(sum_to_shape(np.where(wins, g, 0), hi.shape)
+                         if hi._requires_grad else None)
+        return tuple(grads)
+
+    return record("clamp", out, (x,) + bounds, backward, (x,) + bounds)
+
+
+def clamp_min(input: Tensor, min: Union[Number, Tensor]) -> Tensor:
+    return clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max: Union[Number, Tensor]) -> Tensor:
+    return clamp(input, max=max)
+
+
+def _extremum(op: str, input: Any, other: Any, pick: np.ufunc, loses: np.ufunc) -> Tensor:
+    """The elementwise larger (or smaller) of two broadcast operands, NaN if either is NaN.
+    The gradient is PyTorch's: g to the one that wins, g/2 to each on a tie, and g to both
+    where a NaN makes neither win."""
+    a, b = _operands(input, other, op)
+    try:
+        out = pick(a._data, b._data)
+    except ValueError:
+        raise _broadcast_error(op, a, b) from None
+
+    def backward(g: np.ndarray) -> tuple:
+        x, y = a._data, b._data
+        share = np.where(x == y, g * _HALF, g)
+        return _grads(lambda: np.where(loses(x, y), 0, share),
+                      lambda: np.where(loses(y, x), 0, share), a, b)
+
+    return record(op, out, (a, b), backward, (a, b))
+
+
+@quiet
+def maximum(input: Any, other: Any) -> Tensor:
+    return _extremum("maximum", input, other, np.maximum, np.less)
+
+
+@quiet
+def minimum(input: Any, other: Any) -> Tensor:
+    return _extremum("minimum", input, other, np.minimum, np.greater)
 
 
 def where(condition: Any, input: Any, other: Any) -> Tensor:

@@ -6,7 +6,8 @@ their gradients come from the ops' own backward passes.
 """
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Optional
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from ._core import as_tensor, record, require_float
 from .elementwise import mul, relu, softplus, sub
 from .nn import log_softmax
 from .reduction import mean, sum
+from .shape import permute, reshape
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -33,39 +35,82 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
-def _class_targets(op: str, input: Tensor, target: Any, ignore_index: int) -> np.ndarray:
-    """Validates (N, C) input and (N,) integer targets in [0, C) or equal to ignore_index."""
+def _rows(op: str, input: Tensor) -> tuple:
+    """input (C,), (N, C) or (N, C, d1, ...) as rows (M, C), and the shape of one value per
+    row: (), (N,) or (N, d1, ...), the shape of class-index targets and of reduction="none"."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
     require_float(input, op)
-    if input.ndim != 2:
-        raise ValueError(f"{op}: input must have shape (N, C), got {input.shape}")
+    if input.ndim == 0:
+        raise ValueError(f"{op}: input must have shape (C,), (N, C) or (N, C, d1, ...), "
+                         f"got {input.shape}")
+    c = input.shape[1] if input.ndim > 1 else input.shape[0]
+    if input.ndim == 1:
+        return reshape(input, (1, c)), ()
+    if input.ndim == 2:
+        return input, input.shape[:1]
+    batch = (input.shape[0],) + input.shape[2:]
+    last = permute(input, (0,) + tuple(range(2, input.ndim)) + (1,))
+    return reshape(last, (math.prod(batch), c)), batch
+
+
+def _class_targets(op: str, input: Tensor, batch: tuple, target: Any,
+                   ignore_index: int) -> np.ndarray:
+    """Integer targets of shape `batch`, in [0, C) or equal to ignore_index, as (M,) int64."""
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
+        raise TypeError(f"{op}: ignore_index must be an integer, got "
+                        f"{type(ignore_index).__name__} (PyTorch's third positional argument "
+                        "is weight: pass it as weight=)")
     t = target._data if isinstance(target, Tensor) else np.asarray(target)
     if t.dtype.kind not in "iu":
-        raise TypeError(f"{op}: target must hold integer class indices, got {t.dtype}")
-    if t.shape != input.shape[:1]:
+        raise TypeError(f"{op}: target must hold integer class indices, got {t.dtype} "
+                        f"(shape {t.shape}, input {input.shape})")
+    if t.shape != batch:
         raise ValueError(f"{op}: target of shape {t.shape} does not match input of shape "
-                         f"{input.shape}: expected ({input.shape[0]},)")
+                         f"{input.shape}: expected {batch}")
+    c = input.shape[1] if input.ndim > 1 else input.shape[0]
     counted = t != ignore_index
-    bad = counted & ((t < 0) | (t >= input.shape[1]))
+    bad = counted & ((t < 0) | (t >= c))
     if bad.any():
-        raise ValueError(f"{op}: target {int(t[bad][0])} out of range for {input.shape[1]} "
-                         f"classes (ignore_index={ignore_index})")
-    return t.astype(np.int64, copy=False)
+        raise ValueError(f"{op}: target {int(t[bad].flat[0])} out of range for {c} classes "
+                         f"(ignore_index={ignore_index})")
+    return t.reshape(-1).astype(np.int64, copy=False)
 
 
-def _nll(log_probs: Tensor, target: np.ndarray, ignore_index: int, reduction: str) -> Tensor:
+def _class_weight(op: str, weight: Any, classes: int) -> Optional[np.ndarray]:
+    """weight (C,) as float32 data: a constant, as PyTorch's nll_loss gives it no gradient."""
+    if weight is None:
+        return None
+    w = weight._data if isinstance(weight, Tensor) else np.asarray(weight)
+    if w.dtype != np.float32:
+        raise TypeError(f"{op}: weight must be float32, got {w.dtype} (shape {w.shape})")
+    if w.shape != (classes,):
+        raise ValueError(f"{op}: weight of shape {w.shape} must hold one value per class: "
+                         f"expected ({classes},)")
+    return w
+
+
+def _nll(log_probs: Tensor, target: np.ndarray, weight: Optional[np.ndarray],
+         ignore_index: int, reduction: str, batch: tuple) -> Tensor:
+    """-w[t]·logp[n, t] per row (0 where ignored); the mean divides the sum by the counted
+    rows' total weight (their count without weights), as PyTorch."""
     n = log_probs.shape[0]
     counted = target != ignore_index
     rows = np.nonzero(counted)[0]
     picked = np.zeros(n, np.float32)
+    scale_rows = None if weight is None else weight[target[rows]]
     picked[rows] = -log_probs._data[rows, target[rows]]
+    if scale_rows is not None:
+        picked[rows] *= scale_rows
     if reduction == "none":
         scale = None
-        out = picked
+        out = picked.reshape(batch)
     else:
         out = sum(Tensor._wrap(picked))._data
         # Mean over counted rows; with none counted, 0/0 gives NaN as PyTorch does.
         with np.errstate(invalid="ignore", divide="ignore"):
-            count = np.float32(len(rows))
+            count = np.float32(len(rows)) if weight is None else \
+                sum(Tensor._wrap(np.ascontiguousarray(scale_rows)))._data
             scale = np.float32(1.0) if reduction == "sum" else np.float32(1.0) / count
             if reduction == "mean":
                 out = out / count
@@ -73,41 +118,90 @@ def _nll(log_probs: Tensor, target: np.ndarray, ignore_index: int, reduction: st
     def backward(g: np.ndarray) -> tuple:
         grad = np.zeros(log_probs.shape, np.float32)
         if scale is None:
-            grad[rows, target[rows]] = -g[rows]
+            upstream = -g.reshape(-1)[rows]
         else:
-            grad[rows, target[rows]] = -(g * scale)
+            upstream = -(g * scale)
+        grad[rows, target[rows]] = upstream if scale_rows is None else upstream * scale_rows
         return (grad,)
 
     return record("nll_loss", np.asarray(out, np.float32), (log_probs,), backward)
 
 
-def nll_loss(input: Tensor, target: Any, ignore_index: int = -100,
-             reduction: str = "mean") -> Tensor:
+def nll_loss(input: Tensor, target: Any, ignore_index: int = -100, reduction: str = "mean",
+             *, weight: Optional[Any] = None) -> Tensor:
+    """-w[t]·input[t] per position for input (C,), (N, C) or (N, C, d1, ...) and class
+    indices (), (N,) or (N, d1, ...); weight (C,) defaults to ones."""
     _check_reduction("nll_loss", reduction)
-    t = _class_targets("nll_loss", input, target, ignore_index)
-    return _nll(input, t, ignore_index, reduction)
+    rows, batch = _rows("nll_loss", input)
+    t = _class_targets("nll_loss", input, batch, target, ignore_index)
+    w = _class_weight("nll_loss", weight, rows.shape[1])
+    return _nll(rows, t, w, ignore_index, reduction, batch)
 
 
 def cross_entropy(input: Tensor, target: Any, ignore_index: int = -100,
-                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """NLL of log_softmax; with ε > 0, (1−ε)·NLL + ε·(−mean_c log p) over counted rows."""
+                  reduction: str = "mean", label_smoothing: float = 0.0, *,
+                  weight: Optional[Any] = None) -> Tensor:
+    """NLL of log_softmax over the class axis (1, or 0 for an input (C,)); with ε > 0,
+    (1−ε)·NLL + ε·(−mean_c w_c·log p) over counted rows, its mean divided by their total
+    weight, as PyTorch. A float target of the input's shape holds class probabilities:
+    −Σ_c w_c·p_c·log q_c per position (p smoothed to (1−ε)·p + ε/C), the mean over positions."""
     _check_reduction("cross_entropy", reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], "
                          f"got {label_smoothing}")
-    t = _class_targets("cross_entropy", input, target, ignore_index)
-    logp = log_softmax(input, 1)
-    nll = _nll(logp, t, ignore_index, reduction)
+    rows, batch = _rows("cross_entropy", input)
+    classes = rows.shape[1]
+    w = _class_weight("cross_entropy", weight, classes)
+    logp = log_softmax(rows, 1)
+    eps = np.float32(label_smoothing)
+    if _is_probabilities(target):
+        return _soft_cross_entropy(input, logp, target, w, eps, reduction, batch)
+    t = _class_targets("cross_entropy", input, batch, target, ignore_index)
+    nll = _nll(logp, t, w, ignore_index, reduction, batch)
     if label_smoothing == 0.0:
         return nll
-    counted = Tensor._wrap((t != ignore_index).astype(np.float32)[:, None])
-    smooth = mul(mean(logp, 1, keepdim=True), counted).reshape(-1) * np.float32(-1.0)
-    eps = np.float32(label_smoothing)
+    counted = (t != ignore_index).astype(np.float32)
+    weighted = logp if w is None else mul(logp, Tensor._wrap(w))
+    smooth = mul(mean(weighted, 1), Tensor._wrap(counted)) * np.float32(-1.0)
     if reduction == "mean":
-        smooth = sum(smooth) / np.float32(counted._data.sum())
+        total = counted.sum() if w is None else sum(Tensor._wrap(
+            counted * w[np.where(counted > 0, t, 0)]))._data
+        smooth = sum(smooth) / np.float32(total)
     elif reduction == "sum":
         smooth = sum(smooth)
+    else:
+        smooth = reshape(smooth, batch)
     return nll * (np.float32(1.0) - eps) + smooth * eps
+
+
+def _is_probabilities(target: Any) -> bool:
+    data = target._data if isinstance(target, Tensor) else np.asarray(target)
+    return data.dtype.kind == "f"
+
+
+def _soft_cross_entropy(input: Tensor, logp: Tensor, target: Any, w: Optional[np.ndarray],
+                        eps: np.float32, reduction: str, batch: tuple) -> Tensor:
+    p = as_tensor(target, "cross_entropy", input)
+    if p.shape != input.shape:
+        raise ValueError(f"cross_entropy: target must hold integer class indices of shape "
+                         f"{batch} or class probabilities of the input's shape {input.shape}, "
+                         f"got {p.dtype} of shape {p.shape}")
+    require_float(p, "cross_entropy", "target")
+    p, _ = _rows("cross_entropy", p)
+    classes = logp.shape[1]
+    if eps != 0:
+        p = p * (np.float32(1.0) - eps) + eps / np.float32(classes)
+    terms = mul(logp, p)
+    if w is not None:
+        terms = mul(terms, Tensor._wrap(w))
+    loss = sum(terms, 1) * np.float32(-1.0)
+    if reduction == "mean":
+        # Over no positions, 0/0 gives NaN as PyTorch does.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return sum(loss) / np.float32(loss.shape[0])
+    if reduction == "sum":
+        return sum(loss)
+    return reshape(loss, batch)
 
 
 def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:

@@ -24,8 +24,14 @@ def _outer_n_inner(shape: tuple, axis: int) -> tuple:
     return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
 
 
-def _softmax(op: str, input: Tensor, dim: int, log: bool) -> Tensor:
+def _softmax(op: str, input: Tensor, dim: int, log: bool, dtype: Any) -> Tensor:
     x = as_tensor(input, op)
+    if dtype is not None:
+        # PyTorch casts the input to dtype first; float32 is the one float dtype here.
+        if not _is_float32(dtype):
+            raise TypeError(f"{op}: dtype must be float32 (or None), got {dtype!r} "
+                            f"(input {x.dtype}, shape {x.shape})")
+        x = x.float()
     require_float(x, op)
     outer, n, inner = _outer_n_inner(x.shape, normalize_dim(dim, x.ndim, op))
     y = np.empty(x.shape, float32)
@@ -40,14 +46,24 @@ def _softmax(op: str, input: Tensor, dim: int, log: bool) -> Tensor:
     return record(op, y, (x,), backward)
 
 
-def softmax(input: Tensor, dim: int) -> Tensor:
-    """exp(x) / Σ exp(x) along dim (max-shifted)."""
-    return _softmax("softmax", input, dim, False)
+def _is_float32(dtype: Any) -> bool:
+    """numpy's float32 in any spelling, or torch.float32 from ported code (torch not needed)."""
+    if str(dtype) == "torch.float32":
+        return True
+    try:
+        return np.dtype(dtype) == float32
+    except TypeError:
+        return False
 
 
-def log_softmax(input: Tensor, dim: int) -> Tensor:
-    """x - log Σ exp(x) along dim (max-shifted)."""
-    return _softmax("log_softmax", input, dim, True)
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """exp(x) / Σ exp(x) along dim (max-shifted); dtype=float32 converts the input first."""
+    return _softmax("softmax", input, dim, False, dtype)
+
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """x - log Σ exp(x) along dim (max-shifted); dtype=float32 converts the input first."""
+    return _softmax("log_softmax", input, dim, True, dtype)
 
 
 def _affine(op: str, name: str, t: Any, shape: tuple, x: Tensor) -> Optional[Tensor]:

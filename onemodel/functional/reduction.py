@@ -1,4 +1,4 @@
-"""Reductions: sum, mean, max over axes.
+"""Reductions: sum, mean, max and min over axes.
 
 Float sums go through the engine's one summation kernel (_core.sum_axis), so their association
 order depends on the shape alone: the reduced axes are grouped into runs of adjacent axes, each
@@ -16,11 +16,13 @@ import numpy as np
 
 from ..tensor import Tensor, float32, int64
 from ._core import as_tensor, normalize_dim, record, sum_axis
+from .elementwise import maximum, minimum
 
 Dim = Union[None, int, Sequence[int]]
 
-# torch.return_types.max: a named pair, also unpackable as a tuple.
+# torch.return_types.max (and .min): a named pair, also unpackable as a tuple.
 MaxResult = namedtuple("max", ["values", "indices"])
+MinResult = namedtuple("min", ["values", "indices"])
 
 
 def _axes(dim: Dim, ndim: int, op: str) -> tuple:
@@ -110,30 +112,44 @@ def mean(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
     return record("mean", out, (x,), backward)
 
 
-def max(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Any:
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """max(x): the largest element (NaN if any), its gradient shared equally among ties as
     torch.amax. max(x, dim): (values, indices) of the first largest along dim, the gradient
-    going to that index, as torch.max."""
-    x = as_tensor(input, "max")
+    going to that index, as torch.max. max(x, other) with a tensor other: maximum(x, other)."""
+    if isinstance(dim, Tensor):
+        return maximum(input, dim)
+    return _extreme("max", input, dim, keepdim, np.max, np.argmax)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """The smallest element, or (values, indices) along dim, or minimum(x, other): as max."""
+    if isinstance(dim, Tensor):
+        return minimum(input, dim)
+    return _extreme("min", input, dim, keepdim, np.min, np.argmin)
+
+
+def _extreme(op: str, input: Tensor, dim: Optional[int], keepdim: bool, pick: Any,
+             arg: Any) -> Any:
+    x = as_tensor(input, op)
     a = x._data
     if dim is None:
         if a.size == 0:
-            raise ValueError(f"max: input of shape {a.shape} is empty; give dim for an empty "
+            raise ValueError(f"{op}: input of shape {a.shape} is empty; give dim for an empty "
                              "tensor")
-        value = np.max(a)
+        value = pick(a)
         out = np.asarray(value)
 
         def backward(g: np.ndarray) -> tuple:
             ties = np.isnan(a) if np.isnan(value) else a == value
             return (np.where(ties, g / np.float32(np.count_nonzero(ties)), np.float32(0)),)
 
-        return record("max", out, (x,), backward, (x,))
+        return record(op, out, (x,), backward, (x,))
 
-    axis = normalize_dim(dim, a.ndim, "max")
+    axis = normalize_dim(dim, a.ndim, op)
     work = a.reshape(a.shape or (1,))
     if work.shape[axis] == 0:
-        raise ValueError(f"max: dim {dim} of input of shape {a.shape} has size 0")
-    idx = np.expand_dims(np.argmax(work, axis=axis), axis)
+        raise ValueError(f"{op}: dim {dim} of input of shape {a.shape} has size 0")
+    idx = np.expand_dims(arg(work, axis=axis), axis)
     values = np.take_along_axis(work, idx, axis)
     out_shape = work.shape[:axis] + work.shape[axis + 1:] if a.ndim and not keepdim \
         else (idx.shape if a.ndim else ())
@@ -144,4 +160,5 @@ def max(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Any:
         return (grad.reshape(a.shape),)
 
     indices = Tensor._wrap(idx.reshape(out_shape).astype(int64))
-    return MaxResult(record("max", values.reshape(out_shape), (x,), backward), indices)
+    result = MaxResult if op == "max" else MinResult
+    return result(record(op, values.reshape(out_shape), (x,), backward), indices)

@@ -7,7 +7,7 @@ in index order (np.add.at), which the index alone fixes.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -256,11 +256,24 @@ def stack(ts: Sequence[Tensor], dim: int = 0) -> Tensor:
     return _core.record("stack", out, ts, backward)
 
 
-def pad(x: Tensor, pad: Sequence[int], value: float = 0.0) -> Tensor:
-    """Constant padding as torch.nn.functional.pad: (left, right) pairs from the last dim
-    backwards; negative amounts crop."""
+PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(x: Tensor, pad: Sequence[int], mode: str = "constant",
+        value: Optional[float] = None) -> Tensor:
+    """Padding as torch.nn.functional.pad: (left, right) pairs from the last dim backwards;
+    negative amounts crop. "constant" fills with value (0 by default); "reflect" mirrors
+    about the edge element, "replicate" repeats it and "circular" wraps around, each over the
+    last 1 to 3 dims of an input with one or two more dims than that, as PyTorch."""
     x = _tensor(x, "pad")
     amounts = _shape_tuple(pad, "pad")
+    if mode not in PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {', '.join(PAD_MODES)}, got {mode!r}")
+    if mode != "constant":
+        if value is not None:
+            raise ValueError(f"pad: mode {mode!r} takes no value, got value={value}")
+        return _pad_indexed(x, amounts, mode)
+    value = 0.0 if value is None else value
     if len(amounts) % 2 or len(amounts) > 2 * x.ndim:
         raise ValueError(f"pad: {len(amounts)} padding values for a tensor of shape {x.shape}; "
                          f"expected an even number, at most {2 * x.ndim}")
@@ -292,3 +305,47 @@ def pad(x: Tensor, pad: Sequence[int], value: float = 0.0) -> Tensor:
         return (gx,)
 
     return _core.record("pad", out, (x,), backward)
+
+
+def _pad_indexed(x: Tensor, amounts: tuple, mode: str) -> Tensor:
+    """reflect, replicate and circular padding: along each padded dim, output position j
+    reads source index map(j - left); the backward adds each output's gradient into its
+    source in position order (np.add.at is sequential), so the sums are deterministic."""
+    k = len(amounts) // 2
+    if len(amounts) % 2 or not 1 <= k <= 3 or x.ndim not in (k + 1, k + 2):
+        raise ValueError(f"pad: mode {mode!r} pads the last 1 to 3 dims of an input with 1 or "
+                         f"2 more dims; got {len(amounts)} padding values {amounts} for a "
+                         f"tensor of shape {x.shape}")
+    out = x._data
+    maps = []
+    for i in range(k):
+        d = x.ndim - 1 - i
+        lo, hi = amounts[2 * i], amounts[2 * i + 1]
+        n = x.shape[d]
+        # circular wraps the part that negative amounts leave (as PyTorch), at most once.
+        start, kept = max(0, -lo), n - max(0, -lo) - max(0, -hi)
+        # reflect needs a neighbour on each side of the edge.
+        too_far = max(lo, hi) >= n if mode == "reflect" else (
+            mode == "circular" and max(lo, hi) > kept)
+        if n == 0 or too_far or n + lo + hi < 0:
+            raise ValueError(f"pad: padding ({lo}, {hi}) of dim {d} (size {n}) of a tensor of "
+                             f"shape {x.shape} is out of range for mode {mode!r}")
+        p = np.arange(-lo, n + hi)
+        if mode == "reflect":
+            idx = np.abs(p)
+            idx = np.where(idx >= n, 2 * (n - 1) - idx, idx)
+        elif mode == "replicate":
+            idx = np.clip(p, 0, n - 1)
+        else:
+            idx = start + (p - start) % max(kept, 1)
+        maps.append((d, idx))
+        out = np.take(out, idx, axis=d)
+
+    def backward(g: np.ndarray) -> tuple:
+        for d, idx in reversed(maps):
+            acc = np.zeros(g.shape[:d] + (x.shape[d],) + g.shape[d + 1:], np.float32)
+            np.add.at(acc, (slice(None),) * d + (idx,), g)
+            g = acc
+        return (g,)
+
+    return _core.record("pad", np.ascontiguousarray(out), (x,), backward)

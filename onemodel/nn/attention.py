@@ -54,7 +54,9 @@ class MultiheadAttention(Module):
     average_attn_weights=True) -> (output, weights (B, Lq, Lk), per head (B, heads, Lq, Lk)
     when not averaged, or None), PyTorch's arguments in PyTorch's order.
 
-    Inputs are (L, B, E) unless batch_first. batch_first is keyword-only: PyTorch's fifth
+    Inputs are (L, B, E) unless batch_first; unbatched 2-D inputs (L, E), with a
+    key_padding_mask (Lk,), give (Lq, E) and weights without the batch axis, as PyTorch.
+    batch_first is keyword-only: PyTorch's fifth
     positional argument is add_bias_kv, which this class does not have, so a positional call
     ported from PyTorch fails instead of setting the layout.
     """
@@ -104,11 +106,20 @@ class MultiheadAttention(Module):
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
                 need_weights: bool = True, attn_mask: Any = None,
                 average_attn_weights: bool = True) -> tuple:
+        unbatched = query.ndim == 2
+        rank = 2 if unbatched else 3
         for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.ndim != 3 or t.shape[2] != self.embed_dim:
-                raise ValueError(f"MultiheadAttention: {name} of shape {t.shape} must be 3-D "
-                                 f"with embed_dim {self.embed_dim} last")
-        if not self.batch_first:
+            if t.ndim != rank or t.shape[-1] != self.embed_dim:
+                raise ValueError(f"MultiheadAttention: {name} of shape {t.shape} must be "
+                                 f"{rank}-D (as query {query.shape}) with embed_dim "
+                                 f"{self.embed_dim} last")
+        if unbatched:
+            # One sequence, as PyTorch: a batch of 1 whatever batch_first says.
+            query, key, value = (F.unsqueeze(t, 0) for t in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = np.asarray(key_padding_mask._data if isinstance(
+                    key_padding_mask, Tensor) else key_padding_mask)[None]
+        elif not self.batch_first:
             query, key, value = (F.transpose(t, 0, 1) for t in (query, key, value))
         b, lq = query.shape[:2]
         lk = key.shape[1]
@@ -127,11 +138,15 @@ class MultiheadAttention(Module):
         weights = self.dropout(F.softmax(scores, -1))
         out = F.reshape(F.permute(F.matmul(weights, v), (0, 2, 1, 3)), (b, lq, self.embed_dim))
         out = self.o(out)
+        if not need_weights:
+            weights = None
+        elif average_attn_weights:
+            weights = F.mean(weights, 1)
+        if unbatched:
+            return F.squeeze(out, 0), None if weights is None else F.squeeze(weights, 0)
         if not self.batch_first:
             out = F.transpose(out, 0, 1)
-        if not need_weights:
-            return out, None
-        return out, (F.mean(weights, 1) if average_attn_weights else weights)
+        return out, weights
 
     def extra_repr(self) -> str:
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
@@ -140,11 +155,11 @@ class MultiheadAttention(Module):
 class TransformerEncoderLayer(Module):
     """Self-attention and a feed-forward block, each with a residual and a LayerNorm, after
     (norm_first=False) or before (norm_first=True) the block. Input (L, B, d_model) unless
-    batch_first; the arguments are PyTorch's, in PyTorch's order."""
+    batch_first, or unbatched (L, d_model); the arguments are PyTorch's, in PyTorch's order."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation: str = "relu", layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, *,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         if activation not in ("relu", "gelu"):
@@ -154,12 +169,13 @@ class TransformerEncoderLayer(Module):
         self.norm_first = bool(norm_first)
         self.batch_first = bool(batch_first)
         g = resolve_generator(generator, seed)
-        self.attn = MultiheadAttention(d_model, nhead, dropout, batch_first=True, generator=g,
-                                       seed=seed)
-        self.ff1 = Linear(d_model, dim_feedforward, generator=g)
-        self.ff2 = Linear(dim_feedforward, d_model, generator=g)
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps)
+        # bias=False drops every bias: the attention's, the feed-forward's and the norms'.
+        self.attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first=True,
+                                       generator=g, seed=seed)
+        self.ff1 = Linear(d_model, dim_feedforward, bias, generator=g)
+        self.ff2 = Linear(dim_feedforward, d_model, bias, generator=g)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.dropout = Dropout(dropout, seed=_offset(seed, 1))
         self.dropout1 = Dropout(dropout, seed=_offset(seed, 2))
         self.dropout2 = Dropout(dropout, seed=_offset(seed, 3))
@@ -175,14 +191,16 @@ class TransformerEncoderLayer(Module):
 
     def forward(self, src: Tensor, src_mask: Any = None,
                 src_key_padding_mask: Any = None) -> Tensor:
-        x = src if self.batch_first else F.transpose(src, 0, 1)
+        # The attention takes an unbatched (L, d_model) input as it is.
+        keep = self.batch_first or src.ndim == 2
+        x = src if keep else F.transpose(src, 0, 1)
         if self.norm_first:
             x = x + self._attention(self.norm1(x), src_mask, src_key_padding_mask)
             x = x + self._feed_forward(self.norm2(x))
         else:
             x = self.norm1(x + self._attention(x, src_mask, src_key_padding_mask))
             x = self.norm2(x + self._feed_forward(x))
-        return x if self.batch_first else F.transpose(x, 0, 1)
+        return x if keep else F.transpose(x, 0, 1)
 
 
 class TransformerEncoder(Module):

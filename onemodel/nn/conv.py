@@ -75,9 +75,10 @@ class _BatchNorm(Module):
     _ranks: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, *,
+                 affine: bool = True, track_running_stats: bool = True, *, bias: bool = True,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         # Nothing is drawn; generator and seed are accepted so containers can pass them on.
+        # bias=False keeps the affine scale alone, as PyTorch's keyword of that name.
         super().__init__()
         name = type(self).__name__
         self.num_features = _positive(num_features, "num_features", name)
@@ -92,9 +93,11 @@ class _BatchNorm(Module):
         c = self.num_features
         if self.affine:
             self.weight = Parameter(np.ones(c, np.float32))
-            self.bias = Parameter(np.zeros(c, np.float32))
         else:
             self.register_parameter("weight", None)
+        if self.affine and bias:
+            self.bias = Parameter(np.zeros(c, np.float32))
+        else:
             self.register_parameter("bias", None)
         if self.track_running_stats:
             self.register_buffer("running_mean", Tensor._wrap(np.zeros(c, np.float32)))

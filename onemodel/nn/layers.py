@@ -72,15 +72,16 @@ class Embedding(Module):
 
 
 class LayerNorm(Module):
-    """Normalises over the trailing `normalized_shape`; weight ones, bias zeros.
+    """Normalises over the trailing `normalized_shape`; weight ones, bias zeros (no bias with
+    bias=False).
 
     It draws nothing; `generator` and `seed` are accepted so a container can pass the same
     arguments to every child.
     """
 
     def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: float = 1e-5,
-                 elementwise_affine: bool = True, *, generator: Optional[Generator] = None,
-                 seed: Optional[int] = None) -> None:
+                 elementwise_affine: bool = True, bias: bool = True, *,
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) \
             else tuple(normalized_shape)
@@ -90,9 +91,11 @@ class LayerNorm(Module):
         self.elementwise_affine = bool(elementwise_affine)
         if self.elementwise_affine:
             self.weight = Parameter(np.ones(self.normalized_shape, np.float32))
-            self.bias = Parameter(np.zeros(self.normalized_shape, np.float32))
         else:
             self.register_parameter("weight", None)
+        if self.elementwise_affine and bias:
+            self.bias = Parameter(np.zeros(self.normalized_shape, np.float32))
+        else:
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:

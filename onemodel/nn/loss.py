@@ -1,9 +1,10 @@
 """Loss modules: torch.nn's constructors over the functional losses (training.txt section 2).
 
 Each takes PyTorch's constructor arguments in PyTorch's order and checks them at
-construction. Arguments the functional losses do not implement (class weights, pos_weight) are
-refused with a ValueError rather than silently ignored, so ported code cannot change meaning;
-the deprecated size_average and reduce are refused in favour of reduction.
+construction. Arguments the functional losses do not implement (BCEWithLogitsLoss's weight and
+pos_weight) are refused with a ValueError rather than silently ignored, so ported code cannot
+change meaning; the deprecated size_average and reduce are refused in favour of reduction.
+A class weight is a buffer named weight, as in PyTorch's state.
 """
 from __future__ import annotations
 
@@ -37,13 +38,25 @@ class _Loss(Module):
         return f"reduction={self.reduction!r}"
 
 
-class CrossEntropyLoss(_Loss):
-    """cross_entropy of logits (N, C) and class indices (N,)."""
+class _WeightedLoss(_Loss):
+    """A loss with an optional class weight (C,), held as the buffer `weight`."""
+
+    def __init__(self, weight: Optional[Tensor], size_average: Optional[bool],
+                 reduce: Optional[bool], reduction: str) -> None:
+        super().__init__(reduction, size_average, reduce)
+        if weight is not None and not isinstance(weight, Tensor):
+            weight = Tensor(weight)
+        self.register_buffer("weight", weight)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """cross_entropy of logits (N, C) or (C,) or (N, C, d1, ...) and class indices or
+    probabilities."""
 
     def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
                  ignore_index: int = -100, reduce: Optional[bool] = None,
                  reduction: str = "mean", label_smoothing: float = 0.0) -> None:
-        super().__init__(reduction, size_average, reduce, weight=weight)
+        super().__init__(weight, size_average, reduce, reduction)
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError(f"CrossEntropyLoss: label_smoothing must be in [0, 1], "
                              f"got {label_smoothing}")
@@ -52,20 +65,21 @@ class CrossEntropyLoss(_Loss):
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
         return F.cross_entropy(input, target, self.ignore_index, self.reduction,
-                               self.label_smoothing)
+                               self.label_smoothing, weight=self.weight)
 
 
-class NLLLoss(_Loss):
-    """nll_loss of log-probabilities (N, C) and class indices (N,)."""
+class NLLLoss(_WeightedLoss):
+    """nll_loss of log-probabilities (N, C) or (C,) or (N, C, d1, ...) and class indices."""
 
     def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
                  ignore_index: int = -100, reduce: Optional[bool] = None,
                  reduction: str = "mean") -> None:
-        super().__init__(reduction, size_average, reduce, weight=weight)
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = int(ignore_index)
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
-        return F.nll_loss(input, target, self.ignore_index, self.reduction)
+        return F.nll_loss(input, target, self.ignore_index, self.reduction,
+                          weight=self.weight)
 
 
 class MSELoss(_Loss):

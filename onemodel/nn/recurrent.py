@@ -5,7 +5,8 @@ bias_hh_l{k}, with the suffix _reverse for the backward direction, registered (a
 PyTorch's order, every one from Uniform(±1/√hidden_size) as PyTorch initialises them, so
 PyTorch weights load unchanged. forward(x, h0=None, lengths=None) returns (output, h_n) for the
 GRU and (output, (h_n, c_n)) for the LSTM; `lengths` gives packed-sequence meaning to padded
-batches (functional/recurrent.py).
+batches (functional/recurrent.py). A 2-D input (seq, input_size) is one unbatched sequence, as
+PyTorch: its states are (num_layers * num_directions, hidden_size) and batch_first is ignored.
 """
 from __future__ import annotations
 
@@ -58,11 +59,20 @@ class _Recurrent(Module):
     def _suffixes(self) -> tuple:
         return ("", "_reverse") if self.bidirectional else ("",)
 
-    def _initial(self, state: Any, batch: int, what: str) -> Tensor:
-        shape = (self.num_layers * self.directions, batch, self.hidden_size)
+    def _initial(self, state: Any, batch: Optional[int], what: str) -> Tensor:
+        """The initial state (layers * directions, batch, hidden); batch None means an
+        unbatched input, whose state has no batch axis."""
+        stack = self.num_layers * self.directions
+        shape = (stack, 1 if batch is None else batch, self.hidden_size)
         if state is None:
             return Tensor._wrap(np.zeros(shape, float32))
         state = state if isinstance(state, Tensor) else Tensor(state)
+        if batch is None:
+            if state.shape != (stack, self.hidden_size):
+                raise ValueError(f"{type(self).__name__}: {what} has shape {state.shape}, "
+                                 f"expected {(stack, self.hidden_size)} (num_layers * "
+                                 "num_directions, hidden_size) for an unbatched 2-D input")
+            return F.unsqueeze(state, 1)
         if state.shape != shape:
             raise ValueError(f"{type(self).__name__}: {what} has shape {state.shape}, expected "
                              f"{shape} (num_layers * num_directions, batch, hidden_size)")
@@ -71,17 +81,21 @@ class _Recurrent(Module):
     def _run(self, x: Tensor, h0: Any, c0: Any, lengths: Any) -> tuple:
         name = type(self).__name__
         x = x if isinstance(x, Tensor) else Tensor(x)
-        if x.ndim != 3 or x.shape[2] != self.input_size:
+        if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
             layout = "(batch, seq, input_size)" if self.batch_first else \
                 "(seq, batch, input_size)"
-            raise ValueError(f"{name}: input of shape {x.shape} must be {layout} with "
-                             f"input_size {self.input_size}")
-        if self.batch_first:
+            raise ValueError(f"{name}: input of shape {x.shape} must be {layout} or unbatched "
+                             f"(seq, input_size) with input_size {self.input_size}")
+        unbatched = x.ndim == 2
+        if unbatched:
+            x = F.unsqueeze(x, 1)
+        elif self.batch_first:
             x = F.transpose(x, 0, 1)
         steps, batch = x.shape[:2]
         lengths = check_lengths(lengths, batch, steps, name)
-        h0 = self._initial(h0, batch, "h0")
-        c0 = self._initial(c0, batch, "c0") if self._cell == "lstm" else None
+        h0 = self._initial(h0, None if unbatched else batch, "h0")
+        c0 = self._initial(c0, None if unbatched else batch, "c0") \
+            if self._cell == "lstm" else None
         hs, cs = [], []
         for k in range(self.num_layers):
             xws, w_hhs, b_hhs, h0s, c0s = [], [], [], [], []
@@ -102,9 +116,13 @@ class _Recurrent(Module):
             hs += [r[1] for r in results]
             cs += [r[2] for r in results] if self._cell == "lstm" else []
             x = results[0][0] if len(results) == 1 else F.cat([r[0] for r in results], 2)
+        h_n, c_n = F.stack(hs, 0), (F.stack(cs, 0) if cs else None)
+        if unbatched:
+            return (F.squeeze(x, 1), F.squeeze(h_n, 1),
+                    None if c_n is None else F.squeeze(c_n, 1))
         if self.batch_first:
             x = F.transpose(x, 0, 1)
-        return x, F.stack(hs, 0), (F.stack(cs, 0) if cs else None)
+        return x, h_n, c_n
 
     def extra_repr(self) -> str:
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
