@@ -43,6 +43,17 @@ interpreter() {  # the path of a working CPython X.Y, or nothing
     done
 }
 
+wheel_for() {  # VERSION VENV: DIST's wheel for that CPython, or one built from the sdist once
+    local tag="cp${1/./}" wheel
+    wheel=$(first_file "$dist"/onemodel-*-"$tag"-*.whl "$work/wheels$1"/onemodel-*.whl)
+    if [ -z "$wheel" ]; then
+        "$2/bin/python" -m pip wheel --quiet --no-deps -w "$work/wheels$1" "$sdist" \
+            > "$work/build$1.log" 2>&1 || { tail -30 "$work/build$1.log" >&2; return 1; }
+        wheel=$(first_file "$work/wheels$1"/onemodel-*.whl)
+    fi
+    echo "$wheel"
+}
+
 read -r -a versions <<< "${PYTHONS:-3.9 3.10 3.11 3.12 3.13}"
 for version in "${versions[@]}"; do
     python=$(interpreter "$version")
@@ -53,13 +64,7 @@ for version in "${versions[@]}"; do
     start=$SECONDS
     venv="$work/venv$version"
     "$python" -m venv "$venv"
-    tag="cp${version/./}"
-    wheel=$(first_file "$dist"/onemodel-*-"$tag"-*.whl)
-    if [ -z "$wheel" ]; then
-        "$venv/bin/python" -m pip wheel --quiet --no-deps -w "$work/wheels$version" "$sdist" \
-            > "$work/build$version.log" 2>&1 || { tail -30 "$work/build$version.log"; exit 1; }
-        wheel=$(echo "$work/wheels$version"/onemodel-*.whl)
-    fi
+    wheel=$(wheel_for "$version" "$venv")
     "$venv/bin/python" -m pip install --quiet "$wheel" "${NUMPY[$version]}" pytest
     # From a neutral folder, so the installed package is what runs.
     (cd "$work" && "$venv/bin/python" - "$pins" <<'EOF'
@@ -94,7 +99,7 @@ if [ -z "$python" ]; then
 fi
 start=$SECONDS
 "$python" -m venv "$work/venv-numpy1"
-wheel=$(first_file "$dist"/onemodel-*-cp311-*.whl "$work"/wheels3.11/onemodel-*.whl)
+wheel=$(wheel_for 3.11 "$work/venv-numpy1")
 "$work/venv-numpy1/bin/python" -m pip install --quiet "${wheel}[test]" "numpy==1.26.4"
 (cd "$work" && "$work/venv-numpy1/bin/python" -m pytest -p no:cacheprovider -q -rfE "$root/tests")
 echo "check_pythons: the suite on numpy 1.26 passed in $((SECONDS - start)) s"
