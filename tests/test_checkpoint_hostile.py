@@ -393,10 +393,26 @@ def test_valid_file_built_by_hand_loads_and_is_what_the_writer_writes(version):
     np.testing.assert_array_equal(w.ravel(), np.arange(12, dtype=np.float32) * 0.125)
 
 
-def test_reference_crc32c():
+def test_crc32c_kernel_on_every_path_equals_the_reference():
+    from onemodel._kernels import _crc
+
     assert crc32c_reference(b"123456789") == 0xE3069283  # the standard check value
     assert crc32c_reference(b"") == 0
-    data = np.random.default_rng(3).integers(0, 256, 4099, dtype=np.uint8).tobytes()
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 256, (1 << 16) + 777, dtype=np.uint8).tobytes()
+    # Every length to 600 (the folding path's blocks of 256, 64 and 16 bytes and its tails),
+    # at several alignments, from several registers; then long inputs.
+    cases = [(start, n) for n in range(601) for start in (0, 1, 7)] + [
+        (5, 4096), (3, 65536), (0, len(data))]
+    paths = _crc.available_paths()
+    assert paths[0] == "table"
+    for start, n in cases:
+        piece = data[start:start + n]
+        ref = crc32c_reference(piece)
+        for path in paths:
+            assert _crc.crc32c(piece, 0, path) == ref, (path, start, n)
+        head = crc32c_reference(piece[:n // 3])
+        assert _crc.crc32c(memoryview(piece)[n // 3:], head) == ref
     assert checkpoint._checksum([data[:1000], memoryview(data)[1000:]]) == \
         crc32c_reference(data)
 

@@ -30,8 +30,6 @@ import struct
 import sys
 import tempfile
 
-import crc32c
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 try:  # the installed package (or PYTHONPATH's) first: a checkout may hold no built kernels
     import onemodel as om
@@ -39,6 +37,7 @@ except ImportError:
     sys.path.insert(0, ROOT)
     import onemodel as om
 from onemodel import checkpoint, nn  # noqa: E402
+from onemodel._kernels._crc import crc32c  # noqa: E402
 from onemodel.optim import SGD, Adam, AdamW  # noqa: E402
 
 HOSTILE = os.path.join(ROOT, "testdata", "checkpoint", "hostile")
@@ -73,7 +72,7 @@ def repaired(data: bytes) -> bytes:
         d_off = n // 64 * 64
         m_len = d_off - HEADER.size
     version = fields[1] if fields[1] in (1, 2) else 2
-    checksum = crc32c.crc32c(data[HEADER.size:]) if version == 2 else 0
+    checksum = crc32c(data[HEADER.size:]) if version == 2 else 0
     fields = [b"ONEMCKPT", version, 0, HEADER.size, m_len, d_off, n - d_off, n, checksum]
     return HEADER.pack(*fields) + data[HEADER.size:]
 
