@@ -13,9 +13,9 @@ Layout (little endian):
 Version 2: the last header field holds the CRC-32C (Castagnoli, zero-extended to 64 bits) of
 every byte from offset 64 to the end of the file, named in the manifest as "checksum":"crc32c"
 right after "version" (kernel csrc/crc32c.c: carry-less folding on x86-64 with AVX-512
-VPCLMULQDQ, the CRC32 instruction of SSE4.2 or ARMv8 otherwise, a table elsewhere). It is verified after the header checks and before the manifest is
-parsed (a mismatch is BadHeader). The writer writes version 2; `state_hash` hashes the version-1
-bytes, which hold no checksum.
+VPCLMULQDQ, the CRC32 instruction of SSE4.2 or ARMv8 otherwise, a table elsewhere). It is
+verified after the header checks and before the manifest is parsed (a mismatch is BadHeader).
+The writer writes version 2; `state_hash` hashes the version-1 bytes, which hold no checksum.
 
 The only layout read is the writer's: tensor entries in state order, the first at offset 0 and
 each later one at the first multiple of 64 at or after the end of the one before it, every
@@ -69,7 +69,7 @@ from ._kernels._crc import crc32c
 
 try:  # the lock that tells a live save's temporary from an abandoned one (POSIX)
     import fcntl
-except ImportError:  # Windows: no temporary of another save is ever removed
+except ImportError:  # Windows: no temporary is provably abandoned, so none is removed
     fcntl = None  # type: ignore[assignment]
 
 MAGIC = b"ONEMCKPT"
@@ -327,10 +327,13 @@ def _locked_temporary(folder: str, path: str) -> tuple[int, str]:
         if fcntl is None:
             return fd, tmp
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:  # a file system without flock: no save can lock it to remove it
+                return fd, tmp
             if os.path.samestat(os.stat(tmp), os.fstat(fd)):
                 return fd, tmp
-        except FileNotFoundError:
+        except FileNotFoundError:  # removed before the lock: make another
             pass
         except BaseException:
             os.close(fd)
@@ -398,8 +401,8 @@ def _atomic_write(path: str, chunks: list) -> None:
                 _write_all(fd, chunks, path)
                 os.fsync(fd)
                 if fcntl is None:  # Windows renames no open file (and it holds no lock)
-                    os.close(fd)
-                    fd = -1
+                    unlocked, fd = fd, -1
+                    os.close(unlocked)
                 # The lock is held through the rename: until then no other save removes tmp.
                 os.replace(tmp, path)
             finally:

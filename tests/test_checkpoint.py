@@ -438,6 +438,32 @@ def test_concurrent_saves_to_one_path_all_succeed(tmp_path):
     assert path.read_bytes() in good and os.listdir(tmp_path) == ["a.ckpt"]
 
 
+@pytest.mark.skipif(checkpoint.fcntl is None, reason="flock: POSIX")
+def test_a_temporary_taken_for_abandoned_before_its_lock_is_made_again(tmp_path, monkeypatch):
+    """Another save may lock and remove a temporary between its creation and its own save's
+    lock; that save then sees its name gone and makes a new one."""
+    real = checkpoint.fcntl
+    taken: list = []
+
+    class Racing:
+        LOCK_EX, LOCK_NB = real.LOCK_EX, real.LOCK_NB
+
+        @staticmethod
+        def flock(fd, op):
+            if not taken and op == real.LOCK_EX:  # the first lock: another save got there
+                taken.append(os.readlink(f"/proc/self/fd/{fd}"))
+                os.unlink(taken[0])
+            real.flock(fd, op)
+
+    if not os.path.exists("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd")
+    monkeypatch.setattr(checkpoint, "fcntl", Racing)
+    checkpoint.save(tmp_path / "a.ckpt", small())
+    assert taken and taken[0].endswith(".tmp")
+    assert os.listdir(tmp_path) == ["a.ckpt"]
+    assert (tmp_path / "a.ckpt").read_bytes() == checkpoint.to_bytes(small())
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_concurrent_saves_from_two_processes_all_succeed(tmp_path):
     path = tmp_path / "a.ckpt"
