@@ -1,32 +1,54 @@
-"""Checkpoints: the byte format of training.txt section 6, hostile-input checks, atomic writes.
+"""Checkpoints: the byte format of training.txt section 6 and its version 2 (clarifications.md),
+hostile-input checks, atomic writes.
 
 Layout (little endian):
-    0             64-byte header: b"ONEMCKPT", u32 version = 1, u32 flags = 0,
+    0             64-byte header: b"ONEMCKPT", u32 version (2; 1 still read), u32 flags = 0,
                   u64 manifest_offset = 64, u64 manifest_length, u64 data_offset,
-                  u64 data_length, u64 file_length, u64 reserved = 0
+                  u64 data_length, u64 file_length, u64 checksum (version 1: reserved = 0)
     64            manifest: compact UTF-8 JSON, fields in the spec's order
     data_offset   data region (data_offset = 64 + manifest_length rounded up to 64); each tensor
                   at a 64-aligned offset from its start, raw little-endian, row-major; floats by
                   bit pattern, so NaN payloads and signed zeros survive.
 
-Extension: besides f32, i32 and i64, the dtype "u8" holds packed optimizer state (SR4's 4-bit
-accumulators, two per byte). A file is untrusted: `from_bytes` checks the header (BadHeader), the
-manifest (BadManifest), its entries against the target (Mismatch) and then every offset and
-length (BadTensor), in that order, before it changes anything; nothing else escapes for a bad
-file, and a rejected file leaves the model and optimizer as they were.
+Version 2: the last header field holds the CRC-32C (Castagnoli, zero-extended to 64 bits) of
+every byte from offset 64 to the end of the file, named in the manifest as "checksum":"crc32c"
+right after "version" (kernel csrc/crc32c.c: carry-less folding on x86-64 with AVX-512
+VPCLMULQDQ, the CRC32 instruction of SSE4.2 or ARMv8 otherwise, a table elsewhere). It is
+verified after the header checks and before the manifest is parsed (a mismatch is BadHeader).
+The writer writes version 2; `state_hash` hashes the version-1 bytes, which hold no checksum.
 
-`load` reads a file in the same order without holding it in memory: the header, the manifest,
-and only after every check each tensor straight into the target's own array (training.txt has
-the reader take the whole input first; reading in place keeps a load's extra memory to the
-manifest, and the checks need only the header and manifest plus the file's length). `save`
-writes the arrays themselves, no copy.
+The only layout read is the writer's: tensor entries in state order, the first at offset 0 and
+each later one at the first multiple of 64 at or after the end of the one before it, every
+padding byte zero (after the manifest too), the data region ending where the last tensor ends.
+Anything else is BadTensor, so two entries never share bytes and no byte goes unchecked.
+
+Dtypes: "f32", "i32", "i64" and "u8" (packed optimizer state: SR4's 4-bit accumulators, two per
+byte). One rule for all four: a name outside them is BadManifest; a known name that differs
+from the target's tensor is Mismatch, u8 included.
+
+Caps, beyond training.txt's (no real checkpoint comes near them; each keeps a hostile manifest
+cheap to reject):
+- a shape has at most 64 dimensions (numpy's own limit);
+- extra holds at most 1024 integers, in at most 64 KiB of manifest text;
+- a reader takes a manifest of at most twice the length its target would write plus 128 KiB
+  (hence at most a few hundred KiB for any model of a few hundred tensors, and never more than
+  256 MiB), so tensor and hyper-parameter entries are bounded by the target's own counts.
+The writer refuses, with a ValueError naming the destination and before anything is written,
+every state its reader would refuse (a step count of 2^63, say).
+
+A file is untrusted: the reader takes the whole input, then checks the header (BadHeader), the
+checksum (BadHeader), the manifest (BadManifest), its entries against the target (Mismatch) and
+then the layout (BadTensor), in that order, before it changes anything; nothing else escapes for
+a bad file, and a rejected file leaves the model and optimizer as they were. `load` reads a
+regular file whole into memory first (a directory, FIFO, device or socket is BadHeader before
+anything is read), so a file changed on disk during the load cannot leave a target half
+loaded: a load's extra memory is the file's size. `save` writes the arrays themselves, no copy.
 
 `save` writes atomically; `CheckpointManager` keeps the last few step-<n>.ckpt files of a run and
 a copy of the best one (training.txt section 6; pipeline.txt, "keep the last few and the best").
 
 Integers in the manifest are read as arbitrary-precision JSON numbers and must fit in 64 bits
-(signed or unsigned, [-2^63, 2^64)); each field then has its own range. Offsets and lengths get
-theirs in the BadTensor checks (clarifications.md: an offset of 2^63 or more is BadTensor).
+(signed or unsigned, [-2^63, 2^64)); each field then has its own range.
 """
 from __future__ import annotations
 
@@ -36,22 +58,34 @@ import json
 import math
 import os
 import re
+import stat
 import struct
 import tempfile
 from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from ._kernels._crc import crc32c
+
+try:  # the lock that tells a live save's temporary from an abandoned one (POSIX)
+    import fcntl
+except ImportError:  # Windows: no temporary is provably abandoned, so none is removed
+    fcntl = None  # type: ignore[assignment]
+
 MAGIC = b"ONEMCKPT"
-VERSION = 1
+VERSION = 2
+VERSIONS = (1, 2)
+CHECKSUM = "crc32c"
 HEADER = struct.Struct("<8sIIQQQQQQ")
 ALIGN = 64
 MAX_MANIFEST = 256 << 20
 MAX_DEPTH = 32
+MAX_RANK = 64
+MAX_EXTRA = 1024
 # A reader also bounds the manifest by the one its target would write, so a small model never
-# parses hundreds of megabytes of JSON: twice that (longer number spellings, whitespace) plus
-# this margin, which also bounds the extra integers a writer accepts.
-MANIFEST_MARGIN = 1 << 20
+# parses megabytes of JSON: twice that (longer number spellings, whitespace) plus this margin,
+# which also bounds the extra integers a writer accepts.
+MANIFEST_MARGIN = 128 << 10
 MAX_EXTRA_TEXT = MANIFEST_MARGIN // 2
 # Without an optimizer the target cannot say how long a saved optimizer section is; optimizers
 # keep a few state tensors per parameter, so this many times the model's part bounds it.
@@ -151,21 +185,28 @@ def _check_extra(extra: Optional[dict]) -> list[tuple[str, int]]:
     return sorted(items, key=lambda kv: kv[0].encode("utf-16-be"))
 
 
+def _round_up(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
 def _entries(state: Iterable[tuple[str, np.ndarray]], start: int) -> tuple[list[dict], int]:
     entries, offset = [], start
     for name, arr in state:
-        offset = -(-offset // ALIGN) * ALIGN
+        offset = _round_up(offset)
         entries.append({"name": name, "dtype": _dtype_name(name, arr),
                         "shape": list(arr.shape), "offset": offset, "length": arr.nbytes})
         offset += arr.nbytes
     return entries, offset
 
 
-def _manifest(model: Any, optimizer: Any, extra: list[tuple[str, int]]) -> tuple[dict, list]:
+def _manifest(model: Any, optimizer: Any, extra: list[tuple[str, int]],
+              version: int) -> tuple[dict, list]:
     model_state = _model_state(model)
     model_entries, end = _entries(model_state, 0)
-    manifest: dict[str, Any] = {"format": "onemodel-checkpoint", "version": VERSION,
-                                "model": model_entries}
+    manifest: dict[str, Any] = {"format": "onemodel-checkpoint", "version": version}
+    if version == 2:
+        manifest["checksum"] = CHECKSUM
+    manifest["model"] = model_entries
     arrays = [a for _, a in model_state]
     if optimizer is not None:
         opt_state = _optimizer_state(optimizer)
@@ -183,21 +224,40 @@ def _encode(value: Any) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
-def _chunks(model: Any, optimizer: Any, extra: Optional[dict]) -> list:
+def _checksum(chunks: Iterable[Any]) -> int:
+    crc = 0
+    for chunk in chunks:
+        crc = crc32c(chunk, crc)
+    return crc
+
+
+def _set_checksum(chunks: list, checksum: int) -> None:
+    chunks[0][HEADER.size - 8:HEADER.size] = checksum.to_bytes(8, "little")
+
+
+def _chunks(model: Any, optimizer: Any, extra: Optional[dict], version: int) -> list:
     """The checkpoint as a list of byte strings and array views, in file order: the header and
-    manifest, then each tensor after its alignment padding. The arrays are not copied."""
-    manifest, arrays = _manifest(model, optimizer, _check_extra(extra))
+    manifest (one bytearray), then each tensor after its alignment padding. The arrays are not
+    copied. A version-2 header's checksum is left 0: _set_checksum fills it in."""
+    if version not in VERSIONS:
+        raise ValueError(f"checkpoint: version {version!r} is not one of {VERSIONS}")
+    manifest, arrays = _manifest(model, optimizer, _check_extra(extra), version)
+    try:  # the reader's own checks: the writer never writes what it would refuse
+        _validate_manifest(manifest, version)
+    except BadManifest as e:
+        raise ValueError(f"checkpoint: the state cannot be read back: {e}") from None
     if len(_encode(manifest["extra"])) > MAX_EXTRA_TEXT:
         raise ValueError(f"checkpoint: extra takes more than {MAX_EXTRA_TEXT} bytes of "
                          "manifest; a reader would refuse it")
     text = _encode(manifest)
-    data_offset = -(-(HEADER.size + len(text)) // ALIGN) * ALIGN
-    entries = manifest["model"] + (manifest["optimizer"]["state"] if optimizer is not None
-                                   else [])
+    data_offset = _round_up(HEADER.size + len(text))
+    entries = _file_entries(manifest)
     data_length = entries[-1]["offset"] + entries[-1]["length"] if entries else 0
-    head = HEADER.pack(MAGIC, VERSION, 0, HEADER.size, len(text), data_offset, data_length,
-                       data_offset + data_length, 0) + text
-    chunks: list = [head + bytes(data_offset - len(head))]
+    head = bytearray(data_offset)
+    HEADER.pack_into(head, 0, MAGIC, version, 0, HEADER.size, len(text), data_offset,
+                     data_length, data_offset + data_length, 0)
+    head[HEADER.size:HEADER.size + len(text)] = text
+    chunks: list = [head]
     end = 0
     for entry, arr in zip(entries, arrays):
         if entry["offset"] > end:
@@ -209,15 +269,20 @@ def _chunks(model: Any, optimizer: Any, extra: Optional[dict]) -> list:
     return chunks
 
 
-def to_bytes(model: Any, optimizer: Any = None, extra: Optional[dict] = None) -> bytes:
+def to_bytes(model: Any, optimizer: Any = None, extra: Optional[dict] = None,
+             version: int = VERSION) -> bytes:
     """The checkpoint of the whole training state; the same state gives the same bytes."""
-    return b"".join(_chunks(model, optimizer, extra))
+    chunks = _chunks(model, optimizer, extra, version)
+    if version == 2:
+        _set_checksum(chunks, _checksum([memoryview(chunks[0])[HEADER.size:], *chunks[1:]]))
+    return b"".join(chunks)
 
 
 def state_hash(model: Any, optimizer: Any = None) -> str:
-    """Hex SHA-256 of the checkpoint bytes of this state (hashed piece by piece, no copy)."""
+    """Hex SHA-256 of the version-1 checkpoint bytes of this state (hashed piece by piece, no
+    copy), so the checksum of version 2 never moves it."""
     sha = hashlib.sha256()
-    for chunk in _chunks(model, optimizer, None):
+    for chunk in _chunks(model, optimizer, None, 1):
         sha.update(chunk)
     return sha.hexdigest()
 
@@ -226,14 +291,26 @@ def save(path: str | os.PathLike, model: Any, optimizer: Any = None,
          extra: Optional[dict] = None) -> None:
     """Writes atomically: a temporary file in the same folder, fsync, rename, fsync the folder.
 
-    A failure before the rename leaves the previous file intact and no temporary file behind;
-    the OSError itself propagates (errno intact), unwrapped. Only the folder fsync comes after
-    the rename: if it fails, the new checkpoint is complete at `path` but may not survive a
-    power cut, and its OSError propagates too. Temporaries left by a process killed while
-    saving to `path` are removed by the next successful save. The tensors are written from the
-    arrays themselves, no copy.
+    A state the reader would refuse is a ValueError before anything is written. A failure
+    before the rename leaves the previous file intact and no temporary file behind; the OSError
+    itself propagates (errno intact, naming `path`), unwrapped. Only the folder fsync comes
+    after the rename: if it fails, the new checkpoint is complete at `path` but may not survive
+    a power cut, and its OSError propagates too. Concurrent saves of one path all succeed, the
+    last rename's file winning whole. Temporaries left by a process killed while saving to
+    `path` are removed by the next successful save (on POSIX: a live save holds an flock on its
+    temporary, an abandoned one is unlocked). The tensors are written from the arrays
+    themselves, no copy.
     """
-    _atomic_write(os.fspath(path), _chunks(model, optimizer, extra))
+    path = os.fspath(path)
+    _atomic_write(path, _chunks_for(path, model, optimizer, extra))
+
+
+def _chunks_for(path: str, model: Any, optimizer: Any, extra: Optional[dict]) -> list:
+    """The chunks `save` writes to `path`; a refusal names it."""
+    try:
+        return _chunks(model, optimizer, extra, VERSION)
+    except ValueError as e:
+        raise ValueError(f"saving {path}: {e}") from None
 
 
 def _temporary_name(path: str) -> re.Pattern:
@@ -241,36 +318,106 @@ def _temporary_name(path: str) -> re.Pattern:
     return re.compile(re.escape("." + os.path.basename(path) + ".") + r"[A-Za-z0-9_]{8}\.tmp")
 
 
+def _locked_temporary(folder: str, path: str) -> tuple[int, str]:
+    """A new temporary for `path`, open and (on POSIX) locked. Another save may take it for
+    abandoned between its creation and the lock; then its name is gone and a new one is made."""
+    while True:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
+                                   suffix=".tmp")
+        if fcntl is None:
+            return fd, tmp
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:  # a file system without flock: no save can lock it to remove it
+                return fd, tmp
+            if os.path.samestat(os.stat(tmp), os.fstat(fd)):
+                return fd, tmp
+        except FileNotFoundError:  # removed before the lock: make another
+            pass
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        os.close(fd)
+
+
+def _remove_abandoned(folder: str, path: str) -> None:
+    """Removes the temporaries of `path` that no live save holds locked."""
+    if fcntl is None:  # without the lock none is provably abandoned
+        return
+    pattern = _temporary_name(path)
+    for entry in os.scandir(folder):
+        if not pattern.fullmatch(entry.name):
+            continue
+        with contextlib.suppress(OSError):  # a live save's lock (BlockingIOError), or gone
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if os.path.samestat(os.stat(entry.path), os.fstat(fd)):
+                    os.unlink(entry.path)
+            finally:
+                os.close(fd)
+
+
+# Pieces a save writes, and a load reads, at a time: each one's checksum is taken while it is in
+# cache (twice the speed of a separate pass over the whole state).
+_PIECE = 1 << 20
+
+
+def _write_piece(fd: int, view: memoryview, path: str) -> None:
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(f"checkpoint: writing {path} made no progress")
+        view = view[written:]
+
+
+def _write_all(fd: int, chunks: list, path: str) -> None:
+    """Writes the chunks; for version 2, checksums each piece as it goes, then writes the header
+    again with the checksum."""
+    checksummed = HEADER.unpack_from(chunks[0])[1] == 2
+    crc = 0
+    for i, chunk in enumerate(chunks):
+        view = memoryview(chunk)
+        for start in range(0, len(view), _PIECE):
+            piece = view[start:start + _PIECE]
+            if checksummed:
+                crc = crc32c(piece[HEADER.size:] if i == start == 0 else piece, crc)
+            _write_piece(fd, piece, path)
+    if checksummed:
+        _set_checksum(chunks, crc)
+        os.lseek(fd, 0, os.SEEK_SET)
+        _write_piece(fd, memoryview(chunks[0])[:HEADER.size], path)
+
+
 def _atomic_write(path: str, chunks: list) -> None:
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
-                               suffix=".tmp")
     try:
+        fd, tmp = _locked_temporary(folder, path)
         try:
-            for chunk in chunks:
-                view = memoryview(chunk)
-                while view:
-                    written = os.write(fd, view)
-                    if written <= 0:
-                        raise OSError(f"checkpoint: writing {tmp} made no progress")
-                    view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    # A process killed mid-save leaves its temporary behind; the next save of the same path
-    # removes it. (A concurrent save of the same path then fails at its rename, loudly, and
-    # the file at `path` stays a complete checkpoint.)
-    stale = _temporary_name(path)
-    for entry in os.scandir(folder):
-        if stale.fullmatch(entry.name):
+            try:
+                _write_all(fd, chunks, path)
+                os.fsync(fd)
+                if fcntl is None:  # Windows renames no open file (and it holds no lock)
+                    unlocked, fd = fd, -1
+                    os.close(unlocked)
+                # The lock is held through the rename: until then no other save removes tmp.
+                os.replace(tmp, path)
+            finally:
+                if fd >= 0:
+                    os.close(fd)
+        except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(entry.path)
-    _fsync_folder(folder)
+                os.unlink(tmp)
+            raise
+        _remove_abandoned(folder, path)
+        _fsync_folder(folder)
+    except OSError as e:  # the caller's path, not the hidden temporary's name
+        if e.errno is not None:
+            e.filename, e.filename2 = path, None
+        raise
 
 
 def _fsync_folder(folder: str) -> None:
@@ -284,34 +431,45 @@ def _fsync_folder(folder: str) -> None:
 
 
 # -- reading --------------------------------------------------------------------------------
-def _read_header(head: bytes, size: int) -> tuple[int, int, int, int]:
-    """Checks the header (the file's first bytes) against the file's real length `size`."""
+def _check_header(data: memoryview, actual: Optional[int] = None) -> tuple[int, int, int]:
+    """Checks the header against the input's real length, then a version-2 checksum (`actual`:
+    that of the bytes after the header, if already known); returns the version, the manifest's
+    length and the data offset."""
+    size = len(data)
+    if size == 0:
+        raise BadHeader("the checkpoint is empty (0 bytes)")
     if size < HEADER.size:
-        raise BadHeader(f"file of {size} bytes is shorter than the 64-byte header")
-    magic, version, flags, m_off, m_len, d_off, d_len, f_len, reserved = HEADER.unpack_from(head)
+        raise BadHeader(f"checkpoint of {size} bytes is shorter than the 64-byte header")
+    magic, version, flags, m_off, m_len, d_off, d_len, f_len, checksum = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise BadHeader(f"magic {magic!r} is not {MAGIC!r}")
-    if version != VERSION:
-        raise BadHeader(f"version {version} is not {VERSION}")
+    if version not in VERSIONS:
+        raise BadHeader(f"version {version} is not one of {VERSIONS}")
     if flags != 0:
         raise BadHeader(f"flags {flags:#x} are not 0")
-    if reserved != 0:
-        raise BadHeader(f"reserved field {reserved:#x} is not 0")
+    if version == 1 and checksum != 0:
+        raise BadHeader(f"reserved field {checksum:#x} is not 0")
+    if checksum >> 32:
+        raise BadHeader(f"checksum field {checksum:#x} is not a zero-extended CRC-32C")
     if f_len != size:
         raise BadHeader(f"file_length {f_len} differs from the real length {size}")
     if m_off != HEADER.size:
         raise BadHeader(f"manifest_offset {m_off} is not {HEADER.size}")
     if m_len > size - m_off:
         raise BadHeader(f"manifest of {m_len} bytes leaves the {size}-byte file")
-    if d_off % ALIGN != 0:
-        raise BadHeader(f"data_offset {d_off} is not a multiple of {ALIGN}")
-    if d_off < m_off + m_len or d_off > size:
-        raise BadHeader(f"data_offset {d_off} is not between the manifest end "
-                        f"{m_off + m_len} and the file end {size}")
+    if d_off != _round_up(m_off + m_len) or d_off > size:
+        raise BadHeader(f"data_offset {d_off} is not {_round_up(m_off + m_len)}, the manifest "
+                        f"end rounded up to {ALIGN}, inside the {size}-byte file")
     if d_len != size - d_off:
         raise BadHeader(f"data_length {d_len} is not file length - data_offset "
                         f"({size - d_off})")
-    return m_off, m_len, d_off, d_len
+    if version == 2:
+        if actual is None:
+            actual = crc32c(data[HEADER.size:])
+        if actual != checksum:
+            raise BadHeader(f"checksum {actual:#010x} of bytes 64..{size} differs from the "
+                            f"header's {checksum:#010x}: the file is corrupt")
+    return version, m_len, d_off
 
 
 # A JSON string (an unterminated one runs to the end). The loop is unrolled so that no two of
@@ -326,12 +484,14 @@ _OPEN[[ord("]"), ord("}")]] = -1
 
 
 def _json_depth_ok(raw: bytes) -> bool:
-    """Nesting depth of brackets outside strings, counted without recursion."""
+    """Whether the parsed value would nest at most MAX_DEPTH deep, found before parsing (so the
+    parser never recurses deeper): the depth of the brackets outside strings, which is the
+    parsed structure's own for any text that parses, counted without recursion."""
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:  # cannot nest deeper, strings or not
         return True
     outside = _STRING.sub(b"", raw)
     depth = np.cumsum(_OPEN[np.frombuffer(outside, np.uint8)], dtype=np.int64)
-    return int(depth.max()) <= MAX_DEPTH
+    return int(depth.max(initial=0)) <= MAX_DEPTH  # no bracket outside strings: depth 0
 
 
 def _reject_duplicates(pairs: list) -> dict:
@@ -434,6 +594,8 @@ def _tensor_entries(value: Any, where: str) -> list[dict]:
         if dtype not in DTYPES:
             raise BadManifest(f"{at}.dtype: unknown dtype {_short(dtype)}")
         shape = _field(entry, "shape", list, at)
+        if len(shape) > MAX_RANK:
+            raise BadManifest(f"{at}.shape: {len(shape)} dimensions, more than {MAX_RANK}")
         for d in shape:
             d = _integer(d, f"{at}.shape")
             if d < 0:
@@ -455,13 +617,18 @@ def _check_restorable(name: str, value: float, where: str) -> None:
         raise BadManifest(f"{where}: {name} {value!r} is not a finite number >= 0")
 
 
-def _validate_manifest(m: dict) -> dict:
-    _only_fields(m, ("format", "version", "model", "optimizer", "extra"), "manifest")
+def _validate_manifest(m: dict, version: int) -> dict:
+    """The manifest's shape and ranges, for a file of this header version."""
+    fields = ("format", "version") + (("checksum",) if version == 2 else ()) + (
+        "model", "optimizer", "extra")
+    _only_fields(m, fields, "manifest")
     if _field(m, "format", str, "manifest") != "onemodel-checkpoint":
         raise BadManifest(f"manifest.format {_short(m['format'])} is not "
                           "'onemodel-checkpoint'")
-    if _field(m, "version", int, "manifest") != VERSION:
-        raise BadManifest(f"manifest.version {m['version']} is not {VERSION}")
+    if _field(m, "version", int, "manifest") != version:
+        raise BadManifest(f"manifest.version {m['version']} is not the header's {version}")
+    if version == 2 and _field(m, "checksum", str, "manifest") != CHECKSUM:
+        raise BadManifest(f"manifest.checksum {_short(m['checksum'])} is not {CHECKSUM!r}")
     out: dict[str, Any] = {"model": _tensor_entries(_field(m, "model", list, "manifest"),
                                                     "model")}
     if "optimizer" in m:
@@ -484,7 +651,10 @@ def _validate_manifest(m: dict) -> dict:
                             "state": _tensor_entries(_field(o, "state", list, "optimizer"),
                                                      "optimizer.state")}
     extra = {}
-    for i, e in enumerate(_field(m, "extra", list, "manifest")):
+    saved_extra = _field(m, "extra", list, "manifest")
+    if len(saved_extra) > MAX_EXTRA:
+        raise BadManifest(f"extra holds {len(saved_extra)} entries, more than {MAX_EXTRA}")
+    for i, e in enumerate(saved_extra):
         at = f"extra[{i}]"
         e = _only_fields(e, ("key", "value"), at)
         key = _field(e, "key", str, at)
@@ -498,38 +668,66 @@ def _validate_manifest(m: dict) -> dict:
     return out
 
 
+def _describe(name: Any, dtype: str, shape: list) -> str:
+    return f"{_short(name)} {dtype} {_short(shape)}"
+
+
 def _match(entries: list[dict], state: list[tuple[str, np.ndarray]], what: str) -> None:
-    if len(entries) != len(state):
-        raise Mismatch(f"{what}: file has {len(entries)} tensors, target has {len(state)}")
-    for entry, (name, arr) in zip(entries, state):
-        if entry["name"] != name:
-            raise Mismatch(f"{what}: file has {_short(entry['name'])} where the target has "
-                           f"{name!r}")
-        if entry["dtype"] != _dtype_name(name, arr):
-            raise Mismatch(f"{what} {name!r}: dtype {entry['dtype']} in the file, "
-                           f"{_dtype_name(name, arr)} in the target")
-        # Compared before any size is computed from the file's shape.
-        if entry["shape"] != list(arr.shape):
-            raise Mismatch(f"{what} {name!r}: shape {_short(entry['shape'])} in the file, "
-                           f"{list(arr.shape)} in the target")
+    """Names, dtypes and shapes in order; shapes are compared, never sized."""
+    own = [(name, _dtype_name(name, arr), list(arr.shape)) for name, arr in state]
+    saved = [(e["name"], e["dtype"], e["shape"]) for e in entries]
+    if saved == own:
+        return
+    first = next((i for i, (a, b) in enumerate(zip(saved, own)) if a != b), None)
+    parts = []
+    if first is not None:
+        parts.append(f"tensor {first} is {_describe(*saved[first])} in the file, "
+                     f"{_describe(*own[first])} in the target")
+    saved_names, own_names = {e[0] for e in saved}, {e[0] for e in own}
+    missing = [n for n, _, _ in own if n not in saved_names]
+    unexpected = [n for n, _, _ in saved if n not in own_names]
+    if missing:
+        parts.append(f"missing from the file: {_short(missing)}")
+    if unexpected:
+        parts.append(f"not in the target: {_short(unexpected)}")
+    if len(saved) != len(own):
+        parts.append(f"the file has {len(saved)} tensors, the target {len(own)}")
+    raise Mismatch(f"{what}: " + "; ".join(parts))
 
 
-def _check_extent(entries: list[dict], data_length: int, what: str) -> None:
-    """Offsets and lengths against the data region; the shapes already equal the target's."""
+def _file_entries(manifest: dict) -> list[dict]:
+    """Every tensor entry of a manifest, in file order."""
+    return manifest["model"] + (manifest["optimizer"]["state"] if "optimizer" in manifest
+                                else [])
+
+
+def _check_layout(entries: list[dict], data: memoryview, m_end: int, d_off: int) -> None:
+    """The writer's layout: each entry at the first multiple of 64 at or after the end of the
+    one before, its length the shape's size, padding zero, nothing after the last tensor."""
+    d_len = len(data) - d_off
+    if any(data[m_end:d_off]):  # under 64 bytes
+        raise BadTensor(f"padding after the manifest (bytes {m_end}..{d_off}) is not zero")
+    end = 0
     for e in entries:
-        expected = math.prod(e["shape"]) * DTYPES[e["dtype"]].itemsize
-        offset, length = e["offset"], e["length"]
-        if length != expected:
-            raise BadTensor(f"{what} {e['name']!r}: length {length} is not the shape's "
-                            f"{expected} bytes")
-        if not 0 <= offset < _I64[1] or offset % ALIGN != 0:
-            raise BadTensor(f"{what} {e['name']!r}: offset {offset} is not a multiple of "
-                            f"{ALIGN} in [0, 2^63)")
-        # offset <= data_length first, so the subtraction is the overflow-free form of
-        # offset + length <= data_length.
-        if offset > data_length or length > data_length - offset:
-            raise BadTensor(f"{what} {e['name']!r}: bytes [{offset}, {offset + length}) leave "
-                            f"the data region of {data_length} bytes")
+        where = f"tensor {_short(e['name'])}"
+        # The shape was compared with the target's (or, for an optimizer section a model-only
+        # load skips, bounded to 2^63 bytes): its size is cheap and small.
+        expected = _byte_size(e["shape"], DTYPES[e["dtype"]].itemsize)
+        if e["length"] != expected:
+            raise BadTensor(f"{where}: length {e['length']} is not the shape's {expected} bytes")
+        start = _round_up(end)
+        if e["offset"] != start:
+            raise BadTensor(f"{where}: offset {e['offset']} is not {start}, the first multiple "
+                            f"of {ALIGN} at or after the end of the tensor before it")
+        if start + expected > d_len:
+            raise BadTensor(f"{where}: bytes [{start}, {start + expected}) leave the data "
+                            f"region of {d_len} bytes")
+        if any(data[d_off + end:d_off + start]):
+            raise BadTensor(f"{where}: the padding before it is not zero")
+        end = start + expected
+    if end != d_len:
+        raise BadTensor(f"the data region of {d_len} bytes runs past the last tensor's end at "
+                        f"{end}")
 
 
 # A bound on the writer's JSON for one tensor entry beyond its name and dimensions (field
@@ -551,65 +749,23 @@ def _manifest_limit(state: list[tuple[str, np.ndarray]], optimizer: Any) -> int:
     return 2 * own + MANIFEST_MARGIN
 
 
-class _Memory:
-    """Checkpoint bytes in memory, read by _restore."""
-
-    def __init__(self, data: Any) -> None:
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"checkpoint: expected bytes, got {type(data).__name__}")
-        view = memoryview(data)
-        self.data = view.cast("B") if view.c_contiguous else memoryview(view.tobytes())
-        self.size = len(self.data)
-
-    def read(self, offset: int, length: int) -> bytes:
-        return bytes(self.data[offset:offset + length])
-
-    def read_into(self, arr: np.ndarray, offset: int, dtype: np.dtype) -> None:
-        arr[...] = np.frombuffer(self.data, dtype, arr.size, offset).reshape(arr.shape)
+def _as_view(data: Any) -> memoryview:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"checkpoint: expected bytes, got {type(data).__name__}")
+    view = memoryview(data)
+    return view.cast("B") if view.c_contiguous else memoryview(view.tobytes())
 
 
-class _File:
-    """An open checkpoint file, read by _restore: the header and manifest as bytes, each tensor
-    straight into its destination array (no copy of the file in memory)."""
-
-    def __init__(self, f: Any) -> None:
-        self.f = f
-        self.size = os.fstat(f.fileno()).st_size
-
-    def _fill(self, view: memoryview, offset: int) -> None:
-        self.f.seek(offset)
-        done = 0
-        while done < len(view):
-            n = self.f.readinto(view[done:])
-            if not n:
-                raise BadHeader(f"file ended at byte {offset + done}, before the length its "
-                                "header gives: it changed while being read")
-            done += n
-
-    def read(self, offset: int, length: int) -> bytes:
-        buf = bytearray(length)
-        self._fill(memoryview(buf), offset)
-        return bytes(buf)
-
-    def read_into(self, arr: np.ndarray, offset: int, dtype: np.dtype) -> None:
-        if arr.flags.c_contiguous and arr.dtype == dtype:
-            self._fill(memoryview(arr.reshape(-1)).cast("B"), offset)
-        else:  # the state arrays are contiguous and native; this path is for safety only
-            tmp = np.empty(arr.shape, dtype)
-            self._fill(memoryview(tmp.reshape(-1)).cast("B"), offset)
-            arr[...] = tmp
-
-
-def _restore(source: Any, model: Any, optimizer: Any) -> dict:
-    """Checks header, manifest, entries and extents in that order, then restores."""
-    m_off, m_len, d_off, d_len = _read_header(source.read(0, HEADER.size), source.size)
-    if m_len > MANIFEST_MARGIN:  # every target's bound exceeds the margin
-        state = _model_state(model) + (_optimizer_state(optimizer) if optimizer is not None
-                                       else [])
-        _check_manifest_length(m_len, _manifest_limit(state, optimizer))
-    manifest = _validate_manifest(_parse_manifest(source.read(m_off, m_len)))
+def _restore(data: memoryview, checksum: Optional[int], model: Any, optimizer: Any) -> dict:
+    """Checks header, checksum, manifest, entries and layout in that order, then restores.
+    `checksum` is the CRC-32C of the bytes after the header if the reader took it already."""
+    version, m_len, d_off = _check_header(data, checksum)
     model_state = _model_state(model)
     opt_state = _optimizer_state(optimizer) if optimizer is not None else []
+    if m_len > MANIFEST_MARGIN:  # every target's bound exceeds the margin
+        _check_manifest_length(m_len, _manifest_limit(model_state + opt_state, optimizer))
+    manifest = _validate_manifest(
+        _parse_manifest(data[HEADER.size:HEADER.size + m_len].tobytes()), version)
     _match(manifest["model"], model_state, "model")
     entries = list(manifest["model"])
     if optimizer is not None:
@@ -622,9 +778,7 @@ def _restore(source: Any, model: Any, optimizer: Any) -> dict:
         hyper = _match_hyper(saved["hyper"], optimizer)
         _match(saved["state"], opt_state, "optimizer state")
         entries += saved["state"]
-    _check_extent(manifest["model"], d_len, "model")
-    if optimizer is not None:
-        _check_extent(manifest["optimizer"]["state"], d_len, "optimizer state")
+    _check_layout(_file_entries(manifest), data, HEADER.size + m_len, d_off)
 
     # Every check passed. The hyper-parameters go first: an optimizer may still refuse a value
     # (its own rules), and then nothing else has changed yet.
@@ -632,7 +786,8 @@ def _restore(source: Any, model: Any, optimizer: Any) -> dict:
         _load_hyper(optimizer, hyper)
     for entry, (_, arr) in zip(entries, model_state + opt_state):
         if arr.size:
-            source.read_into(arr, d_off + entry["offset"], DTYPES[entry["dtype"]])
+            arr[...] = np.frombuffer(data, DTYPES[entry["dtype"]], arr.size,
+                                     d_off + entry["offset"]).reshape(arr.shape)
     for _, t in model._named_state():
         t._version += 1
     if optimizer is not None:
@@ -645,7 +800,7 @@ def from_bytes(data: bytes, model: Any, optimizer: Any = None) -> dict:
 
     Every check runs before anything is changed; errors are CheckpointError subclasses only.
     """
-    return _restore(_Memory(data), model, optimizer)
+    return _restore(_as_view(data), None, model, optimizer)
 
 
 def _match_hyper(saved: list[tuple[str, int]], optimizer: Any) -> dict[str, float]:
@@ -674,20 +829,57 @@ def _load_hyper(optimizer: Any, values: dict[str, float]) -> None:
         raise BadManifest(f"optimizer refuses the saved hyper-parameters: {e}") from None
 
 
+_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                (stat.S_ISSOCK, "a socket"))
+
+
+def _check_regular(mode: int, path: str) -> None:
+    if not stat.S_ISREG(mode):
+        what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+        raise BadHeader(f"{path} is {what}: a checkpoint is read from a regular file")
+
+
+def _read_file(path: str) -> tuple[memoryview, Optional[int]]:
+    """The whole of a regular file and, for a version-2 header, the CRC-32C of its bytes after
+    the header, taken piece by piece as they arrive (in cache). A FIFO or device is refused
+    before it is opened for reading (opening a FIFO would block), and again by the open
+    descriptor's own type."""
+    _check_regular(os.stat(path).st_mode, path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with open(fd, "rb", buffering=0) as f:
+        info = os.fstat(fd)
+        _check_regular(info.st_mode, path)
+        buf = np.empty(info.st_size, np.uint8)  # not zero-filled: every byte is read over
+        view = memoryview(buf)
+        done, crc, version2 = 0, 0, None
+        while done < len(view):
+            n = f.readinto(view[done:done + _PIECE])
+            if not n:
+                raise BadHeader(f"{path} ended at byte {done}, before its length of "
+                                f"{len(view)} bytes: it changed while being read")
+            if version2 is None and done + n >= HEADER.size:
+                version2 = HEADER.unpack_from(view)[1] == 2
+            if version2:
+                crc = crc32c(view[max(done, HEADER.size):done + n], crc)
+            done += n
+        if f.read(1):
+            raise BadHeader(f"{path} grew past its length of {len(view)} bytes while being read")
+    return view, crc if version2 else None
+
+
 def load(path: str | os.PathLike, model: Any, optimizer: Any = None) -> dict:
-    """Restores as from_bytes, reading the header and manifest first and then each tensor
-    straight into its array, so a load needs no memory beyond the manifest; returns the extra
-    integers. Only a file that changes on disk during the load (it ends before the length its
-    header gave) can fail after the copying began: BadHeader, with the target partly loaded."""
-    with open(path, "rb", buffering=0) as f:
-        return _restore(_File(f), model, optimizer)
+    """Restores as from_bytes from the whole file, read first; returns the extra integers."""
+    return _restore(*_read_file(os.fspath(path)), model, optimizer)
 
 
-def _extra_of(data: bytes) -> dict:
-    """The extra integers of checkpoint bytes, header and manifest checked, no target."""
-    m_off, m_len, _, _ = _read_header(data[:HEADER.size], len(data))
+def _extra_of(data: memoryview, checksum: Optional[int]) -> dict:
+    """The extra integers of checkpoint bytes, header, checksum and manifest checked, no
+    target."""
+    version, m_len, _ = _check_header(data, checksum)
     _check_manifest_length(m_len, MAX_MANIFEST)
-    return _validate_manifest(_parse_manifest(data[m_off:m_off + m_len]))["extra"]
+    return _validate_manifest(_parse_manifest(
+        data[HEADER.size:HEADER.size + m_len].tobytes()), version)["extra"]
 
 
 # -- rotation -------------------------------------------------------------------------------
@@ -722,8 +914,7 @@ class CheckpointManager:
         self.best_path = os.path.join(self.folder, "best.ckpt")
         self.best_metric: Optional[float] = None
         try:
-            with open(self.best_path, "rb") as f:
-                bits = _extra_of(f.read()).get(METRIC_KEY)
+            bits = _extra_of(*_read_file(self.best_path)).get(METRIC_KEY)
             self.best_metric = None if bits is None else _metric_of(bits)
         except (FileNotFoundError, CheckpointError):
             pass  # no best yet, or an unreadable one that the next improvement replaces
@@ -756,8 +947,8 @@ class CheckpointManager:
                                  f"got {metric!r}")
             metric = float(metric)
             extra[METRIC_KEY] = _metric_bits(metric)
-        chunks = _chunks(model, optimizer, extra)
         path = os.path.join(self.folder, f"step-{int(step):08d}.ckpt")
+        chunks = _chunks_for(path, model, optimizer, extra)
         _atomic_write(path, chunks)
         # The oldest beyond keep_last go; the file just written stays even if its step is lower.
         others = [p for _, p in self._steps() if p != path]

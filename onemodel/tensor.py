@@ -36,6 +36,9 @@ def _canonical(arr: np.ndarray, op: str) -> np.ndarray:
     if arr.dtype.kind == "f":
         arr = arr.astype(np.float32, copy=False)
     elif arr.dtype.kind in "iu":
+        if arr.dtype == np.uint64 and arr.size and int(arr.max()) >= 1 << 63:
+            raise ValueError(f"{op}: uint64 value {int(arr.max())} does not fit in int64, the "
+                             "integer type it would become")
         arr = arr.astype(np.int32 if arr.dtype == np.int32 else np.int64, copy=False)
     elif arr.dtype.kind != "b":
         raise TypeError(f"{op}: unsupported dtype {arr.dtype}; use float, integer or bool data")

@@ -18,6 +18,7 @@ import onemodel as om
 from onemodel import checkpoint, nn
 from onemodel.optim import SGD, Adam, AdamW
 from onemodel.tensor import Tensor
+from test_checkpoint_hostile import crc32c_reference
 
 ELEMENT = {"f32": "<f4", "i32": "<i4", "i64": "<i8", "u8": "u1"}
 
@@ -67,14 +68,19 @@ def decode(data: bytes) -> tuple[tuple, dict, dict]:
 
 
 # -- the format -----------------------------------------------------------------------------
-def test_header_fields_and_padding():
+@pytest.mark.parametrize("version", [2, 1])
+def test_header_fields_and_padding(version):
     model, opt = trained()
-    data = checkpoint.to_bytes(model, opt)
-    (magic, version, flags, m_off, m_len, d_off, d_len, f_len, reserved), _, _ = decode(data)
-    assert (magic, version, flags, m_off, reserved) == (b"ONEMCKPT", 1, 0, 64, 0)
+    data = checkpoint.to_bytes(model, opt, version=version)
+    (magic, v, flags, m_off, m_len, d_off, d_len, f_len, last), _, _ = decode(data)
+    assert (magic, v, flags, m_off) == (b"ONEMCKPT", version, 0, 64)
+    # Version 2's last field is the CRC-32C of everything after the header; version 1's is 0.
+    assert last == (crc32c_reference(data[64:]) if version == 2 else 0)
     assert d_off == -(-(64 + m_len) // 64) * 64
     assert f_len == len(data) and d_len == len(data) - d_off
     assert data[64 + m_len:d_off] == bytes(d_off - 64 - m_len)
+    with pytest.raises(ValueError, match="version 3"):
+        checkpoint.to_bytes(model, opt, version=3)
 
 
 def test_manifest_field_order_compactness_and_alignment():
@@ -83,8 +89,11 @@ def test_manifest_field_order_compactness_and_alignment():
     header, manifest, _ = decode(data)
     text = data[64:64 + header[4]].decode()
     assert text == json.dumps(manifest, separators=(",", ":"), ensure_ascii=False)
-    assert list(manifest) == ["format", "version", "model", "optimizer", "extra"]
-    assert manifest["format"] == "onemodel-checkpoint" and manifest["version"] == 1
+    assert list(manifest) == ["format", "version", "checksum", "model", "optimizer", "extra"]
+    assert manifest["format"] == "onemodel-checkpoint" and manifest["version"] == 2
+    assert manifest["checksum"] == "crc32c"
+    _, v1, _ = decode(checkpoint.to_bytes(model, opt, extra={"samples": 18}, version=1))
+    assert v1 == {k: v for k, v in manifest.items() if k != "checksum"} | {"version": 1}
     o = manifest["optimizer"]
     assert list(o) == ["kind", "step", "hyper", "state"]
     assert (o["kind"], o["step"]) == ("AdamW", 3)
@@ -151,8 +160,9 @@ def test_same_state_same_bytes_and_state_hash():
     a, opt_a = trained(3)
     b, opt_b = trained(3)
     assert checkpoint.to_bytes(a, opt_a) == checkpoint.to_bytes(b, opt_b)
+    # The hash is of the version-1 bytes: version 2's checksum never moves it.
     assert checkpoint.state_hash(a, opt_a) == hashlib.sha256(
-        checkpoint.to_bytes(a, opt_a)).hexdigest()
+        checkpoint.to_bytes(a, opt_a, version=1)).hexdigest()
     # A load into a differently initialized target reproduces the bytes exactly.
     c = small(9)
     opt_c = AdamW(c.parameters(), lr=0.5, weight_decay=0.05)
@@ -362,3 +372,220 @@ def test_optimizer_refusing_saved_values_is_bad_manifest_and_changes_nothing():
         checkpoint.from_bytes(data, target, target_opt)
     assert checkpoint.to_bytes(target, target_opt) == before
     assert target_opt.weight_decay == 0.0
+
+
+# -- second round (issue 16) ----------------------------------------------------------------
+def test_save_refuses_what_the_reader_would_refuse_before_writing(tmp_path):
+    model, opt = trained()
+    path = tmp_path / "a.ckpt"
+    checkpoint.save(path, model, opt)
+    previous = path.read_bytes()
+    opt.step_count = (1 << 63) - 1
+    checkpoint.from_bytes(checkpoint.to_bytes(model, opt), small(), AdamW(small().parameters(),
+                                                                          weight_decay=0.05))
+    opt.step_count += 1  # one more step: the reader takes steps below 2^63 only
+    with pytest.raises(ValueError, match="saving .*a.ckpt.*optimizer.step"):
+        checkpoint.save(path, model, opt)
+    with pytest.raises(ValueError, match="optimizer.step"):
+        checkpoint.to_bytes(model, opt)
+    assert path.read_bytes() == previous and os.listdir(tmp_path) == ["a.ckpt"]
+    mgr = checkpoint.CheckpointManager(tmp_path / "run")
+    with pytest.raises(ValueError, match="step-00000007.ckpt"):
+        mgr.save(7, model, opt)
+    assert os.listdir(tmp_path / "run") == []
+
+
+def test_brackets_inside_strings_are_no_depth():
+    model = small()
+    data = checkpoint.to_bytes(model, extra={"[" * 40 + "{" * 40: 1})
+    assert checkpoint.from_bytes(data, small()) == {"[" * 40 + "{" * 40: 1}
+
+
+def test_manager_ignores_a_best_ckpt_it_cannot_read(tmp_path):
+    # A manifest that is a JSON string of brackets, with a valid checksum.
+    text = b'"' + b"[" * 40 + b'"'
+    body = text + bytes(-(64 + len(text)) % 64)
+    header = struct.pack("<8sIIQQQQQQ", b"ONEMCKPT", 2, 0, 64, len(text), 64 + len(body), 0,
+                         64 + len(body), crc32c_reference(body))
+    (tmp_path / "best.ckpt").write_bytes(header + body)
+    with pytest.raises(checkpoint.BadManifest, match="not a JSON object"):
+        checkpoint.load(tmp_path / "best.ckpt", small())
+    assert checkpoint.CheckpointManager(tmp_path).best_metric is None
+
+
+def _saves(path, model, n, errors):
+    try:
+        for _ in range(n):
+            checkpoint.save(path, model)
+    except BaseException as e:  # reported by the test
+        errors.append(e)
+
+
+def test_concurrent_saves_to_one_path_all_succeed(tmp_path):
+    import threading
+
+    path = tmp_path / "a.ckpt"
+    models = [small(1), small(2)]
+    good = [checkpoint.to_bytes(m) for m in models]
+    errors: list = []
+    threads = [threading.Thread(target=_saves, args=(path, m, 150, errors)) for m in models]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert path.read_bytes() in good and os.listdir(tmp_path) == ["a.ckpt"]
+
+
+@pytest.mark.skipif(checkpoint.fcntl is None, reason="flock: POSIX")
+def test_a_temporary_taken_for_abandoned_before_its_lock_is_made_again(tmp_path, monkeypatch):
+    """Another save may lock and remove a temporary between its creation and its own save's
+    lock; that save then sees its name gone and makes a new one."""
+    real = checkpoint.fcntl
+    taken: list = []
+
+    class Racing:
+        LOCK_EX, LOCK_NB = real.LOCK_EX, real.LOCK_NB
+
+        @staticmethod
+        def flock(fd, op):
+            if not taken and op == real.LOCK_EX:  # the first lock: another save got there
+                taken.append(os.readlink(f"/proc/self/fd/{fd}"))
+                os.unlink(taken[0])
+            real.flock(fd, op)
+
+    if not os.path.exists("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd")
+    monkeypatch.setattr(checkpoint, "fcntl", Racing)
+    checkpoint.save(tmp_path / "a.ckpt", small())
+    assert taken and taken[0].endswith(".tmp")
+    assert os.listdir(tmp_path) == ["a.ckpt"]
+    assert (tmp_path / "a.ckpt").read_bytes() == checkpoint.to_bytes(small())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_concurrent_saves_from_two_processes_all_succeed(tmp_path):
+    path = tmp_path / "a.ckpt"
+    pids = []
+    for seed in (1, 2):
+        pid = os.fork()
+        if pid == 0:
+            errors: list = []
+            _saves(path, small(seed), 150, errors)
+            os._exit(1 if errors else 0)
+        pids.append(pid)
+    assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids] == [0, 0]
+    assert path.read_bytes() in [checkpoint.to_bytes(small(s)) for s in (1, 2)]
+    assert os.listdir(tmp_path) == ["a.ckpt"]
+
+
+def test_load_refuses_what_is_not_a_regular_file(tmp_path):
+    import threading
+
+    model = small()
+    before = checkpoint.to_bytes(model)
+    with pytest.raises(checkpoint.BadHeader, match="is a directory"):
+        checkpoint.load(tmp_path, model)
+    (tmp_path / "empty.ckpt").write_bytes(b"")
+    with pytest.raises(checkpoint.BadHeader, match="is empty"):
+        checkpoint.load(tmp_path / "empty.ckpt", model)
+    if os.path.exists("/dev/null"):
+        with pytest.raises(checkpoint.BadHeader, match="is a character device"):
+            checkpoint.load("/dev/null", model)
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "fifo.ckpt"
+        os.mkfifo(fifo)
+        outcome: list = []
+
+        def load():  # without a writer, opening the FIFO for reading would block
+            try:
+                checkpoint.load(fifo, model)
+            except Exception as e:
+                outcome.append(e)
+        t = threading.Thread(target=load, daemon=True)
+        t.start()
+        t.join(10)
+        assert not t.is_alive(), "load() blocked on a FIFO"
+        assert type(outcome[0]) is checkpoint.BadHeader and "is a FIFO" in str(outcome[0])
+        writer = os.open(fifo, os.O_RDWR)  # a FIFO with a writer
+        try:
+            with pytest.raises(checkpoint.BadHeader, match="is a FIFO"):
+                checkpoint.load(fifo, model)
+        finally:
+            os.close(writer)
+    assert checkpoint.to_bytes(model) == before
+
+
+class _TruncatingFile:
+    """A raw file whose reads stop at 4 KiB each; after the first, another process truncates
+    the file to half its length."""
+
+    def __init__(self, real, path):
+        self.real, self.path, self.reads = real, path, 0
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.real.close()
+
+    def readinto(self, view):
+        n = self.real.readinto(memoryview(view)[:4096])
+        self.reads += 1
+        if self.reads == 1:
+            os.truncate(self.path, os.path.getsize(self.path) // 2)
+        return n
+
+
+def test_a_file_truncated_during_the_load_changes_nothing(tmp_path, monkeypatch):
+    import builtins
+
+    path = tmp_path / "a.ckpt"
+    source, target = nn.Linear(64, 64), nn.Linear(64, 64)
+    source.weight._data[...] = 3.0  # a partial load would show
+    checkpoint.save(path, source)
+    before = checkpoint.to_bytes(target)
+    real_open = builtins.open
+    monkeypatch.setattr(checkpoint, "open",
+                        lambda *a, **k: _TruncatingFile(real_open(*a, **k), path), raising=False)
+    with pytest.raises(checkpoint.BadHeader, match="changed while being read"):
+        checkpoint.load(path, target)
+    assert checkpoint.to_bytes(target) == before
+
+
+def test_mismatch_names_the_first_differing_tensor_and_the_missing_and_unexpected_ones():
+    data = checkpoint.to_bytes(nn.Sequential(nn.Linear(5, 7), nn.Linear(7, 3)))
+    with pytest.raises(checkpoint.Mismatch) as info:
+        checkpoint.from_bytes(data, nn.Sequential(nn.Linear(5, 8), nn.Linear(8, 3)))
+    assert "tensor 0 is '0.weight' f32 [7, 5] in the file, '0.weight' f32 [8, 5] in the " \
+        "target" in str(info.value)
+    with pytest.raises(checkpoint.Mismatch) as info:
+        checkpoint.from_bytes(data, nn.Sequential(nn.Linear(5, 7, bias=False),
+                                                  nn.Linear(7, 3), nn.Linear(3, 1)))
+    message = str(info.value)
+    assert "tensor 1 is '0.bias' f32 [7] in the file, '1.weight' f32 [3, 7]" in message
+    assert "missing from the file: ['2.weight', '2.bias']" in message
+    assert "not in the target: ['0.bias']" in message
+    assert "the file has 4 tensors, the target 5" in message
+
+
+def test_save_errors_name_the_destination_not_the_temporary(tmp_path, monkeypatch):
+    path = tmp_path / "a.ckpt"
+
+    def full(fd, data):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError) as info:
+        checkpoint.save(path, small())
+    assert info.value.errno == 28 and info.value.filename == str(path)
+    assert str(path) in str(info.value) and ".tmp" not in str(info.value)
+    monkeypatch.undo()
+    monkeypatch.setattr(os, "replace", lambda src, dst: os.rename(src, tmp_path / "x" / "y"))
+    with pytest.raises(OSError) as info:
+        checkpoint.save(path, small())
+    assert ".tmp" not in str(info.value) and str(path) in str(info.value)
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == []

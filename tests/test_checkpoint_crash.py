@@ -173,8 +173,10 @@ def test_a_real_save_makes_these_steps(tmp_path, monkeypatch):
     injector = Injector(monkeypatch)
     checkpoint.save(tmp_path / "a.ckpt", old)
     calls = injector.calls
-    # open the temporary, its writes, fsync, close, rename, then the folder: open, fsync, close
-    assert calls[0] == "open" and calls[-6:] == ["fsync", "close", "replace", "open", "fsync",
+    # open the temporary, its writes, fsync, rename, close (the temporary stays open, locked,
+    # through the rename: no other save takes it for abandoned), then the folder: open, fsync,
+    # close
+    assert calls[0] == "open" and calls[-6:] == ["fsync", "replace", "close", "open", "fsync",
                                                  "close"]
     assert set(calls[1:-6]) == {"write"} and len(calls) >= 9
 

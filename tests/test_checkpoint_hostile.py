@@ -4,7 +4,9 @@ the data region laid out at 64-byte offsets), then broken in one named way. Each
 own error type, from memory and from the file, and leave the model and optimizer unchanged.
 
 The committed copies live in testdata/checkpoint/hostile/<kind>-<name>.ckpt; the test checks
-they equal what the builder produces, and ONEMODEL_WRITE_TESTDATA=1 rewrites them.
+they equal what the builder produces, and ONEMODEL_WRITE_TESTDATA=1 rewrites them. Most are
+version 1 (which still loads, so all of its rules hold); the version-2 ones carry a CRC-32C
+computed here by a table, independently of the reader's.
 """
 from __future__ import annotations
 
@@ -35,6 +37,25 @@ OPT_STATE = [(f"{moment}.{i}", "f32", shape) for i, shape in enumerate([[4, 3], 
 HYPER = [("lr", 0.002), ("beta1", 0.9), ("beta2", 0.999), ("eps", 1e-8),
          ("weight_decay", 0.01), ("amsgrad", 0.0)]
 ELEMENT = {"f32": "<f4", "i32": "<i4", "i64": "<i8"}
+
+
+def _crc_table() -> list[int]:
+    table = []
+    for n in range(256):
+        for _ in range(8):
+            n = (n >> 1) ^ (0x82F63B78 if n & 1 else 0)  # Castagnoli, reflected
+        table.append(n)
+    return table
+
+
+CRC_TABLE = _crc_table()
+
+
+def crc32c_reference(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = (crc >> 8) ^ CRC_TABLE[(crc ^ b) & 0xFF]
+    return crc ^ 0xFFFFFFFF
 
 
 def make_target() -> tuple[nn.Module, AdamW]:
@@ -72,10 +93,13 @@ def layout(tensors: list) -> tuple[list[dict], bytes]:
 
 
 def manifest(model=MODEL, state=OPT_STATE, kind="AdamW", step=9, hyper=HYPER,
-             extra=(("samples", 640),), optimizer=True) -> tuple[dict, bytes]:
+             extra=(("samples", 640),), optimizer=True, version=1) -> tuple[dict, bytes]:
     """The manifest object in the spec's field order, and its data region."""
     entries, data = layout(list(model) + (list(state) if optimizer else []))
-    m = {"format": "onemodel-checkpoint", "version": 1, "model": entries[:len(model)]}
+    m = {"format": "onemodel-checkpoint", "version": version}
+    if version == 2:
+        m["checksum"] = "crc32c"
+    m["model"] = entries[:len(model)]
     if optimizer:
         m["optimizer"] = {"kind": kind, "step": step,
                           "hyper": [{"name": n, "bits": f32_bits(v)} for n, v in hyper],
@@ -88,21 +112,27 @@ def text(m: dict) -> bytes:
     return json.dumps(m, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def assemble(manifest_text: bytes, data: bytes, **header) -> bytes:
-    """Header + manifest + zero padding + data; `header` overrides fields (they may lie)."""
+def assemble(manifest_text: bytes, data: bytes, padding: bytes = b"", **header) -> bytes:
+    """Header + manifest + zero padding (or `padding`) + data; `header` overrides fields (they
+    may lie). A version-2 header gets the CRC-32C of what follows it unless "reserved" is
+    given."""
     data_offset = round_up(64 + len(manifest_text))
     fields = {"magic": b"ONEMCKPT", "version": 1, "flags": 0, "manifest_offset": 64,
               "manifest_length": len(manifest_text), "data_offset": data_offset,
               "data_length": len(data), "file_length": data_offset + len(data), "reserved": 0}
     fields.update(header)
-    head = struct.pack("<8sIIQQQQQQ", *fields.values())
-    body = head + manifest_text
-    return body + bytes(data_offset - len(body)) + data
+    pad = padding or bytes(data_offset - 64 - len(manifest_text))
+    body = manifest_text + pad + data
+    if fields["version"] == 2 and "reserved" not in header:
+        fields["reserved"] = crc32c_reference(body)
+    return struct.pack("<8sIIQQQQQQ", *fields.values()) + body
 
 
 VALID_MANIFEST, DATA = manifest()
 VALID_TEXT = text(VALID_MANIFEST)
 VALID = assemble(VALID_TEXT, DATA)
+VALID2_TEXT = text(manifest(version=2)[0])
+VALID2 = assemble(VALID2_TEXT, DATA, version=2)
 
 
 def edited(old: str, new: str) -> bytes:
@@ -130,8 +160,26 @@ def hyper_with(name: str, value: float) -> list:
     return [(n, value if n == name else v) for n, v in HYPER]
 
 
-def built(m_and_data: tuple[dict, bytes]) -> bytes:
-    return assemble(text(m_and_data[0]), m_and_data[1])
+def built(m_and_data: tuple[dict, bytes], **header) -> bytes:
+    return assemble(text(m_and_data[0]), m_and_data[1], **header)
+
+
+def flipped(data: bytes, pos: int, bit: int = 0) -> bytes:
+    out = bytearray(data)
+    out[pos] ^= 1 << bit
+    return bytes(out)
+
+
+def nonzero_padding_between_tensors() -> bytes:
+    """A byte of the padding after 0.weight (48 bytes, then 16 of padding) set to 1."""
+    data = bytearray(DATA)
+    data[50] = 1
+    return assemble(VALID_TEXT, bytes(data))
+
+
+def hyper_entries(n: int) -> bytes:
+    """Valid JSON with n hyper-parameter entries in place of AdamW's six."""
+    return with_manifest(lambda m: m["optimizer"].update(hyper=[{"name": "lr", "bits": 0}] * n))
 
 
 def cases() -> list[tuple[str, str, bytes, bool]]:
@@ -146,7 +194,7 @@ def cases() -> list[tuple[str, str, bytes, bool]]:
         ("BadHeader", "short", VALID[:40]),
         ("BadHeader", "header-only", VALID[:64]),
         ("BadHeader", "magic", assemble(VALID_TEXT, DATA, magic=b"ONEMODEL")),
-        ("BadHeader", "version", assemble(VALID_TEXT, DATA, version=2)),
+        ("BadHeader", "version", assemble(VALID_TEXT, DATA, version=3)),
         ("BadHeader", "version-zero", assemble(VALID_TEXT, DATA, version=0)),
         ("BadHeader", "flags", assemble(VALID_TEXT, DATA, flags=1)),
         ("BadHeader", "reserved", assemble(VALID_TEXT, DATA, reserved=1 << 63)),
@@ -166,6 +214,23 @@ def cases() -> list[tuple[str, str, bytes, bool]]:
         ("BadHeader", "data-offset-max", assemble(VALID_TEXT, DATA, data_offset=(1 << 64) - 64)),
         ("BadHeader", "data-length", assemble(VALID_TEXT, DATA, data_length=len(DATA) + 1)),
         ("BadHeader", "data-length-zero", assemble(VALID_TEXT, DATA, data_length=0)),
+        # data_offset is the manifest's end rounded up to 64, nothing further (lengths agree).
+        ("BadHeader", "data-offset-gap",
+         assemble(VALID_TEXT, bytes(64) + DATA, data_offset=round_up(m_end) + 64,
+                  data_length=len(DATA), file_length=n + 64)),
+        # version 2: the checksum covers the manifest, the padding and the data
+        ("BadHeader", "v2-checksum-data-flip", flipped(VALID2, len(VALID2) - 1, 7)),
+        ("BadHeader", "v2-checksum-manifest-flip", flipped(VALID2, 100, 2)),
+        ("BadHeader", "v2-checksum-padding-flip", flipped(VALID2, round_up(64 + len(
+            VALID2_TEXT)) - 1)),
+        ("BadHeader", "v2-checksum-field-flip", flipped(VALID2, 56)),
+        ("BadHeader", "v2-checksum-zero", assemble(VALID2_TEXT, DATA, version=2, reserved=0)),
+        ("BadHeader", "v2-checksum-high-bits",
+         assemble(VALID2_TEXT, DATA, version=2,
+                  reserved=(1 << 32) | crc32c_reference(VALID2[64:]))),
+        ("BadHeader", "v2-truncated", VALID2[:-1]),
+        ("BadHeader", "version-3-with-checksum", assemble(VALID2_TEXT, DATA, version=3,
+                                                          reserved=0)),
         # manifest
         ("BadManifest", "invalid-utf8",
          assemble(VALID_TEXT.replace(b'"0.weight"', b'"0.we\xffight"', 1), DATA)),
@@ -186,6 +251,33 @@ def cases() -> list[tuple[str, str, bytes, bool]]:
         ("BadManifest", "truncated-json", assemble(VALID_TEXT[:-1], DATA)),
         ("BadManifest", "not-object", assemble(b"[]", DATA)),
         ("BadManifest", "not-object-string", assemble(b'"onemodel-checkpoint"', DATA)),
+        # Brackets inside a string do not nest: a string, not too deep a structure.
+        ("BadManifest", "string-of-brackets", assemble(b'"' + b"[" * 40 + b"{" * 40 + b'"',
+                                                       DATA)),
+        ("BadManifest", "v2-checksum-field-missing",
+         built(manifest(version=1), version=2)),
+        ("BadManifest", "v2-checksum-name", assemble(VALID2_TEXT.replace(
+            b'"crc32c"', b'"xxh64"'), DATA, version=2)),
+        ("BadManifest", "v2-manifest-version-1",
+         assemble(VALID2_TEXT.replace(b'"version":2', b'"version":1'), DATA, version=2)),
+        ("BadManifest", "v1-with-checksum-field", assemble(VALID2_TEXT.replace(
+            b'"version":2', b'"version":1'), DATA)),
+        # Caps: 65 dimensions; 60000 of them (rejected before they are looked at); 1025 extra
+        # integers; and near-limit manifests of many small values, rejected fast.
+        ("BadManifest", "rank-65", edited('"shape":[4,3]', '"shape":[' + ",".join(
+            ["1"] * 63 + ["4", "3"]) + "]")),
+        ("BadManifest", "rank-60000", edited('"shape":[4,3]', '"shape":[' + ",".join(
+            ["1"] * 60000) + "]")),
+        ("BadManifest", "extra-1025", built(manifest(extra=[(f"k{i:04d}", i)
+                                                            for i in range(1025)]))),
+        ("BadManifest", "extra-4000", built(manifest(extra=[(f"k{i:04d}", i)
+                                                            for i in range(4000)]))),
+        ("BadManifest", "nested-lists-16000", edited('"extra":[{"key":"samples","value":640}]',
+                                                     '"extra":[' + ",".join(
+                                                         ["[[[[[[[[]]]]]]]]"] * 16000) + "]")),
+        ("BadManifest", "extra-objects-40000", edited(
+            '"extra":[{"key":"samples","value":640}]', '"extra":[' + ",".join(["{}"] * 40000)
+            + "]")),
         ("BadManifest", "trailing-garbage", assemble(VALID_TEXT + b"x", DATA)),
         ("BadManifest", "two-objects", assemble(VALID_TEXT + VALID_TEXT, DATA)),
         ("BadManifest", "duplicate-key",
@@ -250,6 +342,11 @@ def cases() -> list[tuple[str, str, bytes, bool]]:
          built(manifest(state=[("exp_avg.0", "f32", [12])] + OPT_STATE[1:]))),
         ("Mismatch", "optimizer-state-missing", built(manifest(state=OPT_STATE[:-1]))),
         ("Mismatch", "model-only-file", built(manifest(optimizer=False))),
+        # u8 is a dtype of the format (packed optimizer state): on another tensor it is a type
+        # that differs from the target's, like i32 for an f32, not an unknown name.
+        ("Mismatch", "u8-for-f32", edited('"dtype":"f32","shape":[4,3],"offset":0,"length":48',
+                                          '"dtype":"u8","shape":[4,3],"offset":0,"length":12')),
+        ("Mismatch", "hyper-5000", hyper_entries(5000)),
         # offsets and lengths
         ("BadTensor", "length-short", with_entry(0, length=44)),
         ("BadTensor", "length-long", with_entry(0, length=52)),
@@ -265,6 +362,14 @@ def cases() -> list[tuple[str, str, bytes, bool]]:
         ("BadTensor", "negative-offset", with_entry(0, offset=-64)),
         ("BadTensor", "optimizer-offset-past-end",
          with_entry(-2, offset=round_up(len(DATA)) + 128)),
+        # Only the writer's layout: no aliasing, no gap, zero padding, no bytes after the end.
+        ("BadTensor", "aliased", with_entry(2, offset=VALID_MANIFEST["model"][1]["offset"])),
+        ("BadTensor", "gap", with_entry(-1, offset=last["offset"] + 64)),
+        ("BadTensor", "padding-nonzero", nonzero_padding_between_tensors()),
+        ("BadTensor", "manifest-padding-nonzero",
+         assemble(VALID_TEXT, DATA, padding=b"\1".rjust(round_up(m_end) - m_end, b"\0"))),
+        ("BadTensor", "trailing-bytes", assemble(VALID_TEXT, DATA + bytes(64))),
+        ("BadTensor", "trailing-byte", assemble(VALID_TEXT, DATA + b"\0")),
     ]
     return [(kind, name, data, True) for kind, name, data in out]
 
@@ -276,14 +381,64 @@ def path_of(kind: str, name: str) -> str:
     return os.path.join(FOLDER, f"{kind}-{name}.ckpt")
 
 
-def test_valid_file_built_by_hand_loads_and_is_what_the_writer_writes():
+@pytest.mark.parametrize("version", [1, 2])
+def test_valid_file_built_by_hand_loads_and_is_what_the_writer_writes(version):
     model, opt = make_target()
-    extra = checkpoint.from_bytes(VALID, model, opt)
+    valid = VALID2 if version == 2 else VALID
+    extra = checkpoint.from_bytes(valid, model, opt)
     assert extra == {"samples": 640}
     assert opt.step_count == 9 and opt.lr == np.float32(0.002)
-    assert checkpoint.to_bytes(model, opt, extra) == VALID
+    assert checkpoint.to_bytes(model, opt, extra, version=version) == valid
     w = model[0].weight.detach().numpy()
     np.testing.assert_array_equal(w.ravel(), np.arange(12, dtype=np.float32) * 0.125)
+
+
+def test_crc32c_kernel_on_every_path_equals_the_reference():
+    from onemodel._kernels import _crc
+
+    assert crc32c_reference(b"123456789") == 0xE3069283  # the standard check value
+    assert crc32c_reference(b"") == 0
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 256, (1 << 16) + 777, dtype=np.uint8).tobytes()
+    # Every length to 600 (the folding path's blocks of 256, 64 and 16 bytes and its tails),
+    # at several alignments, from several registers; then long inputs.
+    cases = [(start, n) for n in range(601) for start in (0, 1, 7)] + [
+        (5, 4096), (3, 65536), (0, len(data))]
+    paths = _crc.available_paths()
+    assert paths[0] == "table"
+    for start, n in cases:
+        piece = data[start:start + n]
+        ref = crc32c_reference(piece)
+        for path in paths:
+            assert _crc.crc32c(piece, 0, path) == ref, (path, start, n)
+        head = crc32c_reference(piece[:n // 3])
+        assert _crc.crc32c(memoryview(piece)[n // 3:], head) == ref
+    assert checkpoint._checksum([data[:1000], memoryview(data)[1000:]]) == \
+        crc32c_reference(data)
+
+
+def test_every_single_bit_flip_in_a_version_2_file_is_rejected():
+    """Header, manifest, padding and data: every one of the file's bits, flipped alone."""
+    model, opt = make_target()
+    before = checkpoint.to_bytes(model, opt)
+    m_end = 64 + len(VALID2_TEXT)
+    regions = {"header": (0, 64), "manifest": (64, m_end), "padding": (m_end, round_up(m_end)),
+               "data": (round_up(m_end), len(VALID2))}
+    counts = {}
+    for region, (lo, hi) in regions.items():
+        kinds: dict[str, int] = {}
+        for pos in range(lo, hi):
+            for bit in range(8):
+                with pytest.raises(checkpoint.CheckpointError) as info:
+                    checkpoint.from_bytes(flipped(VALID2, pos, bit), model, opt)
+                kinds[info.value.kind] = kinds.get(info.value.kind, 0) + 1
+        counts[region] = kinds
+        assert sum(kinds.values()) == 8 * (hi - lo) > 0
+    print("rejected single-bit flips:", counts)
+    # Past the header, every flip is the checksum's.
+    assert all(set(counts[r]) == {"BadHeader"} for r in ("manifest", "padding", "data"))
+    assert checkpoint.to_bytes(model, opt) == before
+    assert opt.step_count == 5
 
 
 def test_committed_files_equal_the_builder():
@@ -357,6 +512,6 @@ def test_fuzz_harness_smoke():
     fuzz = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fuzz)
     # The repaired header of a valid file is the file itself.
-    assert fuzz.repaired(VALID) == VALID
+    assert fuzz.repaired(VALID) == VALID and fuzz.repaired(VALID2) == VALID2
     outcomes = fuzz.smoke(2000, seed=1)
     assert set(outcomes) == {"loaded", *KINDS}, outcomes

@@ -61,6 +61,13 @@ def test_from_numpy_errors():
         from_numpy([1.0])
     with pytest.raises(TypeError, match="from_numpy: unsupported dtype complex128"):
         from_numpy(np.zeros(2, np.complex128))
+    # uint64 becomes int64: a value of 2^63 or more would wrap to a negative one.
+    big = np.array([1, (1 << 63) + 5], np.uint64)
+    with pytest.raises(ValueError, match="from_numpy: uint64 value 9223372036854775813 does "
+                                         "not fit in int64"):
+        from_numpy(big)
+    assert from_numpy(np.array([(1 << 63) - 1], np.uint64)).tolist() == [(1 << 63) - 1]
+    assert from_numpy(np.zeros((0, 2), np.uint64)).dtype == np.int64
 
 
 def test_zeros_ones_full_arange():

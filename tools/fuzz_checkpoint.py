@@ -8,14 +8,17 @@ A long run: nice -n 10 python tools/fuzz_checkpoint.py CORPUS -timeout=1 -rss_li
 prints how many it ran raw and repaired and the outcome counts.
 
 The first form needs atheris (pip install atheris); an empty or missing CORPUS_DIR is filled
-with the seeds: a valid checkpoint of each model/optimizer pair and the committed hostile files.
+with the seeds: a valid checkpoint of each model/optimizer pair, the committed hostile files,
+and framed manifests that are no checkpoint at all (JSON strings of brackets, structures nested
+past the depth limit, counts past the caps); the format's tokens go to libFuzzer as a
+dictionary.
 The second form needs nothing: it runs N random mutations of the seeds through the same harness
 (the test suite uses it).
 
 Every input is tried against four model/optimizer pairs, as it is and again with its header
-repaired (magic, version, flags and reserved restored; manifest_length bounded by the file;
-data_offset, data_length and file_length made consistent), so that mutations of the manifest
-and the data get past the header checks. Any exception other than CheckpointError is a crash,
+repaired (magic, version 1 or 2, flags restored; manifest_length bounded by the file;
+data_offset, data_length and file_length made consistent; a version-2 checksum recomputed),
+so that mutations of the manifest and the data get past the header and checksum checks. Any exception other than CheckpointError is a crash,
 and so is a rejected input that changed its target.
 """
 from __future__ import annotations
@@ -34,6 +37,7 @@ except ImportError:
     sys.path.insert(0, ROOT)
     import onemodel as om
 from onemodel import checkpoint, nn  # noqa: E402
+from onemodel._kernels._crc import crc32c  # noqa: E402
 from onemodel.optim import SGD, Adam, AdamW  # noqa: E402
 
 HOSTILE = os.path.join(ROOT, "testdata", "checkpoint", "hostile")
@@ -67,8 +71,46 @@ def repaired(data: bytes) -> bytes:
     if d_off > n:
         d_off = n // 64 * 64
         m_len = d_off - HEADER.size
-    fields = [b"ONEMCKPT", 1, 0, HEADER.size, m_len, d_off, n - d_off, n, 0]
+    version = fields[1] if fields[1] in (1, 2) else 2
+    checksum = crc32c(data[HEADER.size:]) if version == 2 else 0
+    fields = [b"ONEMCKPT", version, 0, HEADER.size, m_len, d_off, n - d_off, n, checksum]
     return HEADER.pack(*fields) + data[HEADER.size:]
+
+
+def framed(manifest: bytes, version: int = 2) -> bytes:
+    """A manifest in a correct header (checksum included) with an empty data region."""
+    body = manifest + bytes(-(HEADER.size + len(manifest)) % 64)
+    return repaired(HEADER.pack(b"ONEMCKPT", version, 0, HEADER.size, len(manifest), 0, 0, 0, 0)
+                    + body)
+
+
+def _entry(name: str, shape: str) -> str:
+    return f'{{"name":"{name}","dtype":"f32","shape":{shape},"offset":0,"length":0}}'
+
+
+def _manifest(model: str = "[]", extra: str = "[]", optimizer: str = "") -> bytes:
+    return (f'{{"format":"onemodel-checkpoint","version":2,"checksum":"crc32c","model":{model}'
+            f'{optimizer},"extra":{extra}}}').encode()
+
+
+def hostile_seeds() -> list[bytes]:
+    """Framed manifests that are not checkpoints: strings, depth, counts."""
+    hyper = ",".join(['{"name":"lr","bits":0}'] * 2000)
+    texts = [
+        b'"' + b"[" * 40 + b"{" * 40 + b'"',
+        b"[" * 33 + b"]" * 33,
+        b'{"a":' * 33 + b"0" + b"}" * 33,
+        _manifest(extra="[" * 31 + "]" * 31),
+        _manifest(model="[" + _entry("0.weight", "[" + ",".join(["1"] * 100) + "]") + "]"),
+        _manifest(model="[" + ",".join([_entry("t", "[]")] * 500) + "]"),
+        _manifest(extra="[" + ",".join(f'{{"key":"k{i}","value":{i}}}'
+                                       for i in range(1025)) + "]"),
+        _manifest(optimizer=f',"optimizer":{{"kind":"AdamW","step":9,"hyper":[{hyper}],'
+                            '"state":[]}'),
+        _manifest(extra="[" + ",".join(["{}"] * 4000) + "]"),
+        _manifest(extra='[{"key":"' + "[" * 50 + '","value":1}]'),
+    ]
+    return [framed(t, version) for t in texts for version in (1, 2)]
 
 
 def _arrays(model, optimizer) -> list:
@@ -140,7 +182,7 @@ def seeds() -> list[bytes]:
                 data = f.read()
             if len(data) <= 1 << 16:  # the megabyte-sized ones teach a mutator nothing
                 out.append(data)
-    return out
+    return out + hostile_seeds()
 
 
 # -- plain-Python mutations (smoke mode) -------------------------------------------------------
@@ -151,7 +193,13 @@ _NUMBERS = [b"0", b"-1", b"1", b"63", b"64", b"-64", b"4294967296", b"9223372036
             b"4611686018427387904", b"1.5", b"1e3", b"true", b"null", b"NaN", b"[]", b"{}",
             b'"f32"', b'"i64"', b'"u8"', b"99999999999999999999999999999"]
 _STRINGS = [b'""', b'"f32"', b'"i32"', b'"i64"', b'"u8"', b'"SGD"', b'"Adam"', b'"AdamW"',
-            b'"0.weight"', b'"\\ud800"', b'"lr"', b'"shape"', b'"offset"', b"0", b"[]"]
+            b'"0.weight"', b'"\\ud800"', b'"lr"', b'"shape"', b'"offset"', b"0", b"[]",
+            b'"crc32c"', b'"xxh64"', b'"onemodel-checkpoint"']
+# The format's field names and frame, for the libFuzzer dictionary.
+_TOKENS = [b'"format"', b'"version"', b'"checksum"', b'"model"', b'"optimizer"', b'"kind"',
+           b'"step"', b'"hyper"', b'"name"', b'"bits"', b'"state"', b'"extra"', b'"key"',
+           b'"value"', b'"dtype"', b'"length"', b'":', b'",', b"ONEMCKPT", b"\x01\x00\x00\x00",
+           b"\x02\x00\x00\x00", b"@\x00\x00\x00\x00\x00\x00\x00"]
 
 
 def mutate(data: bytes, pool: list[bytes], rng: random.Random) -> bytes:
@@ -223,7 +271,7 @@ def main() -> None:
         # The manifest's tokens, so byte mutations can swap one field or number for another.
         path = os.path.join(tempfile.mkdtemp(prefix="ckpt-dict-"), "checkpoint.dict")
         with open(path, "w") as f:
-            for token in sorted(set(_NUMBERS + _STRINGS)):
+            for token in sorted(set(_NUMBERS + _STRINGS + _TOKENS)):
                 f.write('"' + "".join(f"\\x{c:02x}" for c in token) + '"\n')
         sys.argv.append(f"-dict={path}")
     # Coverage comes from the reader alone: import it again, instrumented.

@@ -15,7 +15,7 @@ int om_isa = OM_ISA_SCALAR;
 #define OM_X86 1
 #if defined(_MSC_VER)
 #include <intrin.h>
-static void cpuid(int leaf, int sub, unsigned r[4]) {
+void om_cpuid(int leaf, int sub, unsigned r[4]) {
     int v[4];
     __cpuidex(v, leaf, sub);
     for (int i = 0; i < 4; i++) r[i] = (unsigned)v[i];
@@ -23,7 +23,7 @@ static void cpuid(int leaf, int sub, unsigned r[4]) {
 static unsigned long long xgetbv0(void) { return _xgetbv(0); }
 #else
 #include <cpuid.h>
-static void cpuid(int leaf, int sub, unsigned r[4]) {
+void om_cpuid(int leaf, int sub, unsigned r[4]) {
     __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
 }
 static unsigned long long xgetbv0(void) {
@@ -35,15 +35,15 @@ static unsigned long long xgetbv0(void) {
 
 static int cpu_has(int isa) {
     unsigned r1[4], r7[4], r0[4];
-    cpuid(0, 0, r0);
-    cpuid(1, 0, r1);
+    om_cpuid(0, 0, r0);
+    om_cpuid(1, 0, r1);
     if (isa == OM_ISA_SSE2) return (r1[3] >> 26) & 1;
     int osxsave = (r1[2] >> 27) & 1, avx = (r1[2] >> 28) & 1, fma = (r1[2] >> 12) & 1;
     int f16c = (r1[2] >> 29) & 1;
     if (!osxsave || !avx || r0[0] < 7) return 0;
     unsigned long long xcr0 = xgetbv0();
     int ymm_os = (xcr0 & 0x6) == 0x6, zmm_os = (xcr0 & 0xe6) == 0xe6;
-    cpuid(7, 0, r7);
+    om_cpuid(7, 0, r7);
     int avx2 = (r7[1] >> 5) & 1;
     if (isa == OM_ISA_AVX2) return ymm_os && avx2 && fma && f16c;
     if (isa == OM_ISA_AVX512) {

@@ -58,6 +58,10 @@ enum { OM_ISA_SCALAR = 0, OM_ISA_SSE2 = 1, OM_ISA_AVX2 = 2, OM_ISA_AVX512 = 3, O
 #endif
 
 extern int om_isa;
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+/* CPUID leaf, subleaf -> eax, ebx, ecx, edx (cpu.c). */
+void om_cpuid(int leaf, int sub, unsigned r[4]);
+#endif
 
 /* 1 if the path was compiled into this build and the CPU (and OS) can run it. */
 int om_isa_available(int isa);
