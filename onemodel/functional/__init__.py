@@ -6,9 +6,11 @@ from .linalg import linear, matmul
 from .shape import (cat, clone, flatten, gather, index, pad, permute, reshape, squeeze, stack,
                     transpose, unsqueeze)
 from .nn import embedding, layer_norm, log_softmax, normalize, one_hot, softmax
-from .conv import adaptive_avg_pool2d, avg_pool2d, batch_norm, conv2d, max_pool2d
-from .dropout import dropout
+from .conv import adaptive_avg_pool2d, avg_pool2d, batch_norm, conv1d, conv2d, max_pool2d
+from .dropout import dropout, dropout1d, dropout2d
 from .attention import scaled_dot_product_attention
+from .normalization import group_norm, rms_norm
+from .sampling import interpolate
 from .ctc import ctc_loss
 from .loss import (binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss,
                    nll_loss)
@@ -21,5 +23,6 @@ __all__ = [
     "max", "max_pool2d", "mean", "mse_loss", "mul", "neg", "nll_loss", "normalize", "one_hot",
     "pad", "permute", "pow", "relu", "reshape", "sigmoid", "silu", "softmax", "softplus", "sqrt",
     "squeeze", "stack", "sub", "sum", "tanh", "transpose", "unsqueeze", "where",
+    "conv1d", "dropout1d", "dropout2d", "group_norm", "interpolate", "rms_norm",
     "scaled_dot_product_attention",
 ]
