@@ -63,3 +63,27 @@ def test_resnet_matches_pytorch():
     error = _compare(models.build_resnet, lambda s: (x[s],), lambda s: y[s], "cross_entropy",
                      tol=2e-5)
     assert error < 1e-5
+def test_gpt_matches_pytorch():
+    rng = np.random.default_rng(1)
+    tokens = [rng.integers(0, 50, (4, 17)) for _ in range(5)]
+    positions = np.arange(16)
+    error = _compare(lambda nn_, F_: models.build_gpt(nn_, F_, vocab=50, block=16),
+                     lambda s: (tokens[s][:, :-1], positions), lambda s: tokens[s][:, 1:].ravel(),
+                     "cross_entropy")
+    assert error < 1e-5
+
+
+def test_gpt_ties_the_output_layer_to_the_embedding():
+    model = models.build_gpt(nn, F, vocab=30, block=8)
+    names = [n for n, _ in model.named_parameters()]
+    assert "wte.weight" in names and "lm_head.weight" not in names
+    assert model.lm_head.weight is model.wte.weight
+
+
+def test_sequence_classifier_matches_pytorch():
+    rng = np.random.default_rng(2)
+    tokens = [rng.integers(0, 40, (6, 24)) for _ in range(5)]
+    labels = [rng.integers(0, 4, 6) for _ in range(5)]
+    error = _compare(lambda nn_, F_: models.build_sequence_classifier(nn_, F_, vocab=40),
+                     lambda s: (tokens[s],), lambda s: labels[s], "cross_entropy")
+    assert error < 1e-5

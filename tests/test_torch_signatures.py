@@ -28,6 +28,8 @@ POSITIONAL_DIFFERENCES = {
     "TransformerEncoder": (["layer", "num_layers"], ["encoder_layer", "num_layers"]),
     # Our second slot is seed, PyTorch's inplace; a bool there is refused (TypeError).
     "Dropout": (["p", "seed"], ["p", "inplace"]),
+    "Dropout1d": (["p", "seed"], ["p", "inplace"]),
+    "Dropout2d": (["p", "seed"], ["p", "inplace"]),
 }
 
 
@@ -75,7 +77,8 @@ def _check(name, what, ours, theirs, default_differences):
 def test_every_shared_class_is_checked():
     names = set(_classes())
     assert {"Linear", "Conv2d", "Dropout", "MultiheadAttention", "TransformerEncoderLayer",
-            "TransformerEncoder", "LSTM", "GRU", "BatchNorm2d", "LayerNorm"} <= names
+            "TransformerEncoder", "LSTM", "GRU", "BatchNorm2d", "LayerNorm", "Conv1d",
+            "GroupNorm", "RMSNorm", "Dropout1d", "Dropout2d", "Upsample"} <= names
 
 
 @pytest.mark.parametrize("name", list(_classes()))

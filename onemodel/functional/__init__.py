@@ -7,8 +7,11 @@ from .linalg import linear, matmul
 from .shape import (cat, clone, flatten, gather, index, pad, permute, reshape, squeeze, stack,
                     transpose, unsqueeze)
 from .nn import embedding, layer_norm, log_softmax, normalize, one_hot, softmax
-from .conv import adaptive_avg_pool2d, avg_pool2d, batch_norm, conv2d, max_pool2d
-from .dropout import dropout
+from .conv import adaptive_avg_pool2d, avg_pool2d, batch_norm, conv1d, conv2d, max_pool2d
+from .dropout import dropout, dropout1d, dropout2d
+from .attention import scaled_dot_product_attention
+from .normalization import group_norm, rms_norm
+from .sampling import interpolate
 from .ctc import ctc_loss
 from .loss import (binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss,
                    nll_loss)
@@ -16,10 +19,11 @@ from .loss import (binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse
 __all__ = [
     "abs", "adaptive_avg_pool2d", "add", "avg_pool2d", "batch_norm",
     "binary_cross_entropy_with_logits", "cat", "clamp", "clamp_max", "clamp_min", "clone",
-    "conv2d", "cross_entropy", "ctc_loss", "div", "dropout", "elu", "embedding", "erf", "exp",
-    "flatten", "gather", "gelu", "index", "l1_loss", "layer_norm", "leaky_relu", "linear",
-    "log", "log_softmax", "matmul", "max", "max_pool2d", "maximum", "mean", "min", "minimum",
-    "mse_loss", "mul", "neg", "nll_loss", "normalize", "one_hot", "pad", "permute", "pow",
-    "relu", "reshape", "sigmoid", "silu", "softmax", "softplus", "sqrt", "squeeze", "stack",
-    "sub", "sum", "tanh", "transpose", "unsqueeze", "where",
+    "conv1d", "conv2d", "cross_entropy", "ctc_loss", "div", "dropout", "dropout1d", "dropout2d",
+    "elu", "embedding", "erf", "exp", "flatten", "gather", "gelu", "group_norm", "index",
+    "interpolate", "l1_loss", "layer_norm", "leaky_relu", "linear", "log", "log_softmax",
+    "matmul", "max", "max_pool2d", "maximum", "mean", "min", "minimum", "mse_loss", "mul", "neg",
+    "nll_loss", "normalize", "one_hot", "pad", "permute", "pow", "relu", "reshape", "rms_norm",
+    "scaled_dot_product_attention", "sigmoid", "silu", "softmax", "softplus", "sqrt", "squeeze",
+    "stack", "sub", "sum", "tanh", "transpose", "unsqueeze", "where",
 ]

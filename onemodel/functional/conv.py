@@ -16,19 +16,25 @@ from ..tensor import Tensor
 from . import _core
 
 IntPair = Union[int, Sequence[int]]
+IntSingle = Union[int, Sequence[int]]
+
+
+def _ints(value: Any, name: str, op: str, minimum: int, n: int) -> tuple:
+    """An int or n ints (as PyTorch's size arguments) as a tuple of n ints >= minimum."""
+    if isinstance(value, (int, np.integer)):
+        items = (value,) * n
+    else:
+        items = tuple(value) if isinstance(value, (tuple, list)) else ()
+    if len(items) != n or any(isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                              for v in items):
+        raise TypeError(f"{op}: {name} must be an int or a tuple of {n} ints, got {value!r}")
+    if min(items) < minimum:
+        raise ValueError(f"{op}: {name} must be >= {minimum}, got {value!r}")
+    return tuple(int(v) for v in items)
 
 
 def _pair(value: Any, name: str, op: str, minimum: int) -> tuple:
-    if isinstance(value, (int, np.integer)):
-        items = (value, value)
-    else:
-        items = tuple(value) if isinstance(value, (tuple, list)) else ()
-    if len(items) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, np.integer))
-                              for v in items):
-        raise TypeError(f"{op}: {name} must be an int or a pair of ints, got {value!r}")
-    if min(items) < minimum:
-        raise ValueError(f"{op}: {name} must be >= {minimum}, got {value!r}")
-    return int(items[0]), int(items[1])
+    return _ints(value, name, op, minimum, 2)
 
 
 def _image(x: Any, op: str) -> Tensor:
@@ -49,67 +55,92 @@ def conv2d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: Int
            padding: Union[IntPair, str] = 0, dilation: IntPair = 1, groups: int = 1) -> Tensor:
     """2-D cross-correlation as torch.nn.functional.conv2d; padding may be "valid" or "same"
     (the latter with stride 1 and an odd dilated kernel, so that it is symmetric)."""
-    op = "conv2d"
-    x = _image(x, op)
+    return _convolution("conv2d", 2, x, weight, bias, stride, padding, dilation, groups)
+
+
+def conv1d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntSingle = 1,
+           padding: Union[IntSingle, str] = 0, dilation: IntSingle = 1,
+           groups: int = 1) -> Tensor:
+    """1-D cross-correlation over (N, C, L) or (C, L) as torch.nn.functional.conv1d: the 2-D
+    kernels over a height of 1, so exact mode gives their bits; padding as conv2d's."""
+    return _convolution("conv1d", 1, x, weight, bias, stride, padding, dilation, groups)
+
+
+def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, padding: Any,
+                 dilation: Any, groups: Any) -> Tensor:
+    """conv1d (n = 1) and conv2d (n = 2): checked with the caller's shapes; a 1-D convolution
+    runs as a 2-D one whose height and kernel height are 1."""
+    x = _core.as_tensor(x, op)
+    _core.require_float(x, op)
+    layout = ("H", "W") if n == 2 else ("L",)
+    if x.ndim not in (n + 1, n + 2):
+        raise ValueError(f"{op}: input must be (N, C, {', '.join(layout)}) or "
+                         f"(C, {', '.join(layout)}), got shape {x.shape}")
     w = _core.as_tensor(weight, op)
     _core.require_float(w, op, "weight")
-    if w.ndim != 4:
-        raise ValueError(f"{op}: weight must be (out_channels, in_channels/groups, kh, kw), "
-                         f"got shape {w.shape}")
+    if w.ndim != n + 2:
+        raise ValueError(f"{op}: weight must be (out_channels, in_channels/groups, "
+                         f"{', '.join('k' + d.lower() for d in layout)}), got shape {w.shape}")
     b = None if bias is None else _core.as_tensor(bias, op)
     if b is not None:
         _core.require_float(b, op, "bias")
         if b.shape != (w.shape[0],):
             raise ValueError(f"{op}: bias of shape {b.shape} for weight {w.shape}, expected "
                              f"({w.shape[0]},)")
-    stride = _pair(stride, "stride", op, 1)
-    dilation = _pair(dilation, "dilation", op, 1)
+    stride = _ints(stride, "stride", op, 1, n)
+    dilation = _ints(dilation, "dilation", op, 1, n)
     if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
         raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
     groups = int(groups)
-    k, cg, kh, kw = w.shape
+    k, cg, kernel = w.shape[0], w.shape[1], w.shape[2:]
     if isinstance(padding, str):
         if padding == "valid":
-            padding = (0, 0)
+            padding = (0,) * n
         elif padding == "same":
-            spans = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))
-            if stride != (1, 1) or spans[0] % 2 or spans[1] % 2:
+            spans = tuple(d * (s - 1) for d, s in zip(dilation, kernel))
+            if stride != (1,) * n or any(span % 2 for span in spans):
                 raise ValueError(f"{op}: padding='same' needs stride 1 and an odd dilated "
-                                 f"kernel, got stride {stride}, kernel {(kh, kw)}, "
+                                 f"kernel, got stride {stride}, kernel {kernel}, "
                                  f"dilation {dilation}")
-            padding = (spans[0] // 2, spans[1] // 2)
+            padding = tuple(span // 2 for span in spans)
         else:
             raise ValueError(f"{op}: padding must be 'valid', 'same' or ints, got {padding!r}")
-    padding = _pair(padding, "padding", op, 0)
-    batched = x.ndim == 4
+    padding = _ints(padding, "padding", op, 0, n)
+    batched = x.ndim == n + 2
     xs = x.shape if batched else (1,) + x.shape
     if xs[1] != cg * groups or k % groups:
         raise ValueError(f"{op}: input {x.shape} and weight {w.shape} with groups={groups}: "
                          f"input channels must be {cg}*{groups} and {k} output channels "
                          f"divisible by {groups}")
-    oh = _out_size(xs[2], kh, stride[0], padding[0], dilation[0])
-    ow = _out_size(xs[3], kw, stride[1], padding[1], dilation[1])
-    if oh < 1 or ow < 1 or kh < 1 or kw < 1:
-        raise ValueError(f"{op}: kernel {(kh, kw)} with dilation {dilation} is larger than the "
-                         f"padded input {(xs[2] + 2 * padding[0], xs[3] + 2 * padding[1])} "
+    out = tuple(_out_size(*a) for a in zip(xs[2:], kernel, stride, padding, dilation))
+    if min(out) < 1 or min(kernel) < 1:
+        raise ValueError(f"{op}: kernel {kernel} with dilation {dilation} is larger than the "
+                         f"padded input {tuple(s + 2 * q for s, q in zip(xs[2:], padding))} "
                          f"(input {x.shape}, weight {w.shape})")
+    if n == 1:
+        xs, w4 = xs[:2] + (1,) + xs[2:], w._data.reshape(k, cg, 1, kernel[0])
+        out, stride, dilation = ((1,) + t for t in (out, stride, dilation))
+        padding = (0,) + padding
+    else:
+        w4 = w._data
 
     x4 = x._data.reshape(xs)
-    y = np.empty((xs[0], k, oh, ow), np.float32)
+    y = np.empty((xs[0], k) + out, np.float32)
     args = (stride, padding, dilation, groups)
-    _conv.conv2d_forward(x4, w._data, None if b is None else b._data, y, *args,
-                         _core.threads())
+    _conv.conv2d_forward(x4, w4, None if b is None else b._data, y, *args, _core.threads())
+    y_shape = (xs[0], k) + out[2 - n:] if batched else (k,) + out[2 - n:]
 
     def backward(g: np.ndarray):
         gx = np.empty(xs, np.float32) if x.requires_grad else None
-        gw = np.empty(w.shape, np.float32) if w.requires_grad else None
+        gw = np.empty(w4.shape, np.float32) if w.requires_grad else None
         gb = np.empty((k,), np.float32) if b is not None and b.requires_grad else None
-        _conv.conv2d_backward(x4, w._data, np.ascontiguousarray(g.reshape(y.shape)), gx, gw, gb,
+        _conv.conv2d_backward(x4, w4, np.ascontiguousarray(g.reshape(y.shape)), gx, gw, gb,
                               *args, _core.threads())
-        return (None if gx is None else gx.reshape(x.shape)), gw, gb
+        return ((None if gx is None else gx.reshape(x.shape)),
+                (None if gw is None else gw.reshape(w.shape)), gb)
 
     inputs = (x, w) if b is None else (x, w, b)
-    return _core.record(op, y if batched else y[0], inputs, backward, (x, w))
+    return _core.record(op, y.reshape(y_shape), inputs, backward, (x, w))
 
 
 # -- pooling --------------------------------------------------------------------------------
@@ -319,4 +350,4 @@ def batch_norm(x: Tensor, running_mean: Optional[Tensor], running_var: Optional[
     return _core.record(op, y.reshape(x.shape), inputs, backward, saved)
 
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv2d", "max_pool2d"]
+__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv1d", "conv2d", "max_pool2d"]

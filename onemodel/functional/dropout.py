@@ -7,11 +7,13 @@ zeroed. These are the outputs of a SplitMix64 generator whose state is `stream`,
 computed in numpy uint64 arithmetic with no per-element Python. It depends on nothing but
 (seed, draw, p, the element count): the same on every platform, ISA path and thread count.
 The mask multiplies the input through `mul`, so the backward pass is the mask itself.
+dropout1d and dropout2d draw it over the (N, C) axes alone and broadcast it over the rest.
 """
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+import warnings
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -55,11 +57,52 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, *, seed: Optional[
     next output, so calls differ (as PyTorch's) and a program seeded once repeats them.
     The `Dropout` module keeps `draw` in its `draws` buffer and advances it on every call.
     """
-    x = as_tensor(x, "dropout")
-    require_float(x, "dropout")
-    p = _check_p(p, "dropout")
+    return _masked("dropout", x, p, training, seed, draw, None)
+
+
+def dropout1d(x: Tensor, p: float = 0.5, training: bool = True, *,
+              seed: Optional[int] = None, draw: int = 0) -> Tensor:
+    """Channel dropout of (N, C, L) or (C, L) input, as torch.nn.functional.dropout1d: each
+    channel is kept whole (times 1/(1-p)) or zeroed, by the mask of (seed, draw) over (N, C)
+    or (C,); seeds as dropout's."""
+    x = _float(x, "dropout1d")
+    if x.ndim not in (2, 3):
+        raise ValueError(f"dropout1d: input must be (N, C, L) or (C, L), got shape {x.shape}")
+    return _masked("dropout1d", x, p, training, seed, draw, x.ndim - 1)
+
+
+def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, *,
+              seed: Optional[int] = None, draw: int = 0) -> Tensor:
+    """Channel dropout of (N, C, H, W) input, as torch.nn.functional.dropout2d: the mask is over
+    (N, C). A 3-D input is read as (N, C, L) with PyTorch's warning (PyTorch's behaviour: not
+    as an unbatched (C, H, W))."""
+    x = _float(x, "dropout2d")
+    if x.ndim not in (3, 4):
+        raise ValueError(f"dropout2d: input must be (N, C, H, W) (or (N, C, L)), got shape "
+                         f"{x.shape}")
+    if x.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim.", UserWarning, stacklevel=2)
+    return _masked("dropout2d", x, p, training, seed, draw, 2)
+
+
+def _float(x: Any, op: str) -> Tensor:
+    x = as_tensor(x, op)
+    require_float(x, op)
+    return x
+
+
+def _masked(op: str, x: Any, p: float, training: bool, seed: Optional[int], draw: int,
+            lead: Optional[int]) -> Tensor:
+    """x times a mask over its first `lead` axes (every axis for None), broadcast over the
+    rest."""
+    x = _float(x, op)
+    p = _check_p(p, op)
     if not training or p == 0.0:
         return x
     if seed is None:
         seed = random.default_generator.next_u64()
-    return mul(x, Tensor._wrap(dropout_mask(x.shape, p, seed, draw)))
+    shape = x.shape if lead is None else x.shape[:lead]
+    mask = dropout_mask(shape, p, seed, draw).reshape(shape + (1,) * (x.ndim - len(shape)))
+    return mul(x, Tensor._wrap(mask))

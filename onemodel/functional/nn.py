@@ -77,6 +77,17 @@ def _affine(op: str, name: str, t: Any, shape: tuple, x: Tensor) -> Optional[Ten
     return t
 
 
+def trailing_shape(normalized_shape: Union[int, Sequence[int]], x: Tensor, op: str) -> tuple:
+    """normalized_shape as a tuple, checked to be the trailing axes of x."""
+    norm = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) \
+        else tuple(int(s) for s in normalized_shape)
+    k = len(norm)
+    if k == 0 or k > x.ndim or x.shape[x.ndim - k:] != norm:
+        raise ValueError(f"{op}: normalized_shape {norm} does not match the trailing axes of "
+                         f"input of shape {x.shape}")
+    return norm
+
+
 def layer_norm(input: Tensor, normalized_shape: Union[int, Sequence[int]],
                weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                eps: float = 1e-5) -> Tensor:
@@ -84,12 +95,8 @@ def layer_norm(input: Tensor, normalized_shape: Union[int, Sequence[int]],
     (biased variance, as PyTorch)."""
     x = as_tensor(input, "layer_norm")
     require_float(x, "layer_norm")
-    norm = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) \
-        else tuple(int(s) for s in normalized_shape)
+    norm = trailing_shape(normalized_shape, x, "layer_norm")
     k = len(norm)
-    if k == 0 or k > x.ndim or x.shape[x.ndim - k:] != norm:
-        raise ValueError(f"layer_norm: normalized_shape {norm} does not match the trailing "
-                         f"axes of input of shape {x.shape}")
     w = _affine("layer_norm", "weight", weight, norm, x)
     b = _affine("layer_norm", "bias", bias, norm, x)
     n = math.prod(norm)

@@ -2,11 +2,13 @@
 from . import init, utils
 from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 from .container import ModuleDict, ModuleList, ParameterList
-from .conv import AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, MaxPool2d
-from .layers import (ELU, GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU,
-                     Linear, ReLU, Sequential, Sigmoid, SiLU, Softmax, Tanh)
+from .conv import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d,
+                   MaxPool2d, Upsample)
+from .layers import (ELU, GELU, Dropout, Dropout1d, Dropout2d, Embedding, Flatten, Identity,
+                     LayerNorm, LeakyReLU, Linear, ReLU, Sequential, Sigmoid, SiLU, Softmax, Tanh)
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, Parameter
+from .normalization import GroupNorm, RMSNorm
 from .recurrent import GRU, LSTM
 from .ternary import TernaryConv2d, TernaryLinear, TernaryWeight, ternary_weights
 
@@ -19,4 +21,5 @@ __all__ = [
     "TernaryConv2d", "TernaryLinear", "TernaryWeight", "ternary_weights",
     "ELU", "LeakyReLU", "SiLU", "Softmax",
     "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
+    "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "RMSNorm", "Upsample",
 ]

@@ -22,6 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import functional as F
+from ..functional.attention import attend, causal_mask
 from ..random import Generator
 from ..tensor import Tensor, float32
 from .init import resolve_generator
@@ -51,8 +52,12 @@ def _additive(mask: Any, what: str) -> Optional[np.ndarray]:
 
 class MultiheadAttention(Module):
     """forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-    average_attn_weights=True) -> (output, weights (B, Lq, Lk), per head (B, heads, Lq, Lk)
-    when not averaged, or None), PyTorch's arguments in PyTorch's order.
+    average_attn_weights=True, is_causal=False) -> (output, weights (B, Lq, Lk), per head
+    (B, heads, Lq, Lk) when not averaged, or None), PyTorch's arguments in PyTorch's order.
+
+    is_causal is PyTorch's hint that attn_mask is the causal mask: it needs attn_mask, and
+    where PyTorch acts on it (no key_padding_mask, need_weights=False) the causal mask is used
+    in place of attn_mask, as there.
 
     Inputs are (L, B, E) unless batch_first; unbatched 2-D inputs (L, E), with a
     key_padding_mask (Lk,), give (Lq, E) and weights without the batch axis, as PyTorch.
@@ -105,7 +110,7 @@ class MultiheadAttention(Module):
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
                 need_weights: bool = True, attn_mask: Any = None,
-                average_attn_weights: bool = True) -> tuple:
+                average_attn_weights: bool = True, is_causal: bool = False) -> tuple:
         unbatched = query.ndim == 2
         rank = 2 if unbatched else 3
         for name, t in (("query", query), ("key", key), ("value", value)):
@@ -113,6 +118,9 @@ class MultiheadAttention(Module):
                 raise ValueError(f"MultiheadAttention: {name} of shape {t.shape} must be "
                                  f"{rank}-D (as query {query.shape}) with embed_dim "
                                  f"{self.embed_dim} last")
+        if is_causal and attn_mask is None:
+            raise RuntimeError("MultiheadAttention: is_causal=True is a hint that attn_mask is "
+                               "the causal mask and needs attn_mask (PyTorch's rule)")
         if unbatched:
             # One sequence, as PyTorch: a batch of 1 whatever batch_first says.
             query, key, value = (F.unsqueeze(t, 0) for t in (query, key, value))
@@ -126,17 +134,14 @@ class MultiheadAttention(Module):
         if key.shape[:2] != value.shape[:2] or key.shape[0] != b:
             raise ValueError(f"MultiheadAttention: query {query.shape}, key {key.shape} and "
                              f"value {value.shape} disagree in batch or key length")
-        scale = np.float32(1.0 / math.sqrt(self.head_dim))
-        q = self._heads(self.q(query) * scale, b, lq)
-        k = F.permute(F.reshape(self.k(key), (b, lk, self.num_heads, self.head_dim)),
-                      (0, 2, 3, 1))
-        v = self._heads(self.v(value), b, lk)
-        scores = F.matmul(q, k)
         mask = self._mask(key_padding_mask, attn_mask, b, lq, lk)
-        if mask is not None:
-            scores = scores + Tensor._wrap(mask)
-        weights = self.dropout(F.softmax(scores, -1))
-        out = F.reshape(F.permute(F.matmul(weights, v), (0, 2, 1, 3)), (b, lq, self.embed_dim))
+        if is_causal and key_padding_mask is None and not need_weights:
+            # Where PyTorch trusts the hint, it attends causally and ignores attn_mask itself.
+            mask = causal_mask(lq, lk)
+        out, weights = attend(self._heads(self.q(query), b, lq), self._heads(self.k(key), b, lk),
+                              self._heads(self.v(value), b, lk), mask,
+                              1.0 / math.sqrt(self.head_dim), self.dropout)
+        out = F.reshape(F.permute(out, (0, 2, 1, 3)), (b, lq, self.embed_dim))
         out = self.o(out)
         if not need_weights:
             weights = None
@@ -180,25 +185,27 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout, seed=_offset(seed, 2))
         self.dropout2 = Dropout(dropout, seed=_offset(seed, 3))
 
-    def _attention(self, x: Tensor, mask: Any, padding: Any) -> Tensor:
+    def _attention(self, x: Tensor, mask: Any, padding: Any, is_causal: bool) -> Tensor:
         return self.dropout1(self.attn(x, x, x, key_padding_mask=padding, attn_mask=mask,
-                                       need_weights=False)[0])
+                                       need_weights=False, is_causal=is_causal)[0])
 
     def _feed_forward(self, x: Tensor) -> Tensor:
         h = self.ff1(x)
         h = F.relu(h) if self.activation == "relu" else F.gelu(h)
         return self.dropout2(self.ff2(self.dropout(h)))
 
-    def forward(self, src: Tensor, src_mask: Any = None,
-                src_key_padding_mask: Any = None) -> Tensor:
+    def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None,
+                is_causal: bool = False) -> Tensor:
+        """is_causal is PyTorch's hint that src_mask is the causal mask (see
+        MultiheadAttention.forward)."""
         # The attention takes an unbatched (L, d_model) input as it is.
         keep = self.batch_first or src.ndim == 2
         x = src if keep else F.transpose(src, 0, 1)
         if self.norm_first:
-            x = x + self._attention(self.norm1(x), src_mask, src_key_padding_mask)
+            x = x + self._attention(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
             x = x + self._feed_forward(self.norm2(x))
         else:
-            x = self.norm1(x + self._attention(x, src_mask, src_key_padding_mask))
+            x = self.norm1(x + self._attention(x, src_mask, src_key_padding_mask, is_causal))
             x = self.norm2(x + self._feed_forward(x))
         return x if keep else F.transpose(x, 0, 1)
 
@@ -219,8 +226,11 @@ class TransformerEncoder(Module):
                     m.seed += _SEEDS_PER_LAYER * i
             setattr(self, f"layer{i}", copy_i)
 
-    def forward(self, src: Tensor, mask: Any = None, src_key_padding_mask: Any = None) -> Tensor:
+    def forward(self, src: Tensor, mask: Any = None, src_key_padding_mask: Any = None,
+                is_causal: Optional[bool] = None) -> Tensor:
+        """is_causal=None is PyTorch's "detect": its detection only picks a faster path that
+        gives the same result, so None runs as False."""
         x = src
         for layer in self.children():
-            x = layer(x, mask, src_key_padding_mask)
+            x = layer(x, mask, src_key_padding_mask, bool(is_causal))
         return x

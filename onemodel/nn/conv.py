@@ -1,17 +1,19 @@
 """Convolution, pooling and batch-norm layers, with PyTorch's arguments and state names.
 
-Conv2d.weight is (out_channels, in_channels / groups, kh, kw), drawn with its bias from
-Uniform(±1/√fanIn), fanIn = in_channels / groups · kh · kw (training.txt 1.1). Batch norm keeps
-PyTorch's state: weight, bias, then the buffers running_mean, running_var and
-num_batches_tracked (int64), so PyTorch's state_dict loads unchanged.
+Conv2d.weight is (out_channels, in_channels / groups, kh, kw) (Conv1d's (..., k)), drawn with
+its bias from Uniform(±1/√fanIn), fanIn = in_channels / groups · kh · kw (training.txt 1.1).
+Batch norm keeps PyTorch's state: weight, bias, then the buffers running_mean, running_var
+and num_batches_tracked (int64), so PyTorch's state_dict loads unchanged.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 from ..functional import conv as C
+from ..functional.sampling import interpolate
 from ..random import Generator
 from ..tensor import Tensor
 from .init import fan_in_bound, resolve_generator, uniform_parameter
@@ -26,15 +28,17 @@ def _positive(value: Any, name: str, layer: str) -> int:
     return int(value)
 
 
-class Conv2d(Module):
-    """2-D convolution over (N, C, H, W) or (C, H, W) input; see functional.conv2d."""
+class _ConvNd(Module):
+    """The arguments, weights and repr Conv1d and Conv2d share; _dims is 1 or 2."""
+
+    _dims = 0
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntPair,
                  stride: IntPair = 1, padding: Union[IntPair, str] = 0, dilation: IntPair = 1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
-        layer = "Conv2d"
+        layer, n = type(self).__name__, self._dims
         self.in_channels = _positive(in_channels, "in_channels", layer)
         self.out_channels = _positive(out_channels, "out_channels", layer)
         self.groups = _positive(groups, "groups", layer)
@@ -44,13 +48,13 @@ class Conv2d(Module):
         if padding_mode != "zeros":
             raise ValueError(f"{layer}: only padding_mode='zeros' is supported, got "
                              f"{padding_mode!r}")
-        self.kernel_size = C._pair(kernel_size, "kernel_size", layer, 1)
-        self.stride = C._pair(stride, "stride", layer, 1)
-        self.dilation = C._pair(dilation, "dilation", layer, 1)
-        self.padding = padding if isinstance(padding, str) else C._pair(padding, "padding",
-                                                                         layer, 0)
+        self.kernel_size = C._ints(kernel_size, "kernel_size", layer, 1, n)
+        self.stride = C._ints(stride, "stride", layer, 1, n)
+        self.dilation = C._ints(dilation, "dilation", layer, 1, n)
+        self.padding = padding if isinstance(padding, str) else C._ints(padding, "padding",
+                                                                         layer, 0, n)
         g = resolve_generator(generator, seed)
-        fan_in = self.in_channels // self.groups * self.kernel_size[0] * self.kernel_size[1]
+        fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
         bound = fan_in_bound(fan_in)
         self.weight = uniform_parameter(
             (self.out_channels, self.in_channels // self.groups) + self.kernel_size, bound, g)
@@ -59,14 +63,30 @@ class Conv2d(Module):
         else:
             self.register_parameter("bias", None)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return C.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
-
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, "
                 f"groups={self.groups}, bias={self.bias is not None}")
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C, L) or (C, L) input; see functional.conv1d."""
+
+    _dims = 1
+
+    def forward(self, x: Tensor) -> Tensor:
+        return C.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over (N, C, H, W) or (C, H, W) input; see functional.conv2d."""
+
+    _dims = 2
+
+    def forward(self, x: Tensor) -> Tensor:
+        return C.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
 
 
 class _BatchNorm(Module):
@@ -194,5 +214,29 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d",
-           "MaxPool2d"]
+__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
+           "MaxPool2d", "Upsample"]
+
+
+class Upsample(Module):
+    """Nearest-neighbour resizing by `size` or `scale_factor` (functional.interpolate)."""
+
+    def __init__(self, size: Union[int, Sequence[int], None] = None,
+                 scale_factor: Union[float, Sequence[float], None] = None,
+                 mode: str = "nearest", align_corners: Optional[bool] = None,
+                 recompute_scale_factor: Optional[bool] = None) -> None:
+        super().__init__()
+        if mode not in ("nearest", "nearest-exact"):
+            raise ValueError(f"Upsample: mode {mode!r} is not supported; use 'nearest' or "
+                             "'nearest-exact'")
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, x: Tensor) -> Tensor:
+        return interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
+                           self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        what = f"size={self.size}" if self.size is not None else \
+            f"scale_factor={self.scale_factor}"
+        return f"{what}, mode={self.mode!r}"

@@ -114,13 +114,16 @@ class Dropout(Module):
     Without `seed`, the seed is the default generator's next output, taken at construction.
     """
 
+    _function = staticmethod(dropout)  # Dropout1d and Dropout2d drop whole channels
+
     def __init__(self, p: float = 0.5, seed: Optional[int] = None) -> None:
         super().__init__()
         if not 0.0 <= float(p) <= 1.0:
-            raise ValueError(f"Dropout: probability p must be in [0, 1], got {p}")
+            raise ValueError(f"{type(self).__name__}: probability p must be in [0, 1], got {p}")
         if seed is not None and (isinstance(seed, bool)
                                  or not isinstance(seed, (int, np.integer))):
-            raise TypeError(f"Dropout: seed must be an integer, got {type(seed).__name__}")
+            raise TypeError(f"{type(self).__name__}: seed must be an integer, got "
+                            f"{type(seed).__name__}")
         self.p = float(p)
         self.seed = random.default_generator.next_u64() if seed is None else int(seed)
         self.register_buffer("draws", Tensor._wrap(np.zeros((), np.int64)))
@@ -130,13 +133,25 @@ class Dropout(Module):
             return x
         counter = self.draws
         draw = int(counter._data)
-        out = dropout(x, self.p, True, seed=self.seed, draw=draw)
+        out = self._function(x, self.p, True, seed=self.seed, draw=draw)
         counter._data[...] = draw + 1
         counter._version += 1
         return out
 
     def extra_repr(self) -> str:
         return f"p={self.p}, seed={self.seed}"
+
+
+class Dropout1d(Dropout):
+    """Zeroes whole channels of (N, C, L) or (C, L) input (functional.dropout1d)."""
+
+    _function = staticmethod(F.dropout1d)
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels of (N, C, H, W) input (functional.dropout2d)."""
+
+    _function = staticmethod(F.dropout2d)
 
 
 class Identity(Module):

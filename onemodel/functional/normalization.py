@@ -1,0 +1,72 @@
+"""Group norm and RMS norm, composed of other ops (engine.md: exact mode gets their bits).
+
+group_norm runs the layer-norm kernel over each (sample, group) row of C/G · spatial values,
+then applies the per-channel weight and bias; rms_norm divides by √(mean(x²) + eps), the mean
+by the engine's fixed-order sum.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import elementwise as E
+from ._core import as_tensor, require_float
+from .nn import layer_norm, trailing_shape
+from .reduction import mean
+from .shape import reshape
+
+
+def _parameter(t: Optional[Tensor], shape: tuple, name: str, op: str,
+               x: Tensor) -> Optional[Tensor]:
+    if t is None:
+        return None
+    t = as_tensor(t, op)
+    require_float(t, op, name)
+    if t.shape != shape:
+        raise ValueError(f"{op}: {name} of shape {t.shape}, expected {shape} (input {x.shape})")
+    return t
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
+               bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    """Normalises (N, C, *) input over each group of C / num_groups channels (and all their
+    positions) with the biased variance, then weight and bias per channel, as
+    torch.nn.functional.group_norm."""
+    op = "group_norm"
+    x = as_tensor(input, op)
+    require_float(x, op)
+    if x.ndim < 2:
+        raise ValueError(f"{op}: input must be (N, C, *), got shape {x.shape}")
+    n, c = x.shape[:2]
+    if isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer)) or (
+            num_groups < 1 or c % num_groups):
+        raise ValueError(f"{op}: num_groups {num_groups!r} must be a positive divisor of the "
+                         f"{c} channels of input {x.shape}")
+    w = _parameter(weight, (c,), "weight", op, x)
+    b = _parameter(bias, (c,), "bias", op, x)
+    rows = reshape(x, (n, int(num_groups), -1))
+    y = reshape(layer_norm(rows, rows.shape[-1:], eps=eps), x.shape)
+    per_channel = (c,) + (1,) * (x.ndim - 2)
+    if w is not None:
+        y = E.mul(y, reshape(w, per_channel))
+    if b is not None:
+        y = E.add(y, reshape(b, per_channel))
+    return y
+
+
+def rms_norm(input: Tensor, normalized_shape: Union[int, Sequence[int]],
+             weight: Optional[Tensor] = None, eps: Optional[float] = None) -> Tensor:
+    """x / √(mean(x²) + eps) · weight over the trailing `normalized_shape` axes, as
+    torch.nn.functional.rms_norm; eps None is float32's machine epsilon (PyTorch's default)."""
+    op = "rms_norm"
+    x = as_tensor(input, op)
+    require_float(x, op)
+    norm = trailing_shape(normalized_shape, x, op)
+    k = len(norm)
+    w = _parameter(weight, norm, "weight", op, x)
+    eps = float(np.finfo(np.float32).eps) if eps is None else float(eps)
+    square_mean = mean(E.mul(x, x), tuple(range(x.ndim - k, x.ndim)), True)
+    y = E.div(x, E.sqrt(E.add(square_mean, np.float32(eps))))
+    return y if w is None else E.mul(y, w)
