@@ -8,7 +8,8 @@ builds both and tests/test_ported_models.py compares them step for step:
   identity or a strided 1x1 downsample on the shortcut), global average pooling, a linear head;
 - a nanoGPT-style decoder-only transformer: token and position embeddings, pre-norm blocks of
   causal self-attention (scaled_dot_product_attention with is_causal) and a GELU MLP, layer
-  norms without bias, the output layer tied to the token embedding;
+  norms without bias, the output layer tied to the token embedding, nanoGPT's N(0, 0.02)
+  initialisation;
 - a 1-D convolutional sequence classifier: embedding, a strided and a plain Conv1d with ReLU,
   mean over time, a linear head.
 """
@@ -90,6 +91,15 @@ def build_gpt(nn: Any, F: Any, vocab: int, block: int = 32, layers: int = 2, hea
             self.ln_f = nn.LayerNorm(width, bias=False)
             self.lm_head = nn.Linear(width, vocab, bias=False)
             self.lm_head.weight = self.wte.weight  # weight tying: one parameter
+            self.apply(self._init_weights)
+
+        @staticmethod
+        def _init_weights(module: Any) -> None:
+            """nanoGPT's: N(0, 0.02) weights and zero biases, so the first logits are small."""
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+                if getattr(module, "bias", None) is not None:
+                    nn.init.zeros_(module.bias)
 
         def forward(self, idx: Any, positions: Any) -> Any:
             """idx (B, T) token ids and positions (T,) = 0 .. T-1 -> logits (B, T, vocab)."""
