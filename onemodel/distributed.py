@@ -118,6 +118,9 @@ def abort(message: str, code: int = 1) -> None:
 
 def abort_on(exc: BaseException) -> None:
     """Ends the job after printing the traceback of `exc` once (from the rank that raised)."""
+    if _MPI is not None and isinstance(exc, _MPI.Exception):
+        # A collective failed because another rank went down: that rank prints its traceback.
+        abort(f"ending the job after an MPI error ({exc}): another rank failed")
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     abort("an exception ends the job\n" + text.rstrip())
 
