@@ -198,3 +198,41 @@ def test_a_rank_that_never_arrives_times_out_with_a_message(tmp_path):
     run = _mpirun(tmp_path, 2, script, timeout=60, ONEMODEL_DIST_TIMEOUT="2")
     assert run.returncode != 0
     assert "never arrived" in run.stderr
+
+
+def test_unequal_micro_batches_weigh_by_their_samples():
+    # A step over micro-batches of 8 and 4 samples is the step over the 12 (SGD: the update
+    # is the mean gradient), and the logged loss is the sample-weighted mean.
+    from onemodel import nn
+    from onemodel.data import DataLoader
+    from onemodel.optim import SGD
+    from onemodel.train import Trainer
+    import onemodel.functional as F
+    g = om.Generator(3)
+    x = g.uniform(-1.0, 1.0, (12, 5)).numpy()
+    y = (x[:, 0] > 0).astype(np.int64)
+
+    def run(batch, micro):
+        model = nn.Linear(5, 3, generator=om.Generator(1))
+        losses = []
+        Trainer(model, F.cross_entropy, SGD(model.parameters(), lr=0.5),
+                DataLoader((x, y), batch, shuffle=False), micro_batches=micro, progress=False,
+                callback=lambda i: losses.append(i["loss"])).fit(1)
+        return model.weight.detach().numpy(), losses[0]
+
+    (w2, l2), (w1, l1) = run(8, 2), run(12, 1)
+    np.testing.assert_allclose(w2, w1, rtol=0, atol=1e-6)
+    assert abs(l2 - l1) < 1e-6
+
+
+def test_dropout_counters_follow_the_global_position():
+    # After a step of M micro-batches the counter stands where one worker accumulating M
+    # leaves it, and micro-batch i drew mask base + i.
+    from onemodel import nn
+    from onemodel.train import Trainer
+    import onemodel.functional as F
+    model, opt, loader = setup()
+    t = Trainer(model, F.cross_entropy, opt, loader, micro_batches=12, progress=False)
+    t.train_step()
+    t.train_step()
+    assert int(model[2].draws._data) == 24
