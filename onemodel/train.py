@@ -61,8 +61,8 @@ from .optim import clip_grad_norm, grad_norm
 from .progress import Progress
 from .tensor import Tensor
 
-_DIRECTIONS = {"accuracy": "max", "loss": "min"}
-_GOLDEN_INVERSE = pow(random.GOLDEN, -1, 1 << 64)  # counts the generator's draws  # the built-in metrics: which way is better
+_DIRECTIONS = {"accuracy": "max", "loss": "min"}  # the built-in metrics: which way is better
+_GOLDEN_INVERSE = pow(random.GOLDEN, -1, 1 << 64)  # counts the generator's draws
 METRICS_LOG = "metrics.jsonl"
 
 
