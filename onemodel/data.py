@@ -4,13 +4,13 @@ The order of epoch e is a function of (seed, e) alone: every example gets a 64-b
 SplitMix64 stream seeded by mix(mix(seed ^ C0) ^ e), and the examples are taken in the stable
 order of their keys (an unbiased permutation, vectorised, with no platform-dependent RNG).
 
-Sharding is by batch, not by example: the epoch is cut into global batches 0, 1, 2, ... of
-`batch_size`, and rank r of W takes global batches r, r + W, r + 2W, ... So W workers together
-at their local step k see the global batches kW .. kW + W - 1, which are exactly the W
-consecutive batches a single worker with W-fold gradient accumulation sees (distributed.py).
-Each rank yields len(loader) = (number of global batches) // W batches, so all ranks step
-together and no example repeats within an epoch; the last few batches (fewer than W) are left
-out when the count does not divide.
+Sharding is by batch, not by example, and does not depend on the worker count: the epochs
+form one stream of global batches (epoch 0's batches 0 .. B-1, then epoch 1's, ...), fixed by
+(seed, epoch) alone, and rank r of W takes the stream positions p with p mod W = r. A step of M
+micro-batches (W dividing M) covers M consecutive positions, so W workers together see exactly
+the micro-batches one worker accumulating M sees, in the same global positions, whatever W is,
+and no batch is dropped unless drop_last=True (a step may span the end of an epoch, as one
+worker's does). The ranks' shares of an epoch may differ by one batch.
 
 Batches over arrays are cut by one fancy index per array. An array is a numpy array, a Tensor or
 anything numpy can read as one (a torch tensor); a dataset of arrays is one array, a tuple or a
@@ -22,8 +22,10 @@ or lists, yield tuples of Tensors, and dicts yield dicts (PyTorch's default coll
 become float32, integers int64 (int32 is kept), as om.from_numpy; anything else (strings,
 objects, examples that do not stack) is refused naming the example and field.
 
-The position (epoch, batches already yielded in it) is what state_dict() holds, as integers,
-so it fits a checkpoint's extra and a resumed run sees exactly the remaining batches. Batches
+The position (epoch, global batches of it already consumed by all ranks together) is what
+state_dict() holds, as integers, so it fits a checkpoint's extra, reads the same on every rank
+after a step, and a resumed run sees exactly the remaining batches at any W for which the
+position falls on a boundary of W workers (load_state_dict refuses the others). Batches
 are prepared `prefetch` ahead by a background thread; breaking out of the loop stops it, and an
 exception raised while reading the dataset is raised in the consuming thread.
 """
@@ -166,16 +168,30 @@ class DataLoader:
         return full + (1 if rest and not self.drop_last else 0)
 
     def __len__(self) -> int:
-        """Batches per epoch on this rank."""
-        return self._global_batches() // self.world_size
+        """Batches of the current epoch for this rank (all of them when world_size is 1)."""
+        return len(self._share(self.epoch))
+
+    def _share(self, epoch: int) -> range:
+        """The global batches of `epoch` that are this rank's: stream position mod W = rank."""
+        count = self._global_batches()
+        return range((self.rank - epoch * count) % self.world_size, count, self.world_size)
+
+    def shard(self, rank: int, world_size: int) -> None:
+        """Makes this loader rank `rank` of `world_size` (the Trainer does it under mpiexec)."""
+        world_size = _integer("DataLoader.shard", "world_size", world_size, 1)
+        rank = _integer("DataLoader.shard", "rank", rank, 0)
+        if rank >= world_size:
+            raise ValueError(f"DataLoader.shard: rank {rank} is not below world_size "
+                             f"{world_size}")
+        self.rank, self.world_size = rank, world_size
 
     def set_epoch(self, epoch: int) -> None:
         """Starts epoch `epoch` from its first batch."""
         self.epoch = _integer("DataLoader.set_epoch", "epoch", epoch, 0)
         self.position = 0
 
-    def _indices(self, order: Optional[np.ndarray], local: int) -> np.ndarray:
-        start = (local * self.world_size + self.rank) * self.batch_size
+    def _indices(self, order: Optional[np.ndarray], k: int) -> np.ndarray:
+        start = k * self.batch_size
         stop = min(start + self.batch_size, self._n)
         return order[start:stop] if order is not None else np.arange(start, stop)
 
@@ -203,34 +219,44 @@ class DataLoader:
     def __iter__(self) -> Iterator[Any]:
         """The remaining batches of the current epoch; at its end the loader moves to the next
         epoch, so the next loop over it runs that one."""
-        epoch, first, count = self.epoch, self.position, len(self)
+        epoch, count, world = self.epoch, self._global_batches(), self.world_size
+        share = [k for k in self._share(epoch) if k >= self.position]
         order = epoch_order(self._n, self.seed, epoch) if self.shuffle else None
-        batches = (self._batch(self._indices(order, k)) for k in range(first, count))
+        batches = (self._batch(self._indices(order, k)) for k in share)
         source = _Prefetcher(batches, self.prefetch) if self.prefetch else None
         try:
-            for k in range(first, count):
+            for k in share:
                 batch = source.get() if source else next(batches)
-                # The position counts batches handed out: a checkpoint taken after this batch's
-                # step resumes at the next one.
-                self.position = k + 1
+                # The position counts the batches the group has consumed: those before the
+                # end of this batch's round of W, so a checkpoint taken after a step resumes at
+                # the next one.
+                self.epoch, self.position = divmod(((epoch * count + k) // world + 1) * world,
+                                                   count)
                 yield batch
-            self.epoch, self.position = epoch + 1, 0
+            if self.epoch == epoch:
+                self.epoch, self.position = epoch + 1, 0
         finally:
             if source:
                 source.close()
 
     def state_dict(self) -> dict[str, int]:
         """{"epoch", "position"}: integers; a finished epoch reads as the next one's start."""
-        if self.position >= len(self):
+        if self.position >= self._global_batches():
             return {"epoch": self.epoch + 1, "position": 0}
         return {"epoch": self.epoch, "position": self.position}
 
     def load_state_dict(self, state: Mapping[str, int]) -> None:
         epoch = _integer("DataLoader.load_state_dict", "epoch", state.get("epoch"), 0)
         position = _integer("DataLoader.load_state_dict", "position", state.get("position"), 0)
-        if position > len(self):
+        count = self._global_batches()
+        if position > count:
             raise ValueError(f"DataLoader.load_state_dict: position {position} is beyond the "
-                             f"{len(self)} batches of an epoch")
+                             f"{count} batches of an epoch")
+        if (epoch * count + position) % self.world_size:
+            raise ValueError(f"DataLoader.load_state_dict: position {position} of epoch {epoch} "
+                             f"(global batch {epoch * count + position}) is not on a boundary "
+                             f"of {self.world_size} workers: this state cannot resume at this "
+                             "worker count without skipping or repeating data")
         self.epoch, self.position = epoch, position
 
     def __repr__(self) -> str:

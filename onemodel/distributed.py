@@ -1,23 +1,44 @@
 """Data parallelism whose bits do not depend on the number of workers (engine.md section 6).
 
-A global step is cut into M micro-batches with global indices 0 .. M-1; each worker computes
-the gradients of its own micro-batches (rank r of W takes indices r, r + W, r + 2W, ...: see
-`local_indices`, which matches the DataLoader's sharding). `all_reduce_gradients` then sums the
-gradients over the micro-batch index in one fixed tree, on every worker:
+A global step is M micro-batches with global indices 0 .. M-1, M fixed by the run; worker r of
+W computes indices r, r + W, r + 2W, ... (`local_indices`, the DataLoader's sharding). The mean
+gradient over the step has the same bits for every W dividing M, for one process accumulating
+all M, and whatever algorithm MPI picks, because it is an exact sum:
 
-    level by level, neighbours are added left + right: (g0 + g1), (g2 + g3), ...; an odd last
-    element moves up unchanged; repeat until one remains
+    grid       each parameter has a grid 2^G, G = P - 54, where P is a prior exponent: the
+               exponent of the largest |element| of the previous step's reduced sum (0 at the
+               first step). P is the same on every worker and is saved in the checkpoint.
+    quantise   micro-batch i with n_i samples contributes v = n_i·g_i (exact in double) as the
+               integer round(v / 2^G) (round half to even; exact for |v| >= 2^(P - 31)), held in
+               two int64 limbs: hi·2^56 + lo, lo in [0, 2^56). |v| is clamped below 2^(P + 44)
+               (2^44 times the last step's largest sum; counted and warned): with at most
+               2^20 micro-batches the sum never overflows the 118 bits.
+    sum        integers add exactly, so the sum of the micro-batches is one integer whatever the
+               order and grouping: locally, then by MPI_Allreduce(SUM) on the limbs (contiguous
+               int64 buffers, in place; lo limbs of up to 127 workers cannot overflow).
+    round      the integer X is divided by the sample count N in integers, the quotient kept
+               to at least 26 bits with its remainder jammed into the last bit (round to odd),
+               converted to float32 and scaled by 2^G: the exact mean X·2^G/N (and the sum,
+               N = 1) rounded once to nearest even, except in float32's subnormal range.
 
-and divides by M (the mean of the micro-batch means). The tree depends only on M, so 1 worker
-accumulating M micro-batches, 2 workers with M/2 each, or M workers give the same bits.
+A non-finite element anywhere makes that element NaN or ±inf, as a float sum would (a second,
+rare all-reduce of a byte per element with bitwise OR). Bytes per worker: 16 per element (two
+int64 limbs), 4x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float32's, plus
+a few integers per parameter. Memory: two int64 limbs per element whatever M is, quantised in
+cache-sized chunks (bounded scratch).
 
-Across processes it runs on MPI through mpi4py (`mpiexec -n W python train.py`): every worker
-gathers all the micro-batch gradients (an allgather: W times the traffic of a ring all-reduce,
-the price of a sum whose order does not depend on W) and adds them in the same tree. Without
-mpi4py, or outside mpiexec, there is one worker: rank 0 of 1.
+Faults: `init()` installs an exception hook that prints the traceback once and calls MPI Abort,
+so an exception on any rank ends the job; every wait polls its requests against a deadline
+(`ONEMODEL_DIST_TIMEOUT` seconds, default 300), so a rank that never arrives ends the job with
+a message instead of a hang. Without mpi4py, or outside mpiexec, there is one worker.
 """
 from __future__ import annotations
 
+import os
+import sys
+import time
+import traceback
+import warnings
 from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
@@ -25,21 +46,55 @@ import numpy as np
 from .tensor import Tensor
 
 _comm: Any = None
+_MPI: Any = None
 _initialised = False
+_timeout = 300.0
+
+_LIMB = 56
+_MASK = (1 << _LIMB) - 1
+_BELOW = 54          # the grid is 2^(P - 54)
+_ABOVE = 44          # |n·g| is clamped below 2^(P + 44): 2^98 grid units
+_MAX_MICRO = 1 << 20  # 2^98 · 2^20 < 2^118: the two limbs never overflow
+_CHUNK = 1 << 15     # elements quantised at once: the scratch stays in cache
+_BUCKET_BYTES = 25 << 20
 
 
-def init() -> tuple[int, int]:
+def _launcher_size() -> int:
+    """The world size an MPI launcher announces in the environment (1 if none)."""
+    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"):
+        value = os.environ.get(name)
+        if value and value.isdigit():
+            return int(value)
+    return 1
+
+
+def launched() -> bool:
+    """Whether this process was started by mpiexec with more than one process."""
+    return _launcher_size() > 1
+
+
+def init(timeout: Optional[float] = None) -> tuple[int, int]:
     """Joins the MPI world if mpi4py is installed and it has more than one process; returns
-    (rank, world_size). Safe to call more than once."""
-    global _comm, _initialised
+    (rank, world_size). Safe to call more than once. `timeout` (seconds; default
+    ONEMODEL_DIST_TIMEOUT or 300) bounds every wait for the other ranks."""
+    global _comm, _MPI, _initialised, _timeout
+    if timeout is not None:
+        _timeout = float(timeout)
     if not _initialised:
         _initialised = True
+        if timeout is None:
+            _timeout = float(os.environ.get("ONEMODEL_DIST_TIMEOUT", _timeout))
         try:
             from mpi4py import MPI
         except ImportError:
+            if launched():
+                raise RuntimeError("distributed.init: started by mpiexec with "
+                                   f"{_launcher_size()} processes but mpi4py is not installed "
+                                   "(pip install mpi4py mpich)") from None
             MPI = None
         if MPI is not None and MPI.COMM_WORLD.Get_size() > 1:
-            _comm = MPI.COMM_WORLD
+            _comm, _MPI = MPI.COMM_WORLD, MPI
+            _install_hook()
     return rank(), world_size()
 
 
@@ -49,6 +104,104 @@ def rank() -> int:
 
 def world_size() -> int:
     return _comm.Get_size() if _comm is not None else 1
+
+
+def abort(message: str, code: int = 1) -> None:
+    """Prints `message` on this rank's stderr and ends the whole job (MPI Abort); in one
+    process, raises SystemExit."""
+    sys.stderr.write(f"onemodel.distributed: rank {rank()} of {world_size()}: {message}\n")
+    sys.stderr.flush()
+    if _comm is None:
+        raise SystemExit(code)
+    _comm.Abort(code)
+
+
+def abort_on(exc: BaseException) -> None:
+    """Ends the job after printing the traceback of `exc` once (from the rank that raised)."""
+    if _MPI is not None and isinstance(exc, _MPI.Exception):
+        # A collective failed because another rank went down: that rank prints its traceback.
+        abort(f"ending the job after an MPI error ({exc}): another rank failed")
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    abort("an exception ends the job\n" + text.rstrip())
+
+
+def _install_hook() -> None:
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):  # type: ignore[no-untyped-def]
+        if _comm is None or issubclass(kind, KeyboardInterrupt):
+            return previous(kind, value, tb)
+        abort_on(value)
+
+    sys.excepthook = hook
+
+
+def wait(requests: Sequence[Any], what: str) -> None:
+    """Waits for MPI requests, ending the job if they are not done within the timeout."""
+    if not requests:
+        return
+    deadline = time.monotonic() + _timeout
+    spins, delay = 0, 0.0
+    while not _MPI.Request.Testall(list(requests)):
+        spins += 1
+        if spins > 2000:  # after a short busy wait, back off: the machine may be shared
+            if time.monotonic() > deadline:
+                abort(f"no answer from the other ranks within {_timeout:g} s while {what}: a "
+                      "rank stopped or never arrived (ONEMODEL_DIST_TIMEOUT sets the limit)")
+            delay = min(delay * 2 or 1e-5, 1e-3)
+            time.sleep(delay)
+
+
+def _allreduce(buf: np.ndarray, what: str, op: Any = None) -> np.ndarray:
+    """In-place all-reduce of a contiguous numpy buffer (SUM by default) with the timeout."""
+    if _comm is None or buf.size == 0:
+        return buf
+    wait([_comm.Iallreduce(_MPI.IN_PLACE, buf, op=op or _MPI.SUM)], what)
+    return buf
+
+
+def broadcast(buf: np.ndarray, what: str, root: int = 0) -> np.ndarray:
+    """In-place broadcast of a contiguous numpy buffer from `root`, with the timeout."""
+    if _comm is None or buf.size == 0:
+        return buf
+    wait([_comm.Ibcast(buf, root=root)], what)
+    return buf
+
+
+def broadcast_arrays(arrays: Sequence[np.ndarray], what: str, root: int = 0) -> None:
+    """Broadcasts every array (in place) in one message: their bytes packed together."""
+    if _comm is None:
+        return
+    arrays = [a for a in arrays if a.size]
+    if not arrays:
+        return
+    packed = np.concatenate([np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+                             for a in arrays])
+    broadcast(packed, what, root)
+    at = 0
+    for a in arrays:
+        n = a.nbytes
+        a[...] = packed[at:at + n].view(a.dtype).reshape(a.shape)
+        at += n
+
+
+def broadcast_int(value: int, what: str, root: int = 0) -> int:
+    buf = np.array([value], np.int64)
+    return int(broadcast(buf, what, root)[0])
+
+
+def broadcast_bytes(data: Optional[bytes], what: str, root: int = 0) -> bytes:
+    """`data` of rank `root`, on every rank (its length first, then the bytes)."""
+    n = broadcast_int(-1 if data is None else len(data), what, root) if _comm else len(data or b"")
+    if n < 0:
+        return None  # type: ignore[return-value]
+    buf = np.frombuffer(bytearray(data), np.uint8) if rank() == root else np.empty(n, np.uint8)
+    return broadcast(buf, what, root).tobytes()
+
+
+def barrier(what: str = "at a barrier") -> None:
+    if _comm is not None:
+        wait([_comm.Ibarrier()], what)
 
 
 def local_indices(micro_batches: int, rank_: Optional[int] = None,
@@ -69,7 +222,8 @@ def gradients(params: Iterable[Tensor]) -> list[Optional[np.ndarray]]:
 
 
 def tree_sum(values: Sequence[np.ndarray]) -> np.ndarray:
-    """Sum in the fixed tree of the module notes (new array; the inputs are not changed)."""
+    """Float32 sum in a fixed pairwise tree (neighbours added level by level, an odd last one
+    moving up): the reduction of earlier versions, kept as the accuracy baseline."""
     level = list(values)
     if not level:
         raise ValueError("tree_sum: nothing to add")
@@ -81,35 +235,314 @@ def tree_sum(values: Sequence[np.ndarray]) -> np.ndarray:
     return level[0]
 
 
+# -- the exact sum ------------------------------------------------------------------------------
+def max_exponent(values: np.ndarray) -> Optional[int]:
+    """floor(log2(max |finite element|)), None when there is no finite nonzero element."""
+    a = np.asarray(values).reshape(-1)
+    if not a.size:
+        return None
+    top = max(float(a.max()), -float(a.min()))
+    if not np.isfinite(top):
+        a = np.abs(a[np.isfinite(a)])
+        top = float(a.max()) if a.size else 0.0
+    return None if top == 0.0 else int(np.frexp(top)[1]) - 1
+
+
+def _bit_length(x: np.ndarray) -> np.ndarray:
+    """Bit lengths of non-negative int64 values (0 for 0), exactly."""
+    e = np.frexp(x.astype(np.float64))[1].astype(np.int64)
+    shift = np.maximum(e - 1, 0)
+    return e - ((x >> shift) == 0) * (x > 0)
+
+
+def _finish(ax: np.ndarray, sticky: Any, exp: Any, neg: np.ndarray, n: int) -> np.ndarray:
+    """float32 of ±(ax + f)·2^exp / n, f in [0, 1) nonzero exactly where `sticky`, rounded
+    once: the quotient keeps at least 26 bits with its remainder jammed into the last one
+    (rounding to odd), so the hardware's int64 -> float32 conversion rounds as the exact
+    value would. Results in float32's subnormal range round a second time."""
+    shift = 0
+    small = ax < (n << 26)
+    if small.any():
+        idx = np.nonzero(small)[0]
+        s = np.maximum(26 + n.bit_length() - _bit_length(ax[idx]), 0)
+        ax = ax.copy()
+        ax[idx] <<= s
+        shift = np.zeros(ax.shape, np.int64)
+        shift[idx] = s
+    # (sticky is 0 or an int64 array of 0/1: numpy's int | bool is a slow loop)
+    if n == 1:
+        z = ax | sticky
+    else:
+        q = ax // n
+        z = q | np.minimum(ax - q * n, 1) | sticky
+    with np.errstate(over="ignore"):
+        if isinstance(shift, int) and isinstance(exp, int):  # one power of two: a multiply
+            f = z.astype(np.float32) * np.float32(2.0 ** exp) if -126 <= exp <= 127 else \
+                np.ldexp(z.astype(np.float32), exp)
+        else:
+            f = np.ldexp(z.astype(np.float32), np.asarray(exp - shift, np.int32))
+    return np.where(neg, -f, f)
+
+
+def to_float32(hi: np.ndarray, lo: np.ndarray, grid: int, count: int = 1) -> np.ndarray:
+    """float32 of (hi·2^56 + lo)·2^grid / count, rounded once (see _finish); count is a
+    positive integer below 2^35."""
+    n = int(count)
+    if n != count or not 1 <= n < 1 << 35:
+        raise ValueError(f"to_float32: count must be an integer in [1, 2^35), got {count}")
+    hi = hi.astype(np.int64) + (lo >> _LIMB)
+    lo = lo & _MASK
+    fits = (hi >= -(1 << 4)) & (hi < (1 << 4))  # |X| < 2^60: one int64
+    if fits.all():
+        x = (hi << _LIMB) + lo
+        neg = x < 0
+        return _finish(np.abs(x), 0, grid, neg, n)
+    out = np.empty(hi.shape, np.float32)
+    i = np.nonzero(fits)[0]
+    if i.size:
+        x = (hi[i] << _LIMB) + lo[i]
+        out[i] = _finish(np.abs(x), 0, grid, x < 0, n)
+    j = np.nonzero(~fits)[0]
+    hi, lo = hi[j], lo[j]
+    neg = hi < 0
+    borrow = neg & (lo > 0)
+    mh = np.where(neg, -hi - borrow, hi)  # the magnitude: mh·2^56 + ml, mh >= 2^4
+    ml = np.where(borrow, (1 << _LIMB) - lo, lo)
+    k = np.maximum(_bit_length(mh) + _LIMB - 61, 0)  # low bits cut to keep the top 61
+    inside = k <= _LIMB
+    ax = np.where(inside, (mh << np.clip(_LIMB - k, 0, 63)) | (ml >> np.minimum(k, 63)),
+                  mh >> np.clip(k - _LIMB, 0, 63))
+    cut_lo = ml & ((np.int64(1) << np.minimum(k, _LIMB)) - 1)
+    cut_hi = mh & ((np.int64(1) << np.clip(k - _LIMB, 0, 62)) - 1)
+    sticky = np.where(inside, cut_lo != 0, (ml != 0) | (cut_hi != 0)).astype(np.int64)
+    out[j] = _finish(ax, sticky, k + grid, neg, n)
+    return out
+
+
+class ExactSum:
+    """The exact, order-free sum of weighted float32 arrays of one layout (see the module
+    notes): `add` quantises one micro-batch into the int64 limbs, `limbs` hands them out for an
+    all-reduce, `result` rounds the (reduced) integers to float32. `sizes` are the element
+    counts of the parameters in their order; the limbs lay them out in reverse order, in
+    buckets of about `bucket_bytes` float32 bytes (DDP's order: the last layers first)."""
+
+    def __init__(self, sizes: Sequence[int], bucket_bytes: int = _BUCKET_BYTES) -> None:
+        self.sizes = [int(s) for s in sizes]
+        self.offsets = [0] * len(self.sizes)
+        at = 0
+        self.buckets: list[tuple[int, int]] = []
+        start = 0
+        for k in reversed(range(len(self.sizes))):
+            self.offsets[k] = at
+            at += self.sizes[k]
+            if (at - start) * 4 >= bucket_bytes:
+                self.buckets.append((start, at))
+                start = at
+        if at > start or not self.buckets:
+            self.buckets.append((start, at))
+        self.total = at
+        self.exponents: list[int] = [0] * len(self.sizes)  # the priors P
+        self.lo = np.zeros(at, np.int64)
+        self.hi = np.zeros(at, np.int64)
+        n = len(self.sizes)
+        # Per parameter: micro-batches with a gradient, clamped elements, non-finite elements.
+        self.counts = np.zeros(3 * n, np.int64)
+        self.codes: Optional[np.ndarray] = None
+        self._added = 0
+        self._scratch = [np.empty(min(_CHUNK, max(at, 1)), np.float64) for _ in range(2)]
+        self._iscratch = np.empty(min(_CHUNK, max(at, 1)), np.int64)
+
+    def grid(self, k: int) -> int:
+        return self.exponents[k] - _BELOW
+
+    def reset(self) -> None:
+        self.lo[:] = 0
+        self.hi[:] = 0
+        self.counts[:] = 0
+        self.codes = None
+        self._added = 0
+
+    def add(self, arrays: Sequence[Optional[np.ndarray]], weight: float = 1.0) -> None:
+        """Adds weight·array for every array of one micro-batch (None: no gradient there)."""
+        if len(arrays) != len(self.sizes):
+            raise ValueError(f"ExactSum.add: {len(arrays)} arrays for {len(self.sizes)} "
+                             "parameters")
+        weight = float(weight)
+        if not (weight >= 0 and weight < 2 ** 29 and weight == int(weight)):
+            raise ValueError(f"ExactSum.add: the weight must be an integer in [0, 2^29), got "
+                             f"{weight}")
+        n = len(self.sizes)
+        for k, a in enumerate(arrays):
+            if a is None:
+                continue
+            a = np.ascontiguousarray(a, np.float32).reshape(-1)
+            if a.size != self.sizes[k]:
+                raise ValueError(f"ExactSum.add: array {k} has {a.size} elements, expected "
+                                 f"{self.sizes[k]}")
+            self.counts[k] += 1
+            clamped, bad = self._quantise(k, a, weight)
+            self.counts[n + k] += clamped
+            self.counts[2 * n + k] += bad
+        self._added += 1
+        if self._added % 64 == 0:
+            self.normalise()
+
+    def _quantise(self, k: int, a: np.ndarray, weight: float) -> tuple[int, int]:
+        scale = weight * 2.0 ** -self.grid(k)  # exact: a power of two times a small integer
+        limit = 2.0 ** (_BELOW + _ABOVE) - 2.0 ** 45
+        base = self.offsets[k]
+        clamped = bad = 0
+        for start in range(0, a.size, _CHUNK):
+            g = a[start:start + _CHUNK]
+            m = g.size
+            v, t = self._scratch[0][:m], self._scratch[1][:m]
+            it = self._iscratch[:m]
+            np.multiply(g, np.float64(scale), out=v, dtype=np.float64)  # exact in double
+            lo = self.lo[base + start:base + start + m]
+            hi = self.hi[base + start:base + start + m]
+            if not np.isfinite(v.sum()):
+                bad += self._nonfinite(base + start, v)
+            top = max(float(v.max()), -float(v.min()))
+            if top > limit:
+                clamped += int(np.count_nonzero(np.abs(v) > limit))
+                np.clip(v, -limit, limit, out=v)
+            np.multiply(v, 2.0 ** -_LIMB, out=t)
+            np.floor(t, out=t)
+            np.copyto(it, t, casting="unsafe")
+            np.add(hi, it, out=hi)
+            np.multiply(t, 2.0 ** _LIMB, out=t)
+            np.subtract(v, t, out=t)  # exact: the bits of v below 2^56
+            np.rint(t, out=t)
+            np.copyto(it, t, casting="unsafe")
+            np.add(lo, it, out=lo)
+        return clamped, bad
+
+    def _nonfinite(self, at: int, v: np.ndarray) -> int:
+        """Records the non-finite elements of v (+inf 1, -inf 2, NaN 4) and zeroes them."""
+        if self.codes is None:
+            self.codes = np.zeros(self.total, np.uint8)
+        bad = ~np.isfinite(v)
+        code = np.where(np.isnan(v), 4, np.where(v > 0, 1, 2)).astype(np.uint8)
+        idx = np.nonzero(bad)[0]
+        self.codes[at + idx] |= code[idx]
+        v[idx] = 0.0
+        return len(idx)
+
+    def normalise(self) -> None:
+        """Carries the lo limbs into the hi limbs: lo back in [0, 2^56)."""
+        np.add(self.hi, self.lo >> _LIMB, out=self.hi)
+        np.bitwise_and(self.lo, _MASK, out=self.lo)
+
+    def reduce(self, slots: Optional[np.ndarray] = None, what: str = "reducing gradients"
+               ) -> Optional[np.ndarray]:
+        """All-reduces the limbs and counts over the workers (in place, bucket by bucket, in
+        the layout's order); `slots` (int64, summed in the same message as the counts) carries
+        the caller's per-micro-batch integers. Returns the reduced slots."""
+        self.normalise()
+        meta = self.counts if slots is None else np.concatenate([self.counts,
+                                                                 slots.reshape(-1)])
+        if _comm is not None:
+            requests = [_comm.Iallreduce(_MPI.IN_PLACE, meta, op=_MPI.SUM)]
+            for a, b in self.buckets:
+                requests.append(_comm.Iallreduce(_MPI.IN_PLACE, self.lo[a:b], op=_MPI.SUM))
+                requests.append(_comm.Iallreduce(_MPI.IN_PLACE, self.hi[a:b], op=_MPI.SUM))
+            wait(requests, what)
+            n = len(self.sizes)
+            if meta[2 * n:3 * n].any():
+                if self.codes is None:
+                    self.codes = np.zeros(self.total, np.uint8)
+                _allreduce(self.codes, what + " (non-finite elements)", _MPI.BOR)
+        if slots is not None:
+            self.counts[:] = meta[:len(self.counts)]
+            return meta[len(self.counts):].reshape(slots.shape)
+        return None
+
+    def result(self, k: int, count: int = 1) -> Optional[np.ndarray]:
+        """Parameter k's sum divided by count, as float32 (None if no micro-batch had one)."""
+        if not self.counts[k]:
+            return None
+        a = self.offsets[k]
+        b = a + self.sizes[k]
+        out = np.empty(b - a, np.float32)
+        for start in range(a, b, _CHUNK):
+            stop = min(start + _CHUNK, b)
+            out[start - a:stop - a] = to_float32(self.hi[start:stop], self.lo[start:stop],
+                                                 self.grid(k), count)
+        if self.codes is not None:
+            code = self.codes[a:b]
+            if code.any():
+                out[code == 1] = np.inf
+                out[code == 2] = -np.inf
+                out[(code & 4 != 0) | (code == 3)] = np.nan
+        return out
+
+    def results(self, count: int = 1, update_priors: bool = True
+                ) -> list[Optional[np.ndarray]]:
+        """Every parameter's result; then the priors move to these results' exponents (a
+        parameter with no finite nonzero element keeps its prior)."""
+        n = len(self.sizes)
+        clamped = int(self.counts[n:2 * n].sum())
+        out = [self.result(k, count) for k in range(n)]
+        if clamped and rank() == 0:
+            warnings.warn(f"distributed: {clamped} gradient elements were 2^44 times larger "
+                          "than the previous step's largest and were clamped", RuntimeWarning,
+                          stacklevel=3)
+        if update_priors:
+            for k, r in enumerate(out):
+                e = None if r is None else max_exponent(r)
+                if e is not None:  # the sum's exponent, within one
+                    self.exponents[k] = e + int(count).bit_length() - 1
+        return out
+
+
 def all_reduce_gradients(params: Iterable[Tensor],
-                         micro_batches: Sequence[tuple[int, Sequence[Optional[np.ndarray]]]],
+                         micro_batches: Sequence[tuple],
                          average: bool = True) -> None:
-    """Sets every parameter's .grad to the tree sum over all workers' micro-batches (the mean
-    when `average`). `micro_batches` lists this worker's (global index, gradients) pairs, the
-    gradients as from `gradients(params)`; together the workers must hold 0 .. M-1 once each.
-    A parameter without a gradient in some micro-batch counts as zero there, and keeps None
-    only if it has none anywhere."""
+    """Sets every parameter's .grad to the exact sum over all workers' micro-batches (the mean
+    when `average`: over the samples when counts are given, else over the micro-batches).
+
+    `micro_batches` lists this worker's (global index, gradients) or (global index, gradients,
+    sample count) tuples, the gradients as from `gradients(params)`; together the workers must
+    hold 0 .. M-1 once each. A parameter without a gradient in some micro-batch counts as zero
+    there, and keeps None only if it has none anywhere. The grid of each parameter comes from
+    the largest element over all micro-batches (an integer MAX all-reduce), so the result is
+    the same for any split of the micro-batches among workers."""
     params = list(params)
-    local = [(int(i), list(g)) for i, g in micro_batches]
-    for i, grads in local:
+    local = []
+    for m in micro_batches:
+        i, grads = int(m[0]), list(m[1])
+        n = int(m[2]) if len(m) > 2 else 1
         if len(grads) != len(params):
             raise ValueError(f"all_reduce_gradients: micro-batch {i} has {len(grads)} "
                              f"gradients for {len(params)} parameters")
-    everything = local if _comm is None else [m for part in _comm.allgather(local)
-                                              for m in part]
-    indices = sorted(i for i, _ in everything)
-    if indices != list(range(len(indices))) or not indices:
+        local.append((i, grads, n))
+    top = np.array([max([i + 1 for i, _, _ in local], default=0)], np.int64)
+    _allreduce(top, "counting micro-batches", _MPI.MAX if _comm else None)
+    m_total = int(top[0])
+    seen = np.zeros((max(m_total, 1), 2), np.int64)
+    for i, _, n in local:
+        if 0 <= i < m_total:
+            seen[i] += (1, n)
+    lowest = min([i for i, _, _ in local], default=0)
+    if lowest < 0:
+        seen[0, 0] += 2  # a negative index: reported below on every worker
+    # The grids: each parameter's largest exponent over every micro-batch (order-free MAX).
+    exps = np.full(len(params), -(1 << 40), np.int64)
+    for _, grads, n in local:
+        for k, g in enumerate(grads):
+            e = None if g is None else max_exponent(np.asarray(g, np.float32))
+            if e is not None:
+                exps[k] = max(exps[k], e + (int(n) - 1).bit_length())
+    _allreduce(exps, "agreeing on the grids", _MPI.MAX if _comm else None)
+    _allreduce(seen, "counting micro-batches")
+    if m_total == 0 or not (seen[:, 0] == 1).all():
         raise ValueError(f"all_reduce_gradients: the micro-batch indices must be 0 .. M-1 "
-                         f"once each over all workers, got {indices}")
-    by_index = dict(everything)
-    count = np.float32(len(indices))
-    for k, p in enumerate(params):
-        column = [by_index[i][k] for i in indices]
-        if all(g is None for g in column):
-            p.grad = None
-            continue
-        zeros = np.zeros(p.shape, np.float32)
-        total = tree_sum([zeros if g is None else np.asarray(g, np.float32) for g in column])
-        if average:
-            total /= count
-        p.grad = Tensor._wrap(np.ascontiguousarray(total, dtype=np.float32))
+                         f"once each over all workers, got counts {seen[:, 0].tolist()}")
+    acc = ExactSum([int(np.prod(p.shape, dtype=np.int64)) for p in params])
+    acc.exponents = [int(e) + m_total.bit_length() if e > -(1 << 40) else 0 for e in exps]
+    for _, grads, n in sorted(local, key=lambda m: m[0]):
+        acc.add([None if g is None else np.asarray(g, np.float32) for g in grads], n)
+    acc.reduce()
+    total = int(seen[:, 1].sum()) if average else 1
+    for p, r in zip(params, acc.results(total, update_priors=False)):
+        p.grad = None if r is None else Tensor._wrap(r.reshape(p.shape))

@@ -1,19 +1,36 @@
 """Trainer: the training loop of pipeline.txt around a model, a loss and an optimizer.
 
-One step: lr = schedule(step count); for each of `accumulate` micro-batches, forward (under
-autocast if asked), loss, backward of the scaled loss; gradients of all micro-batches on all
-workers summed in the fixed tree (distributed.py); unscale; clip the global norm; optimizer
-step (skipped, with the schedule, on a non-finite gradient); scaler update. Every `eval_every`
-steps the held-out loader runs in eval mode without gradients (loss weighted by batch size,
-accuracy when the target holds class indices) and a checkpoint is written; the manager keeps the
-last few and the best by the chosen metric.
+One step: lr = schedule(step count); M micro-batches (`micro_batches`, or `accumulate` per
+worker times the worker count W), worker r computing global micro-batches r, r + W, ...: for
+each, forward (under autocast if asked), loss, backward of the scaled loss, its gradients added
+into the exact sum of distributed.py weighted by its sample count; the sum all-reduced and
+rounded once to the mean over the step's samples (the same bits for every W dividing M); unscale;
+clip the global norm; optimizer step (skipped, with the schedule, on a non-finite gradient);
+scaler update. Every `eval_every` steps the held-out loader runs in eval mode without gradients
+(loss weighted by batch size, accuracy when the target holds class indices; under W workers
+each computes its share of the batches and the sums are gathered in batch order) and a
+checkpoint is written; the manager keeps the last few and the best by the chosen metric.
+
+Randomness follows the global micro-batch position, not the worker: before micro-batch i of a
+step every dropout counter (`draws` buffer) is set to its value at the step's start plus i times
+its advance per micro-batch, and the default generator likewise, and after the step both stand
+where one worker accumulating all M would leave them. So dropout masks, and any draw from the
+default generator during forward, are the same whichever worker computes a micro-batch.
+
+Under mpiexec (W > 1; the Trainer calls distributed.init() itself when the launcher announces
+several processes) parameters, buffers and the default generator are broadcast from rank 0 when
+fit() starts, buffers (batch-norm statistics) again after every step (DDP's rule: rank 0's
+win), the logged loss is the sample-weighted mean over all workers' micro-batches, rank 0 alone
+writes checkpoints and metrics, resume() reads rank 0's checkpoint and broadcasts it, and an
+exception on any rank ends the job (distributed.abort_on).
 
 Batches are tuples (inputs..., target): the model gets the inputs, the loss function gets
 (output, target). A checkpoint holds the model, the optimizer (its step count drives the
-schedule) and, in extra, the trainer's step, the loader's position and the loss scaler, so
-`resume()` in a new process continues the same trajectory bit for bit. The extra also holds the
-state of `om.default_generator`, so what draws from it (an `F.dropout` without a seed, a layer
-built after the resume) draws what the uninterrupted run would.
+schedule) and, in extra, the trainer's step, the loader's position, the loss scaler and the
+exact sum's grid exponents, so `resume()` in a new process, at any W dividing M, continues the
+same trajectory bit for bit. The extra also holds the state of `om.default_generator`, so what
+draws from it (an `F.dropout` without a seed, a layer built after the resume) draws what the
+uninterrupted run would.
 
 With a `checkpoint_dir` the run folder also gets `metrics.jsonl`: one JSON object a line, one
 per step ({"event": "step", "step", "loss", "lr", "grad_norm", "stepped", "time"}) and one per
@@ -45,6 +62,7 @@ from .progress import Progress
 from .tensor import Tensor
 
 _DIRECTIONS = {"accuracy": "max", "loss": "min"}  # the built-in metrics: which way is better
+_GOLDEN_INVERSE = pow(random.GOLDEN, -1, 1 << 64)  # counts the generator's draws
 METRICS_LOG = "metrics.jsonl"
 
 
@@ -111,7 +129,8 @@ class Trainer:
                  metrics: Optional[dict[str, Callable[[Any, Any], float]]] = None,
                  scaler: Optional[amp.GradScaler] = None, autocast: Optional[str] = None,
                  accumulate: int = 1, callback: Optional[Callable[[dict], None]] = None,
-                 progress: Optional[bool] = None, log_every: int = 0) -> None:
+                 progress: Optional[bool] = None, log_every: int = 0,
+                 micro_batches: Optional[int] = None) -> None:
         for name, value in (("eval_every", eval_every), ("accumulate", accumulate),
                             ("log_every", log_every), ("checkpoint_every", checkpoint_every)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -138,9 +157,24 @@ class Trainer:
                                  "'max' or 'min'")
         if autocast is not None:
             autocast = amp.dtype_name(autocast)
+        if distributed.launched():
+            distributed.init()  # under mpiexec: never W copies of rank 0 writing one folder
         self.world = distributed.world_size()
         self.rank = distributed.rank()
-        if getattr(loader, "world_size", self.world) != self.world:
+        if micro_batches is not None:
+            if (isinstance(micro_batches, bool) or not isinstance(micro_batches, int)
+                    or micro_batches < 1):
+                raise ValueError(f"Trainer: micro_batches must be an integer >= 1, got "
+                                 f"{micro_batches!r}")
+            if micro_batches % self.world:
+                raise ValueError(f"Trainer: micro_batches {micro_batches} do not divide among "
+                                 f"{self.world} workers")
+            accumulate = micro_batches // self.world
+        self.micro_batches = accumulate * self.world
+        loader_world = getattr(loader, "world_size", self.world)
+        if loader_world == 1 and self.world > 1 and hasattr(loader, "shard"):
+            loader.shard(self.rank, self.world)
+        elif loader_world != self.world:
             raise ValueError(f"Trainer: the loader is sharded for {loader.world_size} workers, "
                              f"the run has {self.world}")
         self.model, self.loss_fn, self.optimizer, self.loader = model, loss_fn, optimizer, loader
@@ -155,6 +189,9 @@ class Trainer:
         self.log = (MetricsLog(os.path.join(checkpoint_dir, METRICS_LOG))
                     if checkpoint_dir is not None and self.rank == 0 else None)
         self.step = 0
+        self._sum: Optional[distributed.ExactSum] = None
+        self._advance: dict[int, int] = {}  # per counter: its draws per micro-batch
+        self._synced = False
         self.last_eval: Optional[dict] = None
         self._batches: Any = None
         self._saved_step: Optional[int] = None
@@ -164,7 +201,8 @@ class Trainer:
 
     # -- batches ----------------------------------------------------------------------------
     def _next_batch(self) -> Any:
-        for _ in range(2):
+        # A rank's share of an epoch may be empty (fewer batches than workers): try a few.
+        for _ in range(self.world + 2):
             if self._batches is None:
                 self._batches = iter(self.loader)
             try:
@@ -188,21 +226,53 @@ class Trainer:
             return output, self.loss_fn(output, target), target
 
     # -- one step -----------------------------------------------------------------------------
+    def _counters(self) -> list[Tensor]:
+        """The dropout counters: every int64 scalar buffer named `draws`."""
+        found = getattr(self, "_counter_list", None)
+        if found is None:
+            named = getattr(self.model, "named_buffers", None)
+            found = [b for name, b in (named() if named else ())
+                     if name.rsplit(".", 1)[-1] == "draws" and b._data.dtype == np.int64
+                     and b._data.ndim == 0]
+            self._counter_list = found
+        return found
+
+    def _position(self, start: list[int], index: int, counters: list[Tensor]) -> None:
+        """Sets every counter, and the default generator, to where micro-batch `index` of the
+        step starts: the step's start plus index times the advance per micro-batch."""
+        for k, c in enumerate(counters):
+            c._data[...] = start[k] + index * self._advance.get(k, 1)
+            c._version += 1
+        g = random.default_generator
+        g.state = (start[-1] + index * self._advance.get(-1, 0) * random.GOLDEN) & random.MASK64
+
+    def _learn_advance(self, before: list[int], counters: list[Tensor]) -> bool:
+        """Records how far this micro-batch moved each counter; True if a guess was wrong."""
+        wrong = False
+        now = [int(c._data) for c in counters]
+        moved = {k: now[k] - before[k] for k in range(len(counters))}
+        steps = ((random.default_generator.state - before[-1]) * _GOLDEN_INVERSE) & random.MASK64
+        moved[-1] = steps if steps < 1 << 32 else 0  # wrapped: not a plain count of draws
+        for k, d in moved.items():
+            if d != self._advance.get(k, 1 if k >= 0 else 0):
+                self._advance[k] = d
+                wrong = True
+        return wrong
+
     def train_step(self) -> dict:
-        """One optimizer step over `accumulate` micro-batches per worker; returns its info."""
+        """One optimizer step over the M micro-batches of all workers; returns its info."""
         params = self.optimizer.params
         if self.schedule is not None:
             self.schedule.apply(self.optimizer)
         lr = self.optimizer.lr
-        micro, losses = [], []
-        for a in range(self.accumulate):
+        total = self.micro_batches
+        if total == 1:  # one process, one micro-batch: no reduction at all
             _, loss, _ = self._forward(self._next_batch())
             self.optimizer.zero_grad()
             (self.scaler.scale(loss) if self.scaler else loss).backward()
-            micro.append((a * self.world + self.rank, distributed.gradients(params)))
-            losses.append(loss.item())
-        if len(micro) > 1 or self.world > 1:
-            distributed.all_reduce_gradients(params, micro)
+            global_loss = loss.item()
+        else:
+            global_loss = self._accumulate(params, total)
         if self.scaler:
             self.scaler.unscale_(self.optimizer)  # before clipping: the norm of true gradients
         norm = (clip_grad_norm(params, self.clip_norm) if self.clip_norm is not None
@@ -213,12 +283,58 @@ class Trainer:
         else:
             self.optimizer.step()
             stepped = True
+        if self.world > 1:  # DDP's rule: rank 0's buffers (batch-norm statistics) win
+            distributed.broadcast_arrays([b._data for b in self._buffers()],
+                                         "broadcasting buffers")
         self.step += 1
-        info = {"event": "step", "step": self.step, "loss": float(np.mean(losses)), "lr": lr,
+        info = {"event": "step", "step": self.step, "loss": global_loss, "lr": lr,
                 "grad_norm": norm, "stepped": stepped,
                 "time": round(time.perf_counter() - self._started, 4)}
         self._report(info)
         return info
+
+    def _buffers(self) -> list[Tensor]:
+        named = getattr(self.model, "named_buffers", None)
+        return [b for _, b in named()] if named else []
+
+    def _accumulate(self, params: list, total: int) -> float:
+        """This worker's micro-batches into the exact sum, reduced over all workers; sets the
+        mean gradients and returns the sample-weighted mean loss of the step."""
+        if self._sum is None:
+            self._sum = distributed.ExactSum([int(np.prod(p.shape, dtype=np.int64))
+                                              for p in params])
+            if getattr(self, "_priors", None):
+                self._sum.exponents = list(self._priors)
+        acc = self._sum
+        acc.reset()
+        counters = self._counters()
+        start = [int(c._data) for c in counters] + [random.default_generator.state]
+        slots = np.zeros((total, 2), np.int64)  # per global micro-batch: samples, loss bits
+        for a in range(self.accumulate):
+            index = a * self.world + self.rank
+            batch = self._next_batch()
+            for attempt in range(2):
+                self._position(start, index, counters)
+                before = [int(c._data) for c in counters] + [random.default_generator.state]
+                _, loss, _ = self._forward(batch)
+                if not self._learn_advance(before, counters) or index == 0 or attempt:
+                    break  # a wrong guess of the advance: redo at the right position
+            self.optimizer.zero_grad()
+            (self.scaler.scale(loss) if self.scaler else loss).backward()
+            n = len(_split(batch)[0][0])
+            acc.add(distributed.gradients(params), n)
+            slots[index] = (n, np.float64(loss.item()).view(np.int64))
+        self._position(start, total, counters)  # where one worker accumulating M would be
+        slots = acc.reduce(slots, "reducing the gradients of a step")
+        samples = int(slots[:, 0].sum())
+        means = acc.results(samples)
+        for p, g in zip(params, means):
+            p.grad = None if g is None else Tensor._wrap(g.reshape(p.shape))
+        losses = slots[:, 1].copy().view(np.float64)
+        weighted = 0.0
+        for n, value in zip(slots[:, 0].tolist(), losses.tolist()):  # in global order
+            weighted += n * value
+        return weighted / samples
 
     def _report(self, info: dict) -> None:
         if self.callback is not None:
@@ -252,25 +368,39 @@ class Trainer:
             loader.set_epoch(0)
         was_training = self.model.training
         self.model.eval()
-        total_loss, correct, count, classes = 0.0, 0, 0, True
-        totals = dict.fromkeys(self.metrics, 0.0)
+        names = list(self.metrics)
+        rows: list[list[float]] = []  # per batch: loss·n, n, correct, is-classes, metric·n...
         try:
             with no_grad():
-                for batch in loader:
+                for k, batch in enumerate(loader):
+                    if k % self.world != self.rank:  # another worker's batch
+                        rows.append([0.0] * (4 + len(names)))
+                        continue
                     output, loss, target = self._forward(batch)
                     n = len(_split(batch)[0][0])  # examples in the batch: the first input's
-                    total_loss += loss.item() * n
-                    count += n
                     y = target.numpy() if isinstance(target, Tensor) else target
                     out = output.numpy()
-                    classes = (classes and isinstance(y, np.ndarray) and y.dtype.kind in "iu"
+                    classes = (isinstance(y, np.ndarray) and y.dtype.kind in "iu"
                                and out.ndim == y.ndim + 1 and len(y) == n)
-                    if classes:
-                        correct += int((out.argmax(1) == y).sum())
-                    for name, fn in self.metrics.items():
-                        totals[name] += float(fn(output, target)) * n
+                    correct = int((out.argmax(1) == y).sum()) if classes else 0
+                    rows.append([loss.item() * n, n, correct, 1.0 if classes else 0.0]
+                                + [float(fn(output, target)) * n
+                                   for fn in self.metrics.values()])
         finally:
             self.model.train(was_training)
+        table = np.array(rows, np.float64).reshape(len(rows), 4 + len(names))
+        if self.world > 1:  # each row has one worker's numbers, the others' zeros: exact
+            distributed._allreduce(table, "gathering the evaluation")
+        total_loss, correct, count, classes = 0.0, 0, 0, True
+        totals = dict.fromkeys(names, 0.0)
+        for row in table.tolist():  # in batch order, whatever W is
+            total_loss += row[0]
+            count += int(row[1])
+            classes = classes and row[3] == 1.0
+            if classes:
+                correct += int(row[2])
+            for name, value in zip(names, row[4:]):
+                totals[name] += value
         if not count:
             raise ValueError("Trainer.evaluate: the loader yields no examples")
         return {"event": "eval", "step": self.step, "loss": total_loss / count,
@@ -299,7 +429,13 @@ class Trainer:
             extra.update({f"data.{k}": v for k, v in self.loader.state_dict().items()})
         if self.scaler is not None:
             extra.update({f"amp.{k}": v for k, v in self.scaler.state_dict().items()})
+        if self.micro_batches > 1:
+            priors = self._sum.exponents if self._sum is not None else self._priors_or_zero()
+            extra.update({f"grad.exp.{k}": int(e) for k, e in enumerate(priors)})
         return extra
+
+    def _priors_or_zero(self) -> list[int]:
+        return list(getattr(self, "_priors", None) or [0] * len(self.optimizer.params))
 
     def save(self, evaluation: Optional[dict] = None) -> Optional[str]:
         """Writes a checkpoint of the current step (rank 0 only), a candidate for the best when
@@ -317,14 +453,26 @@ class Trainer:
         """Restores the newest checkpoint of the checkpoint folder, or of `path` when it is a
         folder, or the checkpoint file `path`: model, optimizer, step, loader position, loss
         scale and the default generator. Returns False when there is none."""
-        if path is None or os.path.isdir(path):
+        found: Optional[str] = path
+        if self.rank == 0 and (path is None or os.path.isdir(path)):
             folder = path if path is not None else (self.manager and self.manager.folder)
             if folder is None:
                 raise ValueError("Trainer.resume: no checkpoint_dir and no path")
-            path = checkpoint.CheckpointManager(folder).latest()
-            if path is None:
+            found = checkpoint.CheckpointManager(folder).latest()
+        if self.world > 1:
+            # Every rank resumes from rank 0's checkpoint (its bytes, broadcast), or none does.
+            data = None
+            if self.rank == 0 and found is not None:
+                with open(found, "rb") as f:
+                    data = f.read()
+            data = distributed.broadcast_bytes(data, "reading the checkpoint to resume from")
+            if data is None:
                 return False
-        extra = checkpoint.load(path, self.model, self.optimizer)
+            extra = checkpoint.from_bytes(data, self.model, self.optimizer)
+        else:
+            if found is None:
+                return False
+            extra = checkpoint.load(found, self.model, self.optimizer)
         self._release_batches()
 
         def part(prefix: str) -> dict:
@@ -336,6 +484,12 @@ class Trainer:
             self.scaler.load_state_dict(part("amp."))
         if "rng.default" in extra:
             random.set_rng_state(extra["rng.default"])
+        self._priors = [int(extra[f"grad.exp.{k}"]) for k in range(len(self.optimizer.params))
+                        if f"grad.exp.{k}" in extra] or None
+        if self._priors is not None and len(self._priors) != len(self.optimizer.params):
+            self._priors = None
+        if self._sum is not None:
+            self._sum.exponents = self._priors_or_zero()
         self.step = int(extra.get("train.step", self.optimizer.step_count))
         self._saved_step = self.step
         if self.log is not None:
@@ -356,10 +510,28 @@ class Trainer:
         folder, if there is one (a resumed run continues its step count)."""
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
             raise ValueError(f"Trainer.fit: steps must be an integer >= 0, got {steps!r}")
+        if self.world > 1:
+            try:
+                self._fit(steps, resume)
+            except BaseException as exc:  # one rank's exception ends the job, never a hang
+                distributed.abort_on(exc)
+            return self.last_eval
+        return self._fit(steps, resume)
+
+    def _broadcast_state(self) -> None:
+        """Rank 0's parameters, buffers and default generator on every rank (DDP's start)."""
+        arrays = [p._data for p in self.optimizer.params] + [b._data for b in self._buffers()]
+        distributed.broadcast_arrays(arrays, "broadcasting the parameters")
+        random.set_rng_state(distributed.broadcast_int(random.get_rng_state(),
+                                                       "broadcasting the generator"))
+
+    def _fit(self, steps: int, resume: bool) -> Optional[dict]:
         if resume:
             if self.manager is None:
                 raise ValueError("Trainer.fit: resume=True needs a checkpoint_dir")
             self.resume()
+        if self.world > 1:
+            self._broadcast_state()
         if self.rank == 0 and self.progress is not False:
             self._shown = Progress(steps, self._steps_per_epoch(),
                                    live=None if self.progress is None else True)

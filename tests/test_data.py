@@ -50,15 +50,49 @@ def test_shuffle_covers_every_example_once_and_changes_per_epoch():
 @pytest.mark.parametrize("world", [2, 3])
 def test_shards_are_disjoint_and_rebuild_the_single_worker_order(world):
     x = np.arange(95)
-    single = _epoch(DataLoader(x, batch_size=8, seed=3))
-    shards = [_epoch(DataLoader(x, 8, seed=3, rank=r, world_size=world)) for r in range(world)]
-    assert len({len(s) for s in shards}) == 1 and len(shards[0]) == len(single) // world
+    single = _epoch(DataLoader(x, batch_size=9, seed=3))  # 11 batches, the last of 5
+    shards = [_epoch(DataLoader(x, 9, seed=3, rank=r, world_size=world)) for r in range(world)]
     seen = sum((sum(s, []) for s in shards), [])
-    assert len(seen) == len(set(seen))
-    # Local step k of rank r is global batch k·W + r of the unsharded loader.
-    for k in range(len(shards[0])):
-        for r in range(world):
-            assert shards[r][k] == single[k * world + r]
+    assert sorted(seen) == list(range(95))  # nothing dropped, nothing repeated
+    assert max(len(s) for s in shards) - min(len(s) for s in shards) <= 1
+    # Local batch k of rank r is global batch k·W + r of the unsharded loader.
+    for r in range(world):
+        assert shards[r] == single[r::world]
+
+
+def test_shards_continue_the_stream_into_the_next_epoch_and_resume_at_another_world():
+    x = np.arange(50)
+    single = DataLoader(x, 7, seed=1)  # 8 batches an epoch
+    stream = _epoch(single) + _epoch(single) + _epoch(single)
+    loaders = [DataLoader(x, 7, seed=1, rank=r, world_size=3) for r in range(3)]
+    its = [_batches(lo) for lo in loaders]
+    got = []
+    for step in range(4):  # steps of M = 6 micro-batches: 2 per rank
+        for _ in range(2):
+            got += [next(it) for it in its]
+    assert got == stream[:24]
+    states = {tuple(lo.state_dict().items()) for lo in loaders}
+    assert states == {(("epoch", 3), ("position", 0))}
+    # The state resumes at W = 2 (24 is a multiple of 2), not at W = 5.
+    two = [DataLoader(x, 7, seed=1, rank=r, world_size=2) for r in range(2)]
+    for lo in two:
+        lo.load_state_dict(loaders[0].state_dict())
+    with pytest.raises(ValueError, match="boundary"):
+        DataLoader(x, 7, seed=1, rank=0, world_size=5).load_state_dict({"epoch": 1,
+                                                                       "position": 3})
+    its = [_batches(lo) for lo in two]
+    more = []
+    for _ in range(3):
+        more += [next(it) for it in its]
+    later = DataLoader(x, 7, seed=1)
+    later.set_epoch(3)
+    assert more == _epoch(later)[:6]
+
+
+def _batches(loader):
+    while True:
+        for b in loader:
+            yield _ids(b)
 
 
 def test_indexable_dataset_stacks_tuples():

@@ -1,21 +1,19 @@
-"""Gradient reduction in a fixed tree: the same bits for any number of workers."""
+"""Data parallelism under mpiexec: the same bits for every worker count, DDP's rules, faults."""
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
 
 import onemodel as om
-import onemodel.functional as F
 from onemodel import checkpoint, distributed
-from onemodel.optim import clip_grad_norm
-from onemodel.train import Trainer
 
-# A model without dropout or batch norm: those hold per-replica state (counters, running
-# statistics) that data parallelism does not share.
+# A small model with dropout, AdamW and clipping; 61 samples in micro-batches of 5 (the last
+# of 1), M = 12 micro-batches a step, so steps span epochs.
 SETUP = textwrap.dedent("""
     import numpy as np
     import onemodel as om
@@ -24,18 +22,77 @@ SETUP = textwrap.dedent("""
     from onemodel.data import DataLoader
     from onemodel.optim import AdamW
 
-    def setup(rank=0, world=1, batch=5):
+    def setup(norm=False):
         g = om.Generator(2)
-        x = g.uniform(-1.0, 1.0, (64, 7)).numpy()
+        x = g.uniform(-1.0, 1.0, (60 if norm else 61, 7)).numpy()  # batch norm needs 2+
         y = (x[:, 0] * x[:, 3] > 0).astype(np.int64)
-        model = nn.Sequential(nn.Linear(7, 12, generator=g), nn.Tanh(),
-                              nn.Linear(12, 2, generator=g))
-        opt = AdamW(model.parameters(), lr=5e-3)
-        return model, opt, DataLoader((x, y), batch, seed=8, rank=rank, world_size=world)
+        layers = [nn.Linear(7, 12, generator=g), nn.Tanh(), nn.Dropout(0.3, seed=5)]
+        if norm:
+            layers.insert(1, nn.BatchNorm1d(12))
+        model = nn.Sequential(*layers, nn.Linear(12, 2, generator=g))
+        opt = AdamW(model.parameters(), lr=5e-3, weight_decay=0.01)
+        return model, opt, DataLoader((x, y), 5, seed=8)
 """)
 namespace: dict = {}
 exec(SETUP, namespace)
 setup = namespace["setup"]
+
+RUN = SETUP + textwrap.dedent("""
+    import json, sys
+    from onemodel import checkpoint, distributed
+    from onemodel.train import Trainer
+    out, steps, norm = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "norm"
+    folder = sys.argv[4] if len(sys.argv) > 4 else None
+    model, opt, loader = setup(norm)
+    seen = []
+    def record(info):
+        if info["event"] == "step":
+            seen.append([checkpoint.state_hash(model, opt), info["loss"]])
+    # No distributed.init(): the Trainer initialises itself under mpiexec.
+    t = Trainer(model, F.cross_entropy, opt, loader, micro_batches=12, clip_norm=0.5,
+                callback=record, progress=False, checkpoint_dir=folder,
+                checkpoint_every=5 if folder else 0)
+    t.fit(steps, resume=folder is not None)
+    with open(f"{out}.{distributed.rank()}", "w") as f:
+        json.dump({"world": distributed.world_size(), "steps": seen}, f)
+""")
+
+
+def _mpiexec():
+    local = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return local if os.path.exists(local) else shutil.which("mpiexec")
+
+
+needs_mpi = pytest.mark.skipif(_mpiexec() is None or sys.platform != "linux",
+                               reason="no mpiexec")
+
+
+def _env(**extra):
+    return dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(om.__file__)),
+                OMP_NUM_THREADS="1", ONEMODEL_NUM_THREADS="1", **extra)
+
+
+def _mpirun(tmp_path, world, script, *args, timeout=240, **env):
+    path = tmp_path / "run.py"
+    path.write_text(script)
+    return subprocess.run([_mpiexec(), "-n", str(world), sys.executable, str(path), *args],
+                          env=_env(**env), capture_output=True, text=True, timeout=timeout)
+
+
+def _results(prefix, world):
+    import json
+    return [json.loads(open(f"{prefix}.{r}").read()) for r in range(world)]
+
+
+def _reference(steps, norm=False):
+    from onemodel.train import Trainer
+    import onemodel.functional as F
+    model, opt, loader = setup(norm)
+    hashes = []
+    Trainer(model, F.cross_entropy, opt, loader, accumulate=12, clip_norm=0.5, progress=False,
+            callback=lambda i: hashes.append(checkpoint.state_hash(model, opt))
+            if i["event"] == "step" else None).fit(steps)
+    return hashes
 
 
 def test_one_process_is_rank_0_of_1():
@@ -47,101 +104,135 @@ def test_one_process_is_rank_0_of_1():
         distributed.local_indices(5, 0, 2)
 
 
-def test_tree_order_is_fixed():
-    # Values where association changes the float32 result.
-    v = [np.array([x], np.float32) for x in (1e8, 1.0, -1e8, 1.0, 0.5)]
-    expected = ((v[0] + v[1]) + (v[2] + v[3])) + v[4]
-    assert distributed.tree_sum(v).tobytes() == expected.tobytes()
-    assert distributed.tree_sum(v).tobytes() != (((v[0] + v[1]) + v[2]) + v[3] + v[4]).tobytes()
-    three = distributed.tree_sum(v[:3])
-    assert three.tobytes() == ((v[0] + v[1]) + v[2]).tobytes()
-
-
-def test_reduce_checks_indices_and_fills_missing_gradients():
+def test_reduce_checks_indices():
     a = om.tensor(np.zeros(2, np.float32), requires_grad=True)
-    b = om.tensor(np.zeros(2, np.float32), requires_grad=True)
     g = np.array([1.0, 3.0], np.float32)
-    distributed.all_reduce_gradients([a, b], [(0, [g, None]), (1, [g * 3, None])])
-    assert a.grad.numpy().tolist() == [2.0, 6.0] and b.grad is None
     with pytest.raises(ValueError, match="0 .. M-1"):
-        distributed.all_reduce_gradients([a, b], [(0, [g, None]), (2, [g, None])])
+        distributed.all_reduce_gradients([a], [(0, [g]), (2, [g])])
     with pytest.raises(ValueError, match="2 gradients"):
         distributed.all_reduce_gradients([a], [(0, [g, None])])
 
 
-def _workers_step(models, opts, iters):
-    """One step of W simulated workers: each its micro-batch, gradients gathered as MPI would,
-    reduced, clipped and applied on every replica."""
-    gathered = []
-    for r, (model, opt, it) in enumerate(zip(models, opts, iters)):
-        x, y = next(it)
-        opt.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-        gathered.append((r, distributed.gradients(opt.params)))
-    for opt in opts:
-        distributed.all_reduce_gradients(opt.params, gathered)
-        clip_grad_norm(opt.params, 0.5)
-        opt.step()
-
-
-@pytest.mark.parametrize("world", [2, 4])
-def test_workers_give_the_bits_of_one_worker_accumulating(world):
+def test_micro_batches_must_divide_among_workers():
+    from onemodel.train import Trainer
+    import onemodel.functional as F
     model, opt, loader = setup()
-    Trainer(model, F.cross_entropy, opt, loader, accumulate=world, clip_norm=0.5).fit(3)
-    replicas = [setup(r, world) for r in range(world)]
-    models, opts, loaders = zip(*replicas)
-    iters = [iter(lo) for lo in loaders]
-    for _ in range(3):
-        _workers_step(models, opts, iters)
-    expected = checkpoint.state_hash(model, opt)
-    assert {checkpoint.state_hash(m, o) for m, o in zip(models, opts)} == {expected}
+    with pytest.raises(ValueError, match="micro_batches"):
+        Trainer(model, F.cross_entropy, opt, loader, micro_batches=0)
 
 
-def test_accumulation_is_not_plain_summation_order():
-    # The tree is what makes worker counts agree; adding micro-batches left to right would
-    # give other bits in general, so the test above is not vacuous.
-    model, opt, loader = setup()
-    it = iter(loader)
-    grads = []
-    for i in range(8):
-        x, y = next(it)
-        opt.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-        grads.append(distributed.gradients(opt.params)[0])
-    left = grads[0]
-    for g in grads[1:]:
-        left = left + g
-    assert distributed.tree_sum(grads).tobytes() != left.tobytes()
-
-
-def _mpiexec():
-    local = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    return local if os.path.exists(local) else shutil.which("mpiexec")
-
-
-@pytest.mark.skipif(_mpiexec() is None, reason="no mpiexec")
-def test_two_mpi_processes_give_the_bits_of_one_accumulating(tmp_path):
+@needs_mpi
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_every_worker_count_gives_the_bits_of_one_process_accumulating(tmp_path, world):
     pytest.importorskip("mpi4py")
-    script = tmp_path / "run.py"
-    script.write_text(SETUP + textwrap.dedent("""
-        import sys
-        from onemodel import checkpoint, distributed
+    run = _mpirun(tmp_path, world, RUN, str(tmp_path / "out"), "20", "plain")
+    assert run.returncode == 0, run.stderr[-3000:]
+    reference = _reference(20)
+    results = _results(tmp_path / "out", world)
+    assert {r["world"] for r in results} == {world}
+    for r in results:  # every rank, after every step
+        assert [h for h, _ in r["steps"]] == reference
+    # The logged loss is the global one: the same on every rank.
+    assert len({tuple(loss for _, loss in r["steps"]) for r in results}) == 1
+
+
+@needs_mpi
+def test_ranks_hold_the_same_buffers_after_every_step(tmp_path):
+    # Batch norm: each rank's statistics move with its own micro-batches; rank 0's are
+    # broadcast after every step (DDP's rule), so the ranks agree on the whole state.
+    pytest.importorskip("mpi4py")
+    run = _mpirun(tmp_path, 2, RUN, str(tmp_path / "out"), "6", "norm")
+    assert run.returncode == 0, run.stderr[-3000:]
+    a, b = _results(tmp_path / "out", 2)
+    assert a["steps"] == b["steps"] and len(a["steps"]) == 6
+
+
+@needs_mpi
+def test_resume_at_two_workers_from_a_checkpoint_written_at_four(tmp_path):
+    pytest.importorskip("mpi4py")
+    folder = tmp_path / "ckpt"
+    first = _mpirun(tmp_path, 4, RUN, str(tmp_path / "a"), "10", "plain", str(folder))
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = _mpirun(tmp_path, 2, RUN, str(tmp_path / "b"), "20", "plain", str(folder))
+    assert second.returncode == 0, second.stderr[-3000:]
+    reference = _reference(20)
+    for r in _results(tmp_path / "b", 2):
+        assert [h for h, _ in r["steps"]] == reference[10:]
+
+
+@needs_mpi
+def test_an_exception_on_one_rank_ends_the_job(tmp_path):
+    pytest.importorskip("mpi4py")
+    script = SETUP + textwrap.dedent("""
+        from onemodel import distributed
         from onemodel.train import Trainer
-        rank, world = distributed.init()
-        model, opt, loader = setup(rank, world)
-        Trainer(model, F.cross_entropy, opt, loader, clip_norm=0.5).fit(3)
-        # One file per rank: the ranks' standard outputs interleave.
-        with open(sys.argv[1] + f"/rank{rank}.txt", "w") as f:
-            f.write(f"{rank} {world} {checkpoint.state_hash(model, opt)}")
-    """))
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(om.__file__)),
-               OMP_NUM_THREADS="1")
-    run = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(script), str(tmp_path)],
-                         env=env, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
+        model, opt, loader = setup()
+        def fail(info):
+            if distributed.rank() == 1 and info["step"] == 2:
+                raise RuntimeError("rank 1 fails on purpose")
+        Trainer(model, F.cross_entropy, opt, loader, micro_batches=2, callback=fail,
+                progress=False).fit(1000)
+    """)
+    start = time.monotonic()
+    run = _mpirun(tmp_path, 2, script, timeout=60)
+    took = time.monotonic() - start
+    assert run.returncode != 0
+    assert took < 20, took  # the interpreters' start is most of it on a loaded machine
+    assert "rank 1 of 2: an exception ends the job" in run.stderr
+    assert run.stderr.count("Traceback") == 1  # printed once, by the rank that raised
+
+
+@needs_mpi
+def test_a_rank_that_never_arrives_times_out_with_a_message(tmp_path):
+    pytest.importorskip("mpi4py")
+    script = SETUP + textwrap.dedent("""
+        import time
+        from onemodel import distributed
+        from onemodel.train import Trainer
+        distributed.init()
+        model, opt, loader = setup()
+        if distributed.rank() == 1:
+            time.sleep(60)
+        Trainer(model, F.cross_entropy, opt, loader, micro_batches=2, progress=False).fit(3)
+    """)
+    run = _mpirun(tmp_path, 2, script, timeout=60, ONEMODEL_DIST_TIMEOUT="2")
+    assert run.returncode != 0
+    assert "never arrived" in run.stderr
+
+
+def test_unequal_micro_batches_weigh_by_their_samples():
+    # A step over micro-batches of 8 and 4 samples is the step over the 12 (SGD: the update
+    # is the mean gradient), and the logged loss is the sample-weighted mean.
+    from onemodel import nn
+    from onemodel.data import DataLoader
+    from onemodel.optim import SGD
+    from onemodel.train import Trainer
+    import onemodel.functional as F
+    g = om.Generator(3)
+    x = g.uniform(-1.0, 1.0, (12, 5)).numpy()
+    y = (x[:, 0] > 0).astype(np.int64)
+
+    def run(batch, micro):
+        model = nn.Linear(5, 3, generator=om.Generator(1))
+        losses = []
+        Trainer(model, F.cross_entropy, SGD(model.parameters(), lr=0.5),
+                DataLoader((x, y), batch, shuffle=False), micro_batches=micro, progress=False,
+                callback=lambda i: losses.append(i["loss"])).fit(1)
+        return model.weight.detach().numpy(), losses[0]
+
+    (w2, l2), (w1, l1) = run(8, 2), run(12, 1)
+    np.testing.assert_allclose(w2, w1, rtol=0, atol=1e-6)
+    assert abs(l2 - l1) < 1e-6
+
+
+def test_dropout_counters_follow_the_global_position():
+    # After a step of M micro-batches the counter stands where one worker accumulating M
+    # leaves it, and micro-batch i drew mask base + i.
+    from onemodel import nn
+    from onemodel.train import Trainer
+    import onemodel.functional as F
     model, opt, loader = setup()
-    Trainer(model, F.cross_entropy, opt, loader, accumulate=2, clip_norm=0.5).fit(3)
-    expected = checkpoint.state_hash(model, opt)
-    results = [(tmp_path / f"rank{r}.txt").read_text().split() for r in (0, 1)]
-    assert [r[:2] for r in results] == [["0", "2"], ["1", "2"]], run.stdout
-    assert {r[2] for r in results} == {expected}
+    t = Trainer(model, F.cross_entropy, opt, loader, micro_batches=12, progress=False)
+    t.train_step()
+    t.train_step()
+    assert int(model[2].draws._data) == 24

@@ -1,0 +1,164 @@
+"""Data-parallel step time: onemodel under mpiexec against torch DistributedDataParallel (gloo).
+
+The MLP 784-1024-1024-10 (1.86 M parameters, 7.1 MiB of gradients), AdamW, a global batch of
+256 in micro-batches of 128 (M = 2: one per worker at W = 2), 1 thread per process. Prints the
+median step time of each, onemodel's sync share (quantising into the exact sum, the all-reduce
+and the rounding, over the step), and the compute-only step (M = 1 in one process at batch 128:
+what a worker computes). With --memory, the peak traced memory of one process accumulating 1
+and 8 micro-batches.
+
+Run:  mpiexec -n 2 python bench/distributed.py onemodel [--steps N]
+      python bench/distributed.py torch [--steps N]      (spawns 2 gloo processes)
+      python bench/distributed.py compute | memory
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("ONEMODEL_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+SIZES = (784, 1024, 1024, 10)
+GLOBAL = 256
+MICRO = 128
+
+
+def data(n: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((n, SIZES[0])).astype(np.float32), rng.integers(0, 10, n)
+
+
+def onemodel_trainer(micro_batches: int, micro: int = MICRO):
+    import onemodel.functional as F
+    from onemodel import nn
+    from onemodel.data import DataLoader
+    from onemodel.optim import AdamW
+    from onemodel.train import Trainer
+    x, y = data()
+    model = nn.Sequential(nn.Linear(784, 1024, seed=1), nn.ReLU(), nn.Linear(1024, 1024, seed=2),
+                          nn.ReLU(), nn.Linear(1024, 10, seed=3))
+    opt = AdamW(model.parameters(), lr=1e-3)
+    return Trainer(model, F.cross_entropy, opt, DataLoader((x, y), micro, seed=0, prefetch=0),
+                   micro_batches=micro_batches, progress=False)
+
+
+def run_onemodel(steps: int, micro_batches: int = GLOBAL // MICRO) -> None:
+    from onemodel import distributed
+    distributed.init()
+    trainer = onemodel_trainer(micro_batches)
+    sync = [0.0]
+    parts: dict[str, list[float]] = {}
+
+    def timed(fn, name):
+        def wrapper(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                dt = time.perf_counter() - t
+                sync[0] += dt
+                parts.setdefault(name, []).append(dt)
+        return wrapper
+
+    acc_cls = distributed.ExactSum
+    for name in ("add", "reduce", "results"):
+        setattr(acc_cls, name, timed(getattr(acc_cls, name), name))
+    times, shares = [], []
+    for i in range(steps):
+        sync[0] = 0.0
+        distributed.barrier()
+        t = time.perf_counter()
+        trainer.train_step()
+        dt = time.perf_counter() - t
+        if i >= 2:
+            times.append(dt)
+            shares.append(sync[0] / dt)
+    if distributed.rank() == 0:
+        print(f"onemodel W={distributed.world_size()} M={micro_batches}: step "
+              f"{statistics.median(times) * 1e3:.1f} ms, sync share "
+              f"{statistics.median(shares) * 100:.1f}% ("
+              + ", ".join(f"{k} {statistics.median(v) * 1e3:.1f} ms" for k, v in parts.items())
+              + ")")
+
+
+def run_compute(steps: int) -> None:
+    trainer = onemodel_trainer(1)
+    times = []
+    for i in range(steps):
+        t = time.perf_counter()
+        trainer.train_step()
+        if i >= 2:
+            times.append(time.perf_counter() - t)
+    print(f"onemodel compute only (one worker's micro-batch of {MICRO}): step "
+          f"{statistics.median(times) * 1e3:.1f} ms")
+
+
+def run_memory() -> None:
+    import tracemalloc
+    for m in (1, 2, 8):
+        trainer = onemodel_trainer(m, GLOBAL // 8)
+        trainer.train_step()  # warm: optimizer state and the sum's limbs exist
+        tracemalloc.start()
+        trainer.train_step()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(f"onemodel one process, accumulate={m} (micro-batch {GLOBAL // 8}): peak "
+              f"{peak / 2 ** 20:.1f} MiB during a step")
+
+
+def _torch_worker(rank: int, world: int, steps: int, out) -> None:
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29517")
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
+                                torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
+                                torch.nn.Linear(1024, 10))
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
+    x, y = data()
+    xs, ys = torch.from_numpy(x), torch.from_numpy(y)
+    times = []
+    for i in range(steps):
+        lo = (i * GLOBAL + rank * MICRO) % (len(x) - MICRO)
+        dist.barrier()
+        t = time.perf_counter()
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(ddp(xs[lo:lo + MICRO]), ys[lo:lo + MICRO]).backward()
+        opt.step()
+        if i >= 2:
+            times.append(time.perf_counter() - t)
+    if rank == 0:
+        out.put(statistics.median(times))
+    dist.destroy_process_group()
+
+
+def run_torch(steps: int) -> None:
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    out = ctx.SimpleQueue()
+    procs = [ctx.Process(target=_torch_worker, args=(r, 2, steps, out)) for r in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    print(f"torch DDP gloo W=2: step {out.get() * 1e3:.1f} ms")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("what", choices=["onemodel", "torch", "compute", "memory"])
+    parser.add_argument("--steps", type=int, default=12)
+    args = parser.parse_args()
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    {"onemodel": lambda: run_onemodel(args.steps), "torch": lambda: run_torch(args.steps),
+     "compute": lambda: run_compute(args.steps), "memory": run_memory}[args.what]()
