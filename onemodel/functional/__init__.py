@@ -1,8 +1,10 @@
 """Differentiable tensor ops (engine.md section 2), PyTorch's names and argument conventions."""
 from .elementwise import (abs, add, clamp, div, elu, erf, exp, gelu, leaky_relu, log, mul, neg,
                           pow, relu, sigmoid, silu, softplus, sqrt, sub, tanh, where)
-from .reduction import max, mean, sum
-from .linalg import linear, matmul
+from .reduction import cumsum, max, mean, sum
+from .linalg import linear, matmul, tril, triu
+from .compare import eq, ge, gt, le, lt, ne
+from .sorting import sort, topk
 from .shape import (cat, clone, flatten, gather, index, pad, permute, reshape, squeeze, stack,
                     transpose, unsqueeze)
 from .nn import embedding, layer_norm, log_softmax, normalize, one_hot, softmax
@@ -24,5 +26,6 @@ __all__ = [
     "pad", "permute", "pow", "relu", "reshape", "sigmoid", "silu", "softmax", "softplus", "sqrt",
     "squeeze", "stack", "sub", "sum", "tanh", "transpose", "unsqueeze", "where",
     "conv1d", "dropout1d", "dropout2d", "group_norm", "interpolate", "rms_norm",
-    "scaled_dot_product_attention",
+    "scaled_dot_product_attention", "cumsum", "eq", "ge", "gt", "le", "lt", "ne", "sort",
+    "topk", "tril", "triu",
 ]
