@@ -7,13 +7,13 @@ from .autograd import enable_grad, no_grad  # noqa: E402
 from .tensor import (Tensor, arange, empty, empty_like, from_numpy, full, full_like,  # noqa: E402
                      ones, ones_like, tensor, zeros, zeros_like)
 from .random import (Generator, default_generator, get_rng_state, manual_seed,  # noqa: E402
-                     rand, randint, randn, randperm, set_rng_state)
+                     multinomial, rand, randint, randn, randperm, set_rng_state)
 from . import (amp, checkpoint, data, distributed, functional, interop, nn,  # noqa: E402
                optim, train)
 
 __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_mode",
            "set_num_threads", "Generator", "default_generator", "manual_seed", "get_rng_state",
-           "set_rng_state", "rand", "randn", "randint", "randperm", "Tensor", "tensor",
-           "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
+           "set_rng_state", "rand", "randn", "randint", "randperm", "multinomial", "Tensor",
+           "tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "no_grad", "enable_grad", "amp", "checkpoint", "data",
            "distributed", "functional", "interop", "nn", "optim", "train"]

@@ -7,8 +7,9 @@ entries map by name. The differences:
 - MultiheadAttention: PyTorch's fused in_proj_weight / in_proj_bias are our q, k, v stacked
   along rows (in that order); out_proj is o. The dropout's draw counter has no PyTorch
   counterpart: loading keeps ours, exporting leaves it out.
-- TransformerEncoderLayer: self_attn, linear1, linear2 are our attn, ff1, ff2.
-- TransformerEncoder: layers.<i> is our layer<i>.
+- TransformerEncoderLayer: self_attn, linear1, linear2 are our attn, ff1, ff2;
+  TransformerDecoderLayer's multihead_attn is our cross_attn.
+- TransformerEncoder and TransformerDecoder: layers.<i> is our layer<i>.
 
 to_torch_state_dict returns torch tensors, ready for torch's load_state_dict, and is the only
 function here that imports torch (lazily); to_torch_arrays gives the same entries as numpy
@@ -22,14 +23,16 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 import numpy as np
 
-from .nn.attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from .nn.attention import (MultiheadAttention, TransformerDecoder, TransformerDecoderLayer,
+                           TransformerEncoder, TransformerEncoderLayer)
 from .nn.layers import Dropout
 from .nn.module import Module
 
 if TYPE_CHECKING:
     import torch
 
-_LAYER_CHILDREN = {"attn": "self_attn", "ff1": "linear1", "ff2": "linear2"}
+_LAYER_CHILDREN = {"attn": "self_attn", "cross_attn": "multihead_attn", "ff1": "linear1",
+                   "ff2": "linear2"}
 
 
 def _links(module: Module, ours: str, theirs: str) -> Iterator[tuple]:
@@ -51,9 +54,9 @@ def _links(module: Module, ours: str, theirs: str) -> Iterator[tuple]:
                 yield theirs + name, [ours + name]
     for name, child in module._named_submodules():  # every slot: a shared module under each name
         torch_name = name
-        if isinstance(module, TransformerEncoderLayer):
+        if isinstance(module, (TransformerEncoderLayer, TransformerDecoderLayer)):
             torch_name = _LAYER_CHILDREN.get(name, name)
-        elif isinstance(module, TransformerEncoder):
+        elif isinstance(module, (TransformerEncoder, TransformerDecoder)) and name != "norm":
             torch_name = "layers." + name[len("layer"):]
         yield from _links(child, f"{ours}{name}.", f"{theirs}{torch_name}.")
 

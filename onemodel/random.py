@@ -214,3 +214,48 @@ def set_rng_state(state: int) -> None:
         raise ValueError(f"set_rng_state: state {int(state)} is outside the 64-bit range "
                          f"[-2^63, 2^64)")
     default_generator.state = int(state)
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False,
+                generator: Optional[Generator] = None) -> Tensor:
+    """int64 category indices drawn with the weights `input` ((C,) or (rows, C), not
+    necessarily normalised), as torch.multinomial; from the default generator unless
+    `generator` is given.
+
+    Each draw takes the generator's next output as u = top 53 bits / 2^53 and picks the first
+    category whose running weight sum (float64, in order) exceeds u · total. Without
+    replacement a drawn category's weight becomes 0 for that row's later draws. Draws are taken
+    row by row, so a row's samples do not depend on the rows after it.
+    """
+    op = "multinomial"
+    weights = input._data if isinstance(input, Tensor) else np.asarray(input)
+    if weights.dtype.kind != "f" or weights.ndim not in (1, 2) or weights.shape[-1] == 0:
+        raise ValueError(f"{op}: input must be a non-empty 1-D or 2-D floating-point tensor of "
+                         f"weights, got {weights.dtype} of shape {weights.shape}")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or (
+            num_samples < 1):
+        raise ValueError(f"{op}: num_samples must be a positive integer, got {num_samples!r}")
+    w = np.atleast_2d(weights).astype(np.float64)
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError(f"{op}: weights must be finite and >= 0 (input of shape "
+                         f"{weights.shape})")
+    available = np.count_nonzero(w, axis=1)
+    if (available == 0).any():
+        raise ValueError(f"{op}: a row of input (shape {weights.shape}) has no positive weight")
+    if not replacement and num_samples > available.min():
+        raise ValueError(f"{op}: cannot draw {num_samples} samples without replacement from a "
+                         f"row with {int(available.min())} positive weights (input of shape "
+                         f"{weights.shape})")
+    rows, n = w.shape[0], int(num_samples)
+    u = (_draw_u64(generator, rows * n) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    u = u.reshape(rows, n)
+    out = np.empty((rows, n), np.int64)
+    for j in range(n):
+        running = np.cumsum(w, axis=1)
+        picked = (running <= (u[:, j] * running[:, -1])[:, None]).sum(axis=1)
+        # u · total can round up to the total: keep to the last category with weight.
+        last = w.shape[1] - 1 - np.argmax(w[:, ::-1] > 0, axis=1)
+        out[:, j] = np.minimum(picked, last)
+        if not replacement:
+            w[np.arange(rows), out[:, j]] = 0.0
+    return Tensor._wrap(out if weights.ndim == 2 else out[0])

@@ -32,6 +32,18 @@ def _as_array(data: Any, dtype: Optional[Any]) -> np.ndarray:
     return _canonical(arr, "tensor")
 
 
+def _is_float32(dtype: Any) -> bool:
+    """Whether `dtype` names float32: numpy's spellings, torch.float32, or a float32 tensor."""
+    if isinstance(dtype, Tensor):
+        return dtype._data.dtype == float32
+    if str(dtype) in ("torch.float32", "torch.float"):
+        return True
+    try:
+        return np.dtype(dtype) == float32
+    except TypeError:
+        return False
+
+
 def _canonical(arr: np.ndarray, op: str) -> np.ndarray:
     if arr.dtype.kind == "f":
         arr = arr.astype(np.float32, copy=False)
@@ -164,6 +176,27 @@ class Tensor:
 
     def float(self) -> "Tensor":
         return self if self._data.dtype == float32 else Tensor._wrap(self._data.astype(float32))
+
+    def to(self, *args: Any, **kwargs: Any) -> "Tensor":
+        """to("cpu"), to(float32) (as numpy or PyTorch spell it, or a float32 tensor), or both,
+        as torch.Tensor.to: self when nothing changes (a copy with copy=True), else float().
+        Other devices and dtypes are refused."""
+        targets = list(args) + [kwargs.pop(k) for k in ("device", "dtype") if k in kwargs]
+        copy = bool(kwargs.pop("copy", False))
+        kwargs.pop("non_blocking", None)  # nothing is asynchronous here
+        if kwargs or len(targets) > 2:
+            raise TypeError(f"to: expected to(device=None, dtype=None, non_blocking=False, "
+                            f"copy=False), got {args!r} and {kwargs!r}")
+        convert = False
+        for v in targets:
+            if v is None or (isinstance(v, str) and v.split(":")[0] == "cpu"):
+                continue
+            if not _is_float32(v):
+                raise TypeError(f"to: only the CPU and float32 are supported, got {v!r} "
+                                f"(tensor of shape {self.shape}, {self._data.dtype})")
+            convert = True
+        out = self.float() if convert else self
+        return out.clone() if copy and out is self else out
 
     def long(self) -> "Tensor":
         return Tensor._wrap(self._data.astype(int64))
@@ -353,26 +386,25 @@ class Tensor:
     def __getitem__(self, index: Any) -> "Tensor":
         return F.index(self, index)
 
-    def _compare(self, other: Any, ufunc: np.ufunc) -> "Tensor":
-        return Tensor._wrap(np.require(ufunc(self._data, self._other(other)), requirements="C"))
-
     def __eq__(self, other: Any) -> "Tensor":  # type: ignore[override]
-        return self._compare(other, np.equal)
+        return F.eq(self, other)
 
     def __ne__(self, other: Any) -> "Tensor":  # type: ignore[override]
-        return self._compare(other, np.not_equal)
+        return F.ne(self, other)
 
     def __lt__(self, other: Any) -> "Tensor":
-        return self._compare(other, np.less)
+        return F.lt(self, other)
 
     def __le__(self, other: Any) -> "Tensor":
-        return self._compare(other, np.less_equal)
+        return F.le(self, other)
 
     def __gt__(self, other: Any) -> "Tensor":
-        return self._compare(other, np.greater)
+        return F.gt(self, other)
 
     def __ge__(self, other: Any) -> "Tensor":
-        return self._compare(other, np.greater_equal)
+        return F.ge(self, other)
+
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     __hash__ = object.__hash__
 
@@ -468,6 +500,21 @@ class Tensor:
         axis = F._core.normalize_dim(dim, self.ndim, op)
         return Tensor._wrap(np.require(fn(self._data, axis=axis, keepdims=keepdim), np.int64,
                                        "C"))
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+        return F.topk(self, k, dim, largest, sorted)
+
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+        return F.sort(self, dim, descending, stable)
+
+    def cumsum(self, dim: int) -> "Tensor":
+        return F.cumsum(self, dim)
+
+    def tril(self, diagonal: int = 0) -> "Tensor":
+        return F.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0) -> "Tensor":
+        return F.triu(self, diagonal)
 
     def argmax(self, dim: Optional[int] = None, keepdim: bool = False) -> "Tensor":
         """The index of the largest value (the first, as PyTorch on CPU); int64."""

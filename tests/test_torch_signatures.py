@@ -20,12 +20,14 @@ DEFAULT_DIFFERENCES = {
     # PyTorch's default is the function F.relu; it also accepts "relu", which means the same.
     # Ours takes the names "relu" and "gelu" (api.md).
     ("TransformerEncoderLayer", "activation"): "relu",
+    ("TransformerDecoderLayer", "activation"): "relu",
 }
 
 # class -> (our positional arguments, PyTorch's) where they differ by name or slot.
 POSITIONAL_DIFFERENCES = {
     # api.md names the first argument `layer`; it is the same argument in the same slot.
-    "TransformerEncoder": (["layer", "num_layers"], ["encoder_layer", "num_layers"]),
+    "TransformerEncoder": (["layer", "num_layers", "norm"],
+                           ["encoder_layer", "num_layers", "norm"]),
     # Our second slot is seed, PyTorch's inplace; a bool there is refused (TypeError).
     "Dropout": (["p", "seed"], ["p", "inplace"]),
     "Dropout1d": (["p", "seed"], ["p", "inplace"]),
@@ -78,7 +80,8 @@ def test_every_shared_class_is_checked():
     names = set(_classes())
     assert {"Linear", "Conv2d", "Dropout", "MultiheadAttention", "TransformerEncoderLayer",
             "TransformerEncoder", "LSTM", "GRU", "BatchNorm2d", "LayerNorm", "Conv1d",
-            "GroupNorm", "RMSNorm", "Dropout1d", "Dropout2d", "Upsample"} <= names
+            "GroupNorm", "RMSNorm", "Dropout1d", "Dropout2d", "Upsample",
+            "TransformerDecoderLayer", "TransformerDecoder"} <= names
 
 
 @pytest.mark.parametrize("name", list(_classes()))
@@ -88,7 +91,8 @@ def test_constructor_matches_torch(name):
 
 
 @pytest.mark.parametrize("name", ["MultiheadAttention", "TransformerEncoderLayer",
-                                  "TransformerEncoder"])
+                                  "TransformerEncoder", "TransformerDecoderLayer",
+                                  "TransformerDecoder"])
 def test_forward_matches_torch(name):
     ours = list(inspect.signature(getattr(nn, name).forward).parameters.values())
     theirs = list(inspect.signature(getattr(torch.nn, name).forward).parameters.values())
@@ -102,3 +106,4 @@ def test_attention_defaults_are_sequence_first_with_weights():
     out, weights = m(x, x, x)
     assert out.shape == (3, 2, 4) and weights.shape == (2, 3, 3)  # (B, Lq, Lk)
     assert nn.TransformerEncoderLayer(4, 2).batch_first is False
+    assert nn.TransformerDecoderLayer(4, 2).batch_first is False

@@ -2,8 +2,10 @@
 from .elementwise import (abs, add, clamp, clamp_max, clamp_min, div, elu, erf, exp, gelu,
                           leaky_relu, log, maximum, minimum, mul, neg, pow, relu, sigmoid, silu,
                           softplus, sqrt, sub, tanh, where)
-from .reduction import max, mean, min, sum
-from .linalg import linear, matmul
+from .reduction import cumsum, max, mean, min, sum
+from .linalg import linear, matmul, tril, triu
+from .compare import eq, ge, gt, le, lt, ne
+from .sorting import sort, topk
 from .shape import (cat, clone, flatten, gather, index, pad, permute, reshape, squeeze, stack,
                     transpose, unsqueeze)
 from .nn import embedding, layer_norm, log_softmax, normalize, one_hot, softmax
@@ -19,11 +21,12 @@ from .loss import (binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse
 __all__ = [
     "abs", "adaptive_avg_pool2d", "add", "avg_pool2d", "batch_norm",
     "binary_cross_entropy_with_logits", "cat", "clamp", "clamp_max", "clamp_min", "clone",
-    "conv1d", "conv2d", "cross_entropy", "ctc_loss", "div", "dropout", "dropout1d", "dropout2d",
-    "elu", "embedding", "erf", "exp", "flatten", "gather", "gelu", "group_norm", "index",
-    "interpolate", "l1_loss", "layer_norm", "leaky_relu", "linear", "log", "log_softmax",
-    "matmul", "max", "max_pool2d", "maximum", "mean", "min", "minimum", "mse_loss", "mul", "neg",
-    "nll_loss", "normalize", "one_hot", "pad", "permute", "pow", "relu", "reshape", "rms_norm",
-    "scaled_dot_product_attention", "sigmoid", "silu", "softmax", "softplus", "sqrt", "squeeze",
-    "stack", "sub", "sum", "tanh", "transpose", "unsqueeze", "where",
+    "conv1d", "conv2d", "cross_entropy", "ctc_loss", "cumsum", "div", "dropout", "dropout1d",
+    "dropout2d", "elu", "embedding", "eq", "erf", "exp", "flatten", "gather", "ge", "gelu",
+    "group_norm", "gt", "index", "interpolate", "l1_loss", "layer_norm", "le", "leaky_relu",
+    "linear", "log", "log_softmax", "lt", "matmul", "max", "max_pool2d", "maximum", "mean", "min",
+    "minimum", "mse_loss", "mul", "ne", "neg", "nll_loss", "normalize", "one_hot", "pad",
+    "permute", "pow", "relu", "reshape", "rms_norm", "scaled_dot_product_attention", "sigmoid",
+    "silu", "softmax", "softplus", "sort", "sqrt", "squeeze", "stack", "sub", "sum", "tanh",
+    "topk", "transpose", "tril", "triu", "unsqueeze", "where",
 ]

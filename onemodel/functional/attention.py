@@ -69,7 +69,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Any = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: Optional[float] = None,
                                  enable_gqa: bool = False) -> Tensor:
-    """softmax(query·keyᵀ·scale + mask)·value as torch.nn.functional.scaled_dot_product_attention.
+    """softmax(query·keyᵀ·scale + mask)·value, as PyTorch's scaled_dot_product_attention.
 
     query (..., L, E), key (..., S, E), value (..., S, Ev), leading dimensions broadcast; scale
     defaults to 1/√E. A bool attn_mask marks with True the pairs that take part (the opposite of

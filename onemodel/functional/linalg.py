@@ -150,3 +150,29 @@ def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
         return gx, gw, (_core.sum_axis(g_rows, 0) if b.requires_grad else None)
 
     return _core.record("linear", out.reshape(out_shape), inputs, backward, (x, w))
+
+
+def _triangle(op: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
+    x = _core.as_tensor(x, op)
+    if x.ndim < 2:
+        raise ValueError(f"{op}: input must have at least 2 dimensions, got shape {x.shape}")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
+        raise TypeError(f"{op}: diagonal must be an integer, got {diagonal!r}")
+    rows, cols = x.shape[-2:]
+    keep = np.tri(rows, cols, int(diagonal), dtype=bool)
+    if not lower:
+        keep = ~np.tri(rows, cols, int(diagonal) - 1, dtype=bool)
+    zero = np.zeros((), x._data.dtype)
+    # where, not a product by the mask: the zeroed part is 0 even where x is inf or NaN.
+    return _core.record(op, np.where(keep, x._data, zero), (x,),
+                        lambda g: (np.where(keep, g, np.float32(0)),))
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two axes (j <= i + diagonal), zeros above, as torch.tril."""
+    return _triangle("tril", input, diagonal, True)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two axes (j >= i + diagonal), zeros below, as torch.triu."""
+    return _triangle("triu", input, diagonal, False)

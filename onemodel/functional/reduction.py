@@ -162,3 +162,24 @@ def _extreme(op: str, input: Tensor, dim: Optional[int], keepdim: bool, pick: An
     indices = Tensor._wrap(idx.reshape(out_shape).astype(int64))
     result = MaxResult if op == "max" else MinResult
     return result(record(op, values.reshape(out_shape), (x,), backward), indices)
+
+
+def cumsum(input: Tensor, dim: int) -> Tensor:
+    """Running sums along dim, each one float32 add after the previous (sequential, so the
+    same bits everywhere); integers and bools give int64, as PyTorch."""
+    x = as_tensor(input, "cumsum")
+    a = x._data
+    axis = normalize_dim(dim, a.ndim, "cumsum")
+    if a.ndim == 0:
+        return record("cumsum", a.copy() if a.dtype == float32 else a.astype(int64), (x,),
+                      lambda g: (g,))
+    if a.dtype != float32:
+        return Tensor._wrap(np.cumsum(a, axis=axis, dtype=int64))
+    out = np.add.accumulate(a, axis=axis)
+
+    def backward(g: np.ndarray) -> tuple:
+        # d out_j / d x_i = 1 for j >= i: the gradient's running sums taken from the end.
+        reversed_g = np.flip(g, axis)
+        return (np.ascontiguousarray(np.flip(np.add.accumulate(reversed_g, axis=axis), axis)),)
+
+    return record("cumsum", out, (x,), backward)

@@ -1,6 +1,7 @@
 """Modules: named parameters and buffers in a fixed state order, and the layers built on them."""
 from . import init, utils
-from .attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+from .attention import (MultiheadAttention, TransformerDecoder, TransformerDecoderLayer,
+                        TransformerEncoder, TransformerEncoderLayer)
 from .container import ModuleDict, ModuleList, ParameterList
 from .conv import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d,
                    MaxPool2d, Upsample)
@@ -22,4 +23,5 @@ __all__ = [
     "ELU", "LeakyReLU", "SiLU", "Softmax",
     "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
     "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "RMSNorm", "Upsample",
+    "TransformerDecoder", "TransformerDecoderLayer",
 ]

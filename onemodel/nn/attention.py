@@ -1,4 +1,5 @@
-"""Multi-head attention and the transformer encoder (Vaswani et al. 2017), PyTorch's arguments.
+"""Multi-head attention and the transformer encoder and decoder (Vaswani et al. 2017),
+PyTorch's arguments.
 
 MultiheadAttention has four Linear children q, k, v, o (drawn in that order from one
 generator, training.txt 1.1) where PyTorch has one fused in_proj_weight and out_proj;
@@ -10,8 +11,9 @@ TransformerEncoderLayer's children are attn, ff1, ff2 (drawn in that order), nor
 the dropouts; TransformerEncoder deep-copies a layer into children layer0, layer1, ... so state
 names read layer0.attn.q.weight (PyTorch's layers.0.self_attn.in_proj_weight). Dropout seeds:
 the attention's dropout uses `seed`, the layer's three others seed+1..seed+3, and copy i of an
-encoder adds 4·i to every seed of its layer, so no two dropouts share a mask stream. Without
-`seed`, each dropout takes its seed from the default generator when it is built.
+encoder adds 4·i to every seed of its layer, so no two dropouts share a mask stream (the
+decoder likewise, with its six dropouts: 6·i). Without `seed`, each dropout takes its seed from
+the default generator when it is built.
 """
 from __future__ import annotations
 
@@ -28,9 +30,6 @@ from ..tensor import Tensor, float32
 from .init import resolve_generator
 from .layers import Dropout, LayerNorm, Linear, _positive
 from .module import Module
-
-_SEEDS_PER_LAYER = 4
-
 
 def _offset(seed: Optional[int], k: int) -> Optional[int]:
     """The seed of a layer's k-th dropout: None stays None (drawn from the default generator)."""
@@ -157,7 +156,27 @@ class MultiheadAttention(Module):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
 
 
-class TransformerEncoderLayer(Module):
+def _activation(activation: str, layer: str) -> str:
+    if activation not in ("relu", "gelu"):
+        raise ValueError(f"{layer}: activation must be 'relu' or 'gelu', got {activation!r}")
+    return activation
+
+
+class _TransformerLayer(Module):
+    """The blocks the encoder and decoder layers share; inputs are batch first."""
+
+    def _attend(self, attn: MultiheadAttention, drop: Dropout, x: Tensor, memory: Tensor,
+                mask: Any, padding: Any, is_causal: bool) -> Tensor:
+        return drop(attn(x, memory, memory, key_padding_mask=padding, attn_mask=mask,
+                         need_weights=False, is_causal=is_causal)[0])
+
+    def _feed_forward(self, x: Tensor, drop: Dropout) -> Tensor:
+        h = self.ff1(x)
+        h = F.relu(h) if self.activation == "relu" else F.gelu(h)
+        return drop(self.ff2(self.dropout(h)))
+
+
+class TransformerEncoderLayer(_TransformerLayer):
     """Self-attention and a feed-forward block, each with a residual and a LayerNorm, after
     (norm_first=False) or before (norm_first=True) the block. Input (L, B, d_model) unless
     batch_first, or unbatched (L, d_model); the arguments are PyTorch's, in PyTorch's order."""
@@ -167,10 +186,7 @@ class TransformerEncoderLayer(Module):
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
-        if activation not in ("relu", "gelu"):
-            raise ValueError(f"TransformerEncoderLayer: activation must be 'relu' or 'gelu', "
-                             f"got {activation!r}")
-        self.activation = activation
+        self.activation = _activation(activation, "TransformerEncoderLayer")
         self.norm_first = bool(norm_first)
         self.batch_first = bool(batch_first)
         g = resolve_generator(generator, seed)
@@ -185,15 +201,6 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout, seed=_offset(seed, 2))
         self.dropout2 = Dropout(dropout, seed=_offset(seed, 3))
 
-    def _attention(self, x: Tensor, mask: Any, padding: Any, is_causal: bool) -> Tensor:
-        return self.dropout1(self.attn(x, x, x, key_padding_mask=padding, attn_mask=mask,
-                                       need_weights=False, is_causal=is_causal)[0])
-
-    def _feed_forward(self, x: Tensor) -> Tensor:
-        h = self.ff1(x)
-        h = F.relu(h) if self.activation == "relu" else F.gelu(h)
-        return self.dropout2(self.ff2(self.dropout(h)))
-
     def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None,
                 is_causal: bool = False) -> Tensor:
         """is_causal is PyTorch's hint that src_mask is the causal mask (see
@@ -201,36 +208,140 @@ class TransformerEncoderLayer(Module):
         # The attention takes an unbatched (L, d_model) input as it is.
         keep = self.batch_first or src.ndim == 2
         x = src if keep else F.transpose(src, 0, 1)
+
+        def attention(h: Tensor) -> Tensor:
+            return self._attend(self.attn, self.dropout1, h, h, src_mask, src_key_padding_mask,
+                                is_causal)
+
         if self.norm_first:
-            x = x + self._attention(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
-            x = x + self._feed_forward(self.norm2(x))
+            x = x + attention(self.norm1(x))
+            x = x + self._feed_forward(self.norm2(x), self.dropout2)
         else:
-            x = self.norm1(x + self._attention(x, src_mask, src_key_padding_mask, is_causal))
-            x = self.norm2(x + self._feed_forward(x))
+            x = self.norm1(x + attention(x))
+            x = self.norm2(x + self._feed_forward(x, self.dropout2))
         return x if keep else F.transpose(x, 0, 1)
 
 
-class TransformerEncoder(Module):
-    """num_layers deep copies of `layer` (equal initial weights, as PyTorch), run in order."""
+class TransformerDecoderLayer(_TransformerLayer):
+    """Self-attention over the target, attention to the memory, and a feed-forward block, each
+    with a residual and a LayerNorm (after the block, or before it with norm_first). Inputs
+    (L, B, d_model) unless batch_first; the arguments are PyTorch's, in PyTorch's order.
 
-    def __init__(self, layer: TransformerEncoderLayer, num_layers: int) -> None:
+    Children: attn, cross_attn, ff1, ff2 (drawn in that order; PyTorch's self_attn,
+    multihead_attn, linear1, linear2), norm1..norm3 and the dropouts. Dropout seeds: attn's
+    `seed`, cross_attn's seed+1, the layer's dropout seed+2 and dropout1..dropout3 seed+3..5.
+    """
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: str = "relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, *,
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
-        if not isinstance(layer, Module):
-            raise TypeError(f"TransformerEncoder: layer must be a Module, got "
-                            f"{type(layer).__name__}")
-        self.num_layers = _positive(num_layers, "num_layers", "TransformerEncoder")
+        self.activation = _activation(activation, "TransformerDecoderLayer")
+        self.norm_first = bool(norm_first)
+        self.batch_first = bool(batch_first)
+        g = resolve_generator(generator, seed)
+        self.attn = MultiheadAttention(d_model, nhead, dropout, batch_first=True, generator=g,
+                                       seed=seed)
+        self.cross_attn = MultiheadAttention(d_model, nhead, dropout, batch_first=True,
+                                             generator=g, seed=_offset(seed, 1))
+        self.ff1 = Linear(d_model, dim_feedforward, generator=g)
+        self.ff2 = Linear(dim_feedforward, d_model, generator=g)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps)
+        self.dropout = Dropout(dropout, seed=_offset(seed, 2))
+        self.dropout1 = Dropout(dropout, seed=_offset(seed, 3))
+        self.dropout2 = Dropout(dropout, seed=_offset(seed, 4))
+        self.dropout3 = Dropout(dropout, seed=_offset(seed, 5))
+
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Any = None,
+                memory_mask: Any = None, tgt_key_padding_mask: Any = None,
+                memory_key_padding_mask: Any = None, tgt_is_causal: bool = False,
+                memory_is_causal: bool = False) -> Tensor:
+        """The is_causal flags are PyTorch's hints that the masks are causal (see
+        MultiheadAttention.forward)."""
+        x, mem = (t if self.batch_first else F.transpose(t, 0, 1) for t in (tgt, memory))
+
+        def self_attention(h: Tensor) -> Tensor:
+            return self._attend(self.attn, self.dropout1, h, h, tgt_mask, tgt_key_padding_mask,
+                                tgt_is_causal)
+
+        def cross_attention(h: Tensor) -> Tensor:
+            return self._attend(self.cross_attn, self.dropout2, h, mem, memory_mask,
+                                memory_key_padding_mask, memory_is_causal)
+
+        if self.norm_first:
+            x = x + self_attention(self.norm1(x))
+            x = x + cross_attention(self.norm2(x))
+            x = x + self._feed_forward(self.norm3(x), self.dropout3)
+        else:
+            x = self.norm1(x + self_attention(x))
+            x = self.norm2(x + cross_attention(x))
+            x = self.norm3(x + self._feed_forward(x, self.dropout3))
+        return x if self.batch_first else F.transpose(x, 0, 1)
+
+
+class _LayerStack(Module):
+    """num_layers deep copies of a layer (equal initial weights, as PyTorch) as children
+    layer0, layer1, ..., then an optional final `norm`. Copy i adds n·i to the seed of each of
+    its n dropouts, so no two dropouts of the stack share a mask stream."""
+
+    def __init__(self, layer: Module, num_layers: int, norm: Optional[Module]) -> None:
+        super().__init__()
+        name = type(self).__name__
+        for what, value in (("layer", layer), ("norm", norm)):
+            if not isinstance(value, Module) and (what == "layer" or value is not None):
+                raise TypeError(f"{name}: {what} must be a Module, got {type(value).__name__}")
+        self.num_layers = _positive(num_layers, "num_layers", name)
+        per_layer = sum(isinstance(m, Dropout) for m in layer.modules())
         for i in range(self.num_layers):
             copy_i = copy.deepcopy(layer)
             for m in copy_i.modules():
                 if isinstance(m, Dropout):
-                    m.seed += _SEEDS_PER_LAYER * i
+                    m.seed += per_layer * i
             setattr(self, f"layer{i}", copy_i)
+        self.norm = norm  # None stays a plain attribute, as in PyTorch
+
+    def _layers(self) -> list:
+        return [getattr(self, f"layer{i}") for i in range(self.num_layers)]
+
+    def _finish(self, x: Tensor) -> Tensor:
+        return x if self.norm is None else self.norm(x)
+
+
+class TransformerEncoder(_LayerStack):
+    """The encoder layers run in order, then `norm` if given."""
+
+    def __init__(self, layer: TransformerEncoderLayer, num_layers: int,
+                 norm: Optional[Module] = None) -> None:
+        super().__init__(layer, num_layers, norm)
 
     def forward(self, src: Tensor, mask: Any = None, src_key_padding_mask: Any = None,
                 is_causal: Optional[bool] = None) -> Tensor:
         """is_causal=None is PyTorch's "detect": its detection only picks a faster path that
         gives the same result, so None runs as False."""
         x = src
-        for layer in self.children():
+        for layer in self._layers():
             x = layer(x, mask, src_key_padding_mask, bool(is_causal))
-        return x
+        return self._finish(x)
+
+
+class TransformerDecoder(_LayerStack):
+    """The decoder layers run in order over (tgt, memory), then `norm` if given."""
+
+    def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int,
+                 norm: Optional[Module] = None) -> None:
+        super().__init__(decoder_layer, num_layers, norm)
+
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Any = None,
+                memory_mask: Any = None, tgt_key_padding_mask: Any = None,
+                memory_key_padding_mask: Any = None, tgt_is_causal: Optional[bool] = None,
+                memory_is_causal: bool = False) -> Tensor:
+        """tgt_is_causal=None is PyTorch's "detect", which only picks a faster path: None runs
+        as False."""
+        x = tgt
+        for layer in self._layers():
+            x = layer(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                      memory_key_padding_mask, bool(tgt_is_causal), memory_is_causal)
+        return self._finish(x)

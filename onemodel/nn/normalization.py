@@ -45,8 +45,8 @@ class GroupNorm(Module):
 
 
 class RMSNorm(Module):
-    """x / √(mean(x²) + eps) · weight over the trailing `normalized_shape` (functional.rms_norm);
-    eps None is float32's machine epsilon, as PyTorch."""
+    """x / √(mean(x²) + eps) · weight over the trailing `normalized_shape`
+    (functional.rms_norm); eps None is float32's machine epsilon, as PyTorch."""
 
     def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: Optional[float] = None,
                  elementwise_affine: bool = True, *, generator: Optional[Generator] = None,
