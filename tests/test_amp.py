@@ -250,6 +250,37 @@ def test_attention_and_lstm_agree_on_every_path(dtype):
     np.testing.assert_allclose(results[0], plain.detach().numpy(), rtol=0.1, atol=0.05)
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("shape, kwargs", [
+    ((2, 3, 9, 11), dict(padding=1)),                          # "same", unit stride
+    ((3, 4, 8, 7), dict(stride=2, padding=(1, 0), dilation=(1, 2))),
+    ((2, 8, 6, 6), dict(padding=1, groups=2)),
+    ((1, 16, 5, 5), dict(padding=1)),                          # taps packed by channel
+])
+def test_conv2d_is_the_float32_convolution_of_the_rounded_operands(dtype, shape, kwargs):
+    rng = np.random.default_rng(6)
+    cin = shape[1] // kwargs.get("groups", 1)
+    x = (rng.normal(size=shape) * 10).astype(np.float32)
+    w = rng.normal(size=(6, cin, 3, 3)).astype(np.float32)
+    bias = rng.normal(size=6).astype(np.float32)
+
+    def conv(xv, wv, cast, g=None):
+        xs, ws, bs = (om.tensor(v, requires_grad=True) for v in (xv, wv, bias))
+        with amp.autocast(dtype, enabled=cast):
+            out = F.conv2d(xs * np.float32(1.0), ws, bs, **kwargs)
+        out.backward(om.from_numpy(np.ones(out.shape, np.float32) if g is None else g))
+        return out.detach().numpy(), xs.grad.numpy(), ws.grad.numpy(), bs.grad.numpy()
+
+    g = rng.normal(size=conv(x, w, False)[0].shape).astype(np.float32)
+    out, gx, gw, gb = every_path(lambda: conv(x, w, True, g))
+    # The reference: float32 convolutions of rounded operands (the kernel of float32 mode).
+    ref_out = conv(rnd(x, dtype), rnd(w, dtype), False, g)
+    _same_bits(out, ref_out[0])
+    _same_bits(gb, ref_out[3])
+    _same_bits(gw, conv(rnd(x, dtype), w, False, rnd(g, dtype))[2])
+    _same_bits(gx, conv(x, rnd(w, dtype), False, rnd(g, dtype))[1])
+
+
 def _closure_arrays(t):
     fn = t._node.backward_fn
     return [c.cell_contents for c in fn.__closure__ or ()
@@ -266,16 +297,19 @@ def test_saved_operands_are_two_bytes_and_the_float32_inputs_are_freed(dtype):
         y = F.linear(h, w)
         q = (x * np.float32(3.0)).reshape(4, 4, 4)
         s = q @ q
+        image = (x * np.float32(0.5)).reshape(1, 4, 4, 4)
+        c = F.conv2d(image, w.reshape(8, 2, 2, 4)[:, :, :, :2].reshape(8, 4, 2, 1) * 1.0)
     saved = _closure_arrays(y)
     assert [a.dtype for a in saved if a.size == h.numel()] == [np.uint16]
     assert {a.dtype for a in _closure_arrays(s)} == {np.dtype(np.uint16)}
-    refs = weakref.ref(h), weakref.ref(q)
+    assert np.uint16 in [a.dtype for a in _closure_arrays(c)]
+    refs = weakref.ref(h), weakref.ref(q), weakref.ref(image)
     expected_bits = round_bits(h.detach().numpy(), dtype)
-    del h, q
+    del h, q, image
     gc.collect()
-    assert [r() for r in refs] == [None, None], "the graph keeps a float32 operand alive"
+    assert [r() for r in refs] == [None] * 3, "the graph keeps a float32 operand alive"
     assert np.array_equal([a for a in saved if a.size == expected_bits.size][0], expected_bits)
-    (y.sum() + s.sum()).backward()
+    (y.sum() + s.sum() + c.sum()).backward()
     assert x.grad is not None and w.grad is not None
 
 
