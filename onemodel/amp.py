@@ -1,14 +1,17 @@
 """Mixed precision: autocast for matrix products and the dynamic loss scaler (engine.md 5).
 
 autocast("bf16" | "fp16") makes matmul and linear (onemodel/functional/linalg.py reads
-`operand_dtype()`) round both operands to bfloat16 or float16, round-to-nearest-even, before
-the float32-accumulating product; the output stays float32. The product of two such operands
-is exact in float32, so the result is what a bfloat16 dot-product instruction with float32
-accumulation gives. In backward the same rounded operands are used and the incoming gradient
-is rounded too, so gradients flow in low precision into float32 buffers (that is what makes
-float16 gradients underflow, and loss scaling useful). Everything else (reductions, norms,
-softmax, losses), master weights, gradients and optimizer state stay float32; so, for now, do
-the operands of conv2d.
+`half_code()`) run with both operands rounded to bfloat16 or float16, round-to-nearest-even,
+by the kernel's packing step (no pass of its own over the data), and a float32-accumulating
+product; the output stays float32. The product of two such operands is exact in float32, so
+the result is the float32 product of the rounded operands. In backward the incoming gradient
+is rounded the same way, so gradients flow in low precision into float32 buffers (that is what
+makes float16 gradients underflow, and loss scaling useful). What a product keeps for its
+backward is, for an intermediate operand, the 2-byte copy its forward packing wrote (uint16
+storage, widened by the backward's packing), and the graph holds a stand-in in place of the
+float32 tensor, which can then be freed; a leaf (a parameter, an input) is alive anyway and is
+rounded again, to the same bits. Everything else (reductions, norms, softmax, losses), master
+weights, gradients and optimizer state stay float32.
 
 GradScaler follows torch.amp.GradScaler's rules: scale(loss) multiplies by S; unscale_(opt)
 multiplies every gradient by float32(1/S) (exact: S is a power of two unless the factors say
@@ -30,6 +33,10 @@ import numpy as np
 from .tensor import Tensor
 
 _DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16"}
+# The kernels' code for the operand type (_gemm.gemm's half).
+_HALF_CODES = {None: 0, "bf16": 1, "fp16": 2}
+
+
 class _AutocastState(threading.local):
     dtype: Optional[str] = None  # a class default: reading it never raises
 
@@ -42,8 +49,16 @@ def operand_dtype() -> Optional[str]:
     return _state.dtype
 
 
+def half_code() -> int:
+    """The kernels' operand type in force: 0 (float32), 1 (bfloat16) or 2 (float16)."""
+    return _HALF_CODES[_state.dtype]
+
+
 def dtype_name(dtype: str) -> str:
-    """"bf16" or "fp16" for any accepted spelling; ValueError otherwise."""
+    """"bf16" or "fp16" for any accepted spelling; TypeError or ValueError otherwise."""
+    if not isinstance(dtype, str):
+        raise TypeError(f"autocast: dtype must be the string 'bf16' or 'fp16', got "
+                        f"{type(dtype).__name__} {dtype!r}")
     if dtype not in _DTYPES:
         raise ValueError(f"autocast: dtype must be 'bf16' or 'fp16', got {dtype!r}")
     return _DTYPES[dtype]
@@ -61,25 +76,35 @@ def autocast(dtype: str = "bf16", enabled: bool = True) -> Iterator[None]:
         _state.dtype = previous
 
 
-def round_bf16(a: np.ndarray) -> np.ndarray:
-    """float32 values rounded to the nearest bfloat16 (ties to even), as float32; NaN stays a
-    (quiet) NaN and values beyond the largest bfloat16 become ±inf, as torch's conversion."""
-    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
-    rounded = bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))
-    rounded &= np.uint32(0xFFFF0000)
-    nan = np.isnan(a)
-    if nan.any():
-        rounded[nan] = (bits[nan] | np.uint32(0x00400000)) & np.uint32(0xFFFF0000)
-    return rounded.view(np.float32)
+def saved_operand(t: Tensor, data: np.ndarray, half: int,
+                  needed: bool) -> tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+    """(what a product's backward reads for operand t, whose values are `data`; the uint16
+    array the forward packing fills with their rounded bits, or None). Nothing when no gradient
+    needs it; the float32 data outside autocast and for a leaf; else the 2-byte copy."""
+    if not needed:
+        return None, None
+    if not half or t._node is None:
+        return data, None
+    copy = np.empty(data.shape, np.uint16)
+    return copy, copy
 
 
-def round_operand(a: np.ndarray, dtype: Optional[str]) -> np.ndarray:
-    """a rounded to `dtype` ("bf16", "fp16" or None for unchanged), as float32."""
-    if dtype is None:
-        return a
-    if dtype == "bf16":
-        return round_bf16(a)
-    return np.asarray(a, np.float32).astype(np.float16).astype(np.float32)
+def _stand_in(t: Tensor) -> Tensor:
+    """A graph input that sends its gradient to t's node without holding t's values (a
+    zero-strided array of t's shape: the backward pass reads only the shape)."""
+    s = Tensor._wrap(np.broadcast_to(np.float32(0), t._data.shape), True)
+    s._node = t._node
+    return s
+
+
+def product_inputs(inputs: tuple, saves: tuple) -> tuple[tuple, tuple]:
+    """(the graph inputs, the inputs protected against in-place writes) of a product whose
+    operand inputs[i] the backward reads from the 2-byte copy saves[i] (None: from the tensor
+    itself, or not at all)."""
+    graph = tuple(_stand_in(t) if i < len(saves) and saves[i] is not None else t
+                  for i, t in enumerate(inputs))
+    protected = tuple(t for t, save in zip(inputs, saves) if save is None)
+    return graph, protected
 
 
 def _positive(owner: str, name: str, value: Any, low: float, low_open: bool = True) -> float:

@@ -3,25 +3,31 @@
 
 onemodel.functional.conv validates user arguments and allocates; these wrappers check again
 that every array agrees with the others, so no shape can make a kernel read or write out of
-bounds. Arrays are float32 (int64 for indices and windows), C-contiguous.
+bounds. Arrays are float32 (int64 for indices and windows), C-contiguous; under autocast
+(half = 1 or 2) a convolution's input may be the uint16 bits its forward saved.
 """
 import numpy as np
 
+cimport numpy as cnp
 from onemodel._kernels._isa cimport om_set_isa
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint16_t
+
+cnp.import_array()
 
 cdef extern from "conv.h" nogil:
     ctypedef struct om_conv2d_shape:
         int64_t n, c, h, w, k, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow
+        int half, x_bits
+        uint16_t *x_save
     ctypedef struct om_pool_windows:
         int64_t planes, h, w, oh, ow, sh, sw
         const int64_t *hs
         const int64_t *he
         const int64_t *ws
         const int64_t *we
-    int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float *w,
+    int om_conv2d_forward_f32(const om_conv2d_shape *s, const void *x, const float *w,
                               const float *b, float *y, int nthreads)
-    int om_conv2d_backward_f32(const om_conv2d_shape *s, const float *x, const float *w,
+    int om_conv2d_backward_f32(const om_conv2d_shape *s, const void *x, const float *w,
                                const float *gy, float *gx, float *gw, float *gb, int nthreads)
     void om_max_pool2d_f32(const om_pool_windows *p, const float *x, float *y, int64_t *idx,
                            int nthreads)
@@ -67,8 +73,10 @@ cdef inline int64_t *_iptr(int64_t[::1] v) noexcept nogil:
 
 
 cdef om_conv2d_shape _conv_shape(str op, x, w, tuple stride, tuple padding, tuple dilation,
-                                 int64_t groups) except *:
+                                 int64_t groups, int half) except *:
     cdef om_conv2d_shape s
+    if half < 0 or half > 2:
+        raise ValueError(f"{op}: half must be 0, 1 (bf16) or 2 (fp16), got {half}")
     if not isinstance(x, np.ndarray) or x.ndim != 4 or not isinstance(w, np.ndarray) \
             or w.ndim != 4:
         raise ValueError(f"{op}: input and weight must be 4-D arrays")
@@ -88,42 +96,61 @@ cdef om_conv2d_shape _conv_shape(str op, x, w, tuple stride, tuple padding, tupl
     if s.oh < 1 or s.ow < 1:
         raise ValueError(f"{op}: kernel {(s.kh, s.kw)} (dilation {dilation}) is larger than "
                          f"the padded input {(s.h + 2 * s.ph, s.w + 2 * s.pw)}")
-    _require(op, "input", x, tuple(x.shape))
+    s.half = half
+    s.x_bits = half != 0 and x.dtype == np.uint16
+    s.x_save = NULL
+    _require(op, "input", x, tuple(x.shape), np.uint16 if s.x_bits else np.float32)
     _require(op, "weight", w, tuple(w.shape))
     return s
 
 
+cdef const void *_data(a) noexcept:
+    """First element of a C-contiguous array _require accepted (NULL when empty)."""
+    return cnp.PyArray_DATA(<cnp.ndarray>a) if a.size else NULL
+
+
 def conv2d_forward(x, w, b, y, tuple stride, tuple padding, tuple dilation, int64_t groups,
-                   int nthreads) -> None:
-    """y = conv2d(x, w) + b (b may be None)."""
-    cdef om_conv2d_shape s = _conv_shape("conv2d", x, w, stride, padding, dilation, groups)
+                   int nthreads, int half=0, save_x=None) -> None:
+    """y = conv2d(x, w) + b (b may be None); with half, save_x (uint16, x's shape) receives
+    the rounded bits of a float32 x."""
+    cdef om_conv2d_shape s = _conv_shape("conv2d", x, w, stride, padding, dilation, groups,
+                                         half)
     _require("conv2d", "output", y, (s.n, s.k, s.oh, s.ow))
     if b is not None:
         _require("conv2d", "bias", b, (s.k,))
-    cdef const float[::1] xv = x.reshape(-1), wv = w.reshape(-1)
+    if save_x is not None:
+        if not half or s.x_bits:
+            raise ValueError("conv2d: save_x needs a float32 input and half = 1 or 2")
+        _require("conv2d", "save_x", save_x, tuple(x.shape), np.uint16)
+        if not save_x.flags.writeable or np.may_share_memory(save_x, y):
+            raise ValueError("conv2d: save_x must be writeable and apart from the output")
+        s.x_save = <uint16_t *>_data(save_x)
+    cdef const void *xp = _data(x)
+    cdef const float[::1] wv = w.reshape(-1)
     cdef const float[::1] bv = (b if b is not None else np.empty(0, np.float32))
     cdef float[::1] yv = y.reshape(-1)
     cdef const float *bp = _cptr(bv) if b is not None else NULL
     cdef int status
     with nogil:
-        status = om_conv2d_forward_f32(&s, _cptr(xv), _cptr(wv), bp, _fptr(yv), nthreads)
+        status = om_conv2d_forward_f32(&s, xp, _cptr(wv), bp, _fptr(yv), nthreads)
     if status:
         raise MemoryError(f"conv2d: out of memory for the column matrix of input "
                           f"{tuple(x.shape)} and weight {tuple(w.shape)}")
 
 
 def conv2d_backward(x, w, gy, gx, gw, gb, tuple stride, tuple padding, tuple dilation,
-                    int64_t groups, int nthreads) -> None:
+                    int64_t groups, int nthreads, int half=0) -> None:
     """Gradients of conv2d for upstream gy into gx, gw, gb (each may be None: not wanted)."""
     cdef om_conv2d_shape s = _conv_shape("conv2d backward", x, w, stride, padding, dilation,
-                                         groups)
+                                         groups, half)
     _require("conv2d backward", "grad_output", gy, (s.n, s.k, s.oh, s.ow))
     empty = np.empty(0, np.float32)
     for name, a, shape in (("grad_input", gx, x.shape), ("grad_weight", gw, w.shape),
                            ("grad_bias", gb, (s.k,))):
         if a is not None:
             _require("conv2d backward", name, a, tuple(shape))
-    cdef const float[::1] xv = x.reshape(-1), wv = w.reshape(-1), gyv = gy.reshape(-1)
+    cdef const void *xp = _data(x)
+    cdef const float[::1] wv = w.reshape(-1), gyv = gy.reshape(-1)
     cdef float[::1] gxv = gx.reshape(-1) if gx is not None else empty
     cdef float[::1] gwv = gw.reshape(-1) if gw is not None else empty
     cdef float[::1] gbv = gb if gb is not None else empty
@@ -132,7 +159,7 @@ def conv2d_backward(x, w, gy, gx, gw, gb, tuple stride, tuple padding, tuple dil
     cdef float *gbp = _fptr(gbv) if gb is not None else NULL
     cdef int status
     with nogil:
-        status = om_conv2d_backward_f32(&s, _cptr(xv), _cptr(wv), _cptr(gyv), gxp, gwp, gbp,
+        status = om_conv2d_backward_f32(&s, xp, _cptr(wv), _cptr(gyv), gxp, gwp, gbp,
                                         nthreads)
     if status:
         raise MemoryError(f"conv2d backward: out of memory for the column matrix of input "

@@ -2,5 +2,10 @@ import numpy as np
 import numpy.typing as npt
 
 def set_isa(isa: int) -> None: ...
-def gemm(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32], out: npt.NDArray[np.float32],
-         trans_a: bool, trans_b: bool, nthreads: int) -> None: ...
+HALF_NAMES: tuple[None | str, ...]
+
+def gemm(a: npt.NDArray[np.float32 | np.uint16], b: npt.NDArray[np.float32 | np.uint16],
+         out: npt.NDArray[np.float32], trans_a: bool, trans_b: bool, nthreads: int,
+         bias: npt.NDArray[np.float32] | None = None, half: int = 0,
+         save_a: npt.NDArray[np.uint16] | None = None,
+         save_b: npt.NDArray[np.uint16] | None = None) -> None: ...

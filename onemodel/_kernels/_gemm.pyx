@@ -6,21 +6,32 @@ in increasing order from +0.0, identical on every instruction-set path and threa
 wrapper checks every shape, dtype, layout and aliasing rule before the kernel runs: the
 arrays in C first (_arrays.pxd), and through the Python-level checks, which raise with the
 message, only when that test fails.
+
+Under autocast the operands are rounded to bfloat16 or float16 (half = 1 or 2) by the packing
+itself, or arrive as uint16 arrays of those bits (what an autocast product saved), widened by
+the packing; save_a / save_b receive the 2-byte bits of a rounded float32 operand.
 """
 import numpy as np
 
 cimport numpy as cnp
 from onemodel._kernels._arrays cimport data_of, f32_array, overlap
 from onemodel._kernels._isa cimport om_set_isa
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint16_t
 
 cnp.import_array()
 
 cdef extern from "gemm.h" nogil:
-    int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
-                    const float *a, int64_t a_batch_stride, int trans_a,
-                    const float *b, int64_t b_batch_stride, int trans_b,
-                    float *c, int nthreads)
+    enum:
+        OM_F32, OM_F32_TO_BF16, OM_F32_TO_F16, OM_BF16, OM_F16
+    ctypedef struct om_gemm_operand:
+        const void *p
+        int64_t batch_stride
+        int trans, fmt
+        uint16_t *save
+    int om_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
+                om_gemm_operand b, float *c, int nthreads)
+
+HALF_NAMES = (None, "bf16", "fp16")
 
 
 def set_isa(int isa) -> None:
@@ -34,12 +45,14 @@ cdef str _operands(a, b, bint trans_a, bint trans_b):
     return f"{shape(a, trans_a)} @ {shape(b, trans_b)}"
 
 
-cdef _check_array(str name, x, a, b, bint trans_a, bint trans_b, bint output=False):
+cdef _check_array(str name, x, a, b, bint trans_a, bint trans_b, bint output=False,
+                  int half=0):
     if not isinstance(x, np.ndarray):
         raise TypeError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} must be a numpy "
                         f"array, got {type(x).__name__}")
-    if x.dtype != np.float32:
-        raise TypeError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} must be float32, "
+    if x.dtype != np.float32 and not (half and x.dtype == np.uint16):
+        kinds = "float32" + (f" or uint16 ({HALF_NAMES[half]} bits)" if half else "")
+        raise TypeError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} must be {kinds}, "
                         f"got {x.dtype}")
     if x.ndim != 2 and x.ndim != 3:
         raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} must be 2-D or "
@@ -57,6 +70,43 @@ cdef bint _fits(x, bint output) noexcept:
     return f32_array(x, output) and 2 <= cnp.PyArray_NDIM(<cnp.ndarray>x) <= 3
 
 
+cdef bint _u16_array(x, bint writeable) noexcept:
+    """f32_array's test for native uint16."""
+    return (cnp.PyArray_Check(x)
+            and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_UINT16
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x)
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x)
+            and (not writeable or cnp.PyArray_ISWRITEABLE(<cnp.ndarray>x)))
+
+
+cdef int _format(x, int half) noexcept:
+    """How packing reads an operand that passed the checks (gemm.h)."""
+    if not half:
+        return OM_F32
+    if _u16_array(x, False):
+        return OM_BF16 if half == 1 else OM_F16
+    return OM_F32_TO_BF16 if half == 1 else OM_F32_TO_F16
+
+
+cdef uint16_t *_save_of(str name, save, x, a, b, bint trans_a, bint trans_b, out,
+                        int half) except? NULL:
+    """The data of the array that receives operand x's rounded bits, or NULL for None."""
+    if save is None:
+        return NULL
+    if not half or not f32_array(x, False):
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} needs a float32 "
+                         f"operand and half = 1 (bf16) or 2 (fp16)")
+    if not (_u16_array(save, True) and save.shape == x.shape):
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} must be a "
+                         f"writeable C-contiguous uint16 array of shape {tuple(x.shape)}, got "
+                         f"{getattr(save, 'dtype', type(save).__name__)} "
+                         f"{getattr(save, 'shape', '')}")
+    if overlap(save, out) or overlap(save, a) or overlap(save, b):
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: {name} overlaps an "
+                         f"operand or out")
+    return <uint16_t *>cnp.PyArray_DATA(<cnp.ndarray>save)
+
+
 cdef void _shape3(x, int64_t *dims) noexcept:
     """(batch, rows, cols) of a 2-D or 3-D array _fits accepted; 2-D is a batch of one."""
     cdef int nd = cnp.PyArray_NDIM(<cnp.ndarray>x)
@@ -65,18 +115,26 @@ cdef void _shape3(x, int64_t *dims) noexcept:
     dims[2] = cnp.PyArray_DIM(<cnp.ndarray>x, nd - 1)
 
 
-def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads, bias=None) -> None:
+def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads, bias=None, int half=0,
+         save_a=None, save_b=None) -> None:
     """out[p] = op(a[p]) @ op(b[p]) (+ bias); op transposes the last two axes when trans_* is set.
 
     a, b, out: float32 C-contiguous, 2-D (one product) or 3-D (batch, rows, cols). The batch of
     a or b is either out's batch or 1 (that operand is used for every product). bias, if given,
     is a float32 vector of out's column count added to every row after the product (one
     rounded add per element, as `out += bias` would do, without a second call into numpy).
+    half: 0 (float32 operands as they are), 1 or 2: every operand rounded to bfloat16 or
+    float16 as packing reads it (a float32 array), or holding those bits (a uint16 array);
+    save_a / save_b (uint16, the shape of a float32 a / b) then receive the rounded bits.
     Everything is checked before the kernel writes anything.
     """
-    if not (_fits(a, False) and _fits(b, False) and _fits(out, True)):
-        _check_array("a", a, a, b, trans_a, trans_b)
-        _check_array("b", b, a, b, trans_a, trans_b)
+    if half < 0 or half > 2:
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: half must be 0, 1 "
+                         f"(bf16) or 2 (fp16), got {half}")
+    if not ((_fits(a, False) or half and _u16_array(a, False))
+            and (_fits(b, False) or half and _u16_array(b, False)) and _fits(out, True)):
+        _check_array("a", a, a, b, trans_a, trans_b, False, half)
+        _check_array("b", b, a, b, trans_a, trans_b, False, half)
         _check_array("out", out, a, b, trans_a, trans_b, output=True)
     cdef int64_t da[3]
     cdef int64_t db[3]
@@ -115,18 +173,23 @@ def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads, bias=None) -> None
         return
     if overlap(out, a) or overlap(out, b) or bias is not None and overlap(out, bias):
         raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: out overlaps an operand")
+    cdef om_gemm_operand oa, ob
+    oa.save = _save_of("save_a", save_a, a, a, b, trans_a, trans_b, out, half)
+    ob.save = _save_of("save_b", save_b, b, a, b, trans_a, trans_b, out, half)
 
     # The kernel reads nothing when k == 0 (it writes zeros), and a and b are then empty.
-    cdef const float *ap = data_of(a) if k else NULL
-    cdef const float *bp = data_of(b) if k else NULL
+    oa.p = cnp.PyArray_DATA(<cnp.ndarray>a) if k else NULL
+    ob.p = cnp.PyArray_DATA(<cnp.ndarray>b) if k else NULL
+    oa.batch_stride = 0 if batch_a == 1 else m * k
+    ob.batch_stride = 0 if batch_b == 1 else k * n
+    oa.trans, ob.trans = trans_a, trans_b
+    oa.fmt, ob.fmt = _format(a, half), _format(b, half)
     cdef float *cp = data_of(out)
-    cdef int64_t sa = 0 if batch_a == 1 else m * k
-    cdef int64_t sb = 0 if batch_b == 1 else k * n
     cdef const float *biasp = data_of(bias) if bias is not None else NULL
     cdef int64_t row, j
     cdef int status
     with nogil:
-        status = om_gemm_f32(batch, m, n, k, ap, sa, trans_a, bp, sb, trans_b, cp, nthreads)
+        status = om_gemm(batch, m, n, k, oa, ob, cp, nthreads)
         if status == 0 and biasp != NULL:
             for row in range(batch * m):
                 for j in range(n):

@@ -4,6 +4,9 @@ Arguments follow torch.nn.functional. Every shape, dtype and size rule is checke
 a kernel runs; pooling windows are computed here once as row and column tables (clipped to the
 input), so one max kernel and one average kernel serve max_pool2d, avg_pool2d and
 adaptive_avg_pool2d. The association orders of every sum are in the design note of conv.c.
+Under onemodel.amp.autocast conv2d runs on bfloat16 / float16 operands as linear does
+(functional/linalg.py): the kernel rounds the images as it loads them, and an intermediate
+input is kept for the backward pass as the 2-byte copy that loading wrote.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from .. import amp
 from .._kernels import _conv
 from ..tensor import Tensor
 from . import _core
@@ -124,23 +128,30 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
     else:
         w4 = w._data
 
-    x4 = x._data.reshape(xs)
+    x4 = np.ascontiguousarray(x._data.reshape(xs))
     y = np.empty((xs[0], k) + out, np.float32)
     args = (stride, padding, dilation, groups)
-    _conv.conv2d_forward(x4, w4, None if b is None else b._data, y, *args, _core.threads())
-    y_shape = (xs[0], k) + out[2 - n:] if batched else (k,) + out[2 - n:]
+    half = amp.half_code()
+    x_keep, save_x = amp.saved_operand(x, x4, half, True)
+    _conv.conv2d_forward(x4, w4, None if b is None else b._data, y, *args, _core.threads(),
+                         half, save_x)
+    out_shape = (xs[0], k) + out[2 - n:] if batched else (k,) + out[2 - n:]
+    # The closure reads these, not the tensors: an input saved in 2 bytes must be free to go.
+    grad_x, grad_w, grad_b = x.requires_grad, w.requires_grad, b is not None and b.requires_grad
+    x_shape, w_shape, y_shape = x.shape, w.shape, y.shape
 
     def backward(g: np.ndarray):
-        gx = np.empty(xs, np.float32) if x.requires_grad else None
-        gw = np.empty(w4.shape, np.float32) if w.requires_grad else None
-        gb = np.empty((k,), np.float32) if b is not None and b.requires_grad else None
-        _conv.conv2d_backward(x4, w4, np.ascontiguousarray(g.reshape(y.shape)), gx, gw, gb,
-                              *args, _core.threads())
-        return ((None if gx is None else gx.reshape(x.shape)),
-                (None if gw is None else gw.reshape(w.shape)), gb)
+        gx = np.empty(xs, np.float32) if grad_x else None
+        gw = np.empty(w4.shape, np.float32) if grad_w else None
+        gb = np.empty((k,), np.float32) if grad_b else None
+        _conv.conv2d_backward(x_keep, w4, np.ascontiguousarray(g.reshape(y_shape)), gx, gw, gb,
+                              *args, _core.threads(), half)
+        return ((None if gx is None else gx.reshape(x_shape)),
+                (None if gw is None else gw.reshape(w_shape)), gb)
 
     inputs = (x, w) if b is None else (x, w, b)
-    return _core.record(op, y.reshape(y_shape), inputs, backward, (x, w))
+    graph_inputs, protected = amp.product_inputs(inputs, (save_x, None))
+    return _core.record(op, y.reshape(out_shape), graph_inputs, backward, protected)
 
 
 # -- pooling --------------------------------------------------------------------------------

@@ -6,9 +6,11 @@ backward passes compute g·bᵀ and aᵀ·g the same way. Gradients of a broadca
 reduced over the batch: where matmul folds a batch into rows (an N-D operand times a 2-D one)
 that reduction is part of a single product with a longer K; otherwise it is sum_to_shape.
 
-Under onemodel.amp.autocast both operands are rounded to bfloat16 or float16 before the
-product (which still accumulates in float32), and in backward so is the incoming gradient; the
-rounding in force at the forward pass is the one its backward uses.
+Under onemodel.amp.autocast the kernel rounds both operands to bfloat16 or float16 as it packs
+them (the product still accumulates in float32), and in backward so is the incoming gradient;
+the rounding in force at the forward pass is the one its backward uses. What the backward
+reads of an intermediate operand is the 2-byte copy the forward packing wrote
+(amp.saved_operand); only the operands a gradient needs are kept.
 """
 from __future__ import annotations
 
@@ -24,10 +26,12 @@ from . import _core
 
 
 def _product(a: np.ndarray, b: np.ndarray, trans_a: bool = False,
-             trans_b: bool = False, bias: Optional[np.ndarray] = None) -> np.ndarray:
-    """op(a)·op(b) (+ bias, a vector over the columns) for float32 arrays of rank 2 or 3 (a 2-D
-    operand, or a leading batch of 1, serves every product of the batch); the result is 3-D if
-    either operand is."""
+             trans_b: bool = False, bias: Optional[np.ndarray] = None, half: int = 0,
+             save_a: Optional[np.ndarray] = None,
+             save_b: Optional[np.ndarray] = None) -> np.ndarray:
+    """op(a)·op(b) (+ bias, a vector over the columns) for float32 (or, with half, uint16)
+    arrays of rank 2 or 3 (a 2-D operand, or a leading batch of 1, serves every product of the
+    batch); the result is 3-D if either operand is. half and save_*: as _gemm.gemm's."""
     a = np.ascontiguousarray(a)
     b = np.ascontiguousarray(b)
     m = a.shape[-1] if trans_a else a.shape[-2]
@@ -37,8 +41,14 @@ def _product(a: np.ndarray, b: np.ndarray, trans_a: bool = False,
     else:
         out = np.empty((max(x.shape[0] for x in (a, b) if x.ndim == 3), m, n), np.float32)
     if out.size:
-        _gemm.gemm(a, b, out, trans_a, trans_b, _core.threads(), bias)
+        _gemm.gemm(a, b, out, trans_a, trans_b, _core.threads(), bias, half, save_a, save_b)
     return out
+
+
+def _record(op: str, out: np.ndarray, inputs: tuple, backward, saves: tuple) -> Tensor:
+    """_core.record for a product whose operands saves[i] holds in 2 bytes (or None)."""
+    graph_inputs, protected = amp.product_inputs(inputs, saves)
+    return _core.record(op, out, graph_inputs, backward, protected)
 
 
 def _rows(shape: tuple) -> int:
@@ -58,8 +68,10 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     # 1-D operands: a row vector on the left, a column vector on the right, dropped afterwards.
     a2 = a._data.reshape((1,) + sa) if len(sa) == 1 else a._data
     b2 = b._data.reshape(sb + (1,)) if len(sb) == 1 else b._data
-    low = amp.operand_dtype()
-    a2, b2 = amp.round_operand(a2, low), amp.round_operand(b2, low)
+    half = amp.half_code()
+    # The closures read these flags, not the tensors: an operand saved in 2 bytes must be free
+    # to go.
+    grad_a, grad_b = a.requires_grad, b.requires_grad
     m, k = a2.shape[-2:]
     k2, n = b2.shape[-2:]
     if k != k2:
@@ -71,17 +83,23 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if b2.ndim == 2:
         # Fold a's batch into rows: one (rows, k)·(k, n) product.
         a_rows = a2 if a2.ndim == 2 else a2.reshape(_rows(a2.shape[:-1]), k)
-        out = _product(a_rows, b2)
+        a_keep, save_a = amp.saved_operand(a, a_rows, half, b.requires_grad)
+        b_keep, save_b = amp.saved_operand(b, b2, half, a.requires_grad)
+        out = _product(a_rows, b2, half=half, save_a=save_a, save_b=save_b)
+        rows = a_rows.shape[0]
 
         def backward(g: np.ndarray):
-            g_rows = amp.round_operand(g, low).reshape(a_rows.shape[0], n)
-            ga = _product(g_rows, b2, trans_b=True).reshape(sa) if a.requires_grad else None
-            gb = _product(a_rows, g_rows, trans_a=True).reshape(sb) if b.requires_grad else None
+            g_rows = g.reshape(rows, n)
+            ga = gb = None
+            if grad_a:
+                ga = _product(g_rows, b_keep, trans_b=True, half=half).reshape(sa)
+            if grad_b:
+                gb = _product(a_keep, g_rows, trans_a=True, half=half).reshape(sb)
             return ga, gb
 
         if out.shape != out_shape:
             out = out.reshape(out_shape)
-        return _core.record("matmul", out, (a, b), backward, (a, b))
+        return _record("matmul", out, (a, b), backward, (save_a, save_b))
 
     # Batched: each operand is either one matrix for every product or a full batch.
     def batched(x: np.ndarray, x_batch: tuple) -> np.ndarray:
@@ -90,20 +108,23 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         return np.broadcast_to(x, batch + x.shape[-2:]).reshape((_rows(batch),) + x.shape[-2:])
 
     a3, b3 = batched(a2, batch_a), batched(b2, batch_b)
-    out = _product(a3, b3)
+    a_keep, save_a = amp.saved_operand(a, a3, half, b.requires_grad)
+    b_keep, save_b = amp.saved_operand(b, b3, half, a.requires_grad)
+    out = _product(a3, b3, half=half, save_a=save_a, save_b=save_b)
+    shape_a, shape_b = a2.shape, b2.shape
 
     def backward(g: np.ndarray):
-        g3 = amp.round_operand(g, low).reshape((_rows(batch), m, n))
+        g3 = g.reshape((_rows(batch), m, n))
         ga = gb = None
-        if a.requires_grad:
-            ga = _product(g3, b3, trans_b=True).reshape(batch + (m, k))
-            ga = _core.sum_to_shape(ga, a2.shape).reshape(sa)
-        if b.requires_grad:
-            gb = _product(a3, g3, trans_a=True).reshape(batch + (k, n))
-            gb = _core.sum_to_shape(gb, b2.shape).reshape(sb)
+        if grad_a:
+            ga = _product(g3, b_keep, trans_b=True, half=half).reshape(batch + (m, k))
+            ga = _core.sum_to_shape(ga, shape_a).reshape(sa)
+        if grad_b:
+            gb = _product(a_keep, g3, trans_a=True, half=half).reshape(batch + (k, n))
+            gb = _core.sum_to_shape(gb, shape_b).reshape(sb)
         return ga, gb
 
-    return _core.record("matmul", out.reshape(out_shape), (a, b), backward, (a, b))
+    return _record("matmul", out.reshape(out_shape), (a, b), backward, (save_a, save_b))
 
 
 def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
@@ -128,28 +149,30 @@ def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
             raise ValueError(f"linear: bias of shape {b._data.shape} for a weight of shape "
                              f"{sw}; expected ({n_out},)")
         inputs = (x, w, b)
-    low = amp.operand_dtype()
+    half = amp.half_code()
+    grad_x, grad_w = x.requires_grad, w.requires_grad   # read by the closure, as in matmul
+    has_bias = b is not None
+    grad_b = has_bias and b.requires_grad
     x_rows = np.ascontiguousarray(x._data if len(sx) == 2
                                   else x._data.reshape(_rows(sx[:-1]), n_in))
     w_data = np.ascontiguousarray(w._data)
-    if low is not None:
-        x_rows = amp.round_operand(x_rows, low)
-        w_data = amp.round_operand(w_data, low)
+    x_keep, save_x = amp.saved_operand(x, x_rows, half, w.requires_grad)
+    w_keep, save_w = amp.saved_operand(w, w_data, half, x.requires_grad)
     out = np.empty((x_rows.shape[0], n_out), np.float32)
     if out.size:
         _gemm.gemm(x_rows, w_data, out, False, True, _core.threads(),
-                   None if b is None else b._data)
-    out_shape = sx[:-1] + (n_out,)
+                   None if b is None else b._data, half, save_x, save_w)
+    out_shape, rows = sx[:-1] + (n_out,), x_rows.shape[0]
 
     def backward(g: np.ndarray):
-        g_rows = amp.round_operand(g, low).reshape(x_rows.shape[0], n_out)
-        gx = _product(g_rows, w_data).reshape(sx) if x.requires_grad else None
-        gw = _product(g_rows, x_rows, trans_a=True) if w.requires_grad else None
-        if b is None:
+        g_rows = g.reshape(rows, n_out)
+        gx = _product(g_rows, w_keep, half=half).reshape(sx) if grad_x else None
+        gw = _product(g_rows, x_keep, trans_a=True, half=half) if grad_w else None
+        if not has_bias:
             return gx, gw
-        return gx, gw, (_core.sum_axis(g_rows, 0) if b.requires_grad else None)
+        return gx, gw, (_core.sum_axis(g_rows, 0) if grad_b else None)
 
-    return _core.record("linear", out.reshape(out_shape), inputs, backward, (x, w))
+    return _record("linear", out.reshape(out_shape), inputs, backward, (save_x, save_w))
 
 
 def _triangle(op: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:

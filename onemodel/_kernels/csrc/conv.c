@@ -171,25 +171,57 @@ static layout source_layout(const om_conv2d_shape *s, int64_t nb) {
     return l;
 }
 
-/* Images [0, m) of x into src (layout l, its margins zero since allocation). */
-static void load_images(const om_conv2d_shape *s, const layout *l, const float *x, int64_t m,
-                        float *src, int nthreads) {
+static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
+    OM_ISA_TABLE(om_gemm_ukernel_f32);
+
+/* n values of x from element e on into dst: copied, or under autocast rounded (their bits
+ * into s->x_save) or widened from the bits x holds (conv.h). */
+static void load_run(const om_conv2d_shape *s, const void *x, int64_t e, int64_t n, float *dst) {
+    if (!s->half) {
+        memcpy(dst, (const float *)x + e, (size_t)n * sizeof(float));
+        return;
+    }
+    const om_gemm_convert_fn convert = ukernels[om_isa]()->convert;
+    if (s->x_bits)
+        convert(n, (const uint16_t *)x + e, s->half == 1 ? OM_BF16 : OM_F16, dst, NULL);
+    else
+        convert(n, (const float *)x + e, s->half == 1 ? OM_F32_TO_BF16 : OM_F32_TO_F16, dst,
+                s->x_save ? s->x_save + e : NULL);
+}
+
+/* w or gy as the products read them: itself, or under autocast a rounded copy (scratch the
+ * caller frees when it is not v; NULL when out of memory). */
+static const float *operand(const om_conv2d_shape *s, const float *v, int64_t count) {
+    if (!s->half) return v;
+    float *r = om_aligned_alloc((size_t)(count > 0 ? count : 1) * sizeof(float));
+    if (r) ukernels[om_isa]()->convert(count, v, s->half == 1 ? OM_F32_TO_BF16 : OM_F32_TO_F16,
+                                       r, NULL);
+    return r;
+}
+
+static void free_operand(const float *r, const float *v) {
+    if (r != v) om_aligned_free((void *)r);
+}
+
+/* Images [n0, n0 + m) of x into src (layout l, its margins zero since allocation). */
+static void load_images(const om_conv2d_shape *s, const layout *l, const void *x, int64_t n0,
+                        int64_t m, float *src, int nthreads) {
     const int64_t hw = s->h * s->w, wp = padded_w(s), planes = m * s->c;
     const int nt = om_threads_for(planes * l->plane, GRAIN, nthreads);
     int64_t pl;
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (pl = 0; pl < planes; pl++) {
         float *d = src + l->margin + pl * l->plane;
-        const float *xp = x + pl * hw;
+        const int64_t xp = (n0 * s->c + pl) * hw;
         if (l->flat) {
-            memcpy(d, xp, (size_t)hw * sizeof(float));
+            load_run(s, x, xp, hw, d);
             continue;
         }
         memset(d, 0, (size_t)(s->ph * wp) * sizeof(float));
         for (int64_t y = 0; y < s->h; y++) {
             float *row = d + (y + s->ph) * wp;
             memset(row, 0, (size_t)s->pw * sizeof(float));
-            memcpy(row + s->pw, xp + y * s->w, (size_t)s->w * sizeof(float));
+            load_run(s, x, xp + y * s->w, s->w, row + s->pw);
             memset(row + s->pw + s->w, 0, (size_t)s->pw * sizeof(float));
         }
         memset(d + (s->ph + s->h) * wp, 0, (size_t)(s->ph * wp) * sizeof(float));
@@ -390,9 +422,6 @@ static void scatter_flat(const om_conv2d_shape *s, const float *dcol, int64_t ld
 }
 
 /* The micro-kernels of gemm.c, one per path (gemm.h). */
-static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
-    OM_ISA_TABLE(om_gemm_ukernel_f32);
-
 /* Below this many fused multiply-adds per thread, one thread is faster. */
 #define GRAIN_FMAS (1 << 20)
 /* Depth of one block of product() at most, and floats of b per block: a depth x nr panel of b
@@ -615,7 +644,8 @@ typedef struct {
     const om_conv2d_shape *s;
     const layout *l;
     const col_plan *plan;
-    const float *x, *wp, *b;
+    const void *x;
+    const float *wp, *b;
     float *y;
     int64_t nb, batches, wpanel;
     int inner;
@@ -632,7 +662,7 @@ static int forward_share(const void *ctx, int rank, int size) {
          t++) {
         const int64_t n0 = t * f->nb, m = min64(f->nb, s->n - n0);
         float *yb = f->y + n0 * s->k * P;
-        load_images(s, f->l, f->x + n0 * s->c * s->h * s->w, m, src, f->inner);
+        load_images(s, f->l, f->x, n0, m, src, f->inner);
         for (int64_t g = 0; g < G && !failed; g++) {
             const seg_matrix yg = {yb + g * kg * P, P, P, s->k * P};
             failed = forward_panels(f->u, s, src, f->plan, g, m * P, f->wp + g * f->wpanel, &yg,
@@ -645,7 +675,7 @@ static int forward_share(const void *ctx, int rank, int size) {
     return failed;
 }
 
-int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float *w,
+int om_conv2d_forward_f32(const om_conv2d_shape *s, const void *x, const float *w,
                           const float *b, float *y, int nthreads) {
     const om_gemm_ukernel *u = ukernels[om_isa]();
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
@@ -655,9 +685,11 @@ int om_conv2d_forward_f32(const om_conv2d_shape *s, const float *x, const float 
     const layout l = source_layout(s, nb);
     col_plan plan;
     float *wp = scratch(G * wpanel);
-    int failed = make_plan(s, &l, nb, u->nr, rg, &plan) != 0 || !wp;
+    const float *wr = operand(s, w, s->k * rg);
+    int failed = make_plan(s, &l, nb, u->nr, rg, &plan) != 0 || !wp || !wr;
     for (int64_t g = 0; g < G && !failed; g++)
-        pack_rows(u, u->mr, rg, kg, w + g * kg * rg, rg, wp + g * wpanel);
+        pack_rows(u, u->mr, rg, kg, wr + g * kg * rg, rg, wp + g * wpanel);
+    free_operand(wr, w);
     const int outer = outer_threads(batches, nthreads);
     const forward_batches job = {u, s, &l, &plan, x, wp, b, y, nb, batches, wpanel,
                                  outer > 1 ? 1 : nthreads};
@@ -718,14 +750,14 @@ static void pack_taps(const om_gemm_ukernel *u, const om_conv2d_shape *s, const 
  * by_tap() shapes: one fma chain per element over (image, position) ascending, from +0 for
  * the first image and continued through part for the next. */
 static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, const layout *l,
-                        const float *x, const float *gy, const col_plan *plan, int64_t n0,
+                        const void *x, const float *gy, const col_plan *plan, int64_t n0,
                         int64_t m, float *part, float *src, float *col, float *cp, float *gp,
                         int nthreads) {
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G;
     const int along = taps_along_vectors(s), taps_first = by_tap(s);
     for (int64_t img = n0; img < n0 + m; img++) {
-        load_images(s, l, x + img * s->c * s->h * s->w, 1, src, nthreads);
+        load_images(s, l, x, img, 1, src, nthreads);
         if (!taps_first) gather_rows(s, src, plan, 0, rows, P, col, P, nthreads);
         for (int64_t g = 0; g < G; g++) {
             const float *gyg = gy + (img * s->k + g * kg) * P;
@@ -771,7 +803,8 @@ typedef struct {
     const om_conv2d_shape *s;
     const layout *l;
     const col_plan *plan;
-    const float *x, *gy;
+    const void *x;
+    const float *gy;
     float *parts;
     int64_t nb, nchunks, wsize;
     int outer, inner;
@@ -801,7 +834,7 @@ static int weight_share(const void *ctx, int rank, int size) {
     return failed;
 }
 
-static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *x,
+static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const void *x,
                            const float *gy, float *gw, int nthreads) {
     const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t nb = chunk_images(s);
@@ -897,7 +930,7 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
     return failed ? -1 : 0;
 }
 
-int om_conv2d_backward_f32(const om_conv2d_shape *s, const float *x, const float *w,
+int om_conv2d_backward_f32(const om_conv2d_shape *s, const void *x, const float *w,
                            const float *gy, float *gx, float *gw, float *gb, int nthreads) {
     const om_gemm_ukernel *u = ukernels[om_isa]();
     const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
@@ -916,8 +949,13 @@ int om_conv2d_backward_f32(const om_conv2d_shape *s, const float *x, const float
         if (gx) memset(gx, 0, (size_t)(s->n * s->c * s->h * s->w) * sizeof(float));
         return 0;
     }
-    int status = gw ? weight_gradient(u, s, x, gy, gw, nthreads) : 0;
-    if (gx && status == 0) status = input_gradient(u, s, w, gy, gx, nthreads);
+    const float *gr = operand(s, gy, s->n * s->k * P);
+    const float *wr = gx ? operand(s, w, s->k * (rows / s->groups)) : w;
+    int status = gr && wr ? 0 : -1;
+    if (gw && status == 0) status = weight_gradient(u, s, x, gr, gw, nthreads);
+    if (gx && status == 0) status = input_gradient(u, s, wr, gr, gx, nthreads);
+    free_operand(gr, gy);
+    free_operand(wr, w);
     return status;
 }
 

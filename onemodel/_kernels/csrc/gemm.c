@@ -50,11 +50,34 @@ enum { MC_TILES = 32, NC_TILES = 32 };
 static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
     OM_ISA_TABLE(om_gemm_ukernel_f32);
 
-/* An operand as a strided view: element (r, c) is at p[r * rs + c * cs]. */
+/* An operand as a strided view: element (r, c) is at index r * rs + c * cs of p (elements of
+ * 4 bytes, or 2 for the 2-byte formats), read as fmt says; save (NULL, or the rounded operand's
+ * bits, at the same indices) is written by the packing that owns the block (block()). */
 typedef struct {
-    const float *p;
+    const void *p;
     int64_t rs, cs;
+    int fmt;
+    uint16_t *save;
 } view;
+
+static int is_2byte(int fmt) { return fmt == OM_BF16 || fmt == OM_F16; }
+
+/* v moved on by `at` elements; save dropped unless keep_save. */
+static view moved(view v, int64_t at, int keep_save) {
+    view w = {(const char *)v.p + at * (is_2byte(v.fmt) ? 2 : 4), v.rs, v.cs, v.fmt,
+              keep_save && v.save ? v.save + at : NULL};
+    return w;
+}
+
+static view shifted(view v, int64_t r, int64_t c, int keep_save) {
+    return moved(v, r * v.rs + c * v.cs, keep_save);
+}
+
+/* The view of an operand of om_gemm (op(X) of rows x cols). */
+static view operand_view(om_gemm_operand x, int64_t rows, int64_t cols) {
+    view v = {x.p, x.trans ? 1 : cols, x.trans ? rows : 1, x.fmt, x.save};
+    return v;
+}
 
 typedef struct {
     const om_gemm_ukernel *u;
@@ -76,16 +99,40 @@ static inline void copy_floats(float *dst, const float *src, int n) {
     for (int i = 0; i < n; i++) dst[i] = src[i];
 }
 
+/* n values of v from element (r, c) on, contiguous in memory, into dst (converted). */
+static void load(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int n, float *dst) {
+    view at = shifted(v, r, c, 1);
+    if (v.fmt == OM_F32)
+        copy_floats(dst, at.p, n);
+    else
+        u->convert(n, at.p, v.fmt, dst, at.save);
+}
+
+/* The transposing step over `rows` <= 16 runs of depth contiguous values, run i from element
+ * (r + i * dr, c + i * dc); other formats are converted into `rowbuf` first (it stays in L1). */
+static void transpose_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int dr,
+                           int dc, int64_t depth, int rows, float *rowbuf, float *dst, int width) {
+    if (v.fmt == OM_F32) {
+        u->transpose(depth, rows, shifted(v, r, c, 0).p, dr * v.rs + dc * v.cs, dst, width);
+        return;
+    }
+    for (int i = 0; i < rows; i++) {
+        view run = shifted(v, r + i * dr, c + i * dc, 1);
+        u->convert(depth, run.p, v.fmt, rowbuf + i * depth, run.save);
+    }
+    u->transpose(depth, rows, rowbuf, depth, dst, width);
+}
+
 /* rows x depth block of op(A) -> micro-panels of mr rows, each depth groups of mr values. */
 static void pack_a(const om_gemm_ukernel *u, int64_t rows, int64_t depth, view a, float *dst) {
     const int mr = u->mr;
+    OM_ALIGNED(64) float rowbuf[16 * OM_GEMM_KC];
     for (int64_t i0 = 0; i0 < rows; i0 += mr, dst += depth * mr) {
         int h = rows - i0 < mr ? (int)(rows - i0) : mr;
-        const float *src = a.p + i0 * a.rs;
         if (a.cs == 1) {   /* rows of A contiguous along k: a transpose (mr <= 16) */
-            u->transpose(depth, h, src, a.rs, dst, mr);
+            transpose_runs(u, a, i0, 0, 1, 0, depth, h, rowbuf, dst, mr);
         } else {           /* op(A) = transpose: each k holds the mr values contiguously */
-            for (int64_t k = 0; k < depth; k++) copy_floats(dst + k * mr, src + k * a.cs, h);
+            for (int64_t k = 0; k < depth; k++) load(u, a, i0, k, h, dst + k * mr);
         }
         for (int64_t k = 0; k < depth && h < mr; k++)
             for (int i = h; i < mr; i++) dst[k * mr + i] = 0.0f;
@@ -98,23 +145,23 @@ static void pack_b(const om_gemm_ukernel *u, int64_t depth, int64_t cols, view b
     const int64_t panels = (cols + nr - 1) / nr, last = cols - (panels - 1) * nr;
     if (b.cs == 1) {       /* rows of B contiguous: read each row once, in order */
         for (int64_t k = 0; k < depth; k++) {
-            const float *src = b.p + k * b.rs;
             for (int64_t p = 0; p < panels; p++) {
                 float *d = dst + p * depth * nr + k * nr;
                 int w = p + 1 < panels ? nr : (int)last;
-                copy_floats(d, src + p * nr, w);
+                load(u, b, k, p * nr, w, d);
                 for (int j = w; j < nr; j++) d[j] = 0.0f;
             }
         }
         return;
     }
     /* op(B) = transpose: columns of op(B) are contiguous along k, transposed 16 at a time */
+    OM_ALIGNED(64) float rowbuf[16 * OM_GEMM_KC];
     for (int64_t p = 0; p < panels; p++) {
         float *d = dst + p * depth * nr;
         int w = p + 1 < panels ? nr : (int)last;
         for (int j = 0; j < w; j += 16)
-            u->transpose(depth, w - j < 16 ? w - j : 16, b.p + (p * nr + j) * b.cs, b.cs, d + j,
-                         nr);
+            transpose_runs(u, b, 0, p * nr + j, 0, 1, depth, w - j < 16 ? w - j : 16, rowbuf,
+                           d + j, nr);
         for (int64_t k = 0; k < depth && w < nr; k++)
             for (int j = w; j < nr; j++) d[k * nr + j] = 0.0f;
     }
@@ -152,7 +199,9 @@ static void macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth
 static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
 static int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
 
-/* The rows [m0, m1) x columns [n0, n1) of one product. */
+/* The rows [m0, m1) x columns [n0, n1) of one product. The saved copy of each element of
+ * op(A) is written by its first packing in the job of the first column block, and op(B)'s by
+ * the job of the first row block (a and b come with save only for those jobs). */
 static void block(const ctx *x, view a, view b, float *c, int64_t m0, int64_t m1, int64_t n0,
                   int64_t n1) {
     const int64_t ldc = x->n;
@@ -160,7 +209,7 @@ static void block(const ctx *x, view a, view b, float *c, int64_t m0, int64_t m1
         int64_t nc = n1 - jc < x->nc ? n1 - jc : x->nc;
         for (int64_t pc = 0; pc < x->k; pc += OM_GEMM_KC) {
             int64_t kc = x->k - pc < OM_GEMM_KC ? x->k - pc : OM_GEMM_KC;
-            view bv = {b.p + pc * b.rs + jc * b.cs, b.rs, b.cs};
+            view bv = shifted(b, pc, jc, 1);
             ctx xi = *x;
             if (x->packed_b)   /* the K block at pc, then column jc: nr-column panels of kc */
                 xi.bbuf = (float *)x->packed_b + pc * round_up(x->n, x->u->nr) + jc * kc;
@@ -168,7 +217,7 @@ static void block(const ctx *x, view a, view b, float *c, int64_t m0, int64_t m1
                 pack_b(x->u, kc, nc, bv, x->bbuf);
             for (int64_t ic = m0; ic < m1; ic += x->mc) {
                 int64_t mc = m1 - ic < x->mc ? m1 - ic : x->mc;
-                view av = {a.p + ic * a.rs + pc * a.cs, a.rs, a.cs};
+                view av = shifted(a, ic, pc, jc == n0);
                 if (x->shared_a)   /* the K block at pc, then row ic: mr-row panels of kc */
                     xi.abuf = (float *)x->shared_a + pc * round_up(x->m, x->u->mr) + ic * kc;
                 else
@@ -235,7 +284,7 @@ static int run_jobs(const void *product_plan, int rank, int size) {
         for (j = panels * rank / size; j < panels * (rank + 1) / size; j++) {
             int64_t pc = j / a_panels * OM_GEMM_KC, i0 = j % a_panels * u->mr;
             int64_t depth = min64(k - pc, OM_GEMM_KC), rows = min64(m - i0, u->mr);
-            view panel = {pl->a.p + i0 * pl->a.rs + pc * pl->a.cs, pl->a.rs, pl->a.cs};
+            view panel = shifted(pl->a, i0, pc, 1);
             pack_a(u, rows, depth, panel, pl->shared_a + pc * a_panels * u->mr + i0 * depth);
         }
 #pragma omp barrier
@@ -248,8 +297,8 @@ static int run_jobs(const void *product_plan, int rank, int size) {
             continue;
         }
         if (m0 >= m || n0 >= n) continue;
-        view ap = {pl->a.p + p * pl->a_batch_stride, pl->a.rs, pl->a.cs};
-        view bp = {pl->b.p + p * pl->b_batch_stride, pl->b.rs, pl->b.cs};
+        view ap = moved(pl->a, p * pl->a_batch_stride, n0 == 0 && (p == 0 || pl->a_batch_stride));
+        view bp = moved(pl->b, p * pl->b_batch_stride, m0 == 0 && (p == 0 || pl->b_batch_stride));
         block(&x, ap, bp, pl->c + p * m * n, m0, min64(m0 + pl->bm, m), n0,
               min64(n0 + pl->bn, n));
     }
@@ -258,26 +307,23 @@ static int run_jobs(const void *product_plan, int rank, int size) {
     return failed;
 }
 
-/* om_gemm_f32, with op(B) already packed (packed_b, batch 1) or packed here. */
-static int product(int64_t batch, int64_t m, int64_t n, int64_t k,
-                   const float *a, int64_t a_batch_stride, int trans_a,
-                   const float *b, int64_t b_batch_stride, int trans_b, const float *packed_b,
-                   float *c, int nthreads) {
+/* om_gemm, with op(B) already packed (packed_b, batch 1) or packed here. */
+static int product(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
+                   om_gemm_operand b, const float *packed_b, float *c, int nthreads) {
     if (batch <= 0 || m <= 0 || n <= 0) return 0;
     if (k == 0) {
         memset(c, 0, (size_t)(batch * m * n) * sizeof(float));
         return 0;
     }
     const om_gemm_ukernel *u = ukernels[om_isa]();
-    plan pl = {u, batch, m, n, k, a_batch_stride, b_batch_stride,
-               {a, trans_a ? 1 : k, trans_a ? m : 1}, {b, trans_b ? 1 : n, trans_b ? k : 1}, c,
-               1, 1, 0, 0, 0, 0, NULL, packed_b};
+    plan pl = {u, batch, m, n, k, a.batch_stride, b.batch_stride, operand_view(a, m, k),
+               operand_view(b, k, n), c, 1, 1, 0, 0, 0, 0, NULL, packed_b};
 
     /* Whole products per thread when the batch divides evenly, else sub-blocks of each. */
     int t = om_threads_for(batch * m * n * k, GRAIN_FMAS, nthreads);
     if (batch % t)
-        choose_grid(m, n, u->mr, u->nr, trans_a ? PACK_COPY : PACK_TRANSPOSE,
-                    trans_b && !packed_b ? PACK_TRANSPOSE : PACK_COPY, t, &pl.gm, &pl.gn);
+        choose_grid(m, n, u->mr, u->nr, a.trans ? PACK_COPY : PACK_TRANSPOSE,
+                    b.trans && !packed_b ? PACK_TRANSPOSE : PACK_COPY, t, &pl.gm, &pl.gn);
     pl.bm = round_up((m + pl.gm - 1) / pl.gm, u->mr);
     pl.bn = round_up((n + pl.gn - 1) / pl.gn, u->nr);
     pl.mc = min64(u->mr * MC_TILES, pl.bm);
@@ -295,8 +341,14 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
                  const float *a, int64_t a_batch_stride, int trans_a,
                  const float *b, int64_t b_batch_stride, int trans_b,
                  float *c, int nthreads) {
-    return product(batch, m, n, k, a, a_batch_stride, trans_a, b, b_batch_stride, trans_b, NULL,
-                   c, nthreads);
+    om_gemm_operand av = {a, a_batch_stride, trans_a, OM_F32, NULL};
+    om_gemm_operand bv = {b, b_batch_stride, trans_b, OM_F32, NULL};
+    return product(batch, m, n, k, av, bv, NULL, c, nthreads);
+}
+
+int om_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
+            om_gemm_operand b, float *c, int nthreads) {
+    return product(batch, m, n, k, a, b, NULL, c, nthreads);
 }
 
 int om_gemm_pack_b_f32(int64_t k, int64_t n, const float *b, int trans_b, om_gemm_packed *out) {
@@ -309,11 +361,10 @@ int om_gemm_pack_b_f32(int64_t k, int64_t n, const float *b, int trans_b, om_gem
     out->trans_b = trans_b;
     out->panels = om_aligned_alloc((size_t)(npad * k > 0 ? npad * k : 1) * sizeof(float));
     if (!out->panels) return -1;
-    const view bv = {b, trans_b ? 1 : n, trans_b ? k : 1};
-    for (int64_t pc = 0; pc < k && n > 0; pc += OM_GEMM_KC) {
-        view block_view = {b + pc * bv.rs, bv.rs, bv.cs};
-        pack_b(u, min64(k - pc, OM_GEMM_KC), n, block_view, out->panels + pc * npad);
-    }
+    const om_gemm_operand src = {b, 0, trans_b, OM_F32, NULL};
+    const view bv = operand_view(src, k, n);
+    for (int64_t pc = 0; pc < k && n > 0; pc += OM_GEMM_KC)
+        pack_b(u, min64(k - pc, OM_GEMM_KC), n, shifted(bv, pc, 0, 0), out->panels + pc * npad);
     return 0;
 }
 
@@ -325,6 +376,6 @@ void om_gemm_packed_free(om_gemm_packed *p) {
 int om_gemm_packed_f32(int64_t m, const float *a, int trans_a, const om_gemm_packed *b, float *c,
                        int nthreads) {
     if (b->isa != om_isa) return -1;
-    return product(1, m, b->n, b->k, a, 0, trans_a, b->b, 0, b->trans_b, b->panels, c,
-                   nthreads);
+    om_gemm_operand av = {a, 0, trans_a, OM_F32, NULL}, bv = {b->b, 0, b->trans_b, OM_F32, NULL};
+    return product(1, m, b->n, b->k, av, bv, b->panels, c, nthreads);
 }

@@ -27,10 +27,20 @@ typedef void (*om_gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, f
 typedef void (*om_gemm_transpose_fn)(int64_t depth, int rows, const float *src, int64_t rs,
                                      float *dst, int width);
 
+/* How packing reads an operand. Panels always hold float32; a rounding format stores each
+ * value rounded to bfloat16 / float16 (half.h), a 2-byte format widens stored bits. */
+enum { OM_F32 = 0, OM_F32_TO_BF16 = 1, OM_F32_TO_F16 = 2, OM_BF16 = 3, OM_F16 = 4 };
+
+/* Packing's converting step: dst[i] = src[i] as `fmt` reads it, for i < n; for a rounding
+ * format with save != NULL also save[i] = the 2-byte bits of the rounded value. */
+typedef void (*om_gemm_convert_fn)(int64_t n, const void *src, int fmt, float *dst,
+                                   uint16_t *save);
+
 typedef struct {
     int mr, nr;                 /* tile shape; nr is a multiple of the vector width */
     om_gemm_ukernel_fn kernel;
     om_gemm_transpose_fn transpose;
+    om_gemm_convert_fn convert;
 } om_gemm_ukernel;
 
 /* The plain C transpose, for paths without a faster one (data movement only: no bits change). */
@@ -52,6 +62,21 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
                  const float *a, int64_t a_batch_stride, int trans_a,
                  const float *b, int64_t b_batch_stride, int trans_b,
                  float *c, int nthreads);
+
+/* One operand of om_gemm: its storage as for om_gemm_f32 (elements of 2 bytes for OM_BF16 and
+ * OM_F16), how packing reads it, and, for a rounding format, where packing stores the rounded
+ * operand's 2-byte bits (the layout of p, batch strides included), or NULL. */
+typedef struct {
+    const void *p;
+    int64_t batch_stride;
+    int trans, fmt;
+    uint16_t *save;
+} om_gemm_operand;
+
+/* om_gemm_f32 over operands packing converts: the float32 product of the converted values,
+ * bit for bit what om_gemm_f32 gives on them (each element of `save` is written once). */
+int om_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
+            om_gemm_operand b, float *c, int nthreads);
 
 /* op(B) packed once for many products with it, on the path selected when packing. */
 typedef struct {

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "gemm.h"
+#include "gemm_convert.h"
 
 enum { MR = 6, NV = 2, NR = 8 * NV };
 
@@ -36,6 +37,6 @@ OM_UNROLL(8)
 }
 
 const om_gemm_ukernel *om_gemm_ukernel_f32_avx2(void) {
-    static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32};
+    static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32, convert};
     return &u;
 }

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include "gemm.h"
+#include "gemm_convert.h"
 
 enum { MR = 8, NV = 2, NR = 16 * NV, PREFETCH_K = 8 };
 
@@ -83,6 +84,6 @@ OM_UNROLL(16)
 }
 
 const om_gemm_ukernel *om_gemm_ukernel_f32_avx512(void) {
-    static const om_gemm_ukernel u = {MR, NR, kernel, transpose};
+    static const om_gemm_ukernel u = {MR, NR, kernel, transpose, convert};
     return &u;
 }

@@ -8,6 +8,7 @@
 #include <arm_neon.h>
 
 #include "gemm.h"
+#include "gemm_convert.h"
 
 enum { MR = 8, NV = 3, NR = 4 * NV };
 
@@ -30,6 +31,6 @@ static void kernel(int64_t kc, const float *a, const float *b, float *c, int64_t
 }
 
 const om_gemm_ukernel *om_gemm_ukernel_f32_neon(void) {
-    static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32};
+    static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32, convert};
     return &u;
 }

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "gemm.h"
+#include "gemm_convert.h"
 
 enum { MR = 4, NR = 16 };
 
@@ -22,6 +23,6 @@ static void kernel(int64_t kc, const float *a, const float *b, float *c, int64_t
 }
 
 const om_gemm_ukernel *om_gemm_ukernel_f32_scalar(void) {
-    static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32};
+    static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32, convert};
     return &u;
 }

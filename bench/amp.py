@@ -1,0 +1,81 @@
+"""Autocast against float32, one training step (forward, loss, backward), in one process.
+
+The MLP, the transformer classifier and the convnet of bench/models.py, each run in float32,
+under autocast("bf16") and under autocast("fp16"), the three in turns (best of interleaved
+runs, so a burst of load hits all alike), at 1 and 2 threads; beside them torch's CPU autocast
+(bfloat16) on the same architecture. Peak memory is tracemalloc's peak during one step above
+what was allocated before it (numpy reports its arrays to tracemalloc): the step's activations,
+saved operands and gradients, not the weights. Ratios are against the float32 step of the same
+library.
+Run: python bench/amp.py [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import tracemalloc
+
+import torch
+
+import onemodel as om
+from onemodel import amp
+
+from _timing import best_seconds
+from models import convnet, image_steps, mlp, transformer_om, transformer_torch
+
+MODELS = {
+    "MLP 784-1024-1024-10 b256": lambda: image_steps(mlp, (256, 784)),
+    "Transformer cls b32 L64": lambda: (transformer_om(), transformer_torch()),
+    "ConvNet [64,3,32,32]": lambda: image_steps(convnet, (64, 3, 32, 32)),
+}
+CASTS = (None, "bf16", "fp16")
+
+
+def under(step, cast, torch_step: bool = False):
+    def run():
+        if cast is None:
+            ctx = contextlib.nullcontext()
+        elif torch_step:
+            ctx = torch.autocast("cpu", dtype=torch.bfloat16)
+        else:
+            ctx = amp.autocast(cast)
+        with ctx:
+            step()
+    return run
+
+
+def peak_bytes(fn) -> int:
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak - base
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args()
+    budget = 0.5 if args.quick else 2.0
+    print(f"isa {om.config()['isa']}; step time and peak memory against float32")
+    print(f"{'model':<27} {'thr':>3} {'f32 ms':>8} {'bf16 x':>7} {'fp16 x':>7} "
+          f"{'torch bf16 x':>12} {'mem bf16':>8} {'mem fp16':>8}")
+    for threads in (1, 2):
+        om.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        for name, build in MODELS.items():
+            om_step, torch_step = build()
+            fns = [under(om_step, c) for c in CASTS]
+            fns += [under(torch_step, None, True), under(torch_step, "bf16", True)]
+            t = best_seconds(fns, budget)
+            mem = [peak_bytes(fn) for fn in fns[:3]] if threads == 1 else None
+            mem_text = (f"{mem[1] / mem[0]:8.2f} {mem[2] / mem[0]:8.2f}" if mem else "")
+            print(f"{name:<27} {threads:>3} {t[0] * 1e3:8.2f} {t[1] / t[0]:7.2f} "
+                  f"{t[2] / t[0]:7.2f} {t[4] / t[3]:12.2f} {mem_text}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
