@@ -83,6 +83,14 @@ def test_group_norm_matches_torch(shape, groups, rng, check_torch):
                 tol=1e-4)
 
 
+@pytest.mark.parametrize("shape, groups", [((0, 2), 1), ((0, 4, 3), 2)])
+def test_group_norm_empty_batch_matches_torch(shape, groups, rng, check_torch):
+    # N = 0 (an OpInfo sample): the group rows are sized explicitly, not by -1.
+    x, w, b = _x(rng, *shape), _x(rng, shape[1]), _x(rng, shape[1])
+    check_torch(lambda *a: F.group_norm(a[0], groups, *a[1:]),
+                lambda *a: TF.group_norm(a[0], groups, *a[1:]), x, w, b)
+
+
 def test_group_norm_module_gradient_and_bits(rng, check_grad, check_exact, assert_close):
     m = nn.GroupNorm(2, 4)
     assert [n for n, _ in m.named_parameters()] == ["weight", "bias"]

@@ -8,8 +8,10 @@ libraries run it. A sample
 
   agrees   same structure and shape, same dtype class (float / integer / bool), floats within
            a scaled error |a - b| / max(1, |b|) <= 1e-5 of torch's float32 result or of its
-           float64 result rounded to float32, NaN and +-inf in the same places, integers and
-           bools exact; sort/topk/max/min/argmax indices may differ where the values tie;
+           float64 result rounded to float32 (or, where torch's own float32 result misses the
+           float64 one by more, within twice its error), NaN and +-inf in the same places,
+           integers and bools exact; sort/topk/max/min/argmax indices may differ where the
+           values tie;
   outside  onemodel rejected it with TypeError, ValueError or NotImplementedError raised by its
            own code (a `raise` in onemodel or an "op: message" text) or by argument binding;
   wrong    anything else: a different result, or another exception (AttributeError,
@@ -193,6 +195,23 @@ def close(got, ref):
     return None if worst <= TOL else f"scaled error {worst:.3g}"
 
 
+def scaled_error(got, ref):
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    fin = np.isfinite(r) & np.isfinite(g)
+    if not fin.any():
+        return 0.0
+    return float((np.abs(g[fin] - r[fin]) / np.maximum(1.0, np.abs(r[fin]))).max())
+
+
+def no_worse_than_torch(got, ref32, ref64):
+    """Whether onemodel's float32 result is as close to the float64 one as torch's float32 result
+    (within 2x): where float32 rounding alone exceeds TOL, as in attention over large logits."""
+    if got.shape != ref64.shape or kind(got) != "float" or close(got, ref32) in (
+            "NaN in other places", "inf in other places"):
+        return False
+    return scaled_error(got, ref64) <= 2 * scaled_error(ref32, ref64)
+
+
 def tie_ok(x, dim, got_idx, ref_idx, keepdim):
     """Whether indices got_idx pick the same values of x as ref_idx along dim (ties)."""
     x = x.detach().double()
@@ -232,7 +251,7 @@ def compare(name, t_out, t64_out, o_out, sample):
     for i, (g, r) in enumerate(zip(got, ref)):
         why = close(g, r)
         if why is not None and ref64 is not None and kind(r) == "float":
-            if close(g, ref64[i]) is None:
+            if close(g, ref64[i]) is None or no_worse_than_torch(g, r, ref64[i]):
                 why = None
         if why is not None and name in INDEXED and kind(r) == "int":
             dim = index_dim(name, sample.args, sample.kwargs)

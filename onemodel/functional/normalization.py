@@ -46,7 +46,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
                          f"{c} channels of input {x.shape}")
     w = _parameter(weight, (c,), "weight", op, x)
     b = _parameter(bias, (c,), "bias", op, x)
-    rows = reshape(x, (n, int(num_groups), -1))
+    group_size = int(np.prod(x.shape[1:], dtype=np.int64)) // int(num_groups)
+    rows = reshape(x, (n, int(num_groups), group_size))  # explicit: -1 fails for N = 0
     y = reshape(layer_norm(rows, rows.shape[-1:], eps=eps), x.shape)
     per_channel = (c,) + (1,) * (x.ndim - 2)
     if w is not None:
