@@ -24,8 +24,8 @@ all M, and whatever algorithm MPI picks, because it is an exact sum:
 A non-finite element anywhere makes that element NaN or ±inf, as a float sum would (a second,
 rare all-reduce of a byte per element with bitwise OR). Bytes per worker: 16 per element (two
 int64 limbs), 4x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float32's, plus
-a few integers per parameter. Memory: two int64 limbs per element whatever M is, quantised in
-cache-sized chunks (bounded scratch).
+a few integers per parameter. Memory: two int64 limbs per element whatever M is, and no scratch:
+quantising and rounding are one pass each in C (csrc/exact.c).
 
 Faults: `init()` installs an exception hook that prints the traceback once and calls MPI Abort,
 so an exception on any rank ends the job; every wait polls its requests against a deadline
@@ -43,6 +43,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
+from ._kernels import _exact
 from .tensor import Tensor
 
 _comm: Any = None
@@ -50,12 +51,9 @@ _MPI: Any = None
 _initialised = False
 _timeout = 300.0
 
-_LIMB = 56
-_MASK = (1 << _LIMB) - 1
 _BELOW = 54          # the grid is 2^(P - 54)
 _ABOVE = 44          # |n·g| is clamped below 2^(P + 44): 2^98 grid units
 _MAX_MICRO = 1 << 20  # 2^98 · 2^20 < 2^118: the two limbs never overflow
-_CHUNK = 1 << 15     # elements quantised at once: the scratch stays in cache
 _BUCKET_BYTES = 25 << 20
 
 
@@ -248,74 +246,18 @@ def max_exponent(values: np.ndarray) -> Optional[int]:
     return None if top == 0.0 else int(np.frexp(top)[1]) - 1
 
 
-def _bit_length(x: np.ndarray) -> np.ndarray:
-    """Bit lengths of non-negative int64 values (0 for 0), exactly."""
-    e = np.frexp(x.astype(np.float64))[1].astype(np.int64)
-    shift = np.maximum(e - 1, 0)
-    return e - ((x >> shift) == 0) * (x > 0)
-
-
-def _finish(ax: np.ndarray, sticky: Any, exp: Any, neg: np.ndarray, n: int) -> np.ndarray:
-    """float32 of ±(ax + f)·2^exp / n, f in [0, 1) nonzero exactly where `sticky`, rounded
-    once: the quotient keeps at least 26 bits with its remainder jammed into the last one
-    (rounding to odd), so the hardware's int64 -> float32 conversion rounds as the exact
-    value would. Results in float32's subnormal range round a second time."""
-    shift = 0
-    small = ax < (n << 26)
-    if small.any():
-        idx = np.nonzero(small)[0]
-        s = np.maximum(26 + n.bit_length() - _bit_length(ax[idx]), 0)
-        ax = ax.copy()
-        ax[idx] <<= s
-        shift = np.zeros(ax.shape, np.int64)
-        shift[idx] = s
-    # (sticky is 0 or an int64 array of 0/1: numpy's int | bool is a slow loop)
-    if n == 1:
-        z = ax | sticky
-    else:
-        q = ax // n
-        z = q | np.minimum(ax - q * n, 1) | sticky
-    with np.errstate(over="ignore"):
-        if isinstance(shift, int) and isinstance(exp, int):  # one power of two: a multiply
-            f = z.astype(np.float32) * np.float32(2.0 ** exp) if -126 <= exp <= 127 else \
-                np.ldexp(z.astype(np.float32), exp)
-        else:
-            f = np.ldexp(z.astype(np.float32), np.asarray(exp - shift, np.int32))
-    return np.where(neg, -f, f)
-
-
 def to_float32(hi: np.ndarray, lo: np.ndarray, grid: int, count: int = 1) -> np.ndarray:
-    """float32 of (hi·2^56 + lo)·2^grid / count, rounded once (see _finish); count is a
-    positive integer below 2^35."""
+    """float32 of (hi·2^56 + lo)·2^grid / count, rounded once: the quotient keeps at least 26
+    bits with its remainder jammed into the last one (rounding to odd), so its conversion to
+    float32 rounds as the exact value would; results in float32's subnormal range round a
+    second time. count is a positive integer below 2^35. One pass in C (csrc/exact.c)."""
     n = int(count)
     if n != count or not 1 <= n < 1 << 35:
         raise ValueError(f"to_float32: count must be an integer in [1, 2^35), got {count}")
-    hi = hi.astype(np.int64) + (lo >> _LIMB)
-    lo = lo & _MASK
-    fits = (hi >= -(1 << 4)) & (hi < (1 << 4))  # |X| < 2^60: one int64
-    if fits.all():
-        x = (hi << _LIMB) + lo
-        neg = x < 0
-        return _finish(np.abs(x), 0, grid, neg, n)
+    hi = np.ascontiguousarray(hi, np.int64).reshape(-1)
+    lo = np.ascontiguousarray(lo, np.int64).reshape(-1)
     out = np.empty(hi.shape, np.float32)
-    i = np.nonzero(fits)[0]
-    if i.size:
-        x = (hi[i] << _LIMB) + lo[i]
-        out[i] = _finish(np.abs(x), 0, grid, x < 0, n)
-    j = np.nonzero(~fits)[0]
-    hi, lo = hi[j], lo[j]
-    neg = hi < 0
-    borrow = neg & (lo > 0)
-    mh = np.where(neg, -hi - borrow, hi)  # the magnitude: mh·2^56 + ml, mh >= 2^4
-    ml = np.where(borrow, (1 << _LIMB) - lo, lo)
-    k = np.maximum(_bit_length(mh) + _LIMB - 61, 0)  # low bits cut to keep the top 61
-    inside = k <= _LIMB
-    ax = np.where(inside, (mh << np.clip(_LIMB - k, 0, 63)) | (ml >> np.minimum(k, 63)),
-                  mh >> np.clip(k - _LIMB, 0, 63))
-    cut_lo = ml & ((np.int64(1) << np.minimum(k, _LIMB)) - 1)
-    cut_hi = mh & ((np.int64(1) << np.clip(k - _LIMB, 0, 62)) - 1)
-    sticky = np.where(inside, cut_lo != 0, (ml != 0) | (cut_hi != 0)).astype(np.int64)
-    out[j] = _finish(ax, sticky, k + grid, neg, n)
+    _exact.round_limbs(hi, lo, int(grid), n, out)
     return out
 
 
@@ -348,9 +290,6 @@ class ExactSum:
         # Per parameter: micro-batches with a gradient, clamped elements, non-finite elements.
         self.counts = np.zeros(3 * n, np.int64)
         self.codes: Optional[np.ndarray] = None
-        self._added = 0
-        self._scratch = [np.empty(min(_CHUNK, max(at, 1)), np.float64) for _ in range(2)]
-        self._iscratch = np.empty(min(_CHUNK, max(at, 1)), np.int64)
 
     def grid(self, k: int) -> int:
         return self.exponents[k] - _BELOW
@@ -360,7 +299,6 @@ class ExactSum:
         self.hi[:] = 0
         self.counts[:] = 0
         self.codes = None
-        self._added = 0
 
     def add(self, arrays: Sequence[Optional[np.ndarray]], weight: float = 1.0) -> None:
         """Adds weight·array for every array of one micro-batch (None: no gradient there)."""
@@ -383,55 +321,29 @@ class ExactSum:
             clamped, bad = self._quantise(k, a, weight)
             self.counts[n + k] += clamped
             self.counts[2 * n + k] += bad
-        self._added += 1
-        if self._added % 64 == 0:
-            self.normalise()
 
     def _quantise(self, k: int, a: np.ndarray, weight: float) -> tuple[int, int]:
+        """One pass in C (csrc/exact.c): v = weight·a / 2^G in double (exact), non-finite
+        elements recorded (+inf 1, -inf 2, NaN 4) and left out, |v| clamped below 2^98,
+        round(v) (half to even) added into the limbs, the carry moved into hi."""
         scale = weight * 2.0 ** -self.grid(k)  # exact: a power of two times a small integer
         limit = 2.0 ** (_BELOW + _ABOVE) - 2.0 ** 45
         base = self.offsets[k]
-        clamped = bad = 0
-        for start in range(0, a.size, _CHUNK):
-            g = a[start:start + _CHUNK]
-            m = g.size
-            v, t = self._scratch[0][:m], self._scratch[1][:m]
-            it = self._iscratch[:m]
-            np.multiply(g, np.float64(scale), out=v, dtype=np.float64)  # exact in double
-            lo = self.lo[base + start:base + start + m]
-            hi = self.hi[base + start:base + start + m]
-            if not np.isfinite(v.sum()):
-                bad += self._nonfinite(base + start, v)
-            top = max(float(v.max()), -float(v.min()))
-            if top > limit:
-                clamped += int(np.count_nonzero(np.abs(v) > limit))
-                np.clip(v, -limit, limit, out=v)
-            np.multiply(v, 2.0 ** -_LIMB, out=t)
-            np.floor(t, out=t)
-            np.copyto(it, t, casting="unsafe")
-            np.add(hi, it, out=hi)
-            np.multiply(t, 2.0 ** _LIMB, out=t)
-            np.subtract(v, t, out=t)  # exact: the bits of v below 2^56
-            np.rint(t, out=t)
-            np.copyto(it, t, casting="unsafe")
-            np.add(lo, it, out=lo)
-        return clamped, bad
-
-    def _nonfinite(self, at: int, v: np.ndarray) -> int:
-        """Records the non-finite elements of v (+inf 1, -inf 2, NaN 4) and zeroes them."""
-        if self.codes is None:
+        hi = self.hi[base:base + a.size]
+        lo = self.lo[base:base + a.size]
+        codes = None if self.codes is None else self.codes[base:base + a.size]
+        done, clamped, bad = _exact.add(a, scale, limit, hi, lo, codes)
+        if done < a.size:  # a first non-finite element: the codes exist from here on
             self.codes = np.zeros(self.total, np.uint8)
-        bad = ~np.isfinite(v)
-        code = np.where(np.isnan(v), 4, np.where(v > 0, 1, 2)).astype(np.uint8)
-        idx = np.nonzero(bad)[0]
-        self.codes[at + idx] |= code[idx]
-        v[idx] = 0.0
-        return len(idx)
+            rest = slice(base + done, base + a.size)
+            _, more, bad = _exact.add(a[done:], scale, limit, self.hi[rest], self.lo[rest],
+                                      self.codes[rest])
+            clamped += more
+        return clamped, bad
 
     def normalise(self) -> None:
         """Carries the lo limbs into the hi limbs: lo back in [0, 2^56)."""
-        np.add(self.hi, self.lo >> _LIMB, out=self.hi)
-        np.bitwise_and(self.lo, _MASK, out=self.lo)
+        _exact.normalise(self.hi, self.lo)
 
     def reduce(self, slots: Optional[np.ndarray] = None, what: str = "reducing gradients"
                ) -> Optional[np.ndarray]:
@@ -463,11 +375,7 @@ class ExactSum:
             return None
         a = self.offsets[k]
         b = a + self.sizes[k]
-        out = np.empty(b - a, np.float32)
-        for start in range(a, b, _CHUNK):
-            stop = min(start + _CHUNK, b)
-            out[start - a:stop - a] = to_float32(self.hi[start:stop], self.lo[start:stop],
-                                                 self.grid(k), count)
+        out = to_float32(self.hi[a:b], self.lo[a:b], self.grid(k), count)
         if self.codes is not None:
             code = self.codes[a:b]
             if code.any():

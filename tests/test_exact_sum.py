@@ -150,3 +150,121 @@ def test_rounding_of_wide_sums_is_exact():
     got = acc.results(7, update_priors=False)[0]
     want = [f32(sum(3 * Fraction(float(r[e])) for r in rows) / 7) for e in range(200)]
     assert got.tolist() == np.array(want, np.float32).tolist()
+
+
+# -- the C passes against the numpy reference they replaced -------------------------------------
+def _ref_bit_length(x):
+    e = np.frexp(x.astype(np.float64))[1].astype(np.int64)
+    shift = np.maximum(e - 1, 0)
+    return e - ((x >> shift) == 0) * (x > 0)
+
+
+def _ref_finish(ax, sticky, exp, neg, n):
+    shift = np.zeros(ax.shape, np.int64)
+    small = ax < (n << 26)
+    if small.any():
+        idx = np.nonzero(small)[0]
+        s = np.maximum(26 + n.bit_length() - _ref_bit_length(ax[idx]), 0)
+        ax = ax.copy()
+        ax[idx] <<= s
+        shift[idx] = s
+    q = ax // n
+    z = q | np.minimum(ax - q * n, 1) | sticky
+    with np.errstate(over="ignore"):
+        f = np.ldexp(z.astype(np.float32), np.asarray(exp - shift, np.int32))
+    return np.where(neg, -f, f).astype(np.float32)
+
+
+def ref_to_float32(hi, lo, grid, n):
+    """The numpy rounding of the limbs (the C pass's reference)."""
+    hi = hi.astype(np.int64) + (lo >> 56)
+    lo = lo & ((1 << 56) - 1)
+    fits = (hi >= -16) & (hi < 16)
+    out = np.empty(hi.shape, np.float32)
+    i = np.nonzero(fits)[0]
+    x = (hi[i] << 56) + lo[i]
+    out[i] = _ref_finish(np.abs(x), 0, grid, x < 0, n)
+    j = np.nonzero(~fits)[0]
+    hi, lo = hi[j], lo[j]
+    neg = hi < 0
+    borrow = neg & (lo > 0)
+    mh = np.where(neg, -hi - borrow, hi)
+    ml = np.where(borrow, (1 << 56) - lo, lo)
+    k = np.maximum(_ref_bit_length(mh) + 56 - 61, 0)
+    inside = k <= 56
+    ax = np.where(inside, (mh << np.clip(56 - k, 0, 63)) | (ml >> np.minimum(k, 63)),
+                  mh >> np.clip(k - 56, 0, 63))
+    cut_lo = ml & ((np.int64(1) << np.minimum(k, 56)) - 1)
+    cut_hi = mh & ((np.int64(1) << np.clip(k - 56, 0, 62)) - 1)
+    sticky = np.where(inside, cut_lo != 0, (ml != 0) | (cut_hi != 0)).astype(np.int64)
+    out[j] = _ref_finish(ax, sticky, k + grid, neg, n)
+    return out
+
+
+def ref_quantise(g, scale, hi, lo, codes):
+    """The numpy quantisation (the C pass's reference): returns (clamped, non-finite)."""
+    limit = 2.0 ** 98 - 2.0 ** 45
+    v = g.astype(np.float64) * scale
+    bad = ~np.isfinite(v)
+    codes[bad] |= np.where(np.isnan(v), 4, np.where(v > 0, 1, 2)).astype(np.uint8)[bad]
+    v[bad] = 0.0
+    clamped = int(np.count_nonzero(np.abs(v) > limit))
+    np.clip(v, -limit, limit, out=v)
+    t = np.floor(v * 2.0 ** -56)
+    hi += t.astype(np.int64)
+    lo += np.rint(v - t * 2.0 ** 56).astype(np.int64)
+    return clamped, int(bad.sum())
+
+
+def adversarial_limbs(n, seed):
+    """Limbs of every kind: one int64 or two, carries pending, ties, both signs, zeros."""
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 118, n)
+    mag = [int(rng.integers(0, 1 << 62)) >> max(62 - int(b), 0) << max(int(b) - 62, 0)
+           for b in bits]
+    x = [m if s else -m for m, s in zip(mag, rng.integers(0, 2, n))]
+    x[:8] = [0, 1, -1, 1 << 59, -(1 << 60), (1 << 60) - 1, 3 << 56, -(3 << 56) - 1]
+    hi = np.array([v >> 56 for v in x], np.int64)
+    lo = np.array([v & ((1 << 56) - 1) for v in x], np.int64)
+    carry = rng.integers(0, 64, n)  # unnormalised: lo up to 2^62, hi less
+    hi -= carry
+    lo += carry << 56
+    return hi, lo
+
+
+@pytest.fixture(params=om._kernels.available_isas())
+def isa(request):
+    """Each instruction-set path of the kernels in turn, then the one selected at import."""
+    from onemodel._kernels import ISA_NAMES, _exact
+    _exact.set_isa(ISA_NAMES.index(request.param))
+    yield request.param
+    from onemodel import _config
+    _exact.set_isa(ISA_NAMES.index(_config.isa()))
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_the_c_passes_equal_the_numpy_reference(seed, isa):
+    from onemodel._kernels import _exact
+    rng = np.random.default_rng(seed)
+    rows = adversarial(8, 4096, seed)
+    rows[3, 100:104] = [np.inf, -np.inf, np.nan, 2.0 ** 80]
+    rows[5, 101:103] = [np.inf, 3e38]
+    rows[6, 200:300] = (rng.integers(-(1 << 24), 1 << 24, 100) * 0.5).astype(np.float32)  # ties
+    for grid, weight in ((-60, 1), (-30, 12), (0, 8), (-20, 3), (12, 5)):
+        hi, lo = np.zeros(rows.shape[1], np.int64), np.zeros(rows.shape[1], np.int64)
+        rh, rl = hi.copy(), lo.copy()
+        codes, rcodes = np.zeros(rows.shape[1], np.uint8), np.zeros(rows.shape[1], np.uint8)
+        scale = weight * 2.0 ** -grid
+        for r in rows:
+            done, clamped, bad = _exact.add(r, scale, 2.0 ** 98 - 2.0 ** 45, hi, lo, codes)
+            assert (done, clamped, bad) == (r.size,) + ref_quantise(r, scale, rh, rl, rcodes)
+            rh += rl >> 56
+            rl &= (1 << 56) - 1
+            assert hi.tobytes() == rh.tobytes() and lo.tobytes() == rl.tobytes()
+        assert codes.tobytes() == rcodes.tobytes() and codes.any()
+    for count in (1, 2, 3, 7, 12, 256, 1000003, (1 << 35) - 1):
+        hi, lo = adversarial_limbs(3000, seed + count)
+        for grid in (-200, -150, -80, 0, 40):
+            want = ref_to_float32(hi, lo, grid, count)
+            got = distributed.to_float32(hi, lo, grid, count)
+            assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (count, grid)

@@ -10,7 +10,8 @@ from types import ModuleType
 
 ISA_NAMES = ("scalar", "sse2", "avx2", "avx512", "neon")
 # Every kernel module; each defines set_isa(int).
-_MODULE_NAMES = ("_cpu", "_gemm", "_optim", "_reduce", "_conv", "_vmath", "_ctc", "_rnn", "_sr4")
+_MODULE_NAMES = ("_cpu", "_gemm", "_optim", "_reduce", "_conv", "_vmath", "_ctc", "_rnn", "_sr4",
+                "_exact")
 _modules: list[ModuleType] = [importlib.import_module(f"{__name__}.{n}") for n in _MODULE_NAMES]
 _cpu = _modules[0]
 

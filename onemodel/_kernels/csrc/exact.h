@@ -1,0 +1,35 @@
+/* The exact gradient sum of onemodel/distributed.py: quantising float32 arrays into two int64
+ * limbs (hi * 2^56 + lo) and rounding the integer sums back to float32, one pass each.
+ *
+ * Every operation is exact (integer arithmetic, and double operations whose results are
+ * representable: a float32 times a small integer times a power of two, splitting a double at
+ * 2^56) except the two roundings the module notes name, each one IEEE operation rounding to
+ * nearest even. No fused multiply-add, no libm: every path (exact_impl.h compiled with its
+ * instruction set's flags, selected by om_isa) gives the same bits by construction.
+ */
+#ifndef OM_EXACT_H
+#define OM_EXACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Adds round_half_even(g[i] * scale) for i < n into (hi[i], lo[i]), clamping |g * scale| to
+ * `limit` (counted in *clamped), leaving lo in [0, 2^56) with the carry in hi. A non-finite
+ * g[i] * scale adds nothing, is counted in *bad and ORs its code into codes[i] (+inf 1, -inf 2,
+ * NaN 4). With codes NULL the pass stops before the first non-finite element. Returns the
+ * number of elements done (n unless it stopped). lo must hold at most 2^63 - 2^56 on entry. */
+size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
+                    int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad);
+
+/* Carries lo into hi: lo back in [0, 2^56). */
+void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n);
+
+/* out[i] = float32 of (hi[i] * 2^56 + lo[i]) * 2^grid / count, rounded once (the quotient
+ * kept to at least 26 bits with its remainder jammed into the last bit; a second rounding
+ * only in float32's subnormal range). count in [1, 2^35); magic = ceil(2^(61 + l) / count),
+ * l = bit length of count - 1 rounded up (ceil(log2 count)), so that floor(x * magic /
+ * 2^(61 + l)) = floor(x / count) for every x < 2^61 (Granlund and Montgomery 1994, 4.2). */
+void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid, int64_t count,
+                    uint64_t magic, int l, float *out);
+
+#endif

@@ -1,0 +1,233 @@
+/* The loops of the exact sum (exact.h), compiled once per instruction-set path: each
+ * exact_<path>.c defines OM_EXACT_FN(name) (the name with its path's suffix) and includes this
+ * file. Every operation is exact or one IEEE rounding to nearest even named in exact.h, with
+ * contraction off, so the compiler's vectorisation of a path changes nothing in the bits. Runs
+ * of OM_EXACT_BLOCK elements are checked first (all finite and inside the clamp; all sums in
+ * one int64 and a power-of-two count), and those that pass take a branch-free loop the
+ * compiler can vectorise; the others the general one. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "exact.h"
+
+#define LIMB 56
+#define MASK ((UINT64_C(1) << LIMB) - 1)
+#define OM_EXACT_BLOCK 512
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
+
+static inline int bit_length(uint64_t x) {
+#if defined(__GNUC__) || defined(__clang__)
+    return x ? 64 - __builtin_clzll(x) : 0;
+#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_ARM64))
+    unsigned long i;
+    return _BitScanReverse64(&i, x) ? (int)i + 1 : 0;
+#else
+    int b = 0;
+    while (x) { b++; x >>= 1; }
+    return b;
+#endif
+}
+
+/* Leading zeros of x != 0. */
+static inline int clz64(uint64_t x) { return 64 - bit_length(x); }
+
+/* The high 64 bits of a * b and the low ones. */
+static inline uint64_t mul_wide(uint64_t a, uint64_t b, uint64_t *low) {
+#if defined(__SIZEOF_INT128__)
+    unsigned __int128 p = (unsigned __int128)a * b;
+    *low = (uint64_t)p;
+    return (uint64_t)(p >> 64);
+#else
+    uint64_t a0 = a & 0xffffffffu, a1 = a >> 32, b0 = b & 0xffffffffu, b1 = b >> 32;
+    uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+    uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+    *low = (mid << 32) | (p00 & 0xffffffffu);
+    return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+#endif
+}
+
+/* One element of the quantisation, v finite and |v| <= 2^98: v = f * 2^56 + t with f =
+ * floor(v / 2^56) and t in [0, 2^56] exactly (as the numpy reference split it), t rounded half
+ * to even (below 2^52 by the 2^52 shift; above, t is an integer; chosen by a mask, not a
+ * branch: the bits of t are random), added with the carry. */
+static inline void add_one(double v, int64_t *hi, int64_t *lo) {
+    double x = v * 0x1p-56;
+    int64_t f = (int64_t)x;  /* |x| < 2^43: exact truncation, then floor */
+    f -= x < (double)f;
+    double t = v - (double)f * 0x1p56;
+    int64_t below = (int64_t)((t + 0x1p52) - 0x1p52), above = (int64_t)t;
+    int64_t big = -(int64_t)(t >= 0x1p52);
+    int64_t r = (below & ~big) | (above & big);
+    uint64_t s = (uint64_t)*lo + (uint64_t)r;
+    *hi += f + ((int64_t)s >> LIMB);
+    *lo = (int64_t)(s & MASK);
+}
+
+/* 1 when every |g[i]| * scale is finite and at most limit: the largest magnitude's bits. */
+static inline int add_block_clean(const float *g, size_t n, double scale, double limit) {
+    uint32_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, g + i, 4);
+        b &= 0x7fffffffu;
+        top = b > top ? b : top;
+    }
+    float f;
+    memcpy(&f, &top, 4);
+    if (top >= 0x7f800000u) return 0;
+    double v = (double)f * scale;
+    return v - v == 0.0 && v <= limit;
+}
+
+size_t OM_EXACT_FN(om_exact_add)(const float *g, size_t n, double scale, double limit,
+                                 int64_t *hi, int64_t *lo, uint8_t *codes, int64_t *clamped,
+                                 int64_t *bad) {
+    int64_t nclamped = 0, nbad = 0;
+    size_t i = 0;
+    while (i < n) {
+        size_t m = n - i < OM_EXACT_BLOCK ? n - i : OM_EXACT_BLOCK;
+        const float *restrict gb = g + i;
+        int64_t *restrict hb = hi + i;
+        int64_t *restrict lb = lo + i;
+        if (add_block_clean(gb, m, scale, limit)) {
+            for (size_t j = 0; j < m; j++) add_one((double)gb[j] * scale, hb + j, lb + j);
+            i += m;
+            continue;
+        }
+        for (size_t j = 0; j < m; j++, i++) {
+            double v = (double)g[i] * scale;  /* exact: 24 bits times at most 29, and 2^-G */
+            if (!(v - v == 0.0)) {           /* inf or NaN */
+                if (!codes) goto stop;
+                codes[i] |= (uint8_t)(v != v ? 4 : v > 0 ? 1 : 2);
+                nbad++;
+                continue;
+            }
+            if (v > limit) { v = limit; nclamped++; }
+            else if (v < -limit) { v = -limit; nclamped++; }
+            add_one(v, hi + i, lo + i);
+        }
+    }
+stop:
+    *clamped += nclamped;
+    *bad += nbad;
+    return i;
+}
+
+void OM_EXACT_FN(om_exact_normalise)(int64_t *restrict hi, int64_t *restrict lo, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        hi[i] += lo[i] >> LIMB;
+        lo[i] = (int64_t)((uint64_t)lo[i] & MASK);
+    }
+}
+
+/* f with its sign flipped when neg (a bit operation: the signs are random, no branch). */
+static inline float negated_if(float f, int neg) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    b ^= (uint32_t)neg << 31;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* float32 of z * 2^e, z a non-negative int64: z to float32 (nearest even), then scaled in
+ * double (exact there) and rounded to float32 once more (which only float32's subnormal range
+ * and overflow round). Beyond +-1000 the result is 0 or inf whatever z is. */
+static inline float scaled(uint64_t z, int e) {
+    float fz = (float)(int64_t)z;
+    e = e > 1000 ? 1000 : e < -1000 ? -1000 : e;
+    uint64_t u = (uint64_t)(1023 + e) << 52;
+    double p;
+    memcpy(&p, &u, 8);
+    return (float)((double)fz * p);
+}
+
+void OM_EXACT_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int grid,
+                                 int64_t count, uint64_t magic, int l, float *out) {
+    const int nbits = bit_length((uint64_t)count);
+    const uint64_t small_below = (uint64_t)count << 26;
+    const int shift = 61 + l;
+    const int pow2 = (count & (count - 1)) == 0;  /* then count = 2^l */
+    const uint64_t rmask = (uint64_t)count - 1;
+    size_t i = 0;
+    while (i < n) {
+        size_t m = n - i < OM_EXACT_BLOCK ? n - i : OM_EXACT_BLOCK;
+        const int64_t *restrict hb = hi + i;
+        const int64_t *restrict lb = lo + i;
+        float *restrict ob = out + i;
+        int fits = pow2;
+        for (size_t j = 0; j < m; j++) {
+            int64_t h = hb[j] + (lb[j] >> LIMB);
+            fits &= h >= -16 && h < 16;
+        }
+        if (fits) {  /* every |X| < 2^60 in one int64; count = 2^l: a shift */
+            for (size_t j = 0; j < m; j++) {
+                /* 64-bit lanes throughout; bit_length(ax | 1) is 1 for ax = 0, whose z = 0
+                 * makes the exponent irrelevant. */
+                uint64_t x = ((uint64_t)hb[j] << LIMB) + (uint64_t)lb[j];  /* wraps to X */
+                uint64_t sign = x >> 63;
+                uint64_t ax = (x ^ (0 - sign)) + sign;
+                int64_t s = 26 + nbits - (int64_t)(64 - clz64(ax | 1));
+                s = (ax < small_below) & (s > 0) ? s : 0;
+                ax <<= s;
+                uint64_t z = (ax >> l) | ((ax & rmask) != 0);
+                float fz = (float)(int64_t)z;
+                int64_t e = grid - s;
+                e = e > 1000 ? 1000 : e < -1000 ? -1000 : e;
+                uint64_t pu = (uint64_t)(1023 + e) << 52;
+                double p;
+                memcpy(&p, &pu, 8);
+                float f = (float)((double)fz * p);
+                uint32_t fb;
+                memcpy(&fb, &f, 4);
+                fb ^= (uint32_t)sign << 31;
+                memcpy(ob + j, &fb, 4);
+            }
+            i += m;
+            continue;
+        }
+        for (size_t j = 0; j < m; j++, i++) {
+            int64_t h = hi[i] + (lo[i] >> LIMB);
+            uint64_t lw = (uint64_t)lo[i] & MASK;
+            uint64_t ax, sticky = 0;
+            int neg, e = grid;
+            if (h >= -16 && h < 16) {  /* |X| < 2^60: one int64 */
+                uint64_t x = ((uint64_t)h << LIMB) + lw, sign = x >> 63;
+                neg = (int)sign;
+                ax = (x ^ (0 - sign)) + sign;  /* |X|, without a branch on the random sign */
+            } else {  /* the magnitude mh * 2^56 + ml, mh >= 2^4: its top 61 bits, sticky */
+                neg = h < 0;
+                int borrow = neg && lw > 0;
+                uint64_t mh = neg ? (uint64_t)0 - (uint64_t)h - (uint64_t)borrow : (uint64_t)h;
+                uint64_t ml = borrow ? (UINT64_C(1) << LIMB) - lw : lw;
+                int k = bit_length(mh) + LIMB - 61;
+                if (k < 0) k = 0;
+                if (k <= LIMB) {
+                    ax = (mh << (LIMB - k)) | (ml >> k);
+                    sticky = (ml & ((UINT64_C(1) << k) - 1)) != 0;
+                } else {
+                    ax = mh >> (k - LIMB);
+                    sticky = ml != 0 || (mh & ((UINT64_C(1) << (k - LIMB)) - 1)) != 0;
+                }
+                e += k;
+            }
+            if (ax < small_below) {  /* at least 26 bits in the quotient */
+                int s = 26 + nbits - bit_length(ax);
+                if (s > 0) { ax <<= s; e -= s; }
+            }
+            uint64_t z;
+            if (count == 1) {
+                z = ax | sticky;
+            } else {  /* ax < 2^61: q = floor(ax * magic / 2^(61 + l)) = floor(ax / count) */
+                uint64_t low, high = mul_wide(ax, magic, &low);
+                uint64_t q = shift >= 64 ? high >> (shift - 64)
+                                         : (high << (64 - shift)) | (low >> shift);
+                z = q | (ax - q * (uint64_t)count != 0) | sticky;
+            }
+            out[i] = negated_if(scaled(z, e), neg);
+        }
+    }
+}
