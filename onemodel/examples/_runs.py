@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from typing import Any
 
@@ -16,6 +17,19 @@ import onemodel as om
 from onemodel import checkpoint
 
 RUN_FILE = "run.json"
+
+
+def job_options(p: argparse.ArgumentParser, defaults: dict[str, Any],
+                helps: dict[str, str]) -> None:
+    """A tool's own options, --name-with-dashes of its defaults' types, None when not given."""
+    for name, text in helps.items():
+        p.add_argument("--" + name.replace("_", "-"), type=type(defaults[name]),
+                       help=f"{text} (default {defaults[name]})")
+
+
+def speaker(quiet: bool) -> Any:
+    """print to stderr, or nothing with --quiet."""
+    return (lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr))
 
 
 def run_options(p: argparse.ArgumentParser, out: str) -> None:

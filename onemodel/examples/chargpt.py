@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any, Iterator, Optional
 
 import numpy as np
@@ -26,7 +25,7 @@ from onemodel.optim.lr import WarmupCosineLR
 from onemodel.random import mix
 from onemodel.train import Trainer
 
-from ._runs import decay_on_matrices, fit_run, open_run, run_options
+from ._runs import decay_on_matrices, fit_run, job_options, open_run, run_options, speaker
 from .models import build_gpt
 
 DEFAULTS: dict[str, Any] = {"steps": 400, "batch_size": 16, "block": 64, "layers": 2,
@@ -120,9 +119,7 @@ def parser() -> argparse.ArgumentParser:
              "eval_every": "steps between validations and checkpoints",
              "top_k": "sampling draws from this many most likely characters",
              "seed": "seed of the weights, the windows and the sample"}
-    for name, text in helps.items():
-        p.add_argument("--" + name.replace("_", "-"), type=type(DEFAULTS[name]),
-                       help=f"{text} (default {DEFAULTS[name]})")
+    job_options(p, DEFAULTS, helps)
     p.add_argument("--prompt", default="The ", help="the sample's beginning (default 'The ')")
     run_options(p, os.path.join("runs", "chargpt"))
     return p
@@ -136,7 +133,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
                                             "heads", "lr", "eval_every", "top_k"))
     if o["width"] % o["heads"]:
         p.error(f"--width {o['width']} does not divide into {o['heads']} heads")
-    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    say = speaker(args.quiet)
     text = load_text()
     vocab = Vocabulary(text)
     ids = vocab.encode(text)

@@ -27,7 +27,7 @@ from onemodel.optim import AdamW
 from onemodel.optim.lr import WarmupCosineLR
 from onemodel.train import Trainer
 
-from ._runs import decay_on_matrices, fit_run, open_run, run_options
+from ._runs import decay_on_matrices, fit_run, job_options, open_run, run_options, speaker
 
 # The options a run is defined by: a resumed run keeps them (run.json).
 DEFAULTS: dict[str, Any] = {"epochs": 20, "batch_size": 64, "lr": 3e-3, "weight_decay": 0.01,
@@ -69,17 +69,12 @@ def parser() -> argparse.ArgumentParser:
         prog="onemodel-digits", description=__doc__.split("\n\n")[0],
         epilog="Example: onemodel-digits --epochs 5 --threads 1; then onemodel-digits --resume "
                "to continue it, and onemodel-plot runs/digits/1 to draw its curves.")
-    p.add_argument("--epochs", type=int, help=f"passes over the training split "
-                   f"(default {DEFAULTS['epochs']})")
-    p.add_argument("--batch-size", type=int, help=f"images per step "
-                   f"(default {DEFAULTS['batch_size']})")
-    p.add_argument("--lr", type=float, help=f"peak learning rate of the warm-up cosine "
-                   f"schedule (default {DEFAULTS['lr']})")
-    p.add_argument("--weight-decay", type=float, help=f"AdamW's decoupled weight decay of the "
-                   f"weights (not of biases and batch-norm scales; default "
-                   f"{DEFAULTS['weight_decay']})")
-    p.add_argument("--seed", type=int, help="seed of the split, the initial weights, the "
-                   f"dropout masks and the batch order (default {DEFAULTS['seed']})")
+    job_options(p, DEFAULTS, {
+        "epochs": "passes over the training split", "batch_size": "images per step",
+        "lr": "peak learning rate of the warm-up cosine schedule",
+        "weight_decay": "AdamW's decoupled weight decay of the weights (not of biases and "
+                        "batch-norm scales)",
+        "seed": "seed of the split, the initial weights, the dropout masks and the batch order"})
     run_options(p, os.path.join("runs", "digits"))
     return p
 
@@ -89,7 +84,7 @@ def main(argv: Optional[list[str]] = None) -> float:
     args = p.parse_args(argv)
     folder, o, resumed = open_run(args, p, DEFAULTS, "onemodel-digits",
                                   positive=("epochs", "batch_size", "lr"))
-    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    say = speaker(args.quiet)
 
     data = load_splits(o["seed"])
     train = DataLoader(data["train"], o["batch_size"], seed=o["seed"])

@@ -1,8 +1,8 @@
 """Train the line recognizer of training.txt section 10 on generated text lines.
 
 Lines of handwritten digits and printed receipt text (onemodel.examples.crnn.lines), a
-convolutional-recurrent recognizer with CTC, AdamW (weight decay 0.01 on the weights only), a linear warm-up and a
-half cosine down to 2% of the peak, gradient-norm clip 5. Every --eval-every steps the character
+convolutional-recurrent recognizer with CTC, AdamW (weight decay 0.01 on the weights only), a
+linear warm-up and a half cosine down to 2% of the peak, gradient-norm clip 5. Every --eval-every steps the character
 error rate (greedy decoding) on held-out validation lines of both sources chooses the best
 checkpoint; at the end a table of the CER per source and a few decoded lines, and the best
 model exported with batch norm folded in (RUN/model.safetensors).
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any, Iterator, Optional
 
 import numpy as np
@@ -23,7 +22,8 @@ from onemodel.optim import AdamW
 from onemodel.optim.lr import WarmupCosineLR
 from onemodel.train import Trainer
 
-from .._runs import decay_on_matrices, fit_run, open_run, run_options
+from .._runs import (decay_on_matrices, fit_run, job_options, open_run, run_options,
+                     speaker)
 from . import lines
 from .export import export
 from .model import build, character_errors, greedy_decode, time_steps
@@ -83,14 +83,12 @@ class LineStream:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="onemodel-crnn", description=__doc__.split("\n\n")[0])
-    for name, text in (("steps", "optimizer steps"), ("batch_size", "lines per step"),
-                       ("lr", "peak learning rate"), ("warmup", "steps of linear warm-up"),
-                       ("eval_every", "steps between evaluations and checkpoints"),
-                       ("val_lines", "held-out lines per source"),
-                       ("seed", "seed of the weights and of the line stream")):
-        kind = float if name == "lr" else int
-        p.add_argument("--" + name.replace("_", "-"), type=kind,
-                       help=f"{text} (default {DEFAULTS[name]})")
+    job_options(p, DEFAULTS, {
+        "steps": "optimizer steps", "batch_size": "lines per step", "lr": "peak learning rate",
+        "warmup": "steps of linear warm-up",
+        "eval_every": "steps between evaluations and checkpoints",
+        "val_lines": "held-out lines per source",
+        "seed": "seed of the weights and of the line stream"})
     run_options(p, os.path.join("runs", "crnn"))
     return p
 
@@ -101,7 +99,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, float]:
     folder, o, resumed = open_run(args, p, DEFAULTS, "onemodel-crnn",
                                   positive=("steps", "batch_size", "lr", "eval_every",
                                             "val_lines"))
-    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    say = speaker(args.quiet)
     om.manual_seed(o["seed"])
     model = build(nn, F, lines.CLASSES)
     optimizer = AdamW(decay_on_matrices(model, 0.01), lr=o["lr"])

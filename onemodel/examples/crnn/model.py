@@ -1,9 +1,9 @@
 """The line recognizer of training.txt section 10, its CTC loss, greedy decoding and CER.
 
 Written once against a namespace (`nn`, `F`), so the same code builds the onemodel model and the
-PyTorch one (tools/crnn_ref): six convolution blocks (3x3 without bias, batch norm, ReLU; max pooling that
-halves the height in the first five and the width in the first two, so a time step is 4
-columns), a two-layer bidirectional LSTM of 192 that sees each line's true length, and a linear
+PyTorch one (tools/crnn_ref): six convolution blocks (3x3 without bias, batch norm, ReLU; max
+pooling that halves the height in the first five and the width in the first two, so a time step
+is 4 columns), a two-layer bidirectional LSTM of 192 that sees each line's true length, and a linear
 layer to the classes; log-softmax over the classes, (T, B, classes) as CTC takes it.
 """
 from __future__ import annotations
