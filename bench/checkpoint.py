@@ -6,8 +6,9 @@ about 300 MB per file. Every save ends with an fsync of the file (onemodel's als
 fsyncs the folder), so all three pay for the disk alike; loads read files the page cache holds.
 Version 1 is written by the same atomic path as save (only the version differs), so v2 / v1 is
 the checksum's cost (taken piece by piece as the file is written and as it is read). The
-CRC-32C alone over the state's arrays is timed too, on the path this CPU runs. Loads go into place for onemodel (into the
-model's and optimizer's own arrays, after reading the whole file and checking it); torch.load
+CRC-32C alone over the state's arrays is timed too, on the path this CPU runs. Loads go into
+place for onemodel (into the model's and optimizer's own arrays, after reading the whole file
+and checking it); torch.load
 and np.fromfile allocate new tensors. Peak extra memory during a load is measured with
 tracemalloc (numpy's allocations are traced) and, for onemodel, as ru_maxrss growth in a fresh
 process; it is one copy of the file (a load reads it whole before any check).

@@ -15,5 +15,5 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "set_num_threads", "Generator", "default_generator", "manual_seed", "get_rng_state",
            "set_rng_state", "rand", "randn", "randint", "randperm", "multinomial", "Tensor",
            "tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-           "full_like", "empty_like", "arange", "no_grad", "enable_grad", "amp", "checkpoint", "data",
-           "distributed", "functional", "interop", "nn", "optim", "train"]
+           "full_like", "empty_like", "arange", "no_grad", "enable_grad", "amp", "checkpoint",
+           "data", "distributed", "functional", "interop", "nn", "optim", "train"]

@@ -2,9 +2,9 @@
 
 + − × ÷ and sqrt run in numpy float32: each is one correctly rounded IEEE operation, so the
 bits are the same on every path; special values (inf - inf, x / 0) give NaN and inf without
-numpy's warnings, as in PyTorch (_ieee.quiet). Every transcendental (exp, log, tanh, sigmoid, erf, softplus,
-pow with a non-integer exponent) comes from the project's own kernels in _kernels._vmath,
-never from numpy or libm (engine.md section 4). Backward formulas follow PyTorch's.
+numpy's warnings, as in PyTorch (_ieee.quiet). Every transcendental (exp, log, tanh, sigmoid,
+erf, softplus, pow with a non-integer exponent) comes from the project's own kernels in
+_kernels._vmath, never from numpy or libm (engine.md section 4). Backward formulas follow PyTorch's.
 """
 from __future__ import annotations
 

@@ -2,10 +2,10 @@
 
 Lines of handwritten digits and printed receipt text (onemodel.examples.crnn.lines), a
 convolutional-recurrent recognizer with CTC, AdamW (weight decay 0.01 on the weights only), a
-linear warm-up and a half cosine down to 2% of the peak, gradient-norm clip 5. Every --eval-every steps the character
-error rate (greedy decoding) on held-out validation lines of both sources chooses the best
-checkpoint; at the end a table of the CER per source and a few decoded lines, and the best
-model exported with batch norm folded in (RUN/model.safetensors).
+linear warm-up and a half cosine down to 2% of the peak, gradient-norm clip 5. Every
+--eval-every steps the character error rate (greedy decoding) on held-out validation lines of
+both sources chooses the best checkpoint; at the end a table of the CER per source and a few
+decoded lines, and the best model exported with batch norm folded in (RUN/model.safetensors).
 """
 from __future__ import annotations
 
