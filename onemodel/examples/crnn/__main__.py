@@ -28,8 +28,10 @@ from . import lines
 from .export import export
 from .model import build, character_errors, greedy_decode, time_steps
 
-DEFAULTS: dict[str, Any] = {"steps": 600, "batch_size": 32, "lr": 1e-3, "warmup": 60,
-                            "eval_every": 100, "val_lines": 96, "seed": 0}
+# 1200 steps of 32 lines: about 9 minutes at 2 threads on an AVX-512 core pair, past CTC's blank
+# plateau (about steps 400-700) to a CER of 6% (handwriting) and 17% (print).
+DEFAULTS: dict[str, Any] = {"steps": 1200, "batch_size": 32, "lr": 1e-3, "warmup": 60,
+                            "eval_every": 200, "val_lines": 96, "seed": 0}
 
 
 def as_inputs(batch: lines.Batch) -> tuple:
