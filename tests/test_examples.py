@@ -45,7 +45,6 @@ def test_a_second_run_gets_a_new_folder_and_reports_only_itself(tmp_path, capsys
     # inherited the first run's best.ckpt it would report the first run's numbers.
     best = re.search(r"best validation (\d+\.\d)%", second.out).group(1)
     assert best != re.search(r"best validation (\d+\.\d)%", first.out).group(1)
-    assert checkpoint.state_hash(digits.DigitsNet(0)) != ""  # the package still works
 
 
 def test_resume_continues_a_run_bit_for_bit(tmp_path, capsys):
