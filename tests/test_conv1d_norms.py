@@ -206,7 +206,7 @@ def test_upsample_module_gradient_and_bits(rng, check_grad, check_exact, assert_
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    (dict(scale_factor=2, mode="bilinear"), ValueError, "mode 'bilinear' is not supported"),
+    (dict(scale_factor=2, mode="cubic"), ValueError, "mode must be one of"),
     (dict(scale_factor=2, align_corners=True), ValueError, "align_corners"),
     (dict(), ValueError, "exactly one of size and scale_factor"),
     (dict(size=3, scale_factor=2), ValueError, "exactly one of size and scale_factor"),
@@ -218,5 +218,5 @@ def test_interpolate_bad_input(kwargs, error, message, rng):
         F.interpolate(om.tensor(_x(rng, 1, 2, 3, 4)), **kwargs)
     with pytest.raises(ValueError, match=r"interpolate: input must be \(N, C, L\)"):
         F.interpolate(om.tensor(_x(rng, 3, 4)), scale_factor=2)
-    with pytest.raises(ValueError, match="Upsample: mode 'bicubic' is not supported"):
-        nn.Upsample(scale_factor=2, mode="bicubic")
+    with pytest.raises(ValueError, match="Upsample: mode must be one of"):
+        nn.Upsample(scale_factor=2, mode="cubic")

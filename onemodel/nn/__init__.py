@@ -4,7 +4,7 @@ from .attention import (MultiheadAttention, TransformerDecoder, TransformerDecod
                         TransformerEncoder, TransformerEncoderLayer)
 from .container import ModuleDict, ModuleList, ParameterList
 from .conv import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d,
-                   MaxPool2d, Upsample)
+                   MaxPool2d, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d)
 from .layers import (ELU, GELU, Dropout, Dropout1d, Dropout2d, Embedding, Flatten, Identity,
                      LayerNorm, LeakyReLU, Linear, ReLU, Sequential, Sigmoid, SiLU, Softmax, Tanh)
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, L1Loss, MSELoss, NLLLoss
@@ -24,4 +24,5 @@ __all__ = [
     "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
     "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "RMSNorm", "Upsample",
     "TransformerDecoder", "TransformerDecoderLayer",
+    "UpsamplingBilinear2d", "UpsamplingNearest2d",
 ]

@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ..functional import conv as C
-from ..functional.sampling import interpolate
+from ..functional.sampling import MODES as _INTERPOLATE_MODES, interpolate
 from ..random import Generator
 from ..tensor import Tensor
 from .init import fan_in_bound, resolve_generator, uniform_parameter
@@ -215,20 +215,24 @@ class AdaptiveAvgPool2d(Module):
 
 
 __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
-           "MaxPool2d", "Upsample"]
+           "MaxPool2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
 
 class Upsample(Module):
-    """Nearest-neighbour resizing by `size` or `scale_factor` (functional.interpolate)."""
+    """Resizing by `size` or `scale_factor` in any mode of functional.interpolate."""
 
     def __init__(self, size: Union[int, Sequence[int], None] = None,
                  scale_factor: Union[float, Sequence[float], None] = None,
                  mode: str = "nearest", align_corners: Optional[bool] = None,
                  recompute_scale_factor: Optional[bool] = None) -> None:
         super().__init__()
-        if mode not in ("nearest", "nearest-exact"):
-            raise ValueError(f"Upsample: mode {mode!r} is not supported; use 'nearest' or "
-                             "'nearest-exact'")
+        if mode not in _INTERPOLATE_MODES:
+            raise ValueError(f"{type(self).__name__}: mode must be one of "
+                             f"{', '.join(_INTERPOLATE_MODES)}, got {mode!r}")
+        if isinstance(scale_factor, tuple):  # stored as floats, as PyTorch's
+            scale_factor = tuple(float(f) for f in scale_factor)
+        elif scale_factor:
+            scale_factor = float(scale_factor)
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
@@ -240,3 +244,19 @@ class Upsample(Module):
         what = f"size={self.size}" if self.size is not None else \
             f"scale_factor={self.scale_factor}"
         return f"{what}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """Upsample with mode "nearest" (PyTorch's legacy name)."""
+
+    def __init__(self, size: Union[int, Sequence[int], None] = None,
+                 scale_factor: Union[float, Sequence[float], None] = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Upsample with mode "bilinear" and align_corners=True (PyTorch's legacy name)."""
+
+    def __init__(self, size: Union[int, Sequence[int], None] = None,
+                 scale_factor: Union[float, Sequence[float], None] = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
