@@ -18,6 +18,7 @@ from .. import amp
 from .._kernels import _conv
 from ..tensor import Tensor
 from . import _core
+from .shape import reshape
 
 IntPair = Union[int, Sequence[int]]
 IntSingle = Union[int, Sequence[int]]
@@ -241,21 +242,53 @@ def _average(x: Tensor, op: str, windows: tuple, dh: np.ndarray, dw: np.ndarray)
 
 
 def avg_pool2d(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
-               padding: IntPair = 0, ceil_mode: bool = False,
-               count_include_pad: bool = True) -> Tensor:
+               padding: IntPair = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: Optional[int] = None) -> Tensor:
     """Mean over each window, arguments as torch.nn.functional.avg_pool2d; with
-    count_include_pad (PyTorch's default) the padding counts in the divisor."""
+    count_include_pad (PyTorch's default) the padding counts in the divisor, and
+    divisor_override replaces every window's divisor."""
     op = "avg_pool2d"
-    x = _image(x, op)
+    return _avg_pool(op, _image(x, op), kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def avg_pool1d(x: Tensor, kernel_size: IntSingle, stride: Optional[IntSingle] = None,
+               padding: IntSingle = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """avg_pool2d over (N, C, L) or (C, L) seen as a height of 1, as PyTorch computes it."""
+    op = "avg_pool1d"
+    x = _core.as_tensor(x, op)
+    _core.require_float(x, op)
+    if x.ndim not in (2, 3):
+        raise ValueError(f"{op}: input must be (N, C, L) or (C, L), got shape {x.shape}")
+    kernel = _ints(kernel_size, "kernel_size", op, 1, 1)
+    stride = kernel if stride is None else _ints(stride, "stride", op, 1, 1)
+    padding = _ints(padding, "padding", op, 0, 1)
+    rows = reshape(x, x.shape[:-1] + (1, x.shape[-1]))
+    y = _avg_pool(op, rows, (1,) + kernel, (1,) + stride, (0,) + padding, ceil_mode,
+                  count_include_pad, None)
+    return reshape(y, x.shape[:-1] + y.shape[-1:])
+
+
+def _avg_pool(op: str, x: Tensor, kernel_size: IntPair, stride: Optional[IntPair],
+              padding: IntPair, ceil_mode: bool, count_include_pad: bool,
+              divisor_override: Optional[int]) -> Tensor:
+    d = divisor_override
+    if d is not None and (isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d == 0):
+        raise ValueError(f"{op}: divisor_override must be a non-zero integer or None, got {d!r}")
     kernel, padding, _, (hs, he, h0, _), (ws, we, w0, _) = _pool_args(x, kernel_size, stride,
                                                                    padding, op, bool(ceil_mode))
-    if count_include_pad:
+    if d is not None:
+        # The kernel divides by positive counts; a negative divisor negates the mean.
+        dh, dw = np.full(hs.shape, abs(int(d)), np.int64), np.ones_like(ws)
+    elif count_include_pad:
         # PyTorch's divisor: the window clipped to the padded input, not to the input.
         dh = np.minimum(h0 + kernel[0], x.shape[-2] + padding[0]) - h0
         dw = np.minimum(w0 + kernel[1], x.shape[-1] + padding[1]) - w0
     else:
         dh, dw = he - hs, we - ws
-    return _average(x, op, (hs, he, ws, we), dh, dw)
+    y = _average(x, op, (hs, he, ws, we), dh, dw)
+    return -y if d is not None and d < 0 else y
 
 
 def adaptive_avg_pool2d(x: Tensor, output_size: Union[int, Sequence[Optional[int]]]) -> Tensor:
@@ -361,4 +394,4 @@ def batch_norm(x: Tensor, running_mean: Optional[Tensor], running_var: Optional[
     return _core.record(op, y.reshape(x.shape), inputs, backward, saved)
 
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv1d", "conv2d", "max_pool2d"]
+__all__ = ["adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm", "conv1d", "conv2d", "max_pool2d"]

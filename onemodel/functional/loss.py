@@ -12,13 +12,14 @@ from typing import Any, Optional
 import numpy as np
 
 from ..tensor import Tensor
-from ._core import as_tensor, record, require_float
-from .elementwise import mul, relu, softplus, sub
+from ._core import as_tensor, record, require_float, sum_to_shape
+from .elementwise import log, mul, relu, softplus, sub
 from .nn import log_softmax
 from .reduction import mean, sum
 from .shape import permute, reshape
 
 REDUCTIONS = ("mean", "sum", "none")
+_ONE = np.float32(1.0)
 
 
 def _check_reduction(op: str, reduction: str) -> None:
@@ -219,14 +220,96 @@ def l1_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
     return _reduce(relu(d) + relu(-d), reduction)
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target: Any,
-                                     reduction: str = "mean") -> Tensor:
-    """softplus(x) − x·t per element; the softplus kernel is stable for any |x|."""
-    op = "binary_cross_entropy_with_logits"
-    _check_reduction(op, reduction)
+def _no_legacy(op: str, size_average: Any, reduce: Any) -> None:
+    if size_average is not None or reduce is not None:
+        raise ValueError(f"{op}: size_average and reduce are deprecated and not supported; use "
+                         "reduction='mean', 'sum' or 'none'")
+
+
+def _bce_operands(op: str, input: Any, target: Any) -> tuple:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
     require_float(input, op)
     t = as_tensor(target, op, input)
+    require_float(t, op, "target")
     if t.shape != input.shape:
         raise ValueError(f"{op}: target of shape {t.shape} must match input of shape "
                          f"{input.shape}")
-    return _reduce(softplus(input) - mul(input, t), reduction)
+    return input, t
+
+
+def _elementwise_weight(op: str, name: str, weight: Any, input: Tensor) -> Optional[Tensor]:
+    """weight as a float32 tensor that broadcasts to the input's shape (as PyTorch's in-place
+    multiply requires), or None."""
+    if weight is None:
+        return None
+    w = as_tensor(weight, op, input)
+    require_float(w, op, name)
+    try:
+        shape = np.broadcast_shapes(w.shape, input.shape)
+    except ValueError:
+        shape = None
+    if shape != input.shape:
+        raise ValueError(f"{op}: {name} of shape {w.shape} does not broadcast to the input's "
+                         f"shape {input.shape}")
+    return w
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Optional[Any] = None,
+                                     size_average: Optional[bool] = None,
+                                     reduce: Optional[bool] = None, reduction: str = "mean",
+                                     pos_weight: Optional[Any] = None) -> Tensor:
+    """w·((1 − t)·x + (1 + (p − 1)·t)·softplus(−x)) per element, PyTorch's form: softplus(−x)
+    is −log σ(x), stable for any |x|, and nothing cancels when x is large. weight w broadcasts
+    to the input, pos_weight p (the positive class's weight, e.g. one per class on the last
+    axis) to the target."""
+    op = "binary_cross_entropy_with_logits"
+    _check_reduction(op, reduction)
+    _no_legacy(op, size_average, reduce)
+    x, t = _bce_operands(op, input, target)
+    w = _elementwise_weight(op, "weight", weight, x)
+    p = _elementwise_weight(op, "pos_weight", pos_weight, x)
+    log_weight_term = softplus(-x)
+    if p is not None:
+        log_weight_term = mul(mul(sub(p, _ONE), t) + _ONE, log_weight_term)
+    loss = mul(sub(_ONE, t), x) + log_weight_term
+    return _reduce(loss if w is None else mul(loss, w), reduction)
+
+
+def binary_cross_entropy(input: Tensor, target: Any, weight: Optional[Any] = None,
+                         size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                         reduction: str = "mean") -> Tensor:
+    """−w·(t·log x + (1 − t)·log(1 − x)) per element for probabilities x in [0, 1], each log
+    clamped at −100 as PyTorch, so that x = 0 or 1 gives a finite loss. The gradient is
+    PyTorch's: w·(x − t) / max(x·(1 − x), 1e-12) for the input, w·log((1 − x) / x) for the
+    target."""
+    op = "binary_cross_entropy"
+    _check_reduction(op, reduction)
+    _no_legacy(op, size_average, reduce)
+    x, t = _bce_operands(op, input, target)
+    w = _elementwise_weight(op, "weight", weight, x)
+    xd, td = x._data, t._data
+    if not ((xd >= 0) & (xd <= 1)).all():
+        raise ValueError(f"{op}: input values must be in [0, 1] (probabilities; use "
+                         f"binary_cross_entropy_with_logits for logits), input {x.shape}")
+    log_x = log(Tensor._wrap(xd))._data
+    log_1mx = log(Tensor._wrap(_ONE - xd))._data
+    low = np.float32(-100)
+    # PyTorch's order: (t − 1)·log(1 − x) − t·log(x).
+    unweighted = (td - _ONE) * np.maximum(log_1mx, low) - td * np.maximum(log_x, low)
+    wd = None if w is None else np.broadcast_to(w._data, x.shape)
+    loss = unweighted if wd is None else unweighted * wd
+
+    def backward(g: np.ndarray) -> tuple:
+        gw = g if wd is None else g * wd
+        gx = gt = gwt = None
+        if x._requires_grad:
+            gx = gw * (xd - td) / np.maximum((_ONE - xd) * xd, np.float32(1e-12))
+        if t._requires_grad:
+            gt = gw * (log_1mx - log_x)
+        if w is not None and w._requires_grad:
+            gwt = sum_to_shape(g * unweighted, w.shape)
+        return (gx, gt) if w is None else (gx, gt, gwt)
+
+    inputs = (x, t) if w is None else (x, t, w)
+    return _reduce(record(op, loss, inputs, backward, inputs), reduction)

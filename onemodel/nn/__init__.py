@@ -3,11 +3,11 @@ from . import init, utils
 from .attention import (MultiheadAttention, TransformerDecoder, TransformerDecoderLayer,
                         TransformerEncoder, TransformerEncoderLayer)
 from .container import ModuleDict, ModuleList, ParameterList
-from .conv import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d,
+from .conv import (AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d,
                    MaxPool2d, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d)
 from .layers import (ELU, GELU, Dropout, Dropout1d, Dropout2d, Embedding, Flatten, Identity,
                      LayerNorm, LeakyReLU, Linear, ReLU, Sequential, Sigmoid, SiLU, Softmax, Tanh)
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, L1Loss, MSELoss, NLLLoss
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, Parameter
 from .normalization import GroupNorm, RMSNorm
 from .recurrent import GRU, LSTM
@@ -24,5 +24,5 @@ __all__ = [
     "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
     "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "RMSNorm", "Upsample",
     "TransformerDecoder", "TransformerDecoderLayer",
-    "UpsamplingBilinear2d", "UpsamplingNearest2d",
+    "UpsamplingBilinear2d", "UpsamplingNearest2d", "AvgPool1d", "BCELoss",
 ]

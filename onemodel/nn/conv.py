@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ..functional import conv as C
+from ..functional.shape import pad
 from ..functional.sampling import MODES as _INTERPOLATE_MODES, interpolate
 from ..random import Generator
 from ..tensor import Tensor
@@ -20,6 +21,7 @@ from .init import fan_in_bound, resolve_generator, uniform_parameter
 from .module import Module, Parameter
 
 IntPair = Union[int, Sequence[int]]
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 def _positive(value: Any, name: str, layer: str) -> int:
@@ -45,14 +47,23 @@ class _ConvNd(Module):
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(f"{layer}: in_channels {self.in_channels} and out_channels "
                              f"{self.out_channels} must be divisible by groups {self.groups}")
-        if padding_mode != "zeros":
-            raise ValueError(f"{layer}: only padding_mode='zeros' is supported, got "
-                             f"{padding_mode!r}")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"{layer}: padding_mode must be one of {', '.join(_PADDING_MODES)}, "
+                             f"got {padding_mode!r}")
+        self.padding_mode = padding_mode
         self.kernel_size = C._ints(kernel_size, "kernel_size", layer, 1, n)
         self.stride = C._ints(stride, "stride", layer, 1, n)
         self.dilation = C._ints(dilation, "dilation", layer, 1, n)
-        self.padding = padding if isinstance(padding, str) else C._ints(padding, "padding",
-                                                                         layer, 0, n)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"{layer}: padding must be 'same', 'valid' or ints, got "
+                                 f"{padding!r}")
+            if padding == "same" and self.stride != (1,) * n:
+                raise ValueError(f"{layer}: padding='same' needs stride 1, got stride "
+                                 f"{self.stride}")
+            self.padding = padding
+        else:
+            self.padding = C._ints(padding, "padding", layer, 0, n)
         g = resolve_generator(generator, seed)
         fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
         bound = fan_in_bound(fan_in)
@@ -63,10 +74,31 @@ class _ConvNd(Module):
         else:
             self.register_parameter("bias", None)
 
+    def _pad_amounts(self) -> tuple:
+        """F.pad's (left, right) pairs, last dim first; 'same' puts the odd one on the right,
+        as PyTorch."""
+        if self.padding == "same":
+            totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            pairs = [(t // 2, t - t // 2) for t in totals]
+        elif self.padding == "valid":
+            pairs = [(0, 0)] * self._dims
+        else:
+            pairs = [(p, p) for p in self.padding]
+        return tuple(a for pair in reversed(pairs) for a in pair)
+
+    def _conv(self, conv: Any, x: Tensor) -> Tensor:
+        if self.padding_mode == "zeros":
+            return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+        # Padded by F.pad in the mode, then a convolution without padding, as PyTorch.
+        x = pad(x, self._pad_amounts(), self.padding_mode)
+        return conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+
     def extra_repr(self) -> str:
+        mode = "" if self.padding_mode == "zeros" else f", padding_mode={self.padding_mode!r}"
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, "
-                f"groups={self.groups}, bias={self.bias is not None}")
+                f"groups={self.groups}, bias={self.bias is not None}{mode}")
 
 
 class Conv1d(_ConvNd):
@@ -75,8 +107,7 @@ class Conv1d(_ConvNd):
     _dims = 1
 
     def forward(self, x: Tensor) -> Tensor:
-        return C.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+        return self._conv(C.conv1d, x)
 
 
 class Conv2d(_ConvNd):
@@ -85,8 +116,7 @@ class Conv2d(_ConvNd):
     _dims = 2
 
     def forward(self, x: Tensor) -> Tensor:
-        return C.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+        return self._conv(C.conv2d, x)
 
 
 class _BatchNorm(Module):
@@ -188,18 +218,41 @@ class AvgPool2d(Module):
 
     def __init__(self, kernel_size: IntPair, stride: Optional[IntPair] = None,
                  padding: IntPair = 0, ceil_mode: bool = False,
-                 count_include_pad: bool = True) -> None:
+                 count_include_pad: bool = True, divisor_override: Optional[int] = None) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.count_include_pad, self.ceil_mode = bool(count_include_pad), bool(ceil_mode)
+        self.divisor_override = divisor_override
 
     def forward(self, x: Tensor) -> Tensor:
         return C.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
+                            self.count_include_pad, self.divisor_override)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"ceil_mode={self.ceil_mode}")
+
+
+class AvgPool1d(Module):
+    """Arguments in torch.nn.AvgPool1d's order; sizes kept as 1-tuples, as PyTorch's."""
+
+    def __init__(self, kernel_size: Union[int, Sequence[int]],
+                 stride: Union[int, Sequence[int], None] = None,
+                 padding: Union[int, Sequence[int]] = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        super().__init__()
+        self.kernel_size = C._ints(kernel_size, "kernel_size", "AvgPool1d", 1, 1)
+        self.stride = self.kernel_size if stride is None else C._ints(stride, "stride",
+                                                                      "AvgPool1d", 1, 1)
+        self.padding = C._ints(padding, "padding", "AvgPool1d", 0, 1)
+        self.count_include_pad, self.ceil_mode = bool(count_include_pad), bool(ceil_mode)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return C.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AdaptiveAvgPool2d(Module):
@@ -214,7 +267,7 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
+__all__ = ["AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
            "MaxPool2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
 

@@ -1,10 +1,9 @@
 """Loss modules: torch.nn's constructors over the functional losses (training.txt section 2).
 
 Each takes PyTorch's constructor arguments in PyTorch's order and checks them at
-construction. Arguments the functional losses do not implement (BCEWithLogitsLoss's weight and
-pos_weight) are refused with a ValueError rather than silently ignored, so ported code cannot
-change meaning; the deprecated size_average and reduce are refused in favour of reduction.
-A class weight is a buffer named weight, as in PyTorch's state.
+construction. The deprecated size_average and reduce are refused with a ValueError in favour
+of reduction, so ported code cannot change meaning. A class or element weight is a buffer
+named weight (and BCEWithLogitsLoss's pos_weight a buffer pos_weight), as in PyTorch's state.
 """
 from __future__ import annotations
 
@@ -17,20 +16,15 @@ from .module import Module
 
 
 class _Loss(Module):
-    """Holds `reduction`; refuses the deprecated size_average / reduce and any unsupported
-    argument given a value other than its default."""
+    """Holds `reduction`; refuses the deprecated size_average / reduce."""
 
     def __init__(self, reduction: str, size_average: Optional[bool] = None,
-                 reduce: Optional[bool] = None, **unsupported: Any) -> None:
+                 reduce: Optional[bool] = None) -> None:
         super().__init__()
         name = type(self).__name__
         if size_average is not None or reduce is not None:
             raise ValueError(f"{name}: size_average and reduce are deprecated and not "
                              f"supported; use reduction='mean', 'sum' or 'none'")
-        for arg, value in unsupported.items():
-            if value is not None:
-                raise ValueError(f"{name}: {arg} is not supported (got a "
-                                 f"{type(value).__name__}); only {arg}=None")
         _check_reduction(name, reduction)
         self.reduction = reduction
 
@@ -100,16 +94,33 @@ class L1Loss(_Loss):
         return F.l1_loss(input, target, self.reduction)
 
 
-class BCEWithLogitsLoss(_Loss):
-    """binary_cross_entropy_with_logits; no class weights, no pos_weight (training.txt 2)."""
+class BCELoss(_WeightedLoss):
+    """binary_cross_entropy of probabilities; weight broadcasts to the input."""
+
+    def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
+                 reduce: Optional[bool] = None, reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_WeightedLoss):
+    """binary_cross_entropy_with_logits; weight broadcasts to the input, pos_weight (often one
+    per class) to the target."""
 
     def __init__(self, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
                  reduce: Optional[bool] = None, reduction: str = "mean",
                  pos_weight: Optional[Tensor] = None) -> None:
-        super().__init__(reduction, size_average, reduce, weight=weight, pos_weight=pos_weight)
+        super().__init__(weight, size_average, reduce, reduction)
+        if pos_weight is not None and not isinstance(pos_weight, Tensor):
+            pos_weight = Tensor(pos_weight)
+        self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
-        return F.binary_cross_entropy_with_logits(input, target, self.reduction)
+        return F.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
 
 
 class CTCLoss(_Loss):
@@ -129,5 +140,5 @@ class CTCLoss(_Loss):
                           self.reduction, self.zero_infinity)
 
 
-__all__ = ["BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss",
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss",
            "NLLLoss"]
