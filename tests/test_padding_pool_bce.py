@@ -91,6 +91,8 @@ POOL_CASES = [
     ((1, 2, 6, 5), (3, None, 1)),
     ((3, 5, 6), (2, 1, 0)),
     ((1, 1, 4, 9), ((1, 4), (1, 3), (0, 2))),
+    ((2, 3, 9, 9), ((3, 3), (1, 1), (1,))),  # a 1-tuple stands for both axes
+    ((1, 1, 4, 4), ((2, 2), (), (0,))),  # an empty stride is the default, the kernel size
 ]
 
 
@@ -200,6 +202,13 @@ def test_bce_matches_torch(weight, reduction, rng, check_torch):
                 lambda a, b: TF.binary_cross_entropy(a, b, None if w is None else
                                                      torch.from_numpy(w), reduction=reduction),
                 x, t, tol=1e-6, grad_tol=1e-5)
+
+
+def test_bce_of_rank_0_tensors(rng, check_torch):
+    w = np.float32(1.5)
+    check_torch(lambda a, b: F.binary_cross_entropy(a, b, om.tensor(w)),
+                lambda a, b: TF.binary_cross_entropy(a, b, torch.tensor(w)),
+                np.array(0.3, np.float32), np.array(0.6, np.float32), tol=1e-6)
 
 
 def test_bce_at_probabilities_zero_and_one(assert_close):

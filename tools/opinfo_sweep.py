@@ -88,12 +88,22 @@ OPS = {
     "nn.functional.rms_norm": F.rms_norm, "nn.functional.batch_norm": F.batch_norm,
     "nn.functional.conv1d": F.conv1d, "nn.functional.conv2d": F.conv2d,
     "nn.functional.max_pool2d": F.max_pool2d, "nn.functional.avg_pool2d": F.avg_pool2d,
+    "nn.functional.avg_pool1d": F.avg_pool1d,
     "nn.functional.adaptive_avg_pool2d": F.adaptive_avg_pool2d,
     "nn.functional.pad": F.pad, "nn.functional.interpolate": F.interpolate,
+    # torch's deprecated wrappers of interpolate, and the aten op behind antialias=True
+    "nn.functional.upsample_nearest": lambda x, size=None, scale_factor=None: F.interpolate(
+        x, size, scale_factor),
+    "nn.functional.upsample_bilinear": lambda x, size=None, scale_factor=None: F.interpolate(
+        x, size, scale_factor, mode="bilinear", align_corners=True),
+    "_upsample_bilinear2d_aa": lambda x, output_size, align_corners, scale_factors: F.interpolate(
+        x, None if output_size is None else tuple(output_size), scale_factors, mode="bilinear",
+        align_corners=align_corners, antialias=True),
     "nn.functional.scaled_dot_product_attention": F.scaled_dot_product_attention,
     "nn.functional.cross_entropy": F.cross_entropy, "nn.functional.nll_loss": F.nll_loss,
     "nn.functional.mse_loss": F.mse_loss, "nn.functional.l1_loss": F.l1_loss,
     "nn.functional.binary_cross_entropy_with_logits": F.binary_cross_entropy_with_logits,
+    "nn.functional.binary_cross_entropy": F.binary_cross_entropy,
     "nn.functional.ctc_loss": F.ctc_loss,
 }
 

@@ -183,12 +183,20 @@ def _sliding(size: int, kernel: int, stride: int, padding: int, op: str, shape: 
     return first, last + 1, start, out
 
 
+def _pool_pair(value: Any, name: str, op: str, minimum: int) -> tuple:
+    """As _pair, also taking a 1-tuple for both axes, as PyTorch's pooling does."""
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    return _pair(value, name, op, minimum)
+
+
 def _pool_args(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair], padding: IntPair,
                op: str, ceil_mode: bool, dilation: IntPair = 1) -> tuple:
-    kernel = _pair(kernel_size, "kernel_size", op, 1)
-    stride = kernel if stride is None else _pair(stride, "stride", op, 1)
-    padding = _pair(padding, "padding", op, 0)
-    dilation = _pair(dilation, "dilation", op, 1)
+    kernel = _pool_pair(kernel_size, "kernel_size", op, 1)
+    # An empty stride means the default, as in PyTorch.
+    stride = kernel if stride is None or stride == () else _pool_pair(stride, "stride", op, 1)
+    padding = _pool_pair(padding, "padding", op, 0)
+    dilation = _pool_pair(dilation, "dilation", op, 1)
     if padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2:
         raise ValueError(f"{op}: padding {padding} must be at most half of kernel_size "
                          f"{kernel}")

@@ -293,7 +293,7 @@ def binary_cross_entropy(input: Tensor, target: Any, weight: Optional[Any] = Non
         raise ValueError(f"{op}: input values must be in [0, 1] (probabilities; use "
                          f"binary_cross_entropy_with_logits for logits), input {x.shape}")
     log_x = log(Tensor._wrap(xd))._data
-    log_1mx = log(Tensor._wrap(_ONE - xd))._data
+    log_1mx = log(Tensor._wrap(np.asarray(_ONE - xd)))._data
     low = np.float32(-100)
     # PyTorch's order: (t − 1)·log(1 − x) − t·log(x).
     unweighted = (td - _ONE) * np.maximum(log_1mx, low) - td * np.maximum(log_x, low)
