@@ -121,15 +121,15 @@ def test_values_at_the_borders_and_specials(rng, assert_close):
         assert_close(got, want, 1e-6)
 
 
-@pytest.mark.parametrize("make, kwargs", [
-    (lambda m: m.Upsample(scale_factor=2, mode="bilinear"), {}),
-    (lambda m: m.Upsample(size=(7, 3), mode="bicubic", align_corners=True), {}),
-    (lambda m: m.Upsample(scale_factor=1.5, mode="area"), {}),
-    (lambda m: m.UpsamplingBilinear2d(scale_factor=2), {}),
-    (lambda m: m.UpsamplingBilinear2d(size=(3, 9)), {}),
-    (lambda m: m.UpsamplingNearest2d(scale_factor=3), {}),
+@pytest.mark.parametrize("make", [
+    lambda m: m.Upsample(scale_factor=2, mode="bilinear"),
+    lambda m: m.Upsample(size=(7, 3), mode="bicubic", align_corners=True),
+    lambda m: m.Upsample(scale_factor=1.5, mode="area"),
+    lambda m: m.UpsamplingBilinear2d(scale_factor=2),
+    lambda m: m.UpsamplingBilinear2d(size=(3, 9)),
+    lambda m: m.UpsamplingNearest2d(scale_factor=3),
 ])
-def test_upsample_modules(make, kwargs, rng, check_torch):
+def test_upsample_modules(make, rng, check_torch):
     ours, theirs = make(nn), make(torch.nn)
     assert repr(ours) == repr(theirs)
     check_torch(ours, theirs, _x(rng, 2, 3, 4, 5), tol=1e-6, grad_tol=1e-5)

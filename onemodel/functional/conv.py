@@ -402,4 +402,5 @@ def batch_norm(x: Tensor, running_mean: Optional[Tensor], running_var: Optional[
     return _core.record(op, y.reshape(x.shape), inputs, backward, saved)
 
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm", "conv1d", "conv2d", "max_pool2d"]
+__all__ = ["adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm", "conv1d", "conv2d",
+           "max_pool2d"]

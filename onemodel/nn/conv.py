@@ -267,8 +267,8 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
-           "MaxPool2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+__all__ = ["AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d",
+           "Conv2d", "MaxPool2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
 
 class Upsample(Module):
