@@ -16,6 +16,7 @@ from .. import functional as F
 from .. import random
 from ..functional.dropout import dropout
 from ..functional.elementwise import check_not_inplace
+from ..functional.nn import check_padding_idx
 from ..random import Generator
 from ..tensor import Tensor
 from .init import EMBEDDING_BOUND, fan_in_bound, resolve_generator, uniform_parameter
@@ -53,22 +54,62 @@ class Linear(Module):
 
 
 class Embedding(Module):
-    """Rows of weight (num_embeddings, embedding_dim) drawn from Uniform(±√3)."""
+    """Rows of weight (num_embeddings, embedding_dim) drawn from Uniform(±√3), PyTorch's
+    arguments (functional.embedding): the padding_idx row starts at zero and gets no gradient;
+    max_norm renormalises the rows a forward looks up, in place. `_weight` is used as the
+    weight itself (nothing drawn, no row zeroed, as PyTorch), frozen with `_freeze`."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, *,
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
+                 _weight: Optional[Tensor] = None, _freeze: bool = False, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         self.num_embeddings = _positive(num_embeddings, "num_embeddings", "Embedding")
         self.embedding_dim = _positive(embedding_dim, "embedding_dim", "Embedding")
+        self.padding_idx = check_padding_idx(padding_idx, self.num_embeddings, "Embedding")
+        if sparse:
+            raise NotImplementedError("Embedding: sparse=True (sparse gradients) is not "
+                                      "supported; use sparse=False")
+        self.max_norm = None if max_norm is None else float(max_norm)
+        self.norm_type = float(norm_type)
+        self.scale_grad_by_freq = bool(scale_grad_by_freq)
+        self.sparse = False
+        shape = (self.num_embeddings, self.embedding_dim)
+        if _weight is not None:
+            if tuple(_weight.shape) != shape:
+                raise ValueError(f"Embedding: _weight of shape {tuple(_weight.shape)} does not "
+                                 f"match (num_embeddings, embedding_dim) = {shape}")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+            return
         g = resolve_generator(generator, seed)
-        self.weight = uniform_parameter((self.num_embeddings, self.embedding_dim),
-                                        EMBEDDING_BOUND, g)
+        self.weight = uniform_parameter(shape, EMBEDDING_BOUND, g)
+        self.weight.requires_grad = not _freeze
+        if self.padding_idx is not None:
+            self.weight._data[self.padding_idx] = 0.0
 
-    def forward(self, indices: Tensor) -> Tensor:
-        return F.embedding(indices, self.weight)
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> "Embedding":
+        """An Embedding whose weight is `embeddings` (2-D), frozen unless freeze=False."""
+        if len(getattr(embeddings, "shape", ())) != 2:
+            raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D "
+                             f"(num_embeddings, embedding_dim), got shape "
+                             f"{tuple(getattr(embeddings, 'shape', ()))}")
+        num, dim = embeddings.shape
+        return cls(num, dim, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=embeddings, _freeze=freeze)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        extra = "".join(f", {name}={getattr(self, name)}" for name in
+                        ("padding_idx", "max_norm") if getattr(self, name) is not None)
+        return f"{self.num_embeddings}, {self.embedding_dim}" + extra
 
 
 class LayerNorm(Module):
