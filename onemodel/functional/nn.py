@@ -8,6 +8,7 @@ adds rows in index order (np.add.at, sequential), which is deterministic as well
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -58,13 +59,29 @@ def _is_float32(dtype: Any) -> bool:
         return False
 
 
-def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    """exp(x) / Σ exp(x) along dim (max-shifted); dtype=float32 converts the input first."""
+def implicit_dim(op: str, ndim: int, stacklevel: int) -> int:
+    """PyTorch's deprecated choice of dim when none is given (0 for rank 0, 1 or 3, else 1),
+    with its warning."""
+    warnings.warn(f"{op}: implicit dimension choice has been deprecated; pass dim",
+                  UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
+            dtype: Any = None) -> Tensor:
+    """exp(x) / Σ exp(x) along dim (max-shifted); dtype=float32 converts the input first.
+    PyTorch's signature: without dim, its deprecated implicit choice (implicit_dim)."""
+    if dim is None:
+        dim = implicit_dim("softmax", as_tensor(input, "softmax").ndim, _stacklevel)
     return _softmax("softmax", input, dim, False, dtype)
 
 
-def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    """x - log Σ exp(x) along dim (max-shifted); dtype=float32 converts the input first."""
+def log_softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
+                dtype: Any = None) -> Tensor:
+    """x - log Σ exp(x) along dim (max-shifted); dtype=float32 converts the input first.
+    Without dim, PyTorch's deprecated implicit choice (implicit_dim)."""
+    if dim is None:
+        dim = implicit_dim("log_softmax", as_tensor(input, "log_softmax").ndim, _stacklevel)
     return _softmax("log_softmax", input, dim, True, dtype)
 
 
