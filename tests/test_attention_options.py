@@ -215,3 +215,11 @@ def test_decoder_layer_unbatched_matches_torch(batch_first, rng, assert_close):
     out = _decoder_both(m, t, x, mem, rng, assert_close,
                         memory_key_padding_mask=np.arange(7) >= 5)
     assert out.shape == (4, d)
+
+
+@pytest.mark.parametrize("layer", [nn.TransformerEncoderLayer, nn.TransformerDecoderLayer])
+def test_activation_given_as_function(layer):
+    for fn, name in ((om.functional.gelu, "gelu"), (om.functional.relu, "relu")):
+        assert layer(8, 2, 12, activation=fn).activation == name
+    with pytest.raises(ValueError, match=r"activation must be 'relu', 'gelu', F.relu or F.gelu"):
+        layer(8, 2, 12, activation=om.functional.tanh)

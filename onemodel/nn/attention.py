@@ -186,10 +186,14 @@ class MultiheadAttention(Module):
                           if getattr(self, name) != self.embed_dim))
 
 
-def _activation(activation: str, layer: str) -> str:
-    if activation not in ("relu", "gelu"):
-        raise ValueError(f"{layer}: activation must be 'relu' or 'gelu', got {activation!r}")
-    return activation
+def _activation(activation: Any, layer: str) -> str:
+    """The activation's name: "relu" or "gelu", or onemodel's F.relu / F.gelu as PyTorch code
+    passes them; other callables are refused."""
+    for name, fn in (("relu", F.relu), ("gelu", F.gelu)):
+        if activation is fn or (isinstance(activation, str) and activation == name):
+            return name
+    raise ValueError(f"{layer}: activation must be 'relu', 'gelu', F.relu or F.gelu "
+                     f"(onemodel.functional), got {activation!r}")
 
 
 class _TransformerLayer(Module):
