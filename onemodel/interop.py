@@ -6,8 +6,8 @@ entries map by name. The differences:
 
 - MultiheadAttention: PyTorch's fused in_proj_weight / in_proj_bias are our q, k, v stacked
   along rows (in that order), its q/k/v_proj_weight our q, k, v weights when kdim or vdim
-  differ from embed_dim; out_proj is o; bias_k and bias_v keep their names. The dropout's draw counter has no PyTorch
-  counterpart: loading keeps ours, exporting leaves it out.
+  differ from embed_dim; out_proj is o; bias_k and bias_v keep their names. The dropout's
+  draw counter has no PyTorch counterpart: loading keeps ours, exporting leaves it out.
 - TransformerEncoderLayer: self_attn, linear1, linear2 are our attn, ff1, ff2;
   TransformerDecoderLayer's multihead_attn is our cross_attn.
 - TransformerEncoder and TransformerDecoder: layers.<i> is our layer<i>.

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -216,8 +216,9 @@ class TransformerEncoderLayer(_TransformerLayer):
     batch_first, or unbatched (L, d_model); the arguments are PyTorch's, in PyTorch's order."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation: str = "relu", layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, *,
+                 dropout: float = 0.1, activation: Union[str, Callable] = "relu",
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         self.activation = _activation(activation, "TransformerEncoderLayer")
@@ -267,8 +268,9 @@ class TransformerDecoderLayer(_TransformerLayer):
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation: str = "relu", layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, *,
+                 dropout: float = 0.1, activation: Union[str, Callable] = "relu",
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         self.activation = _activation(activation, "TransformerDecoderLayer")
