@@ -120,6 +120,28 @@ def test_lengths_match_rows_run_alone(bidirectional, rng):
         assert not xo.grad.numpy()[n:, b].any(), "padded inputs must get zero gradient"
 
 
+def test_lengths_match_torch_packed(rng, assert_close):
+    m = nn.LSTM(4, 9, 2, bidirectional=True, batch_first=True, proj_size=3, seed=2)
+    t = _twin(m)
+    lengths = np.array([3, 6, 1, 4])
+    x = rng.standard_normal((4, 6, 4)).astype(np.float32)
+    xo, xt = om.tensor(x, requires_grad=True), torch.from_numpy(x).requires_grad_()
+    y, (h, c) = m(xo, lengths=lengths)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(xt, torch.from_numpy(lengths),
+                                                     batch_first=True, enforce_sorted=False)
+    yp, (ht, ct) = t(packed)
+    yt, _ = torch.nn.utils.rnn.pad_packed_sequence(yp, batch_first=True, total_length=6)
+    for name, a, b in (("output", y, yt), ("h_n", h, ht), ("c_n", c, ct)):
+        assert_close(a.detach().numpy(), b.detach().numpy(), 1e-5, name)
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    (y * om.tensor(g)).sum().backward()
+    (yt * torch.from_numpy(g)).sum().backward()
+    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-5, "grad input")
+    theirs = dict(t.named_parameters())
+    for name, p in m.named_parameters():
+        assert_close(p.grad.numpy(), theirs[name].grad.numpy(), 1e-5, f"grad {name}")
+
+
 def _sigmoid(a):
     return 1.0 / (1.0 + np.exp(-a))
 
