@@ -5,8 +5,9 @@ num_batches_tracked, Embedding, LSTM and GRU with their gate order and bias pair
 entries map by name. The differences:
 
 - MultiheadAttention: PyTorch's fused in_proj_weight / in_proj_bias are our q, k, v stacked
-  along rows (in that order); out_proj is o. The dropout's draw counter has no PyTorch
-  counterpart: loading keeps ours, exporting leaves it out.
+  along rows (in that order), its q/k/v_proj_weight our q, k, v weights when kdim or vdim
+  differ from embed_dim; out_proj is o; bias_k and bias_v keep their names. The dropout's
+  draw counter has no PyTorch counterpart: loading keeps ours, exporting leaves it out.
 - TransformerEncoderLayer: self_attn, linear1, linear2 are our attn, ff1, ff2;
   TransformerDecoderLayer's multihead_attn is our cross_attn.
 - TransformerEncoder and TransformerDecoder: layers.<i> is our layer<i>.
@@ -42,9 +43,16 @@ def _links(module: Module, ours: str, theirs: str) -> Iterator[tuple]:
         yield None, [ours + "draws"]
         return
     if isinstance(module, MultiheadAttention):
-        yield theirs + "in_proj_weight", [f"{ours}{p}.weight" for p in "qkv"]
+        if module.kdim == module.vdim == module.embed_dim:
+            yield theirs + "in_proj_weight", [f"{ours}{p}.weight" for p in "qkv"]
+        else:  # PyTorch keeps the three apart when their widths differ
+            for p in "qkv":
+                yield f"{theirs}{p}_proj_weight", [f"{ours}{p}.weight"]
         if module.q.bias is not None:
             yield theirs + "in_proj_bias", [f"{ours}{p}.bias" for p in "qkv"]
+        for name in ("bias_k", "bias_v"):
+            if getattr(module, name) is not None:
+                yield theirs + name, [ours + name]
         yield from _links(module.o, ours + "o.", theirs + "out_proj.")
         yield from _links(module.dropout, ours + "dropout.", "")
         return

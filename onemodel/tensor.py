@@ -486,10 +486,10 @@ class Tensor:
         return F.clamp(self, max=max)
 
     def softmax(self, dim: int, dtype: Any = None) -> "Tensor":
-        return F.softmax(self, dim, dtype)
+        return F.softmax(self, dim, dtype=dtype)
 
     def log_softmax(self, dim: int, dtype: Any = None) -> "Tensor":
-        return F.log_softmax(self, dim, dtype)
+        return F.log_softmax(self, dim, dtype=dtype)
 
     def _arg(self, op: str, fn: Any, dim: Optional[int], keepdim: bool) -> "Tensor":
         if dim is None:

@@ -90,13 +90,87 @@ def test_constructor_matches_torch(name):
     _check(name, "__init__", ours, _torch_init(name), DEFAULT_DIFFERENCES)
 
 
-@pytest.mark.parametrize("name", ["MultiheadAttention", "TransformerEncoderLayer",
-                                  "TransformerEncoder", "TransformerDecoderLayer",
-                                  "TransformerDecoder"])
+# class -> why its forward's argument names still differ from PyTorch's (`x` for `input`); each
+# is in a file of another part of the library. strict: the entry must go once it is fixed.
+FORWARD_PENDING = {name: "forward(x): to be renamed forward(input) in nn/conv.py"
+                   for name in ("AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d",
+                                "Conv1d", "Conv2d", "MaxPool2d", "Upsample")}
+FORWARD_PENDING["GroupNorm"] = "forward(x): to be renamed forward(input) in nn/normalization.py"
+
+
+def _forward_classes():
+    for name in _classes():
+        if name in ("Module", "ModuleList", "ModuleDict", "ParameterList"):
+            continue  # containers: PyTorch's forward is the unimplemented placeholder
+        mark = ([pytest.mark.xfail(reason=FORWARD_PENDING[name], strict=True)]
+                if name in FORWARD_PENDING else [])
+        yield pytest.param(name, marks=mark)
+
+
+@pytest.mark.parametrize("name", list(_forward_classes()))
 def test_forward_matches_torch(name):
+    """Every argument both forwards have has PyTorch's name in PyTorch's slot and its default;
+    arguments of ours past PyTorch's last (LSTM's lengths) are onemodel's own."""
     ours = list(inspect.signature(getattr(nn, name).forward).parameters.values())
     theirs = list(inspect.signature(getattr(torch.nn, name).forward).parameters.values())
-    _check(name, "forward", ours, theirs, {})
+    mine, torch_order = _positional(ours), _positional(theirs)
+    n = min(len(mine), len(torch_order))
+    assert mine[:n] == torch_order[:n], (
+        f"{name}.forward: positional arguments {mine}, PyTorch's {torch_order}")
+    _check(name, "forward", [p for p in ours if p.name in mine[:n] or p.name not in mine],
+           theirs, {})
+
+
+def _functions():
+    """onemodel.functional's functions that torch.nn.functional has with a readable signature
+    (its C builtins have none: linear, conv2d, gelu, ...)."""
+    pending = {
+        "adaptive_avg_pool2d": "functional/conv.py: first argument x, PyTorch's input",
+        "batch_norm": "functional/conv.py: first argument x, PyTorch's input",
+        "max_pool2d": "functional/conv.py: first argument x, PyTorch's input",
+        "dropout": "functional/dropout.py: first argument x, PyTorch's input",
+        "dropout1d": "functional/dropout.py: first argument x, PyTorch's input",
+        "dropout2d": "functional/dropout.py: first argument x, PyTorch's input",
+        "pad": "functional/shape.py: first argument x, PyTorch's input",
+    }
+    for loss in ("binary_cross_entropy_with_logits", "cross_entropy", "l1_loss", "mse_loss",
+                 "nll_loss"):
+        pending[loss] = ("functional/loss.py: reduction in PyTorch's third slot, where PyTorch "
+                         "has weight or size_average")
+    for name in sorted(dir(om.functional)):
+        ours, theirs = getattr(om.functional, name), getattr(torch.nn.functional, name, None)
+        if name.startswith("_") or not callable(ours) or not callable(theirs):
+            continue
+        try:
+            inspect.signature(theirs)
+        except ValueError:
+            continue
+        mark = ([pytest.mark.xfail(reason=pending[name], strict=True)]
+                if name in pending else [])
+        yield pytest.param(name, marks=mark)
+
+
+@pytest.mark.parametrize("name", list(_functions()))
+def test_functional_matches_torch(name):
+    ours = list(inspect.signature(getattr(om.functional, name)).parameters.values())
+    theirs = list(inspect.signature(getattr(torch.nn.functional, name)).parameters.values())
+    _check(name, "function", ours, theirs, {})
+
+
+def test_input_by_keyword():
+    """Ported calls that name the input: input=, hx=, and softmax's dim=None."""
+    x = om.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert nn.Linear(3, 2)(input=x).shape == (2, 2)
+    assert nn.LayerNorm(3)(input=x).shape == (2, 3)
+    assert nn.Embedding(4, 2)(input=om.tensor(np.array([1, 3]))).shape == (2, 2)
+    assert nn.Sequential(nn.ReLU(), nn.Tanh())(input=x).shape == (2, 3)
+    y, (h, c) = nn.LSTM(3, 4)(input=x, hx=None)
+    assert y.shape == (2, 4) and h.shape == c.shape == (1, 4)
+    with pytest.warns(UserWarning, match="implicit dimension"):
+        w = om.functional.softmax(input=x)
+    np.testing.assert_array_equal(w.numpy(), om.functional.softmax(x, 1).numpy())
+    np.testing.assert_array_equal(om.functional.log_softmax(x, 0, dtype=np.float32).numpy(),
+                                  om.functional.log_softmax(x, 0).numpy())
 
 
 def test_attention_defaults_are_sequence_first_with_weights():

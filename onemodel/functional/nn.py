@@ -8,14 +8,17 @@ adds rows in index order (np.add.at, sequential), which is deterministic as well
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 from .._kernels import _reduce
+from ..autograd import no_grad
 from ..tensor import Tensor, float32, int64
 from . import elementwise as E
 from ._core import as_tensor, normalize_dim, record, require_float, threads
+from .reduction import max as _max
 from .reduction import sum as _sum
 
 
@@ -56,13 +59,29 @@ def _is_float32(dtype: Any) -> bool:
         return False
 
 
-def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    """exp(x) / Σ exp(x) along dim (max-shifted); dtype=float32 converts the input first."""
+def implicit_dim(op: str, ndim: int, stacklevel: int) -> int:
+    """PyTorch's deprecated choice of dim when none is given (0 for rank 0, 1 or 3, else 1),
+    with its warning."""
+    warnings.warn(f"{op}: implicit dimension choice has been deprecated; pass dim",
+                  UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
+            dtype: Any = None) -> Tensor:
+    """exp(x) / Σ exp(x) along dim (max-shifted); dtype=float32 converts the input first.
+    PyTorch's signature: without dim, its deprecated implicit choice (implicit_dim)."""
+    if dim is None:
+        dim = implicit_dim("softmax", as_tensor(input, "softmax").ndim, _stacklevel)
     return _softmax("softmax", input, dim, False, dtype)
 
 
-def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    """x - log Σ exp(x) along dim (max-shifted); dtype=float32 converts the input first."""
+def log_softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
+                dtype: Any = None) -> Tensor:
+    """x - log Σ exp(x) along dim (max-shifted); dtype=float32 converts the input first.
+    Without dim, PyTorch's deprecated implicit choice (implicit_dim)."""
+    if dim is None:
+        dim = implicit_dim("log_softmax", as_tensor(input, "log_softmax").ndim, _stacklevel)
     return _softmax("log_softmax", input, dim, True, dtype)
 
 
@@ -126,9 +145,40 @@ def _drop_missing(grads: tuple, w: Optional[Tensor], b: Optional[Tensor]) -> tup
     return (dx,) + ((dw,) if w is not None else ()) + ((db,) if b is not None else ())
 
 
-def embedding(input: Any, weight: Tensor, padding_idx: Optional[int] = None) -> Tensor:
-    """Rows of `weight` (num_embeddings, embedding_dim) picked by integer indices; the row at
-    `padding_idx` gets no gradient, as PyTorch."""
+def _row_norms(rows: Tensor, p: float) -> np.ndarray:
+    """The p-norm of each row (float32), summed in the engine's fixed order."""
+    if p == math.inf:
+        return _max(E.abs(rows), 1)[0]._data
+    if p == 1:
+        return _sum(E.abs(rows), 1)._data
+    if p == 2:
+        return E.sqrt(_sum(E.mul(rows, rows), 1))._data
+    return E.pow(_sum(E.pow(E.abs(rows), float(p)), 1), 1.0 / p)._data
+
+
+def _renorm_rows(w: Tensor, flat: np.ndarray, max_norm: float, p: float) -> None:
+    """PyTorch's embedding_renorm_: each row the indices pick whose norm exceeds max_norm is
+    scaled in place by max_norm / (norm + 1e-7) (the scale in float64, as there), outside the
+    graph; the weight's version goes up, so a graph that saved it refuses to run backward."""
+    rows = np.unique(flat)
+    if rows.size == 0:
+        return
+    with no_grad():
+        norms = _row_norms(Tensor._wrap(w._data[rows]), p).astype(np.float64)
+    big = norms > max_norm
+    if big.any():
+        scale = (max_norm / (norms[big] + 1e-7)).astype(float32)
+        w._data[rows[big]] = w._data[rows[big]] * scale[:, None]
+        w._version += 1
+
+
+def embedding(input: Any, weight: Tensor, padding_idx: Optional[int] = None,
+              max_norm: Optional[float] = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of `weight` (num_embeddings, embedding_dim) picked by integer indices, as PyTorch:
+    the row at `padding_idx` gets no gradient; with max_norm, the picked rows whose norm_type
+    norm exceeds it are first renormalised in place (see _renorm_rows); scale_grad_by_freq
+    divides each position's gradient by its index's count in `input`."""
     w = as_tensor(weight, "embedding")
     require_float(w, "embedding", "weight")
     idx = input._data if isinstance(input, Tensor) else np.asarray(input)
@@ -138,29 +188,46 @@ def embedding(input: Any, weight: Tensor, padding_idx: Optional[int] = None) -> 
     if w.ndim != 2:
         raise ValueError(f"embedding: weight must have shape (num_embeddings, embedding_dim), "
                          f"got {w.shape}")
+    if sparse:
+        raise NotImplementedError(f"embedding: sparse=True (sparse gradients) is not supported "
+                                  f"(weight {w.shape}); use sparse=False")
     num, width = w.shape
     if idx.size and (idx.min() < 0 or idx.max() >= num):
         bad = idx[(idx < 0) | (idx >= num)].flat[0]
         raise ValueError(f"embedding: index {int(bad)} out of range [0, {num}) for weight of "
                          f"shape {w.shape} (indices of shape {idx.shape})")
-    if padding_idx is not None:
-        if not -num <= padding_idx < num:
-            raise ValueError(f"embedding: padding_idx {padding_idx} out of range for "
-                             f"{num} embeddings")
-        padding_idx %= num
+    padding_idx = check_padding_idx(padding_idx, num, "embedding")
+    if max_norm is not None and not (float(norm_type) > 0):
+        raise ValueError(f"embedding: norm_type must be > 0, got {norm_type}")
     flat = idx.reshape(-1).astype(int64, copy=False)
+    if max_norm is not None:
+        _renorm_rows(w, flat, float(max_norm), float(norm_type))
     out = w._data[flat].reshape(idx.shape + (width,))
 
     def backward(g: np.ndarray) -> tuple:
         grad = np.zeros((num, width), float32)
+        rows = np.ascontiguousarray(g, float32).reshape(-1, width)
+        if scale_grad_by_freq:
+            counts = np.bincount(flat, minlength=num)
+            rows = rows * (1.0 / counts[flat]).astype(float32)[:, None]
         # Each row's gradient: its positions' rows added in position order, from +0.
-        _reduce.index_add_rows(flat, np.ascontiguousarray(g, float32).reshape(-1, width), grad,
-                               threads())
+        _reduce.index_add_rows(flat, rows, grad, threads())
         if padding_idx is not None:
             grad[padding_idx] = 0
         return (grad,)
 
     return record("embedding", out, (w,), backward)
+
+
+def check_padding_idx(padding_idx: Optional[int], num: int, op: str) -> Optional[int]:
+    """padding_idx in [-num, num) as an index in [0, num), or None."""
+    if padding_idx is None:
+        return None
+    if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)) or not (
+            -num <= padding_idx < num):
+        raise ValueError(f"{op}: padding_idx must be an integer in [{-num}, {num}) for "
+                         f"{num} embeddings, got {padding_idx!r}")
+    return int(padding_idx) % num
 
 
 def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:

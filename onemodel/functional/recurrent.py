@@ -11,6 +11,11 @@ lengths[b] steps; its outputs after them are exactly zero with zero gradient, an
 the state at its last valid step. `reverse=True` runs each row backwards from its last valid
 step, starting from h0; the kernel reads and writes every array in time order, so nothing is
 permuted.
+
+`lstm_projected_directions` is PyTorch's LSTM with proj_size (h_t = W_hr·(o_t * tanh(c_t))),
+which the fused kernel does not take: it composes each step of differentiable ops (linear,
+sigmoid, tanh, where) in a loop over time. That is slow, but this is a rare case and every op
+it uses has a fixed association order, so it is as deterministic as the kernel.
 """
 from __future__ import annotations
 
@@ -21,8 +26,9 @@ import numpy as np
 from .._kernels import _rnn
 from ..tensor import Tensor, float32, int64
 from . import _core
-from .linalg import _product
-from .shape import index
+from .elementwise import add, mul, sigmoid, tanh, where
+from .linalg import _product, linear
+from .shape import index, stack
 
 
 def check_lengths(lengths: Any, batch: int, steps: int, op: str) -> Optional[np.ndarray]:
@@ -185,3 +191,62 @@ def gru_layer(xw: Tensor, w_hh: Tensor, b_hh: Optional[Tensor], h0: Tensor,
               lengths: Any = None, reverse: bool = False) -> tuple[Tensor, Tensor]:
     """(y (T, B, H), h_n (B, H)) of a GRU direction from xw (T, B, 3H)."""
     return gru_directions([xw], [w_hh], [b_hh], [h0], lengths, [reverse])[0]
+
+
+def _projected_direction(xw: Tensor, w_hh: Tensor, b_hh: Optional[Tensor], w_hr: Tensor,
+                         h0: Tensor, c0: Tensor, lengths: Optional[np.ndarray],
+                         reverse: bool) -> tuple:
+    """One direction of a projected LSTM layer, step by step: (y (T, B, P), h_n, c_n)."""
+    steps, hidden = xw.shape[0], w_hh.shape[0] // 4
+    h, c = h0, c0
+    ys: list = [None] * steps
+    zero = np.zeros((), float32)
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        gates = add(index(xw, t), linear(h, w_hh, b_hh))
+        i, f, g, o = (index(gates, (slice(None), slice(k * hidden, (k + 1) * hidden)))
+                      for k in range(4))
+        c_new = add(mul(sigmoid(f), c), mul(sigmoid(i), tanh(g)))
+        h_new = linear(mul(sigmoid(o), tanh(c_new)), w_hr)
+        if lengths is None:
+            h, c, ys[t] = h_new, c_new, h_new
+        else:
+            # Rows past their length keep their state (forward: the last valid one; reverse:
+            # h0, not yet started) and output zero, as the kernel's packed sequences.
+            live = (t < lengths)[:, None]
+            h, c = where(live, h_new, h), where(live, c_new, c)
+            ys[t] = where(live, h_new, zero)
+    y = stack(ys, 0) if steps else Tensor._wrap(np.zeros((0,) + h0.shape, float32))
+    return y, h, c
+
+
+def lstm_projected_directions(xws: Sequence[Tensor], w_hhs: Sequence[Tensor],
+                              b_hhs: Sequence[Optional[Tensor]], w_hrs: Sequence[Tensor],
+                              h0s: Sequence[Tensor], c0s: Sequence[Tensor], lengths: Any = None,
+                              reverses: Sequence[bool] = (False, True)) -> list:
+    """Directions of an LSTM layer with projections w_hr (P, H): [(y, h_n, c_n) per direction],
+    y (T, B, P), h_n (B, P), c_n (B, H); xw (T, B, 4H) is the input projection as for
+    lstm_directions, w_hh (4H, P)."""
+    op = "lstm_layer"
+    results = []
+    for xw, w_hh, b_hh, w_hr, h0, c0, reverse in zip(xws, w_hhs, b_hhs, w_hrs, h0s, c0s,
+                                                     reverses):
+        w_hh = _core.as_tensor(w_hh, op)
+        w_hr = _core.as_tensor(w_hr, op)
+        _core.require_float(w_hr, op, "w_hr")
+        if w_hh.ndim != 2 or w_hh.shape[0] % 4 or w_hr.shape != (w_hh.shape[1],
+                                                                 w_hh.shape[0] // 4):
+            raise ValueError(f"{op}: w_hh of shape {w_hh.shape} and w_hr of shape {w_hr.shape} "
+                             f"must be (4*H, P) and (P, H)")
+        proj, hidden = w_hr.shape
+        xw = _core.as_tensor(xw, op)
+        if xw.ndim != 3 or xw.shape[2] != 4 * hidden:
+            raise ValueError(f"{op}: xw of shape {xw.shape} must be (T, B, {4 * hidden}) for "
+                             f"w_hh of shape {w_hh.shape}")
+        steps, batch = xw.shape[:2]
+        h0 = _float(h0, op, "h0", (batch, proj))
+        c0 = _float(c0, op, "c0", (batch, hidden))
+        if b_hh is not None:
+            b_hh = _float(b_hh, op, "b_hh", (4 * hidden,))
+        lens = check_lengths(lengths, batch, steps, op)
+        results.append(_projected_direction(xw, w_hh, b_hh, w_hr, h0, c0, lens, reverse))
+    return results

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -27,9 +27,9 @@ from .. import functional as F
 from ..functional.attention import attend, causal_mask
 from ..random import Generator
 from ..tensor import Tensor, float32
-from .init import resolve_generator
+from .init import resolve_generator, xavier_normal_
 from .layers import Dropout, LayerNorm, Linear, _positive
-from .module import Module
+from .module import Module, Parameter
 
 def _offset(seed: Optional[int], k: int) -> Optional[int]:
     """The seed of a layer's k-th dropout: None stays None (drawn from the default generator)."""
@@ -60,13 +60,17 @@ class MultiheadAttention(Module):
 
     Inputs are (L, B, E) unless batch_first; unbatched 2-D inputs (L, E), with a
     key_padding_mask (Lk,), give (Lq, E) and weights without the batch axis, as PyTorch.
-    batch_first is keyword-only: PyTorch's fifth
-    positional argument is add_bias_kv, which this class does not have, so a positional call
-    ported from PyTorch fails instead of setting the layout.
+    key and value may have kdim and vdim features (k and v then take those inputs).
+    add_bias_kv appends the parameters bias_k and bias_v (1, 1, E), drawn after o from
+    N(0, 1/E) (PyTorch's xavier_normal_), to the projected keys and values; add_zero_attn then
+    appends a zero key and value; each extends the masks by a column that masks nothing, so
+    Lk in the weights counts them, as PyTorch.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 *, batch_first: bool = False, generator: Optional[Generator] = None,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False,
+                 kdim: Optional[int] = None, vdim: Optional[int] = None,
+                 batch_first: bool = False, *, generator: Optional[Generator] = None,
                  seed: Optional[int] = None) -> None:
         super().__init__()
         self.embed_dim = _positive(embed_dim, "embed_dim", "MultiheadAttention")
@@ -74,12 +78,24 @@ class MultiheadAttention(Module):
         if self.embed_dim % self.num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim {embed_dim} is not divisible by "
                              f"num_heads {num_heads}")
+        self.kdim = self.embed_dim if kdim is None else _positive(kdim, "kdim",
+                                                                  "MultiheadAttention")
+        self.vdim = self.embed_dim if vdim is None else _positive(vdim, "vdim",
+                                                                  "MultiheadAttention")
         self.head_dim = self.embed_dim // self.num_heads
         self.batch_first = bool(batch_first)
+        self.add_zero_attn = bool(add_zero_attn)
         g = resolve_generator(generator, seed)
-        for name in ("q", "k", "v", "o"):
-            setattr(self, name, Linear(self.embed_dim, self.embed_dim, bias, generator=g))
+        widths = {"q": self.embed_dim, "k": self.kdim, "v": self.vdim, "o": self.embed_dim}
+        for name, width in widths.items():
+            setattr(self, name, Linear(width, self.embed_dim, bias, generator=g))
         self.dropout = Dropout(dropout, seed=seed)
+        if add_bias_kv:
+            for name in ("bias_k", "bias_v"):
+                setattr(self, name, xavier_normal_(
+                    Parameter(np.zeros((1, 1, self.embed_dim), float32)), generator=g))
+        else:
+            self.bias_k = self.bias_v = None  # plain attributes, as in PyTorch
 
     def _mask(self, key_padding_mask: Any, attn_mask: Any, b: int, lq: int,
               lk: int) -> Optional[np.ndarray]:
@@ -112,11 +128,12 @@ class MultiheadAttention(Module):
                 average_attn_weights: bool = True, is_causal: bool = False) -> tuple:
         unbatched = query.ndim == 2
         rank = 2 if unbatched else 3
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.ndim != rank or t.shape[-1] != self.embed_dim:
+        for name, t, width, what in (("query", query, self.embed_dim, "embed_dim"),
+                                     ("key", key, self.kdim, "kdim"),
+                                     ("value", value, self.vdim, "vdim")):
+            if t.ndim != rank or t.shape[-1] != width:
                 raise ValueError(f"MultiheadAttention: {name} of shape {t.shape} must be "
-                                 f"{rank}-D (as query {query.shape}) with embed_dim "
-                                 f"{self.embed_dim} last")
+                                 f"{rank}-D (as query {query.shape}) with {what} {width} last")
         if is_causal and attn_mask is None:
             raise RuntimeError("MultiheadAttention: is_causal=True is a hint that attn_mask is "
                                "the causal mask and needs attn_mask (PyTorch's rule)")
@@ -134,12 +151,23 @@ class MultiheadAttention(Module):
             raise ValueError(f"MultiheadAttention: query {query.shape}, key {key.shape} and "
                              f"value {value.shape} disagree in batch or key length")
         mask = self._mask(key_padding_mask, attn_mask, b, lq, lk)
+        k, v = self.k(key), self.v(value)
+        extra = [] if self.bias_k is None else [(self.bias_k, self.bias_v)]
+        if self.add_zero_attn:
+            zero = Tensor._wrap(np.zeros((1, 1, self.embed_dim), float32))
+            extra.append((zero, zero))
+        if extra:
+            k = F.cat([k] + [bk.expand(b, 1, self.embed_dim) for bk, _ in extra], 1)
+            v = F.cat([v] + [bv.expand(b, 1, self.embed_dim) for _, bv in extra], 1)
+            if mask is not None:
+                mask = np.pad(mask, [(0, 0)] * (mask.ndim - 1) + [(0, len(extra))])
+            lk += len(extra)
         if is_causal and key_padding_mask is None and not need_weights:
             # Where PyTorch trusts the hint, it attends causally and ignores attn_mask itself.
             mask = causal_mask(lq, lk)
-        out, weights = attend(self._heads(self.q(query), b, lq), self._heads(self.k(key), b, lk),
-                              self._heads(self.v(value), b, lk), mask,
-                              1.0 / math.sqrt(self.head_dim), self.dropout)
+        out, weights = attend(self._heads(self.q(query), b, lq), self._heads(k, b, lk),
+                              self._heads(v, b, lk), mask, 1.0 / math.sqrt(self.head_dim),
+                              self.dropout)
         out = F.reshape(F.permute(out, (0, 2, 1, 3)), (b, lq, self.embed_dim))
         out = self.o(out)
         if not need_weights:
@@ -153,13 +181,19 @@ class MultiheadAttention(Module):
         return out, weights
 
     def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+                + "".join(f", {name}={getattr(self, name)}" for name in ("kdim", "vdim")
+                          if getattr(self, name) != self.embed_dim))
 
 
-def _activation(activation: str, layer: str) -> str:
-    if activation not in ("relu", "gelu"):
-        raise ValueError(f"{layer}: activation must be 'relu' or 'gelu', got {activation!r}")
-    return activation
+def _activation(activation: Any, layer: str) -> str:
+    """The activation's name: "relu" or "gelu", or onemodel's F.relu / F.gelu as PyTorch code
+    passes them; other callables are refused."""
+    for name, fn in (("relu", F.relu), ("gelu", F.gelu)):
+        if activation is fn or (isinstance(activation, str) and activation == name):
+            return name
+    raise ValueError(f"{layer}: activation must be 'relu', 'gelu', F.relu or F.gelu "
+                     f"(onemodel.functional), got {activation!r}")
 
 
 class _TransformerLayer(Module):
@@ -182,8 +216,9 @@ class TransformerEncoderLayer(_TransformerLayer):
     batch_first, or unbatched (L, d_model); the arguments are PyTorch's, in PyTorch's order."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation: str = "relu", layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, *,
+                 dropout: float = 0.1, activation: Union[str, Callable] = "relu",
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         self.activation = _activation(activation, "TransformerEncoderLayer")
@@ -233,23 +268,25 @@ class TransformerDecoderLayer(_TransformerLayer):
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation: str = "relu", layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, *,
+                 dropout: float = 0.1, activation: Union[str, Callable] = "relu",
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         self.activation = _activation(activation, "TransformerDecoderLayer")
         self.norm_first = bool(norm_first)
         self.batch_first = bool(batch_first)
         g = resolve_generator(generator, seed)
-        self.attn = MultiheadAttention(d_model, nhead, dropout, batch_first=True, generator=g,
-                                       seed=seed)
-        self.cross_attn = MultiheadAttention(d_model, nhead, dropout, batch_first=True,
+        # bias=False drops every bias: both attentions', the feed-forward's and the norms'.
+        self.attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first=True,
+                                       generator=g, seed=seed)
+        self.cross_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first=True,
                                              generator=g, seed=_offset(seed, 1))
-        self.ff1 = Linear(d_model, dim_feedforward, generator=g)
-        self.ff2 = Linear(dim_feedforward, d_model, generator=g)
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps)
+        self.ff1 = Linear(d_model, dim_feedforward, bias, generator=g)
+        self.ff2 = Linear(dim_feedforward, d_model, bias, generator=g)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.dropout = Dropout(dropout, seed=_offset(seed, 2))
         self.dropout1 = Dropout(dropout, seed=_offset(seed, 3))
         self.dropout2 = Dropout(dropout, seed=_offset(seed, 4))
@@ -261,7 +298,9 @@ class TransformerDecoderLayer(_TransformerLayer):
                 memory_is_causal: bool = False) -> Tensor:
         """The is_causal flags are PyTorch's hints that the masks are causal (see
         MultiheadAttention.forward)."""
-        x, mem = (t if self.batch_first else F.transpose(t, 0, 1) for t in (tgt, memory))
+        # The attentions take unbatched (L, d_model) inputs as they are.
+        keep = self.batch_first or tgt.ndim == 2
+        x, mem = (t if keep else F.transpose(t, 0, 1) for t in (tgt, memory))
 
         def self_attention(h: Tensor) -> Tensor:
             return self._attend(self.attn, self.dropout1, h, h, tgt_mask, tgt_key_padding_mask,
@@ -279,7 +318,7 @@ class TransformerDecoderLayer(_TransformerLayer):
             x = self.norm1(x + self_attention(x))
             x = self.norm2(x + cross_attention(x))
             x = self.norm3(x + self._feed_forward(x, self.dropout3))
-        return x if self.batch_first else F.transpose(x, 0, 1)
+        return x if keep else F.transpose(x, 0, 1)
 
 
 class _LayerStack(Module):

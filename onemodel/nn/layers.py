@@ -6,7 +6,6 @@ Constructor arguments are PyTorch's; layers that draw initial weights also take
 """
 from __future__ import annotations
 
-import warnings
 from collections import OrderedDict
 from typing import Any, Iterator, Optional, Sequence, Union
 
@@ -16,6 +15,7 @@ from .. import functional as F
 from .. import random
 from ..functional.dropout import dropout
 from ..functional.elementwise import check_not_inplace
+from ..functional.nn import check_padding_idx, implicit_dim
 from ..random import Generator
 from ..tensor import Tensor
 from .init import EMBEDDING_BOUND, fan_in_bound, resolve_generator, uniform_parameter
@@ -44,8 +44,8 @@ class Linear(Module):
         else:
             self.register_parameter("bias", None)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.linear(x, self.weight, self.bias)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -53,22 +53,62 @@ class Linear(Module):
 
 
 class Embedding(Module):
-    """Rows of weight (num_embeddings, embedding_dim) drawn from Uniform(±√3)."""
+    """Rows of weight (num_embeddings, embedding_dim) drawn from Uniform(±√3), PyTorch's
+    arguments (functional.embedding): the padding_idx row starts at zero and gets no gradient;
+    max_norm renormalises the rows a forward looks up, in place. `_weight` is used as the
+    weight itself (nothing drawn, no row zeroed, as PyTorch), frozen with `_freeze`."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, *,
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
+                 _weight: Optional[Tensor] = None, _freeze: bool = False, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         self.num_embeddings = _positive(num_embeddings, "num_embeddings", "Embedding")
         self.embedding_dim = _positive(embedding_dim, "embedding_dim", "Embedding")
+        self.padding_idx = check_padding_idx(padding_idx, self.num_embeddings, "Embedding")
+        if sparse:
+            raise NotImplementedError("Embedding: sparse=True (sparse gradients) is not "
+                                      "supported; use sparse=False")
+        self.max_norm = None if max_norm is None else float(max_norm)
+        self.norm_type = float(norm_type)
+        self.scale_grad_by_freq = bool(scale_grad_by_freq)
+        self.sparse = False
+        shape = (self.num_embeddings, self.embedding_dim)
+        if _weight is not None:
+            if tuple(_weight.shape) != shape:
+                raise ValueError(f"Embedding: _weight of shape {tuple(_weight.shape)} does not "
+                                 f"match (num_embeddings, embedding_dim) = {shape}")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+            return
         g = resolve_generator(generator, seed)
-        self.weight = uniform_parameter((self.num_embeddings, self.embedding_dim),
-                                        EMBEDDING_BOUND, g)
+        self.weight = uniform_parameter(shape, EMBEDDING_BOUND, g)
+        self.weight.requires_grad = not _freeze
+        if self.padding_idx is not None:
+            self.weight._data[self.padding_idx] = 0.0
 
-    def forward(self, indices: Tensor) -> Tensor:
-        return F.embedding(indices, self.weight)
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> "Embedding":
+        """An Embedding whose weight is `embeddings` (2-D), frozen unless freeze=False."""
+        if len(getattr(embeddings, "shape", ())) != 2:
+            raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D "
+                             f"(num_embeddings, embedding_dim), got shape "
+                             f"{tuple(getattr(embeddings, 'shape', ()))}")
+        num, dim = embeddings.shape
+        return cls(num, dim, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=embeddings, _freeze=freeze)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        extra = "".join(f", {name}={getattr(self, name)}" for name in
+                        ("padding_idx", "max_norm") if getattr(self, name) is not None)
+        return f"{self.num_embeddings}, {self.embedding_dim}" + extra
 
 
 class LayerNorm(Module):
@@ -98,8 +138,8 @@ class LayerNorm(Module):
         else:
             self.register_parameter("bias", None)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
@@ -128,12 +168,12 @@ class Dropout(Module):
         self.seed = random.default_generator.next_u64() if seed is None else int(seed)
         self.register_buffer("draws", Tensor._wrap(np.zeros((), np.int64)))
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor:
         if not self.training or self.p == 0.0:
-            return x
+            return input
         counter = self.draws
         draw = int(counter._data)
-        out = self._function(x, self.p, True, seed=self.seed, draw=draw)
+        out = self._function(input, self.p, True, seed=self.seed, draw=draw)
         counter._data[...] = draw + 1
         counter._version += 1
         return out
@@ -155,13 +195,13 @@ class Dropout2d(Dropout):
 
 
 class Identity(Module):
-    def forward(self, x: Tensor) -> Tensor:
-        return x
+    def forward(self, input: Tensor) -> Tensor:
+        return input
 
 
 class ReLU(Module):
-    def forward(self, x: Tensor) -> Tensor:
-        return F.relu(x)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.relu(input)
 
 
 class GELU(Module):
@@ -171,8 +211,8 @@ class GELU(Module):
             raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.gelu(x, approximate=self.approximate)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.gelu(input, approximate=self.approximate)
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
@@ -183,8 +223,8 @@ class SiLU(Module):
         super().__init__()
         check_not_inplace("SiLU", inplace)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.silu(x)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.silu(input)
 
 
 class LeakyReLU(Module):
@@ -193,8 +233,8 @@ class LeakyReLU(Module):
         check_not_inplace("LeakyReLU", inplace)
         self.negative_slope = float(negative_slope)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.leaky_relu(x, self.negative_slope)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.leaky_relu(input, self.negative_slope)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}"
@@ -206,8 +246,8 @@ class ELU(Module):
         check_not_inplace("ELU", inplace)
         self.alpha = float(alpha)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.elu(x, self.alpha)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.elu(input, self.alpha)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}"
@@ -221,26 +261,24 @@ class Softmax(Module):
         super().__init__()
         self.dim = dim
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor:
         dim = self.dim
         if dim is None:
-            warnings.warn("Softmax: implicit dimension choice for softmax has been deprecated; "
-                          "pass dim", UserWarning, stacklevel=2)
-            dim = 0 if x.ndim in (0, 1, 3) else 1
-        return F.softmax(x, dim)
+            dim = implicit_dim("Softmax", input.ndim, 3)
+        return F.softmax(input, dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
 class Tanh(Module):
-    def forward(self, x: Tensor) -> Tensor:
-        return F.tanh(x)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanh(input)
 
 
 class Sigmoid(Module):
-    def forward(self, x: Tensor) -> Tensor:
-        return F.sigmoid(x)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.sigmoid(input)
 
 
 class Flatten(Module):
@@ -251,8 +289,8 @@ class Flatten(Module):
         self.start_dim = int(start_dim)
         self.end_dim = int(end_dim)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.flatten(x, self.start_dim, self.end_dim)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.flatten(input, self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
@@ -270,10 +308,10 @@ class Sequential(Module):
             for i, m in enumerate(modules):
                 self.add_module(str(i), m)
 
-    def forward(self, x: Any) -> Any:
+    def forward(self, input: Any) -> Any:
         for m in self.children():
-            x = m(x)
-        return x
+            input = m(input)
+        return input
 
     def append(self, module: Module) -> "Sequential":
         self.add_module(str(len(self._modules)), module)

@@ -3,10 +3,14 @@
 Parameters per layer k and direction: weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k},
 bias_hh_l{k}, with the suffix _reverse for the backward direction, registered (and drawn) in
 PyTorch's order, every one from Uniform(±1/√hidden_size) as PyTorch initialises them, so
-PyTorch weights load unchanged. forward(x, h0=None, lengths=None) returns (output, h_n) for the
-GRU and (output, (h_n, c_n)) for the LSTM; `lengths` gives packed-sequence meaning to padded
+PyTorch weights load unchanged. forward(input, hx=None, lengths=None) returns (output, h_n) for
+the GRU and (output, (h_n, c_n)) for the LSTM; `lengths` gives packed-sequence meaning to padded
 batches (functional/recurrent.py). A 2-D input (seq, input_size) is one unbatched sequence, as
 PyTorch: its states are (num_layers * num_directions, hidden_size) and batch_first is ignored.
+
+LSTM(proj_size=P > 0) is PyTorch's projected LSTM: each layer and direction also has
+weight_hr_l{k} (P, hidden_size), registered last, the hidden state h (and so the output, and
+weight_hh's width, and the next layer's input) has size P, the cell state c hidden_size.
 """
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import functional as F
-from ..functional.recurrent import check_lengths, gru_directions, lstm_directions
+from ..functional.recurrent import (check_lengths, gru_directions, lstm_directions,
+                                    lstm_projected_directions)
 from ..random import Generator
 from ..tensor import Tensor, float32
 from .init import fan_in_bound, resolve_generator, uniform_parameter
@@ -27,10 +32,11 @@ class _Recurrent(Module):
     _gates = 0
     _cell = ""
 
-    # bidirectional is keyword-only: PyTorch's sixth positional argument is the inter-layer
-    # dropout, which these layers do not have, so a positional call ported from PyTorch fails.
+    # bidirectional and proj_size are keyword-only: PyTorch's sixth positional argument is the
+    # inter-layer dropout, which these layers do not have, so a positional call ported from
+    # PyTorch fails.
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 batch_first: bool = False, *, bidirectional: bool = False,
+                 batch_first: bool = False, *, bidirectional: bool = False, proj_size: int = 0,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         name = type(self).__name__
@@ -40,15 +46,28 @@ class _Recurrent(Module):
         self.bias = bool(bias)
         self.batch_first = bool(batch_first)
         self.bidirectional = bool(bidirectional)
+        if isinstance(proj_size, bool) or not isinstance(proj_size, (int, np.integer)) or (
+                proj_size < 0):
+            raise ValueError(f"{name}: proj_size must be a non-negative integer (0: no "
+                             f"projection), got {proj_size!r}")
+        if proj_size and self._cell != "lstm":
+            raise ValueError(f"{name}: proj_size is only supported for LSTM, got {proj_size}")
+        if proj_size >= self.hidden_size:
+            raise ValueError(f"{name}: proj_size {proj_size} must be smaller than hidden_size "
+                             f"{self.hidden_size}")
+        self.proj_size = int(proj_size)
         g = resolve_generator(generator, seed)
         bound = fan_in_bound(self.hidden_size)
         gh = self._gates * self.hidden_size
+        out = self._out_size
         for k in range(self.num_layers):
-            width = self.input_size if k == 0 else self.hidden_size * self.directions
+            width = self.input_size if k == 0 else out * self.directions
             for suffix in self._suffixes():
-                shapes = [("weight_ih", (gh, width)), ("weight_hh", (gh, self.hidden_size))]
+                shapes = [("weight_ih", (gh, width)), ("weight_hh", (gh, out))]
                 if self.bias:
                     shapes += [("bias_ih", (gh,)), ("bias_hh", (gh,))]
+                if self.proj_size:
+                    shapes.append(("weight_hr", (self.proj_size, self.hidden_size)))
                 for stem, shape in shapes:
                     setattr(self, f"{stem}_l{k}{suffix}", uniform_parameter(shape, bound, g))
 
@@ -56,26 +75,32 @@ class _Recurrent(Module):
     def directions(self) -> int:
         return 2 if self.bidirectional else 1
 
+    @property
+    def _out_size(self) -> int:
+        """The size of h (and of each direction's output): proj_size if set."""
+        return self.proj_size or self.hidden_size
+
     def _suffixes(self) -> tuple:
         return ("", "_reverse") if self.bidirectional else ("",)
 
-    def _initial(self, state: Any, batch: Optional[int], what: str) -> Tensor:
-        """The initial state (layers * directions, batch, hidden); batch None means an
+    def _initial(self, state: Any, batch: Optional[int], what: str, size: int) -> Tensor:
+        """The initial state (layers * directions, batch, size); batch None means an
         unbatched input, whose state has no batch axis."""
         stack = self.num_layers * self.directions
-        shape = (stack, 1 if batch is None else batch, self.hidden_size)
+        shape = (stack, 1 if batch is None else batch, size)
+        size_name = "proj_size" if size != self.hidden_size else "hidden_size"
         if state is None:
             return Tensor._wrap(np.zeros(shape, float32))
         state = state if isinstance(state, Tensor) else Tensor(state)
         if batch is None:
-            if state.shape != (stack, self.hidden_size):
+            if state.shape != (stack, size):
                 raise ValueError(f"{type(self).__name__}: {what} has shape {state.shape}, "
-                                 f"expected {(stack, self.hidden_size)} (num_layers * "
-                                 "num_directions, hidden_size) for an unbatched 2-D input")
+                                 f"expected {(stack, size)} (num_layers * num_directions, "
+                                 f"{size_name}) for an unbatched 2-D input")
             return F.unsqueeze(state, 1)
         if state.shape != shape:
             raise ValueError(f"{type(self).__name__}: {what} has shape {state.shape}, expected "
-                             f"{shape} (num_layers * num_directions, batch, hidden_size)")
+                             f"{shape} (num_layers * num_directions, batch, {size_name})")
         return state
 
     def _run(self, x: Tensor, h0: Any, c0: Any, lengths: Any) -> tuple:
@@ -93,12 +118,12 @@ class _Recurrent(Module):
             x = F.transpose(x, 0, 1)
         steps, batch = x.shape[:2]
         lengths = check_lengths(lengths, batch, steps, name)
-        h0 = self._initial(h0, None if unbatched else batch, "h0")
-        c0 = self._initial(c0, None if unbatched else batch, "c0") \
+        h0 = self._initial(h0, None if unbatched else batch, "h0", self._out_size)
+        c0 = self._initial(c0, None if unbatched else batch, "c0", self.hidden_size) \
             if self._cell == "lstm" else None
         hs, cs = [], []
         for k in range(self.num_layers):
-            xws, w_hhs, b_hhs, h0s, c0s = [], [], [], [], []
+            xws, w_hhs, b_hhs, w_hrs, h0s, c0s = [], [], [], [], [], []
             for d, suffix in enumerate(self._suffixes()):
                 i = k * self.directions + d
                 p = f"_l{k}{suffix}"
@@ -106,10 +131,14 @@ class _Recurrent(Module):
                                     getattr(self, "bias_ih" + p) if self.bias else None))
                 w_hhs.append(getattr(self, "weight_hh" + p))
                 b_hhs.append(getattr(self, "bias_hh" + p) if self.bias else None)
+                w_hrs.append(getattr(self, "weight_hr" + p) if self.proj_size else None)
                 h0s.append(F.index(h0, i))
                 c0s.append(F.index(c0, i) if c0 is not None else None)
             reverses = [False, True][:self.directions]
-            if self._cell == "lstm":
+            if self.proj_size:
+                results = lstm_projected_directions(xws, w_hhs, b_hhs, w_hrs, h0s, c0s,
+                                                    lengths, reverses)
+            elif self._cell == "lstm":
                 results = lstm_directions(xws, w_hhs, b_hhs, h0s, c0s, lengths, reverses)
             else:
                 results = gru_directions(xws, w_hhs, b_hhs, h0s, lengths, reverses)
@@ -127,7 +156,8 @@ class _Recurrent(Module):
     def extra_repr(self) -> str:
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
                 f"bias={self.bias}, batch_first={self.batch_first}, "
-                f"bidirectional={self.bidirectional}")
+                f"bidirectional={self.bidirectional}"
+                + (f", proj_size={self.proj_size}" if self.proj_size else ""))
 
 
 class LSTM(_Recurrent):
@@ -136,13 +166,14 @@ class LSTM(_Recurrent):
     _gates = 4
     _cell = "lstm"
 
-    def forward(self, x: Tensor, h0: Optional[tuple] = None,
+    def forward(self, input: Tensor, hx: Optional[tuple] = None,
                 lengths: Any = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        """x (T, B, input_size) (or (B, T, ...) with batch_first); h0 is (h_0, c_0) or None."""
-        if h0 is not None and (not isinstance(h0, (tuple, list)) or len(h0) != 2):
-            raise TypeError("LSTM: h0 must be a pair (h_0, c_0) or None")
-        h_0, c_0 = (None, None) if h0 is None else h0
-        y, h_n, c_n = self._run(x, h_0, c_0, lengths)
+        """input (T, B, input_size) (or (B, T, ...) with batch_first); hx is (h_0, c_0) or
+        None."""
+        if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise TypeError("LSTM: hx must be a pair (h_0, c_0) or None")
+        h_0, c_0 = (None, None) if hx is None else hx
+        y, h_n, c_n = self._run(input, h_0, c_0, lengths)
         return y, (h_n, c_n)
 
 
@@ -152,7 +183,7 @@ class GRU(_Recurrent):
     _gates = 3
     _cell = "gru"
 
-    def forward(self, x: Tensor, h0: Optional[Tensor] = None,
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None,
                 lengths: Any = None) -> tuple[Tensor, Tensor]:
-        y, h_n, _ = self._run(x, h0, None, lengths)
+        y, h_n, _ = self._run(input, hx, None, lengths)
         return y, h_n
