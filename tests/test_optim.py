@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from onemodel import _config, _kernels, optim
+from onemodel import optim
 from onemodel.tensor import Tensor, tensor
 
 f32 = np.float32
@@ -247,26 +247,15 @@ def _special_grads(rng, n):
     lambda ts: optim.Adam(ts, lr=1e-2, weight_decay=0.1, amsgrad=True),
     lambda ts: optim.AdamW(ts, lr=1e-2, weight_decay=0.1),
 ], ids=["sgd-nesterov", "sgd-dampening", "adam-l2-amsgrad", "adamw"])
-def test_same_bits_on_every_isa_and_thread_count(rng, make):
+def test_same_bits_on_every_isa_and_thread_count(rng, make, isa, same_bits_everywhere):
     sizes = (0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 1000, 300_001)
     params = [rng.standard_normal(n).astype(np.float32) for n in sizes]
     grads = [[_special_grads(rng, n) for n in sizes] for _ in range(3)]
-    isa, threads = _config.isa(), _config.get_num_threads()
-    results = {}
-    try:
-        for path in _kernels.available_isas():
-            _kernels.select_isa(path)
-            for n in (1, 2, 3):
-                _config.set_num_threads(n)
-                got, opt = run(make, params, grads)
-                results[(path, n)] = [a.tobytes() for a in got] + \
-                    [a.tobytes() for a in opt.state_tensors().values()]
-    finally:
-        _kernels.select_isa(isa)
-        _config.set_num_threads(threads)
-    first = next(iter(results))
-    for key, blobs in results.items():
-        assert blobs == results[first], f"{key} differs from {first}"
+
+    def trajectory(_):
+        got, opt = run(make, params, grads)
+        return list(got) + list(opt.state_tensors().values())
+    same_bits_everywhere(trajectory)
 
 
 # -- behaviour ---------------------------------------------------------------------------------
