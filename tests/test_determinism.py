@@ -16,6 +16,10 @@ import pytest
 
 from onemodel import _kernels
 
+# Subprocesses per path and thread count, half a minute or more: `pytest -m "not slow"` leaves
+# them out.
+pytestmark = pytest.mark.slow
+
 PINS = Path(__file__).resolve().parent.parent / "testdata" / "determinism" / "hashes.json"
 MODELS = ("convnet", "transformer")
 THREADS = (1, 2, 3, 8)
