@@ -143,7 +143,8 @@ class BuildExt(build_ext):
         try:
             src = os.path.join(tmp, "probe.c")
             with open(src, "w") as f:
-                f.write("#include <omp.h>\nint main(void){return omp_get_max_threads() > 0 ? 0 : 1;}\n")
+                f.write("#include <omp.h>\n"
+                        "int main(void){return omp_get_max_threads() > 0 ? 0 : 1;}\n")
             for compile_flags, link_flags in OPENMP_FLAGS["msvc" if msvc else "gnu"]:
                 try:
                     objs = self.compiler.compile([src], output_dir=tmp,

@@ -190,14 +190,16 @@ def train(kind: str, seed: int, data, epochs: int, levels) -> dict:
             updates += 1
             if updates % 10 == 0 and any(v is None for v in first.values()):
                 with om.no_grad():
-                    full = float(F.cross_entropy(model(om.Tensor(xtr.reshape(shape))), om.Tensor(ytr)).numpy())
+                    logits = model(om.Tensor(xtr.reshape(shape)))
+                    full = float(F.cross_entropy(logits, om.Tensor(ytr)).numpy())
                 for level in levels:
                     if first[level] is None and full <= level:
                         first[level] = updates
     wall = time.perf_counter() - t0
     with om.no_grad():
         acc = float((model(om.Tensor(xte.reshape(shape))).numpy().argmax(1) == yte).mean())
-        train_loss = float(F.cross_entropy(model(om.Tensor(xtr.reshape(shape))), om.Tensor(ytr)).numpy())
+        logits = model(om.Tensor(xtr.reshape(shape)))
+        train_loss = float(F.cross_entropy(logits, om.Tensor(ytr)).numpy())
     bits = 8 * state_bytes(model, opt) / weight_count(model)
     ckpt_bits = 8 * len(checkpoint.to_bytes(model, opt)) / weight_count(model)
     return {"acc": acc, "loss": train_loss, "bits": bits, "ckpt_bits": ckpt_bits, "wall": wall,

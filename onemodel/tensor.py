@@ -27,7 +27,8 @@ def _as_array(data: Any, dtype: Optional[Any]) -> np.ndarray:
     if dtype is not None:
         target = np.dtype(dtype)
         if target not in _DTYPES:
-            raise TypeError(f"tensor: unsupported dtype {target}; use float32, int32, int64 or bool")
+            raise TypeError(f"tensor: unsupported dtype {target}; "
+                            "use float32, int32, int64 or bool")
         return np.require(arr.astype(target, copy=False), requirements="C")
     return _canonical(arr, "tensor")
 

@@ -193,8 +193,8 @@ def isa_path(name: str) -> Iterator[None]:
 def same_bits_everywhere(run: Callable[[int], Sequence[Any]],
                          threads: Sequence[int] = THREAD_COUNTS) -> list[np.ndarray]:
     """In exact mode, run(n), with n threads set, gives the same bits on the selected path at
-    every thread count as on the scalar path at one thread (copies taken at once, so a run may reuse its
-    buffers). Returns the selected path's result at the first thread count."""
+    every thread count as on the scalar path at one thread (copies are taken at once, so a run
+    may reuse its buffers). Returns the selected path's result at the first thread count."""
     def bits(n: int) -> list[np.ndarray]:
         _config.set_num_threads(n)
         return [np.array(r, copy=True) for r in run(n)]

@@ -100,8 +100,8 @@ def test_packing_rounds_as_torch_converts(dtype, torch_dtype, isa):
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("trans_a, trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
-def test_rounding_in_the_packing_is_the_product_of_the_rounded_operands(dtype, trans_a,
-                                                                          trans_b, isa, same_bits_everywhere):
+def test_rounding_in_the_packing_is_the_product_of_the_rounded_operands(
+        dtype, trans_a, trans_b, isa, same_bits_everywhere):
     rng = np.random.default_rng(trans_a * 2 + trans_b)
     for m, k, n, batch in ((13, 37, 9, None), (70, 300, 45, None), (5, 17, 33, 3),
                            (1, 1, 1, None), (260, 520, 70, None)):
@@ -232,7 +232,8 @@ def test_attention_and_lstm_agree_on_every_path(dtype, isa, same_bits_everywhere
     ((2, 8, 6, 6), dict(padding=1, groups=2)),
     ((1, 16, 5, 5), dict(padding=1)),                          # taps packed by channel
 ])
-def test_conv2d_is_the_float32_convolution_of_the_rounded_operands(dtype, shape, kwargs, isa, same_bits_everywhere):
+def test_conv2d_is_the_float32_convolution_of_the_rounded_operands(dtype, shape, kwargs, isa,
+                                                                   same_bits_everywhere):
     rng = np.random.default_rng(6)
     cin = shape[1] // kwargs.get("groups", 1)
     x = (rng.normal(size=shape) * 10).astype(np.float32)

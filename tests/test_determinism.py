@@ -40,7 +40,8 @@ def _first_difference(name: str, isa: str, threads: int) -> str:
     """The first tensor of the state that differs from the scalar path at 1 thread."""
     script = ("import sys, json, hashlib; from onemodel.examples import reference as r; "
               f"s = r.state_after({name!r}, {STEPS}); "
-              "print(json.dumps({k: hashlib.sha256(v.tobytes()).hexdigest() for k, v in s.items()}))")
+              "print(json.dumps({k: hashlib.sha256(v.tobytes()).hexdigest() "
+              "for k, v in s.items()}))")
 
     def digests(isa_: str, threads_: int) -> dict:
         env = dict(os.environ, ONEMODEL_ISA=isa_, ONEMODEL_NUM_THREADS=str(threads_))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from onemodel import optim
-from onemodel.tensor import Tensor, tensor
+from onemodel.tensor import tensor
 
 f32 = np.float32
 

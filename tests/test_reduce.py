@@ -1,4 +1,4 @@
-"""Sums along an axis, softmax / log_softmax, layer norm, index_add_rows (onemodel._kernels._reduce).
+"""Sums along an axis, softmax / log_softmax, layer norm and index_add_rows (_kernels._reduce).
 
 The sum is checked bit for bit against an independent numpy spelling of the project's order
 (16 lanes, fixed tree, chunks of 65536 added in order; sequential over a non-innermost axis);

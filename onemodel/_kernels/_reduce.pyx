@@ -73,7 +73,7 @@ cdef bint _disjoint(tuple outputs, tuple inputs):
 
 
 def _check(str op, str where, str name, x, Py_ssize_t size, bint output=False,
-            bint optional=False):
+           bint optional=False):
     """x is a float32 C-contiguous numpy array of `size` elements (or None when optional)."""
     if x is None and optional:
         return
@@ -102,7 +102,7 @@ cdef _check_overlap(str op, str where, outputs, inputs, in_place):
     """No output overlaps another array, except an output that is exactly one of `in_place`
     (its name and array), which the kernel may overwrite element by element."""
     arrays = [(n, a) for n, a in list(outputs) + list(inputs) if a is not None and a.size]
-    for i, (name, out) in enumerate(outputs):
+    for name, out in outputs:
         if out is None or not out.size:
             continue
         for other_name, other in arrays:
