@@ -1,7 +1,7 @@
 """Process-wide settings: instruction-set path, thread count, arithmetic mode.
 
 Read once from the environment at import (ONEMODEL_ISA, ONEMODEL_NUM_THREADS, ONEMODEL_MODE),
-then changed through set_num_threads / set_mode / mode. See spec/engine.md sections 3 and 4.
+then changed through set_num_threads / set_mode / mode. See docs/spec/engine.md sections 3 and 4.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ MODES = ("exact", "fast")
 # bits at every thread count). The kernels with a fast variant would be listed here, and in
 # config(); the one candidate measured, numpy's BLAS for products, is at most 9% faster than the
 # exact gemm (bench/gemm.py), so exact mode is within 10% of fast mode and the default
-# (engine.md section 4, clarifications.md "Modes").
+# (docs/spec/engine.md section 4, docs/spec/clarifications.md "Modes").
 FAST_KERNELS: tuple[str, ...] = ()
 DEFAULT_MODE = "exact"
 

@@ -1,4 +1,4 @@
-"""Instruction-set dispatch, threads and modes (engine.md sections 3 and 4), in subprocesses."""
+"""ISA dispatch, threads and modes (docs/spec/engine.md sections 3 and 4), in subprocesses."""
 import json
 import os
 import subprocess

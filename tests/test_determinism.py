@@ -1,4 +1,5 @@
-"""Pinned state hashes of the reference trainings (training.txt section 7, engine.md section 4).
+"""Pinned state hashes of the reference trainings (docs/spec/training.txt section 7,
+docs/spec/engine.md section 4).
 
 Each (instruction-set path, thread count) runs in its own process with ONEMODEL_ISA and
 ONEMODEL_NUM_THREADS set, trains every reference model for 20 steps and reports the SHA-256 of

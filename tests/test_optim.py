@@ -1,6 +1,6 @@
 """Optimizers: exact trajectories against an independent float32 implementation of the
-formulas, PyTorch within the tolerances of training.txt section 8, the same bits on every ISA
-path and thread count, argument checks, and a table of optimizer x objective that converges."""
+formulas, PyTorch within the tolerances of docs/spec/training.txt section 8, the same bits on every
+ISA path and thread count, argument checks, and a table of optimizer x objective that converges."""
 from __future__ import annotations
 
 import itertools
@@ -37,7 +37,7 @@ def ref_sgd(params, grads_per_step, lr, momentum=0.0, dampening=0.0, weight_deca
 
 
 def power_rtl(x, t):
-    """x^t in double, right-to-left binary exponentiation (clarifications.md)."""
+    """x^t in double, right-to-left binary exponentiation (docs/spec/clarifications.md)."""
     r = 1.0
     while t:
         if t & 1:
@@ -202,8 +202,8 @@ def scaled(a, b):
 # PyTorch updates with fused multiply-adds (its add_(g, alpha=-lr) equals the single-rounded
 # p - lr*g on every element), the spec's formulas round twice, and PyTorch's Adam uses lerp and
 # addcdiv. So an element may round one float32 ulp apart in a step: up to 2^-23 of the largest
-# |p| for each flip. training.txt section 8 measured 8.1e-8 (SGD) and 3.4e-8 (Adam) on its own
-# data; on these normal parameters single flips reach 1.2e-7 and two stacked over the five steps
+# |p| for each flip. docs/spec/training.txt section 8 measured 8.1e-8 (SGD) and 3.4e-8 (Adam) on its
+# own data; on these normal parameters single flips reach 1.2e-7 and two stacked over the five steps
 # 1.7e-7, so the bound is two ulps of the largest parameter.
 TWO_ULPS = 2.0 ** -22
 TORCH_CASES = [

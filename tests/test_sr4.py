@@ -1,5 +1,5 @@
-"""SR4 (spec/sr4.txt, clarifications.md): the state, the step to the bit against a plain
-implementation written here, unbiasedness and the Weyl stratum, every ISA path and thread
+"""SR4 (docs/spec/sr4.txt, docs/spec/clarifications.md): the state, the step to the bit against a
+plain implementation written here, unbiasedness and the Weyl stratum, every ISA path and thread
 count, the ternary product, TernaryLinear's gradients against PyTorch, resume in a fresh
 process, and argument errors."""
 import os
@@ -78,7 +78,7 @@ def leaf(shape) -> om.Tensor:
 
 # -- the state --------------------------------------------------------------------------------
 def test_mix_is_splitmix64_output_function():
-    # SplitMix64 from state 0: the first output is mix(0 + golden) (training.txt 1.1).
+    # SplitMix64 from state 0: the first output is mix(0 + golden) (docs/spec/training.txt 1.1).
     assert _sr4.mix(C0) == 0xE220A8397B1DCDAF
     for z in (0, 1, 0xDEADBEEF, MASK):
         assert _sr4.mix(z) == int(mix(np.uint64(z)))

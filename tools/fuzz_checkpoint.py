@@ -1,4 +1,4 @@
-"""Fuzz target for checkpoint reading (training.txt section 6, the "checkpoint" target).
+"""Fuzz target for checkpoint reading (docs/spec/training.txt section 6, the "checkpoint" target).
 
     python tools/fuzz_checkpoint.py [CORPUS_DIR] [libFuzzer flags, e.g. -max_total_time=300]
     python tools/fuzz_checkpoint.py --smoke N [--seed S]

@@ -4,8 +4,8 @@
  * Layout: float32, C-contiguous. Reductions over an axis view the tensor as (outer, n, inner)
  * and reduce n; layer norm normalises rows of length n. The caller allocates every output.
  *
- * The order of a reduction along a vector in these kernels (engine.md 4.3; other kernels fix
- * their own: a product adds its K terms in sequence, clipping squares in double in index
+ * The order of a reduction along a vector in these kernels (docs/spec/engine.md 4.3; other kernels
+ * fix their own: a product adds its K terms in sequence, clipping squares in double in index
  * order, the ternary product by pairs):
  *   To sum x[0..n), cut it into chunks of OM_CHUNK = 65536 elements (the last may be
  *   shorter). Within a chunk, lane j (0..15, OM_LANES = 16) accumulates the elements at
