@@ -7,7 +7,7 @@ target architecture lacks are skipped; ``csrc/isa.h`` tells the code which ones 
 Each Cython module links all objects, so the dispatch tables live next to the kernels.
 
 Every compilation uses contraction off and no fast-math: exact mode depends on it
-(spec/engine.md section 4). OpenMP is probed; a compiler without it builds a serial library.
+(docs/spec/engine.md section 4). OpenMP is probed; a compiler without it builds a serial library.
 Set ONEMODEL_DEBUG_KERNELS=1 to compile the Cython modules with bounds checks on.
 ONEMODEL_OPT_LEVEL=2 builds at -O2 instead of -O3 (GCC/Clang; tools/check_exact_builds.sh
 checks that every level gives the same bits).
@@ -143,7 +143,8 @@ class BuildExt(build_ext):
         try:
             src = os.path.join(tmp, "probe.c")
             with open(src, "w") as f:
-                f.write("#include <omp.h>\nint main(void){return omp_get_max_threads() > 0 ? 0 : 1;}\n")
+                f.write("#include <omp.h>\n"
+                        "int main(void){return omp_get_max_threads() > 0 ? 0 : 1;}\n")
             for compile_flags, link_flags in OPENMP_FLAGS["msvc" if msvc else "gnu"]:
                 try:
                     objs = self.compiler.compile([src], output_dir=tmp,

@@ -2,10 +2,10 @@
 PyTorch's arguments.
 
 MultiheadAttention has four Linear children q, k, v, o (drawn in that order from one
-generator, training.txt 1.1) where PyTorch has one fused in_proj_weight and out_proj;
+generator, docs/spec/training.txt 1.1) where PyTorch has one fused in_proj_weight and out_proj;
 onemodel.interop converts between the two. Attention weights are softmax(q·kᵀ/√d_head + mask)
 with bool masks (True = masked, as PyTorch) turned into -inf and float masks added; dropout on
-the weights is the counter-based Dropout of training.txt 1.2.
+the weights is the counter-based Dropout of docs/spec/training.txt 1.2.
 
 TransformerEncoderLayer's children are attn, ff1, ff2 (drawn in that order), norm1, norm2 and
 the dropouts; TransformerEncoder deep-copies a layer into children layer0, layer1, ... so state
@@ -30,6 +30,7 @@ from ..tensor import Tensor, float32
 from .init import resolve_generator, xavier_normal_
 from .layers import Dropout, LayerNorm, Linear, _positive
 from .module import Module, Parameter
+
 
 def _offset(seed: Optional[int], k: int) -> Optional[int]:
     """The seed of a layer's k-th dropout: None stays None (drawn from the default generator)."""

@@ -15,8 +15,8 @@
 
 #include "isa.h"
 
-/* Depth of one K block. The same on every path (engine.md section 4, rule 3), although the
- * float32 accumulator goes through C between blocks so the bits would not depend on it. */
+/* Depth of one K block. The same on every path (docs/spec/engine.md section 4, rule 3), although
+ * the float32 accumulator goes through C between blocks so the bits would not depend on it. */
 #define OM_GEMM_KC 256
 
 typedef void (*om_gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c,
