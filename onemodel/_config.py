@@ -110,6 +110,7 @@ def config() -> dict:
     return {
         "isa": _isa,
         "isas_available": _kernels.available_isas(),
+        "bf16_dot": _isa == "avx512" and _kernels._gemm.bf16_dot(),
         "mode": _mode,
         "num_threads": _num_threads,
         "openmp": _kernels._cpu.openmp(),
