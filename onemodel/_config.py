@@ -114,6 +114,7 @@ def config() -> dict:
     return {
         "isa": _isa,
         "isas_available": _kernels.available_isas(),
+        "bf16_dot": _isa == "avx512" and _kernels._gemm.bf16_dot(),
         "mode": _mode,
         "fast_kernels": list(FAST_KERNELS),
         "num_threads": _num_threads,

@@ -89,13 +89,17 @@ def test_packing_rounds_as_torch_converts(dtype, torch_dtype, isa):
     expected = torch.from_numpy(x.copy()).to(torch_dtype).float().numpy()
     _same_bits(widen(ours.ravel(), dtype), expected)
     assert np.array_equal(ours.ravel(), round_bits(x, dtype)), isa
-    # Widening every 2-byte pattern: the product by 1 gives it back (up to the sign of 0).
+    # Widening every 2-byte pattern: the product by 1 gives it back (up to the sign of 0),
+    # but for bfloat16 subnormals, which the dot-product rule reads as zero.
     every = np.arange(1 << 16, dtype=np.uint16).reshape(-1, 1)
     one = round_bits(np.ones((1, 1), np.float32), dtype)
     wide = np.empty(every.shape, np.float32)
     _gemm.gemm(every, one, wide, False, False, 2, half=HALF[dtype])
+    expected = widen(every, dtype) + np.float32(0)
+    if dtype == "bf16":
+        expected[(every & 0x7F80) == 0] = 0.0
     with np.errstate(invalid="ignore"):
-        np.testing.assert_array_equal(wide, widen(every, dtype) + np.float32(0))
+        np.testing.assert_array_equal(wide, expected)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
