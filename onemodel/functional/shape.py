@@ -259,13 +259,13 @@ def stack(ts: Sequence[Tensor], dim: int = 0) -> Tensor:
 PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
-def pad(x: Tensor, pad: Sequence[int], mode: str = "constant",
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         value: Optional[float] = None) -> Tensor:
     """Padding as torch.nn.functional.pad: (left, right) pairs from the last dim backwards;
     negative amounts crop. "constant" fills with value (0 by default); "reflect" mirrors
     about the edge element, "replicate" repeats it and "circular" wraps around, each over the
     last 1 to 3 dims of an input with one or two more dims than that, as PyTorch."""
-    x = _tensor(x, "pad")
+    x = _tensor(input, "pad")
     amounts = _shape_tuple(pad, "pad")
     if mode not in PAD_MODES:
         raise ValueError(f"pad: mode must be one of {', '.join(PAD_MODES)}, got {mode!r}")
