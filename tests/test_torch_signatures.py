@@ -170,6 +170,29 @@ def test_input_by_keyword():
                                   om.functional.log_softmax(x, 0).numpy())
 
 
+def test_renamed_arguments_by_keyword():
+    """The names ported code uses: input=, weight=, bias= and dropout's inplace in its slot."""
+    F = om.functional
+    x = om.tensor(np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4))
+    assert nn.Conv2d(2, 3, 3)(input=x).shape == (1, 3, 2, 2)
+    assert nn.Conv1d(2, 3, 3)(input=x[0, :, 0]).shape == (3, 2)
+    for m in (nn.BatchNorm2d(2), nn.GroupNorm(1, 2), nn.MaxPool2d(2), nn.AvgPool2d(2),
+              nn.AdaptiveAvgPool2d(1), nn.Upsample(scale_factor=2)):
+        np.testing.assert_array_equal(m(input=x).detach().numpy(), m(x).detach().numpy())
+    w, b = om.ones(3, 2, 1, 1), om.zeros(3)
+    np.testing.assert_array_equal(F.conv2d(input=x, weight=w, bias=b).numpy(),
+                                  F.conv2d(x, w, b).numpy())
+    np.testing.assert_array_equal(F.linear(input=x, weight=om.ones(5, 4), bias=om.ones(5))
+                                  .numpy(), F.linear(x, om.ones(5, 4), om.ones(5)).numpy())
+    assert F.pad(input=x, pad=(1, 1)).shape == (1, 2, 4, 6)
+    assert F.max_pool2d(input=x, kernel_size=2).shape == F.avg_pool2d(
+        input=x, kernel_size=2).shape == (1, 2, 2, 2)
+    assert F.dropout(x, 0.5, False, False) is x
+    for op in (F.dropout, F.dropout1d, F.dropout2d):
+        with pytest.raises(ValueError, match=f"{op.__name__}: inplace=True is not supported"):
+            op(x[0] if op is F.dropout1d else x, 0.5, True, True)
+
+
 def test_attention_defaults_are_sequence_first_with_weights():
     m = nn.MultiheadAttention(4, 2)
     assert m.batch_first is False
