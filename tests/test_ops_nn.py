@@ -191,10 +191,10 @@ def test_normalize_any_p_matches_torch(p, dim, rng, check_torch, check_exact):
     x = rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32)
     x[0, 1, 2] = 0.0
     x[1, :, 3] = 0.0
-    check_torch(lambda t: F.normalize(t, p, dim), lambda t: torch.nn.functional.normalize(
-        t, p, dim), x, tol=TOL)
-    check_torch(lambda t: F.normalize(t, p, dim, eps=0.3), lambda t: torch.nn.functional.normalize(
-        t, p, dim, eps=0.3), x, tol=TOL)
+    normalize = torch.nn.functional.normalize
+    check_torch(lambda t: F.normalize(t, p, dim), lambda t: normalize(t, p, dim), x, tol=TOL)
+    check_torch(lambda t: F.normalize(t, p, dim, eps=0.3), lambda t: normalize(t, p, dim, eps=0.3),
+                x, tol=TOL)
     check_exact(lambda t: F.normalize(t, p, dim), x)
 
 

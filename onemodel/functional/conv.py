@@ -299,7 +299,8 @@ def _avg_pool(op: str, x: Tensor, kernel_size: IntPair, stride: Optional[IntPair
     return -y if d is not None and d < 0 else y
 
 
-def adaptive_avg_pool2d(input: Tensor, output_size: Union[int, Sequence[Optional[int]]]) -> Tensor:
+def adaptive_avg_pool2d(input: Tensor,
+                        output_size: Union[int, Sequence[Optional[int]]]) -> Tensor:
     """Mean over the windows [floor(i*H/OH), ceil((i+1)*H/OH)) as in PyTorch; None in
     output_size keeps that input size."""
     op = "adaptive_avg_pool2d"
