@@ -18,7 +18,7 @@ from .. import amp
 from .._kernels import _conv
 from ..tensor import Tensor
 from . import _core
-from .shape import reshape
+from .shape import pad, reshape
 
 IntPair = Union[int, Sequence[int]]
 IntSingle = Union[int, Sequence[int]]
@@ -59,7 +59,7 @@ def _out_size(size: int, kernel: int, stride: int, padding: int, dilation: int) 
 def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntPair = 1,
            padding: Union[IntPair, str] = 0, dilation: IntPair = 1, groups: int = 1) -> Tensor:
     """2-D cross-correlation as torch.nn.functional.conv2d; padding may be "valid" or "same"
-    (the latter with stride 1 and an odd dilated kernel, so that it is symmetric)."""
+    (the latter with stride 1; an odd total padding puts the extra one on the right)."""
     return _convolution("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -102,12 +102,17 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
         if padding == "valid":
             padding = (0,) * n
         elif padding == "same":
+            if stride != (1,) * n:
+                raise ValueError(f"{op}: padding='same' needs stride 1, got stride {stride} "
+                                 f"(input {x.shape}, weight {w.shape})")
             spans = tuple(d * (s - 1) for d, s in zip(dilation, kernel))
-            if stride != (1,) * n or any(span % 2 for span in spans):
-                raise ValueError(f"{op}: padding='same' needs stride 1 and an odd dilated "
-                                 f"kernel, got stride {stride}, kernel {kernel}, "
-                                 f"dilation {dilation}")
             padding = tuple(span // 2 for span in spans)
+            if any(span % 2 for span in spans):
+                # The odd one goes on the right, as PyTorch: padded here, then none in the
+                # kernel; the 2-D kernels' padding is symmetric.
+                x = pad(x, tuple(a for span in reversed(spans)
+                                 for a in (span // 2, span - span // 2)))
+                padding = (0,) * n
         else:
             raise ValueError(f"{op}: padding must be 'valid', 'same' or ints, got {padding!r}")
     padding = _ints(padding, "padding", op, 0, n)
