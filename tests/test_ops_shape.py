@@ -184,6 +184,17 @@ def test_cat(shapes, dim, rng, check_torch, check_grad):
     check_grad(lambda *t: F.cat(t, dim), *xs, ref64=lambda *v: np.concatenate(v, dim))
 
 
+@pytest.mark.parametrize("shapes, dim", [([(0,), (5, 5)], 1), ([(2, 3), (0,), (1, 3)], -2),
+                                         ([(0,), (0,)], 0), ([(3,), (0,)], 0)])
+def test_cat_skips_legacy_empty_tensors(shapes, dim, rng, check_torch, check_grad):
+    """A tensor of shape (0,) among others of any rank is left out, as PyTorch (an OpInfo
+    sample)."""
+    xs = [_rand(rng, s) for s in shapes]
+    check_torch(lambda *t: F.cat(list(t), dim), lambda *t: torch.cat(t, dim), *xs)
+    check_grad(lambda *t: F.cat(t, dim), *xs, ref64=lambda *v: np.concatenate(
+        [a for a in v if a.shape != (0,)] or v[:1], dim))
+
+
 @pytest.mark.parametrize("shape, dim", [((2, 3), 0), ((2, 3), 2), ((2, 3), -1), ((), 0)])
 def test_stack(shape, dim, rng, check_torch, check_grad):
     xs = [_rand(rng, shape) for _ in range(3)]

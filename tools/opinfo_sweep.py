@@ -96,8 +96,10 @@ OPS = {
         x, size, scale_factor),
     "nn.functional.upsample_bilinear": lambda x, size=None, scale_factor=None: F.interpolate(
         x, size, scale_factor, mode="bilinear", align_corners=True),
-    "_upsample_bilinear2d_aa": lambda x, output_size, align_corners, scale_factors: F.interpolate(
-        x, None if output_size is None else tuple(output_size), scale_factors, mode="bilinear",
+    "_upsample_bilinear2d_aa": lambda x, output_size, align_corners, scale_factors=None,
+    scales_h=None, scales_w=None: F.interpolate(
+        x, None if output_size is None else tuple(output_size),
+        scale_factors or (None if scales_h is None else (scales_h, scales_w)), mode="bilinear",
         align_corners=align_corners, antialias=True),
     "nn.functional.scaled_dot_product_attention": F.scaled_dot_product_attention,
     "nn.functional.cross_entropy": F.cross_entropy, "nn.functional.nll_loss": F.nll_loss,

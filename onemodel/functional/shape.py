@@ -221,8 +221,10 @@ def _check_join(ts: Any, op: str) -> list[Tensor]:
 
 
 def cat(ts: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """The tensors joined along an existing dimension."""
+    """The tensors joined along an existing dimension. Tensors of shape (0,) are skipped, as
+    PyTorch still does for its legacy empty shape, so dim refers to the others."""
     ts = _check_join(ts, "cat")
+    ts = [t for t in ts if t.shape != (0,)] or ts[:1]
     ndim = ts[0].ndim
     shapes = [t.shape for t in ts]
     if ndim == 0:
