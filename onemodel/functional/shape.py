@@ -184,6 +184,11 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     x = _tensor(x, "gather")
     idx = _check_index_tensor(index, "gather", x.shape)
     d = _core.normalize_dim(dim, x.ndim, "gather")
+    if idx.size == 0:
+        # An empty index of any rank gives an empty result of its shape, as PyTorch.
+        shape = x.shape
+        return _core.record("gather", np.zeros(idx.shape, x._data.dtype), (x,),
+                            lambda g: (np.zeros(shape, np.float32),))
     xs = x.shape if x.ndim else (1,)
     ishape = idx.shape if idx.ndim else (1,)
     if len(ishape) != len(xs) or any(ishape[i] > xs[i] for i in range(len(xs)) if i != d):
