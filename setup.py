@@ -2,12 +2,13 @@
 
 Every C source under onemodel/_kernels/csrc is compiled once into an object; the suffix of its
 name picks its instruction-set flags (``*_avx2.c`` with AVX2+FMA+F16C, ``*_avx512.c`` with
-AVX-512 F/BW/VL/DQ, ``*_sse2.c``, ``*_neon.c``; anything else is baseline). Files of an ISA the
-target architecture lacks are skipped; ``csrc/isa.h`` tells the code which ones were built.
+AVX-512 F/BW/VL/DQ, ``*_avx512bf16.c`` with AVX512_BF16 besides, ``*_sse2.c``, ``*_neon.c``;
+anything else is baseline). Files of an ISA the target architecture (or, for AVX512_BF16, the
+compiler) lacks are skipped; ``csrc/isa.h`` tells the code which ones were built.
 Each Cython module links all objects, so the dispatch tables live next to the kernels.
 
 Every compilation uses contraction off and no fast-math: exact mode depends on it
-(spec/engine.md section 4). OpenMP is probed; a compiler without it builds a serial library.
+(docs/spec/engine.md section 4). OpenMP is probed; a compiler without it builds a serial library.
 Set ONEMODEL_DEBUG_KERNELS=1 to compile the Cython modules with bounds checks on.
 ONEMODEL_OPT_LEVEL=2 builds at -O2 instead of -O3 (GCC/Clang; tools/check_exact_builds.sh
 checks that every level gives the same bits).
@@ -43,7 +44,15 @@ GNU_ISA_FLAGS = {
                "-mf16c"],
     "neon": [],
 }
-MSVC_ISA_FLAGS = {"sse2": [], "avx2": ["/arch:AVX2"], "avx512": ["/arch:AVX512"], "neon": []}
+GNU_ISA_FLAGS["avx512bf16"] = GNU_ISA_FLAGS["avx512"] + ["-mavx512bf16"]
+MSVC_ISA_FLAGS = {"sse2": [], "avx2": ["/arch:AVX2"], "avx512": ["/arch:AVX512"],
+                  "avx512bf16": ["/arch:AVX512"], "neon": []}
+# What the AVX512_BF16 kernel needs of the compiler (GCC 10, Clang 9, recent MSVC).
+BF16_PROBE = ("#include <immintrin.h>\n#include <string.h>\n"
+              "int main(void) { __m512i w = _mm512_set1_epi32(0x3f803f80); __m512bh h;\n"
+              "  memcpy(&h, &w, sizeof h);\n"
+              "  __m512 r = _mm512_dpbf16_ps(_mm512_setzero_ps(), h, h);\n"
+              "  return _mm512_cvtss_f32(r) == 2.0f ? 0 : 1; }\n")
 # MSVC (Visual Studio 2022 or later: csrc/isa.h refuses older ones, whose /fp:precise could
 # contract on x64): /fp:precise never fuses a multiply and an add. clang-cl maps /fp:precise to
 # contraction *on*, so it also gets the clang option, passed through /clang: (a bare
@@ -102,7 +111,8 @@ class BuildExt(build_ext):
         kernel_only = MSVC_KERNEL_ONLY if msvc else []
         macros = [("OM_HAVE_OPENMP", "1" if self.openmp else "0"),
                   ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
-        for isa in ISAS_FOR_ARCH:
+        isas = ISAS_FOR_ARCH + (["avx512bf16"] if IS_X86 and self._compiles_bf16(msvc) else [])
+        for isa in isas:
             macros.append(("OM_BUILD_" + isa.upper(), "1"))
 
         def compile_one(source: Path) -> list[str]:
@@ -114,7 +124,7 @@ class BuildExt(build_ext):
                 depends=[str(p) for p in (ROOT / CSRC).glob("*.h")])
 
         sources = [s for s in sorted((ROOT / CSRC).glob("*.c"))
-                   if isa_of(s) is None or isa_of(s) in ISAS_FOR_ARCH]
+                   if isa_of(s) is None or isa_of(s) in isas]
         # The kernel objects are independent compiler processes: one per core at a time (the
         # build takes half as long on two cores). The object list keeps the sources' order.
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -135,6 +145,24 @@ class BuildExt(build_ext):
             self.compiler.initialize()
         return "clang-cl" in os.path.basename(str(getattr(self.compiler, "cc", ""))).lower()
 
+    def _compiles_bf16(self, msvc: bool) -> bool:
+        """Whether the compiler builds the AVX512_BF16 intrinsics the bf16 kernel uses."""
+        tmp = tempfile.mkdtemp()
+        try:
+            src = os.path.join(tmp, "bf16.c")
+            with open(src, "w") as f:
+                f.write(BF16_PROBE)
+            self.compiler.compile([src], output_dir=tmp,
+                                  extra_postargs=(MSVC_ISA_FLAGS if msvc else GNU_ISA_FLAGS)
+                                  ["avx512bf16"])
+            return True
+        except Exception:  # any compiler failure: build without the bf16 kernel
+            print("onemodel: the compiler lacks AVX512_BF16, building without its kernel",
+                  file=sys.stderr)
+            return False
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def _probe_openmp(self, msvc: bool) -> tuple[list[str], list[str]] | None:
         """The first OpenMP (compile, link) flags that build a program, or None."""
         if os.environ.get("ONEMODEL_NO_OPENMP") == "1":
@@ -143,7 +171,8 @@ class BuildExt(build_ext):
         try:
             src = os.path.join(tmp, "probe.c")
             with open(src, "w") as f:
-                f.write("#include <omp.h>\nint main(void){return omp_get_max_threads() > 0 ? 0 : 1;}\n")
+                f.write("#include <omp.h>\n"
+                        "int main(void){return omp_get_max_threads() > 0 ? 0 : 1;}\n")
             for compile_flags, link_flags in OPENMP_FLAGS["msvc" if msvc else "gnu"]:
                 try:
                     objs = self.compiler.compile([src], output_dir=tmp,

@@ -17,12 +17,11 @@ import gc
 import tracemalloc
 
 import torch
+from _timing import best_seconds
+from models import convnet, image_steps, mlp, transformer_om, transformer_torch
 
 import onemodel as om
 from onemodel import amp
-
-from _timing import best_seconds
-from models import convnet, image_steps, mlp, transformer_om, transformer_torch
 
 MODELS = {
     "MLP 784-1024-1024-10 b256": lambda: image_steps(mlp, (256, 784)),

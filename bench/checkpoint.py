@@ -31,12 +31,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from _timing import best_seconds  # noqa: E402
+
 import onemodel as om  # noqa: E402
 from onemodel import checkpoint, nn  # noqa: E402
 from onemodel._kernels import _crc  # noqa: E402
 from onemodel.optim import AdamW  # noqa: E402
-
-from _timing import best_seconds  # noqa: E402
 
 
 def make_state(width: int, layers: int) -> tuple[nn.Module, AdamW]:

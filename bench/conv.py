@@ -14,11 +14,10 @@ import argparse
 import numpy as np
 import torch
 import torch.nn.functional as TF
+from _timing import best_of
 from threadpoolctl import threadpool_limits
 
 from onemodel._kernels import _conv
-
-from _timing import best_of
 
 # name, input (N, C, H, W), output channels
 CONVS = [

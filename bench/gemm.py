@@ -10,11 +10,10 @@ import argparse
 
 import numpy as np
 import torch
+from _timing import best_of
 from threadpoolctl import threadpool_limits
 
 from onemodel._kernels import _gemm
-
-from _timing import best_of
 
 # name, (rows, cols) of a and b as stored, trans_a, trans_b
 CASES = [

@@ -19,12 +19,11 @@ import numpy as np
 import torch
 import torch.nn as tnn
 import torch.nn.functional as TF
+from _timing import best_seconds
 
 import onemodel as om
 import onemodel.functional as F
 from onemodel import nn
-
-from _timing import best_seconds
 
 
 def conv_block(lib, cin: int, cout: int, pool):

@@ -13,10 +13,9 @@ import argparse
 
 import numpy as np
 import torch
+from _timing import best_of
 
 from onemodel._kernels import _vmath
-
-from _timing import best_of
 
 N = 1 << 20
 

@@ -12,12 +12,11 @@ import argparse
 
 import numpy as np
 import torch
+from _timing import best_seconds
 
 import onemodel as om
 from onemodel import optim
 from onemodel.tensor import tensor
-
-from _timing import best_seconds
 
 BYTES_PER_PARAM = {"AdamW": 28, "SGD momentum": 20}
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _timing import best_seconds
 
 import onemodel as om
 import onemodel.functional as F
@@ -21,8 +22,6 @@ from onemodel import interop, nn, optim
 from onemodel.examples import models
 from onemodel.examples.crnn import __main__ as crnn_job
 from onemodel.examples.crnn import lines
-
-from _timing import best_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 

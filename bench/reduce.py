@@ -12,10 +12,9 @@ import argparse
 
 import numpy as np
 import torch
+from _timing import best_of
 
 from onemodel._kernels import _reduce
-
-from _timing import best_of
 
 
 def np_softmax(x: np.ndarray, log: bool) -> np.ndarray:

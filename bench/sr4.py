@@ -1,4 +1,4 @@
-"""SR4 against AdamW: kernel speed, and whether a ternary network trains (spec/sr4.txt).
+"""SR4 against AdamW: kernel speed, and whether a ternary network trains (docs/spec/sr4.txt).
 
 Part 1, kernels at 1 and 2 threads (best of several runs, taken in turns):
   - the optimizer step over 4 million parameters in 4 matrices: SR4 (the step writes q and
@@ -12,8 +12,8 @@ Part 1, kernels at 1 and 2 threads (best of several runs, taken in turns):
 Part 2, training on scikit-learn's digits (1437 train / 360 test images, 8x8 pixels), the MLP
 64-256-10 with ReLU, batch 64, 40 epochs, seeds 0, 1, 2:
   - SR4: TernaryLinear layers; q by SR4 (target step 0.05, cosine-annealed through lr), the
-    scales by SGD at 0.005 and the biases by SGD at 0.05 (sr4.txt section 5: the scale rate
-    about ten times below the bias rate);
+    scales by SGD at 0.005 and the biases by SGD at 0.05 (docs/spec/sr4.txt section 5: the scale
+    rate about ten times below the bias rate);
   - AdamW: the same MLP with float32 Linear layers, lr 3e-3 cosine-annealed, weight decay 0.01.
   - SR4 conv: a ternary convnet on the 8x8 images (TernaryConv2d 1-16 3x3, ReLU, TernaryConv2d
     16-32 3x3 stride 2, ReLU, TernaryLinear 512-10), trained as the SR4 MLP.
@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 import torch
+from _timing import best_seconds
 
 import onemodel as om
 import onemodel.functional as F
@@ -40,8 +41,6 @@ from onemodel import checkpoint, nn
 from onemodel._kernels import _gemm, _sr4
 from onemodel.optim import SGD, SR4, AdamW
 from onemodel.optim.lr import CosineLR
-
-from _timing import best_seconds
 
 
 # -- part 1: kernels -------------------------------------------------------------------------
@@ -190,14 +189,16 @@ def train(kind: str, seed: int, data, epochs: int, levels) -> dict:
             updates += 1
             if updates % 10 == 0 and any(v is None for v in first.values()):
                 with om.no_grad():
-                    full = float(F.cross_entropy(model(om.Tensor(xtr.reshape(shape))), om.Tensor(ytr)).numpy())
+                    logits = model(om.Tensor(xtr.reshape(shape)))
+                    full = float(F.cross_entropy(logits, om.Tensor(ytr)).numpy())
                 for level in levels:
                     if first[level] is None and full <= level:
                         first[level] = updates
     wall = time.perf_counter() - t0
     with om.no_grad():
         acc = float((model(om.Tensor(xte.reshape(shape))).numpy().argmax(1) == yte).mean())
-        train_loss = float(F.cross_entropy(model(om.Tensor(xtr.reshape(shape))), om.Tensor(ytr)).numpy())
+        logits = model(om.Tensor(xtr.reshape(shape)))
+        train_loss = float(F.cross_entropy(logits, om.Tensor(ytr)).numpy())
     bits = 8 * state_bytes(model, opt) / weight_count(model)
     ckpt_bits = 8 * len(checkpoint.to_bytes(model, opt)) / weight_count(model)
     return {"acc": acc, "loss": train_loss, "bits": bits, "ckpt_bits": ckpt_bits, "wall": wall,

@@ -1,4 +1,4 @@
-"""Mixed precision: autocast for matrix products and the dynamic loss scaler (engine.md 5).
+"""Mixed precision: autocast for matrix products, the dynamic loss scaler (docs/spec/engine.md 5).
 
 autocast("bf16" | "fp16") makes matmul and linear (onemodel/functional/linalg.py reads
 `half_code()`) run with both operands rounded to bfloat16 or float16, round-to-nearest-even,

@@ -4,7 +4,7 @@ The graph is recorded as ops run (define-by-run). Each Node holds the tensors it
 gradients for and a closure that maps the gradient of its output to theirs. Backward visits
 nodes in decreasing creation order: a node is always created after the nodes of its inputs,
 so this is a reverse topological order, and ties never arise, so the contributions that meet at
-one tensor are always summed in the same order (engine.md section 1).
+one tensor are always summed in the same order (docs/spec/engine.md section 1).
 
 Saved tensors are protected by version counters: every in-place write bumps the tensor's
 version, and a node whose saved tensor changed refuses to run.

@@ -1,4 +1,4 @@
-"""Data parallelism whose bits do not depend on the number of workers (engine.md section 6).
+"""Data parallelism whose bits do not depend on the worker count (docs/spec/engine.md section 6).
 
 A global step is M micro-batches with global indices 0 .. M-1, M fixed by the run; worker r of
 W computes indices r, r + W, r + 2W, ... (`local_indices`, the DataLoader's sharding). The mean

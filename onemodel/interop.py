@@ -24,8 +24,13 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 import numpy as np
 
-from .nn.attention import (MultiheadAttention, TransformerDecoder, TransformerDecoderLayer,
-                           TransformerEncoder, TransformerEncoderLayer)
+from .nn.attention import (
+    MultiheadAttention,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .nn.layers import Dropout
 from .nn.module import Module
 

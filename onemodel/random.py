@@ -1,9 +1,9 @@
 """Generator: SplitMix64 (Steele, Lea and Flood 2014), the source of every initial weight.
 
-training.txt 1.1 and clarifications.md: each draw adds the golden-ratio increment to the state
-and returns mix(state); next_single() is float32((u >> 40) / 2^24), exact; uniform(a, b) is
-a + (b - a)·u with a, b float32 and each operation one float32 IEEE operation. Bulk draws are
-vectorised in numpy uint64 arithmetic, which wraps modulo 2^64 as the definition does.
+docs/spec/training.txt 1.1 and docs/spec/clarifications.md: each draw adds the golden-ratio
+increment to the state and returns mix(state); next_single() is float32((u >> 40) / 2^24), exact;
+uniform(a, b) is a + (b - a)·u with a, b float32 and each operation one float32 IEEE operation. Bulk
+draws are vectorised in numpy uint64 arithmetic, which wraps modulo 2^64 as the definition does.
 
 `default_generator` is the process default (PyTorch's name), seeded 0 at import: modules built
 without `generator=` or `seed=` draw their initial weights from it, an unseeded Dropout takes

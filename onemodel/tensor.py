@@ -1,4 +1,4 @@
-"""Tensor: a C-contiguous numpy array with an autodiff record (engine.md section 1).
+"""Tensor: a C-contiguous numpy array with an autodiff record (docs/spec/engine.md section 1).
 
 Values are float32; indices and counters int64 (or int32); masks bool. Only float32 tensors
 may require gradients. The math lives in onemodel.functional; the operators here forward to it.
@@ -27,7 +27,8 @@ def _as_array(data: Any, dtype: Optional[Any]) -> np.ndarray:
     if dtype is not None:
         target = np.dtype(dtype)
         if target not in _DTYPES:
-            raise TypeError(f"tensor: unsupported dtype {target}; use float32, int32, int64 or bool")
+            raise TypeError(f"tensor: unsupported dtype {target}; "
+                            "use float32, int32, int64 or bool")
         return np.require(arr.astype(target, copy=False), requirements="C")
     return _canonical(arr, "tensor")
 

@@ -12,6 +12,10 @@ Inputs are numpy arrays or Python scalars. Float32 arrays become tensors that re
 (unless `requires_grad` says otherwise, one bool per input); integer and bool arrays become
 tensors without; scalars are passed through unchanged. An op may return a Tensor or a tuple of
 them (the first one is differentiated). The upstream gradient is a fixed random array.
+
+A kernel test that runs on every ISA path takes the `isa` fixture: it runs once per path the
+machine has, with that path selected, and `same_bits_everywhere` checks that a run gives the
+scalar path's bits at 1-3 threads.
 """
 from __future__ import annotations
 
@@ -170,12 +174,42 @@ def check_grad(fn: Callable, *inputs: Any, ref64: Optional[Callable] = None,
 
 @contextlib.contextmanager
 def _restore_settings() -> Iterator[None]:
-    isa, threads = _config.isa(), _config.get_num_threads()
+    isa, threads = _kernels.selected_isa(), _config.get_num_threads()
     try:
         yield
     finally:
         _kernels.select_isa(isa)
         _config.set_num_threads(threads)
+
+
+@contextlib.contextmanager
+def isa_path(name: str) -> Iterator[None]:
+    """Runs the block on one ISA path, then restores the path selected before it."""
+    with _restore_settings():
+        _kernels.select_isa(name)
+        yield
+
+
+def same_bits_everywhere(run: Callable[[int], Sequence[Any]],
+                         threads: Sequence[int] = THREAD_COUNTS) -> list[np.ndarray]:
+    """In exact mode, run(n), with n threads set, gives the same bits on the selected path at
+    every thread count as on the scalar path at one thread (copies are taken at once, so a run
+    may reuse its buffers). Returns the selected path's result at the first thread count."""
+    def bits(n: int) -> list[np.ndarray]:
+        _config.set_num_threads(n)
+        return [np.array(r, copy=True) for r in run(n)]
+
+    with _restore_settings(), _config.mode("exact"):
+        results = {(_kernels.selected_isa(), n): bits(n) for n in threads}
+        with isa_path("scalar"):
+            reference = bits(1)
+    for key, arrays in results.items():
+        assert len(arrays) == len(reference), (
+            f"{key}: {len(arrays)} results, the scalar path gives {len(reference)}")
+        for i, (a, b) in enumerate(zip(arrays, reference)):
+            assert a.shape == b.shape and a.tobytes() == b.tobytes(), (
+                f"result {i}: {key[0]} path at {key[1]} threads differs from scalar at 1 thread")
+    return next(iter(results.values()))
 
 
 def check_exact(fn: Callable, *inputs: Any, requires_grad: Optional[Sequence[bool]] = None,
@@ -247,6 +281,19 @@ def _check_grad_fixture() -> Callable:
 @pytest.fixture(name="check_exact")
 def _check_exact_fixture() -> Callable:
     return check_exact
+
+
+@pytest.fixture(params=_kernels.available_isas())
+def isa(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The test runs once per ISA path the machine has, on that path; the previous path is
+    restored afterwards (in a forced-ISA job, the forced one)."""
+    with isa_path(request.param):
+        yield request.param
+
+
+@pytest.fixture(name="same_bits_everywhere")
+def _same_bits_everywhere_fixture() -> Callable:
+    return same_bits_everywhere
 
 
 @pytest.fixture(name="special_values")

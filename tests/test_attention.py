@@ -119,23 +119,23 @@ def test_mha_without_weights_and_bias(rng, assert_close):
 
 def _torch_attention(t, x, keep):
     """PyTorch's MHA arithmetic with an explicit multiplier on the attention weights."""
-    b, l, e = x.shape
+    b, s, e = x.shape
     h = t.num_heads
     qkv = torch.nn.functional.linear(x, t.in_proj_weight, t.in_proj_bias)
-    q, k, v = (a.reshape(b, l, h, e // h).transpose(1, 2) for a in qkv.chunk(3, -1))
+    q, k, v = (a.reshape(b, s, h, e // h).transpose(1, 2) for a in qkv.chunk(3, -1))
     w = torch.softmax((q / (e // h) ** 0.5) @ k.transpose(-1, -2), -1) * keep
-    return t.out_proj((w @ v).transpose(1, 2).reshape(b, l, e))
+    return t.out_proj((w @ v).transpose(1, 2).reshape(b, s, e))
 
 
 def test_mha_dropout_stream(rng, assert_close):
-    b, l, e, h, p = 2, 5, 8, 2, 0.3
+    b, s, e, h, p = 2, 5, 8, 2, 0.3
     m = nn.MultiheadAttention(e, h, dropout=p, batch_first=True, seed=9)
     t = torch.nn.MultiheadAttention(e, h, batch_first=True)
     _load_into_torch(m, t)
-    x = rng.standard_normal((b, l, e)).astype(np.float32)
+    x = rng.standard_normal((b, s, e)).astype(np.float32)
     for draw in range(2):  # each call takes the next draw of the counter
         out, _ = m(om.tensor(x), om.tensor(x), om.tensor(x))
-        keep = _t(dropout_mask((b, h, l, l), p, 9, draw))
+        keep = _t(dropout_mask((b, h, s, s), p, 9, draw))
         assert_close(out.detach().numpy(), _torch_attention(t, _t(x), keep).detach().numpy(), 1e-5)
     assert int(m.dropout.draws.numpy()) == 2
     m.eval()

@@ -10,9 +10,9 @@ import sys
 import numpy as np
 import pytest
 
+import onemodel.functional as F
 from onemodel import autograd
 from onemodel.functional import _core
-import onemodel.functional as F
 from onemodel.tensor import Tensor, tensor, zeros
 
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 # Runs in a child process; FIRST chooses whose threading runtime is loaded first.
 CHILD = textwrap.dedent("""
     import hashlib, importlib.util, os, sys, threading
@@ -58,6 +60,7 @@ def _run(first: str, threads: int) -> list[str]:
     return out.stdout.split()
 
 
+@pytest.mark.slow
 def test_import_order_does_not_matter():
     numpy_first = _run("numpy", 3)
     onemodel_first = _run("onemodel", 3)

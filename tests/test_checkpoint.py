@@ -1,4 +1,4 @@
-"""Checkpoint format (training.txt section 6), atomic writes and CheckpointManager.
+"""Checkpoint format (docs/spec/training.txt section 6), atomic writes and CheckpointManager.
 
 The format checks read what the writer wrote with a decoder written here (struct + json), so a
 writer bug is not hidden by the reader sharing it.
@@ -13,12 +13,12 @@ import struct
 
 import numpy as np
 import pytest
+from test_checkpoint_hostile import crc32c_reference
 
 import onemodel as om
 from onemodel import checkpoint, nn
 from onemodel.optim import SGD, Adam, AdamW
 from onemodel.tensor import Tensor
-from test_checkpoint_hostile import crc32c_reference
 
 ELEMENT = {"f32": "<f4", "i32": "<i4", "i64": "<i8", "u8": "u1"}
 

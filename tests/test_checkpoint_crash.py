@@ -117,6 +117,7 @@ def kill_loop(tmp_path, naive: bool, kills: int) -> dict:
     return seen
 
 
+@pytest.mark.slow
 @posix_only
 def test_sigkill_during_save_always_leaves_a_complete_old_or_new_checkpoint(tmp_path):
     seen = kill_loop(tmp_path, naive=False, kills=200)
@@ -129,6 +130,7 @@ def test_sigkill_during_save_always_leaves_a_complete_old_or_new_checkpoint(tmp_
     assert os.listdir(tmp_path) == ["target.ckpt"]
 
 
+@pytest.mark.slow
 @posix_only
 def test_the_same_harness_sees_a_naive_direct_write_corrupt_the_file(tmp_path):
     seen = kill_loop(tmp_path, naive=True, kills=60)

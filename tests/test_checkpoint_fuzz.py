@@ -15,6 +15,7 @@ TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tool
                     "fuzz_checkpoint.py")
 
 
+@pytest.mark.slow
 def test_atheris_run_finds_nothing(tmp_path):
     pytest.importorskip("atheris", reason="atheris ships for Linux x86-64 only")
     corpus = tmp_path / "corpus"

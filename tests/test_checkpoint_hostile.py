@@ -1,7 +1,8 @@
-"""Hostile checkpoints (training.txt section 6, clarifications.md): every file here is assembled by
-hand from the format's rules (a header packed with struct, the manifest written as JSON text,
-the data region laid out at 64-byte offsets), then broken in one named way. Each must raise its
-own error type, from memory and from the file, and leave the model and optimizer unchanged.
+"""Hostile checkpoints (docs/spec/training.txt section 6, docs/spec/clarifications.md): every file
+here is assembled by hand from the format's rules (a header packed with struct, the manifest written
+as JSON text, the data region laid out at 64-byte offsets), then broken in one named way. Each must
+raise its own error type, from memory and from the file, and leave the model and optimizer
+unchanged.
 
 The committed copies live in testdata/checkpoint/hostile/<kind>-<name>.ckpt; the test checks
 they equal what the builder produces, and ONEMODEL_WRITE_TESTDATA=1 rewrites them. Most are

@@ -1,4 +1,4 @@
-"""Instruction-set dispatch, threads and modes (engine.md sections 3 and 4), in subprocesses."""
+"""ISA dispatch, threads and modes (docs/spec/engine.md sections 3 and 4), in subprocesses."""
 import json
 import os
 import subprocess
@@ -8,6 +8,7 @@ import pytest
 
 import onemodel as om
 from onemodel import _kernels
+from onemodel.examples import reference
 
 REPORT = "import json, onemodel as om; print(json.dumps(om.config()))"
 
@@ -21,8 +22,8 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess:
 
 def test_config_reports_every_key():
     config = om.config()
-    assert set(config) == {"isa", "isas_available", "mode", "num_threads", "openmp",
-                           "compiler", "version"}
+    assert set(config) == {"isa", "isas_available", "mode", "fast_kernels", "num_threads",
+                           "openmp", "compiler", "version"}
     assert config["isa"] in config["isas_available"]
     assert config["isas_available"][0] == "scalar"
     assert config["version"] == om.__version__
@@ -37,9 +38,10 @@ def test_default_is_the_best_path_the_cpu_has():
 
 @pytest.mark.parametrize("isa", _kernels.available_isas())
 def test_onemodel_isa_selects_a_lower_path(isa):
-    out = _run(REPORT, ONEMODEL_ISA=isa)
+    out = _run(REPORT + "; print(om._kernels.selected_isa())", ONEMODEL_ISA=isa)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["isa"] == isa
+    config, selected = out.stdout.splitlines()
+    assert json.loads(config)["isa"] == selected == isa
 
 
 def test_asking_for_a_missing_path_is_a_clear_error_at_import():
@@ -93,6 +95,35 @@ def test_mode_context_manager_restores_the_previous_mode():
         with om.mode("fast"):
             raise RuntimeError("inside")
     assert om.get_mode() == "exact"
+
+
+def test_fast_mode_runs_the_exact_kernels():
+    """No kernel has a fast variant (config() says so), so fast mode keeps its promise, the same
+    bits at every thread count, with exact mode's bits: the pinned hashes cover both."""
+    assert om.config()["fast_kernels"] == []
+    exact = reference.state_hash_after("convnet", 2)
+    threads = om.get_num_threads()
+    try:
+        with om.mode("fast"):
+            for n in (1, 3):
+                om.set_num_threads(n)
+                assert reference.state_hash_after("convnet", 2) == exact, f"{n} threads"
+    finally:
+        om.set_num_threads(threads)
+
+
+def test_selected_isa_is_the_path_last_chosen():
+    previous = _kernels.selected_isa()
+    assert previous == om.config()["isa"]  # nothing changed it since the import
+    try:
+        for isa in _kernels.available_isas():
+            _kernels.select_isa(isa)
+            assert _kernels.selected_isa() == isa
+        with pytest.raises(ValueError):
+            _kernels.select_isa("mmx")
+        assert _kernels.selected_isa() == _kernels.available_isas()[-1]
+    finally:
+        _kernels.select_isa(previous)
 
 
 def test_select_isa_refuses_unknown_and_missing_paths():

@@ -146,7 +146,8 @@ def test_parameter_list_matches_torch():
 
 def test_parameter_list_errors_change_nothing():
     pl = nn.ParameterList([om.ones(2)])
-    with pytest.raises(TypeError, match="ParameterList.extend: entry 1 must be a Parameter or a Tensor"):
+    with pytest.raises(TypeError,
+                       match="ParameterList.extend: entry 1 must be a Parameter or a Tensor"):
         pl.extend([om.ones(1), np.ones(1)])
     with pytest.raises(IndexError, match="ParameterList: index 3"):
         pl[3] = om.ones(1)

@@ -15,8 +15,7 @@ pytest.importorskip("PIL")
 
 from onemodel.examples.crnn import __main__ as job  # noqa: E402
 from onemodel.examples.crnn import lines  # noqa: E402
-from onemodel.examples.crnn.model import (build, character_errors, edit_distance,  # noqa: E402
-                                          greedy_decode)
+from onemodel.examples.crnn.model import build, character_errors, edit_distance, greedy_decode  # noqa: E402
 
 
 def test_a_batch_is_a_pure_function_of_seed_and_step():
@@ -97,8 +96,8 @@ def _first_step(model, batch, ctc_loss, to_input):
 
 @pytest.mark.oracle
 def test_first_step_matches_pytorch_as_closely_as_pytorch_matches_itself():
-    # training.txt section 10's standard: our distance to PyTorch in float64 is no larger than
-    # PyTorch float32's own (with a floor of 1e-5 scaled); the loss within 1e-6 relative.
+    # docs/spec/training.txt section 10's standard: our distance to PyTorch in float64 is no larger
+    # than PyTorch float32's own (with a floor of 1e-5 scaled); the loss within 1e-6 relative.
     torch = pytest.importorskip("torch")
     from conftest import scaled_error
 
@@ -125,6 +124,7 @@ def test_first_step_matches_pytorch_as_closely_as_pytorch_matches_itself():
 
 def test_export_folds_batch_norm_within_float32_rounding(tmp_path):
     from conftest import scaled_error
+
     from onemodel.examples.crnn.export import export, folded_state
 
     model = build(nn, F, lines.CLASSES)

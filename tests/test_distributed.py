@@ -85,8 +85,8 @@ def _results(prefix, world):
 
 
 def _reference(steps, norm=False):
-    from onemodel.train import Trainer
     import onemodel.functional as F
+    from onemodel.train import Trainer
     model, opt, loader = setup(norm)
     hashes = []
     Trainer(model, F.cross_entropy, opt, loader, accumulate=12, clip_norm=0.5, progress=False,
@@ -114,8 +114,8 @@ def test_reduce_checks_indices():
 
 
 def test_micro_batches_must_divide_among_workers():
-    from onemodel.train import Trainer
     import onemodel.functional as F
+    from onemodel.train import Trainer
     model, opt, loader = setup()
     with pytest.raises(ValueError, match="micro_batches"):
         Trainer(model, F.cross_entropy, opt, loader, micro_batches=0)
@@ -203,11 +203,11 @@ def test_a_rank_that_never_arrives_times_out_with_a_message(tmp_path):
 def test_unequal_micro_batches_weigh_by_their_samples():
     # A step over micro-batches of 8 and 4 samples is the step over the 12 (SGD: the update
     # is the mean gradient), and the logged loss is the sample-weighted mean.
+    import onemodel.functional as F
     from onemodel import nn
     from onemodel.data import DataLoader
     from onemodel.optim import SGD
     from onemodel.train import Trainer
-    import onemodel.functional as F
     g = om.Generator(3)
     x = g.uniform(-1.0, 1.0, (12, 5)).numpy()
     y = (x[:, 0] > 0).astype(np.int64)
@@ -228,9 +228,8 @@ def test_unequal_micro_batches_weigh_by_their_samples():
 def test_dropout_counters_follow_the_global_position():
     # After a step of M micro-batches the counter stands where one worker accumulating M
     # leaves it, and micro-batch i drew mask base + i.
-    from onemodel import nn
-    from onemodel.train import Trainer
     import onemodel.functional as F
+    from onemodel.train import Trainer
     model, opt, loader = setup()
     t = Trainer(model, F.cross_entropy, opt, loader, micro_batches=12, progress=False)
     t.train_step()

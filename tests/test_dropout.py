@@ -1,4 +1,4 @@
-"""Dropout: the counter-based mask of training.txt 1.2, bit for bit, and its draw counter."""
+"""Dropout: the counter-based mask of docs/spec/training.txt 1.2, bit for bit, and its counter."""
 import time
 
 import numpy as np

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import onemodel as om
-from onemodel import interop, nn
 from onemodel import functional as F
+from onemodel import interop, nn
 
 torch = pytest.importorskip("torch")
 

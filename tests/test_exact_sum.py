@@ -232,16 +232,6 @@ def adversarial_limbs(n, seed):
     return hi, lo
 
 
-@pytest.fixture(params=om._kernels.available_isas())
-def isa(request):
-    """Each instruction-set path of the kernels in turn, then the one selected at import."""
-    from onemodel._kernels import ISA_NAMES, _exact
-    _exact.set_isa(ISA_NAMES.index(request.param))
-    yield request.param
-    from onemodel import _config
-    _exact.set_isa(ISA_NAMES.index(_config.isa()))
-
-
 @pytest.mark.parametrize("seed", [5, 6])
 def test_the_c_passes_equal_the_numpy_reference(seed, isa):
     from onemodel._kernels import _exact

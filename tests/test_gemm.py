@@ -14,7 +14,8 @@ from onemodel import _config, _kernels
 from onemodel._kernels import _gemm
 
 ISAS = _kernels.available_isas()
-# Around the 14 x 32 AVX-512 tile, the 6 x 16 AVX2 one and the K block of 256.
+# Around the micro-tiles (MR x NR: AVX-512 8 x 32, AVX2 6 x 16, SSE2 4 x 8, scalar 4 x 16) and
+# the K block of 256.
 SHAPES = [(1, 1, 1), (1, 5, 3), (13, 31, 7), (14, 32, 16), (15, 33, 17), (29, 65, 257),
           (6, 16, 1), (7, 17, 2), (40, 3, 5)]
 

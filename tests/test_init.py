@@ -1,4 +1,4 @@
-"""Generator (SplitMix64) and layer initialisation, bit for bit against training.txt 1.1.
+"""Generator (SplitMix64) and layer initialisation, bit for bit against docs/spec/training.txt 1.1.
 
 The reference below is the formula itself in plain Python integers and numpy float32 scalars.
 """

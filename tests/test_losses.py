@@ -1,4 +1,4 @@
-"""Losses (training.txt section 2) against PyTorch, finite differences and their own rules."""
+"""Losses (docs/spec/training.txt section 2) against PyTorch, finite differences and own rules."""
 import numpy as np
 import pytest
 

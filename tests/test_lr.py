@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from onemodel import optim
-from onemodel.optim.lr import (CosineLR, OneCycleLR, StepLR, WarmupCosineLR, WarmupLR,
-                               cos_pi)
+from onemodel.optim.lr import CosineLR, OneCycleLR, StepLR, WarmupCosineLR, WarmupLR, cos_pi
 from onemodel.tensor import tensor
 
 

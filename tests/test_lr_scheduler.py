@@ -3,7 +3,6 @@ over 30 steps of the usual loop (optimizer.step(); scheduler.step()), within flo
 statelessness (read at the step count), and argument checks."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

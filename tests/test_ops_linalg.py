@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import onemodel.functional as F
+from onemodel._kernels import _gemm
 from onemodel.tensor import tensor
 
 torch = pytest.importorskip("torch")
@@ -80,15 +81,38 @@ def test_matmul_special_values():
 
 
 def test_matmul_uses_no_numpy_product(rng, monkeypatch):
-    def forbidden(*args, **kwargs):
-        raise AssertionError("np.matmul/np.dot used by an op")
+    """Every product of matmul, @ and linear, forward and backward, runs in the gemm kernel.
+    numpy's product functions raise and record the call (an op that caught the error would
+    still fail); ndarray's own @ cannot be patched, so the kernel counts its calls: one per
+    forward, one per operand gradient."""
+    used = []
+
+    def forbidden(name):
+        def call(*args, **kwargs):
+            used.append(name)
+            raise AssertionError(f"np.{name} used by an op")
+        return call
+    for name in ("matmul", "dot", "tensordot", "einsum", "inner", "vdot", "outer", "kron"):
+        monkeypatch.setattr(np, name, forbidden(name))
+    monkeypatch.setattr(np.linalg, "multi_dot", forbidden("linalg.multi_dot"))
+    kernel_calls = []
+    gemm = _gemm.gemm
+
+    def counted(*args, **kwargs):
+        kernel_calls.append(args[2].shape)
+        return gemm(*args, **kwargs)
+    monkeypatch.setattr(_gemm, "gemm", counted)
     a = tensor(_rand(rng, (2, 3, 4)), requires_grad=True)
     b = tensor(_rand(rng, (4, 5)), requires_grad=True)
     w = tensor(_rand(rng, (6, 4)), requires_grad=True)
-    monkeypatch.setattr(np, "matmul", forbidden)
-    monkeypatch.setattr(np, "dot", forbidden)
-    F.matmul(a, b).backward(np.ones((2, 3, 5), np.float32))
-    F.linear(a, w).backward(np.ones((2, 3, 6), np.float32))
+    for name, op, y in (("matmul", F.matmul, b), ("@", lambda p, q: p @ q, b),
+                        ("linear", F.linear, w)):
+        kernel_calls.clear()
+        out = op(a, y)
+        assert len(kernel_calls) == 1, f"{name} forward: {len(kernel_calls)} kernel calls"
+        out.backward(np.ones(out.shape, np.float32))
+        assert len(kernel_calls) == 3, f"{name} backward: {len(kernel_calls) - 1} kernel calls"
+    assert used == []
 
 
 @pytest.mark.parametrize("sa, sb, fragment", [

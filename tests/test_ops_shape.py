@@ -64,7 +64,8 @@ def test_unary_shape_op(name, om_fn, th_fn, shape, ref, rng, check_torch, check_
     check_grad(om_fn, x, ref64=ref)
 
 
-@pytest.mark.parametrize("name, om_fn, th_fn, shape, ref", UNARY[::3], ids=[u[0] for u in UNARY[::3]])
+@pytest.mark.parametrize("name, om_fn, th_fn, shape, ref", UNARY[::3],
+                         ids=[u[0] for u in UNARY[::3]])
 def test_unary_shape_op_exact(name, om_fn, th_fn, shape, ref, rng, check_exact):
     check_exact(om_fn, _rand(rng, shape), threads=(1, 2))
 

@@ -1,6 +1,6 @@
 """Optimizers: exact trajectories against an independent float32 implementation of the
-formulas, PyTorch within the tolerances of training.txt section 8, the same bits on every ISA
-path and thread count, argument checks, and a table of optimizer x objective that converges."""
+formulas, PyTorch within the tolerances of docs/spec/training.txt section 8, the same bits on every
+ISA path and thread count, argument checks, and a table of optimizer x objective that converges."""
 from __future__ import annotations
 
 import itertools
@@ -8,8 +8,8 @@ import itertools
 import numpy as np
 import pytest
 
-from onemodel import _config, _kernels, optim
-from onemodel.tensor import Tensor, tensor
+from onemodel import optim
+from onemodel.tensor import tensor
 
 f32 = np.float32
 
@@ -37,7 +37,7 @@ def ref_sgd(params, grads_per_step, lr, momentum=0.0, dampening=0.0, weight_deca
 
 
 def power_rtl(x, t):
-    """x^t in double, right-to-left binary exponentiation (clarifications.md)."""
+    """x^t in double, right-to-left binary exponentiation (docs/spec/clarifications.md)."""
     r = 1.0
     while t:
         if t & 1:
@@ -202,8 +202,8 @@ def scaled(a, b):
 # PyTorch updates with fused multiply-adds (its add_(g, alpha=-lr) equals the single-rounded
 # p - lr*g on every element), the spec's formulas round twice, and PyTorch's Adam uses lerp and
 # addcdiv. So an element may round one float32 ulp apart in a step: up to 2^-23 of the largest
-# |p| for each flip. training.txt section 8 measured 8.1e-8 (SGD) and 3.4e-8 (Adam) on its own
-# data; on these normal parameters single flips reach 1.2e-7 and two stacked over the five steps
+# |p| for each flip. docs/spec/training.txt section 8 measured 8.1e-8 (SGD) and 3.4e-8 (Adam) on its
+# own data; on these normal parameters single flips reach 1.2e-7 and two stacked over the five steps
 # 1.7e-7, so the bound is two ulps of the largest parameter.
 TWO_ULPS = 2.0 ** -22
 TORCH_CASES = [
@@ -247,26 +247,15 @@ def _special_grads(rng, n):
     lambda ts: optim.Adam(ts, lr=1e-2, weight_decay=0.1, amsgrad=True),
     lambda ts: optim.AdamW(ts, lr=1e-2, weight_decay=0.1),
 ], ids=["sgd-nesterov", "sgd-dampening", "adam-l2-amsgrad", "adamw"])
-def test_same_bits_on_every_isa_and_thread_count(rng, make):
+def test_same_bits_on_every_isa_and_thread_count(rng, make, isa, same_bits_everywhere):
     sizes = (0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 1000, 300_001)
     params = [rng.standard_normal(n).astype(np.float32) for n in sizes]
     grads = [[_special_grads(rng, n) for n in sizes] for _ in range(3)]
-    isa, threads = _config.isa(), _config.get_num_threads()
-    results = {}
-    try:
-        for path in _kernels.available_isas():
-            _kernels.select_isa(path)
-            for n in (1, 2, 3):
-                _config.set_num_threads(n)
-                got, opt = run(make, params, grads)
-                results[(path, n)] = [a.tobytes() for a in got] + \
-                    [a.tobytes() for a in opt.state_tensors().values()]
-    finally:
-        _kernels.select_isa(isa)
-        _config.set_num_threads(threads)
-    first = next(iter(results))
-    for key, blobs in results.items():
-        assert blobs == results[first], f"{key} differs from {first}"
+
+    def trajectory(_):
+        got, opt = run(make, params, grads)
+        return list(got) + list(opt.state_tensors().values())
+    same_bits_everywhere(trajectory)
 
 
 # -- behaviour ---------------------------------------------------------------------------------

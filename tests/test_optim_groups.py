@@ -1,6 +1,7 @@
-"""Parameter groups (clarifications.md), zero_grad(set_to_none), state_dict/load_state_dict and
-the PyTorch-named clipping aliases: against PyTorch, against separate one-group optimizers bit
-for bit, checkpoints with groups, and errors raised before anything changes."""
+"""Parameter groups (docs/spec/clarifications.md), zero_grad(set_to_none),
+state_dict/load_state_dict and the PyTorch-named clipping aliases: against PyTorch, against separate
+one-group optimizers bit for bit, checkpoints with groups, and errors raised before anything
+changes."""
 from __future__ import annotations
 
 import copy

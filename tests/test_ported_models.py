@@ -13,7 +13,7 @@ pytestmark = pytest.mark.oracle
 
 
 def _groups(params, decay):
-    """Decay on matrices only, as pipeline.txt advises (nanoGPT's split)."""
+    """Decay on matrices only, as docs/spec/pipeline.txt advises (nanoGPT's split)."""
     params = list(params)
     return [{"params": [p for p in params if p.ndim > 1], "weight_decay": decay},
             {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0}]

@@ -1,4 +1,4 @@
-"""The default generator (api.md "Randomness"): unseeded modules and dropout draw from it."""
+"""The default generator (docs/spec/api.md "Randomness"): unseeded modules and dropout use it."""
 import subprocess
 import sys
 

@@ -1,4 +1,4 @@
-"""Sums along an axis, softmax / log_softmax, layer norm and sumsq_f64 (onemodel._kernels._reduce).
+"""Sums along an axis, softmax / log_softmax, layer norm and index_add_rows (_kernels._reduce).
 
 The sum is checked bit for bit against an independent numpy spelling of the project's order
 (16 lanes, fixed tree, chunks of 65536 added in order; sequential over a non-innermost axis);
@@ -7,46 +7,16 @@ path at 1, 2 and 3 threads.
 """
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 
 import onemodel  # noqa: F401  (selects the ISA path at import)
-from onemodel import _config, _kernels
 from onemodel._kernels import _reduce as R
 
 torch = pytest.importorskip("torch")
 
 LANES, CHUNK = 16, 65536
 SIZES = (0, 1, 15, 16, 17, 1000)
-THREADS = (1, 2, 3)
-
-
-@contextlib.contextmanager
-def isa_path(name: str):
-    previous = _config.isa()
-    _kernels.select_isa(name)
-    try:
-        yield
-    finally:
-        _kernels.select_isa(previous)
-
-
-def every_path(run):
-    """run(nthreads) -> tuple of arrays, under every ISA path and thread count; all must give
-    the same bits. Returns the first result."""
-    results = {}
-    for isa in _kernels.available_isas():
-        with isa_path(isa):
-            for t in THREADS:
-                results[(isa, t)] = [np.array(a, copy=True) for a in run(t)]
-    first_key = next(iter(results))
-    first = results[first_key]
-    for key, arrays in results.items():
-        for a, b in zip(arrays, first):
-            assert a.tobytes() == b.tobytes(), f"{key} differs from {first_key}"
-    return first
 
 
 def spread(rng, shape) -> np.ndarray:
@@ -85,9 +55,9 @@ def column_sum_ref(x3: np.ndarray) -> np.ndarray:
 # ---- sum ----
 
 @pytest.mark.parametrize("n", SIZES + (CHUNK - 1, CHUNK + 17, 3 * CHUNK + 5))
-def test_sum_vector_is_the_lane_order(n):
+def test_sum_vector_is_the_lane_order(n, isa, same_bits_everywhere):
     x = spread(np.random.default_rng(n), n)
-    out = every_path(lambda t: [_sum(x, 1, n, 1, t)])[0]
+    out = same_bits_everywhere(lambda t: [_sum(x, 1, n, 1, t)])[0]
     assert out.tobytes() == np.array([lane_sum_ref(x)], np.float32).tobytes()
     np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-5,
                                atol=1e-5 * np.abs(x).sum())
@@ -109,9 +79,9 @@ def _sum(x, outer, n, inner, t):
 @pytest.mark.parametrize("outer,n,inner", [(7, 17, 1), (300, 200, 1), (3, 0, 1), (0, 5, 1),
                                            (2, 33, 5), (3, 100, 17), (2, 300, 600),
                                            (1, 1000, 257), (4, 0, 3)])
-def test_sum_axis_shapes(outer, n, inner):
+def test_sum_axis_shapes(outer, n, inner, isa, same_bits_everywhere):
     x = spread(np.random.default_rng(outer * 1000 + n + inner), (outer, n, inner))
-    out = every_path(lambda t: [_sum(x, outer, n, inner, t)])[0]
+    out = same_bits_everywhere(lambda t: [_sum(x, outer, n, inner, t)])[0]
     if inner == 1:
         expected = np.array([lane_sum_ref(r) for r in x.reshape(outer, n)], np.float32)
     else:
@@ -119,11 +89,11 @@ def test_sum_axis_shapes(outer, n, inner):
     assert out.tobytes() == expected.tobytes()
 
 
-def test_sum_special_values(special_values):
+def test_sum_special_values(special_values, isa, same_bits_everywhere):
     x = special_values
     for values in (x, x[np.isfinite(x)], np.array([-0.0, -0.0], np.float32),
                    np.array([3e38, 3e38], np.float32), np.array([1e-45] * 40, np.float32)):
-        out = every_path(lambda t: [_sum(values, 1, values.size, 1, t)])[0]
+        out = same_bits_everywhere(lambda t: [_sum(values, 1, values.size, 1, t)])[0]
         assert out.tobytes() == np.array([lane_sum_ref(values)], np.float32).tobytes()
     assert np.isnan(_sum(x, 1, x.size, 1, 1)[0])
     assert _sum(np.array([3e38, 3e38], np.float32), 1, 2, 1, 1)[0] == np.inf
@@ -172,7 +142,7 @@ def test_softmax_against_torch(shape, dim, log, assert_close):
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("outer,n,inner", [(600, 100, 1), (64, 17, 1), (3, 1000, 1),
                                            (1, 70000, 1), (5, 40, 300), (6, 33, 7)])
-def test_softmax_same_bits_everywhere(outer, n, inner, log):
+def test_softmax_same_bits_everywhere(outer, n, inner, log, isa, same_bits_everywhere):
     rng = np.random.default_rng(outer + n + inner)
     x = (rng.standard_normal((outer, n, inner)) * 5).astype(np.float32)
     g = rng.standard_normal(x.shape).astype(np.float32)
@@ -180,12 +150,12 @@ def test_softmax_same_bits_everywhere(outer, n, inner, log):
     def run(t):
         y = _softmax(x, outer, n, inner, log, t)
         return y, _softmax_bwd(y, g, outer, n, inner, log, t)
-    every_path(run)
+    same_bits_everywhere(run)
 
 
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("inner", [1, 3])
-def test_softmax_special_values(log, inner, special_values):
+def test_softmax_special_values(log, inner, special_values, isa, same_bits_everywhere):
     n = 20
     rows = [np.full(n, -np.inf), np.r_[np.full(n - 1, -np.inf), 2.0], np.r_[np.nan, np.ones(n - 1)],
             np.r_[np.inf, np.ones(n - 1)], np.r_[-np.inf, np.zeros(n - 1)], np.full(n, 88.0),
@@ -193,7 +163,7 @@ def test_softmax_special_values(log, inner, special_values):
             special_values[:n]]
     x2 = np.array(rows, np.float32)
     x = np.repeat(x2[:, :, None], inner, axis=2).copy() if inner > 1 else x2
-    y = every_path(lambda t: [_softmax(x, len(rows), n, inner, log, t)])[0]
+    y = same_bits_everywhere(lambda t: [_softmax(x, len(rows), n, inner, log, t)])[0]
     ref = (torch.log_softmax if log else torch.softmax)(torch.from_numpy(x), 1).numpy()
     np.testing.assert_array_equal(np.isnan(y), np.isnan(ref))
     finite = np.isfinite(ref)
@@ -263,7 +233,7 @@ def test_layer_norm_against_torch(rows, n, affine, assert_close):
 
 @pytest.mark.parametrize("affine", [True, False])
 @pytest.mark.parametrize("rows,n", [(300, 100), (33, 1000), (5, 17), (1, 70000), (200, 600)])
-def test_layer_norm_same_bits_everywhere(rows, n, affine):
+def test_layer_norm_same_bits_everywhere(rows, n, affine, isa, same_bits_everywhere):
     rng = np.random.default_rng(rows + n)
     x = spread(rng, (rows, n))
     g = rng.standard_normal((rows, n)).astype(np.float32)
@@ -274,7 +244,7 @@ def test_layer_norm_same_bits_everywhere(rows, n, affine):
         y, mean, rstd = _layer_norm(x, w, b, 1e-5, t)
         grads = _layer_norm_bwd(g, x, mean, rstd, w, affine, t)
         return [y, mean, rstd] + [a for a in grads if a is not None]
-    every_path(run)
+    same_bits_everywhere(run)
 
 
 def test_layer_norm_statistics_use_the_lane_order():
@@ -299,10 +269,10 @@ def test_layer_norm_weight_grads_are_sequential_over_rows():
     assert dw.tobytes() == column_sum_ref((g * xh)[None]).reshape(-1).tobytes()
 
 
-def test_layer_norm_special_values(special_values):
+def test_layer_norm_special_values(special_values, isa, same_bits_everywhere):
     x = np.array([special_values[:16], np.full(16, 5.0), np.r_[np.full(15, 0.0), 1e-40]],
                  np.float32)
-    y, mean, rstd = every_path(lambda t: _layer_norm(x, None, None, 1e-5, t))
+    y, mean, rstd = same_bits_everywhere(lambda t: _layer_norm(x, None, None, 1e-5, t))
     ref, ref_mean, ref_rstd = torch.native_layer_norm(torch.from_numpy(x), (16,), None, None,
                                                       1e-5)
     np.testing.assert_array_equal(np.isnan(y), np.isnan(ref.numpy()))
@@ -369,26 +339,6 @@ def test_misaligned_inputs_and_outputs():
 
 # ---- sum of squares in double ----
 
-@pytest.mark.parametrize("n", SIZES + (100003,))
-def test_sumsq_f64_in_order(n):
-    x = spread(np.random.default_rng(n), n)
-    sq = x.astype(np.float64) ** 2
-    expected = np.add.accumulate(np.r_[0.0, sq])[-1]
-    assert R.sumsq_f64(x) == expected
-    assert R.sumsq_f64(x.reshape(-1, 1) if n else x) == expected
-    if n < 2000:
-        total = 0.0
-        for v in x.tolist():
-            total += v * v
-        assert R.sumsq_f64(x) == total
-
-
-def test_sumsq_f64_special_values(special_values):
-    assert np.isnan(R.sumsq_f64(special_values))
-    assert R.sumsq_f64(np.array([3e38, 3e38], np.float32)) == 2 * float(np.float32(3e38)) ** 2
-    assert R.sumsq_f64(np.array([1e-40], np.float32)) == float(np.float32(1e-40)) ** 2
-
-
 # ---- validation ----
 
 def test_validation_messages():
@@ -423,8 +373,6 @@ def test_validation_messages():
     with pytest.raises(ValueError, match=r"layer_norm_backward: .*dw overlaps db"):
         dw = np.zeros(5, np.float32)
         R.layer_norm_backward(x, x, mean, rstd, None, x.copy(), dw, dw, 4, 5, 1)
-    with pytest.raises(TypeError, match=r"sumsq_f64: .*float32"):
-        R.sumsq_f64(np.zeros(3))
 
 
 def test_index_add_rows_sums_in_position_order_at_any_thread_count():

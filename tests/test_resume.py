@@ -1,5 +1,5 @@
-"""The resume rule (training.txt section 6): a run saved at step k and continued in a fresh
-process reproduces the uninterrupted run bit for bit (same mode and thread count).
+"""The resume rule (docs/spec/training.txt section 6): a run saved at step k and continued in a
+fresh process reproduces the uninterrupted run bit for bit (same mode and thread count).
 
 The model has dropout (its draw counter is a buffer) and batch norm (running statistics); the
 loop applies a warm-up cosine schedule, clips the gradient norm and steps AdamW or Nesterov SGD.

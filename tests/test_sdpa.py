@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import onemodel as om
-from onemodel import interop, nn
 from onemodel import functional as F
+from onemodel import interop, nn
 from onemodel.functional.dropout import dropout_mask
 
 torch = pytest.importorskip("torch")

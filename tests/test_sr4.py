@@ -1,5 +1,5 @@
-"""SR4 (spec/sr4.txt, clarifications.md): the state, the step to the bit against a plain
-implementation written here, unbiasedness and the Weyl stratum, every ISA path and thread
+"""SR4 (docs/spec/sr4.txt, docs/spec/clarifications.md): the state, the step to the bit against a
+plain implementation written here, unbiasedness and the Weyl stratum, every ISA path and thread
 count, the ternary product, TernaryLinear's gradients against PyTorch, resume in a fresh
 process, and argument errors."""
 import os
@@ -12,8 +12,8 @@ import pytest
 
 import onemodel as om
 import onemodel.functional as F
-from onemodel import _config, checkpoint, nn
-from onemodel._kernels import _sr4, available_isas, select_isa
+from onemodel import checkpoint, nn
+from onemodel._kernels import _sr4
 from onemodel.optim import SGD, SR4
 
 C0 = 0x9E3779B97F4A7C15
@@ -76,15 +76,9 @@ def leaf(shape) -> om.Tensor:
     return om.Tensor(np.zeros(shape, np.float32), requires_grad=True)
 
 
-@pytest.fixture
-def isa_restore():
-    yield
-    select_isa(available_isas()[-1])
-
-
 # -- the state --------------------------------------------------------------------------------
 def test_mix_is_splitmix64_output_function():
-    # SplitMix64 from state 0: the first output is mix(0 + golden) (training.txt 1.1).
+    # SplitMix64 from state 0: the first output is mix(0 + golden) (docs/spec/training.txt 1.1).
     assert _sr4.mix(C0) == 0xE220A8397B1DCDAF
     for z in (0, 1, 0xDEADBEEF, MASK):
         assert _sr4.mix(z) == int(mix(np.uint64(z)))
@@ -187,25 +181,25 @@ def test_rounding_is_unbiased(dither):
     assert abs(mean_step + (256 + f) / 256) < 5 * sigma
 
 
-def test_every_isa_and_thread_count_gives_the_same_q(isa_restore):
+def test_every_isa_and_thread_count_gives_the_same_q(isa, same_bits_everywhere):
     rng = np.random.default_rng(3)
     n = 70001  # two threads' worth, odd
     g = (rng.standard_normal(n) * 1e-2).astype(np.float32)
     q0 = rng.integers(0, 256, (n + 1) // 2, dtype=np.uint8)
     q0[-1] &= 15
-    results = set()
-    for isa in available_isas():
-        select_isa(isa)
-        for threads in (1, 2, 3):
-            for dither in (True, False):
-                for size in (0, 1, 7, 8, 15, 16, 17, 33, n):
-                    q = q0[:(size + 1) // 2].copy()
-                    if size % 2:
-                        q[-1] &= 15
-                    w = np.empty(size, np.float32)
-                    _sr4.step(q, g[:size], w, 3.7, 11, 300, 5, 7, 2, dither, threads)
-                    results.add((dither, size, q.tobytes(), w.tobytes()))
-    assert len(results) == 2 * 9
+
+    def run(threads):
+        states = []
+        for dither in (True, False):
+            for size in (0, 1, 7, 8, 15, 16, 17, 33, n):
+                q = q0[:(size + 1) // 2].copy()
+                if size % 2:
+                    q[-1] &= 15
+                w = np.empty(size, np.float32)
+                _sr4.step(q, g[:size], w, 3.7, 11, 300, 5, 7, 2, dither, threads)
+                states += [q, w]
+        return states
+    same_bits_everywhere(run)
 
 
 # -- the ternary product -----------------------------------------------------------------------
@@ -242,7 +236,7 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 0, 5), (0, 4, 2), (1, 2, 3), (17, 45, 5),
                                    (32, 64, 9), (33, 17, 4), (63, 31, 2), (64, 32, 17),
                                    (65, 33, 3), (130, 70, 33), (16, 300, 64)])
-def test_ternary_matmul_is_the_pair_order_on_every_path(m, k, n, isa_restore):
+def test_ternary_matmul_is_the_pair_order_on_every_path(m, k, n, isa):
     rng = np.random.default_rng(m + k + n)
     # Magnitudes over many octaves so that the order of the additions shows in the bits.
     x = (rng.standard_normal((m, k)) * 2.0 ** rng.integers(-12, 12, (m, k))).astype(np.float32)
@@ -255,12 +249,10 @@ def test_ternary_matmul_is_the_pair_order_on_every_path(m, k, n, isa_restore):
     np.testing.assert_allclose(expect, x.astype(np.float64) @ w.T.astype(np.float64),
                                rtol=1e-4, atol=1e-3)
     codes = plan_of(q, n, k)
-    for isa in available_isas():
-        select_isa(isa)
-        for threads in (1, 2, 3):
-            out = np.full((m, n), np.nan, np.float32)
-            _sr4.ternary_matmul(x, codes, n, out, threads)
-            assert out.tobytes() == expect.tobytes(), (isa, threads)
+    for threads in (1, 2, 3):
+        out = np.full((m, n), np.nan, np.float32)
+        _sr4.ternary_matmul(x, codes, n, out, threads)
+        assert out.tobytes() == expect.tobytes(), (isa, threads)
 
 
 def test_pair_order_differs_from_the_sequential_sum():
@@ -276,7 +268,7 @@ def test_pair_order_differs_from_the_sequential_sum():
     assert seq.tobytes() != ref_pairs_product(x, w).tobytes()
 
 
-def test_ternary_matmul_special_values(isa_restore):
+def test_ternary_matmul_special_values(isa):
     rng = np.random.default_rng(2)
     m, k, n = 70, 67, 9
     specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-45, 3e38, -3e38],
@@ -290,12 +282,10 @@ def test_ternary_matmul_special_values(isa_restore):
     _sr4.materialize(q, w, 2, 1)
     expect = ref_pairs_product(x, w.reshape(n, k))
     codes = plan_of(q, n, k)
-    for isa in available_isas():
-        select_isa(isa)
-        for threads in (1, 2):
-            out = np.empty((m, n), np.float32)
-            _sr4.ternary_matmul(x, codes, n, out, threads)
-            assert same_bits(out, expect), (isa, threads)
+    for threads in (1, 2):
+        out = np.empty((m, n), np.float32)
+        _sr4.ternary_matmul(x, codes, n, out, threads)
+        assert same_bits(out, expect), (isa, threads)
     assert np.signbit(expect[0]).sum() == 0
 
 
@@ -307,7 +297,7 @@ def test_ternary_matmul_skips_zero_weights_for_inf():
 
 
 @pytest.mark.parametrize("theta", [1, 2, 5])
-def test_plan_matches_materialised_weights_on_every_path(theta, isa_restore):
+def test_plan_matches_materialised_weights_on_every_path(theta, isa, same_bits_everywhere):
     rng = np.random.default_rng(theta)
     # Even k: one byte per pair (vector paths, 16 to 64 bytes at a time, tails); odd k: nibbles.
     for n, k in [(3, 7), (5, 32), (2, 33), (4, 100), (3, 162), (2, 258)]:
@@ -316,15 +306,10 @@ def test_plan_matches_materialised_weights_on_every_path(theta, isa_restore):
             q[-1] &= 15
         w = ternary(unpack(q, n * k), theta).reshape(n, k)
         x = rng.standard_normal((5, k)).astype(np.float32)
-        plans = set()
-        for isa in available_isas():
-            select_isa(isa)
-            codes = plan_of(q, n, k, theta)
-            plans.add(codes.tobytes())
-            out = np.empty((5, n), np.float32)
-            _sr4.ternary_matmul(x, codes, n, out, 1)
-            assert out.tobytes() == ref_pairs_product(x, w).tobytes(), (n, k, isa)
-        assert len(plans) == 1, (n, k)
+        codes = same_bits_everywhere(lambda _: [plan_of(q, n, k, theta)], threads=(1,))[0]
+        out = np.empty((5, n), np.float32)
+        _sr4.ternary_matmul(x, codes, n, out, 1)
+        assert out.tobytes() == ref_pairs_product(x, w).tobytes(), (n, k, isa)
 
 
 def test_ternary_plan_and_product_check_sizes():
@@ -484,7 +469,7 @@ def test_bad_gradient_changes_nothing():
         nn.TernaryLinear(4, 2)(om.Tensor(np.ones((1, 5), np.float32)))
 
 
-def test_abs_mean_is_the_sequential_double_sum(isa_restore):
+def test_abs_mean_is_the_sequential_double_sum(isa):
     rng = np.random.default_rng(5)
     cases = [(rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(np.float32)
              for n in (1, 7, 8, 9, 15, 16, 17, 1000, 4097) for _ in range(8)]
@@ -493,9 +478,7 @@ def test_abs_mean_is_the_sequential_double_sum(isa_restore):
     cases.append(np.array([1.0, 1.0 + 2.0 ** -23], np.float32))
     expect = [np.float32(np.cumsum(np.abs(g).astype(np.float64))[-1] / g.size) for g in cases]
     assert expect[-1] == 1.0
-    for isa in available_isas():
-        select_isa(isa)
-        for threads in (1, 2, 3):
-            got = [np.float32(_sr4.abs_mean(g, threads)) for g in cases]
-            assert got == expect, (isa, threads)
+    for threads in (1, 2, 3):
+        got = [np.float32(_sr4.abs_mean(g, threads)) for g in cases]
+        assert got == expect, (isa, threads)
     assert np.isnan(_sr4.abs_mean(np.array([1.0, np.nan], np.float32)))

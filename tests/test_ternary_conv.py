@@ -8,17 +8,10 @@ import pytest
 import onemodel as om
 import onemodel.functional as F
 from onemodel import _config, nn
-from onemodel._kernels import available_isas, select_isa
 from onemodel.nn.ternary import ternary_conv2d
 from onemodel.optim import SGD, SR4
 
 torch = pytest.importorskip("torch")
-
-
-@pytest.fixture
-def isa_restore():
-    yield
-    select_isa(available_isas()[-1])
 
 
 def layer_with_state(cin, cout, kernel, seed=3, **kw) -> nn.TernaryConv2d:
@@ -151,20 +144,10 @@ def test_gradients_against_central_differences():
                                    rtol=1e-3, atol=1e-3)
 
 
-def test_same_bits_on_every_path_and_thread_count(isa_restore):
+def test_same_bits_on_every_path_and_thread_count(isa, same_bits_everywhere):
     layer = layer_with_state(5, 7, 3, padding=1)
     x = np.random.default_rng(2).standard_normal((3, 5, 13, 11)).astype(np.float32)
-    results = set()
-    old = _config.num_threads()
-    try:
-        for isa in available_isas():
-            select_isa(isa)
-            for threads in (1, 2, 3):
-                om.set_num_threads(threads)
-                results.add(layer(om.Tensor(x)).detach().numpy().tobytes())
-    finally:
-        om.set_num_threads(old)
-    assert len(results) == 1
+    same_bits_everywhere(lambda _: [layer(om.Tensor(x)).detach().numpy()])
 
 
 def test_bad_arguments():

@@ -1,5 +1,5 @@
 """Every onemodel.nn class that torch.nn also has takes PyTorch's arguments with PyTorch's
-defaults (api.md: code ported from PyTorch must not change meaning silently).
+defaults (docs/spec/api.md: code ported from PyTorch must not change meaning silently).
 
 For each argument both signatures have, the defaults are equal; and our positional arguments are
 a prefix of PyTorch's, so a positional call either means the same in both or fails here. The
@@ -19,14 +19,14 @@ torch = pytest.importorskip("torch")
 # (class, argument) -> why our default differs from PyTorch's.
 DEFAULT_DIFFERENCES = {
     # PyTorch's default is the function F.relu; it also accepts "relu", which means the same.
-    # Ours takes the names "relu" and "gelu" (api.md).
+    # Ours takes the names "relu" and "gelu" (docs/spec/api.md).
     ("TransformerEncoderLayer", "activation"): "relu",
     ("TransformerDecoderLayer", "activation"): "relu",
 }
 
 # class -> (our positional arguments, PyTorch's) where they differ by name or slot.
 POSITIONAL_DIFFERENCES = {
-    # api.md names the first argument `layer`; it is the same argument in the same slot.
+    # docs/spec/api.md names the first argument `layer`; it is the same argument in the same slot.
     "TransformerEncoder": (["layer", "num_layers", "norm"],
                            ["encoder_layer", "num_layers", "norm"]),
     # Our second slot is seed, PyTorch's inplace; a bool there is refused (TypeError).

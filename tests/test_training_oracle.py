@@ -1,6 +1,6 @@
-"""Trainings against PyTorch (training.txt section 8): the same initial weights and batches in
-onemodel's modules give per-step losses within 1e-3 relative and final parameters within 1e-3
-scaled error of PyTorch's.
+"""Trainings against PyTorch (docs/spec/training.txt section 8): the same initial weights and
+batches in onemodel's modules give per-step losses within 1e-3 relative and final parameters within
+1e-3 scaled error of PyTorch's.
 
 The recorded runs are testdata/training/*.npz (tools/training_oracle.py writes them); the
 `oracle` variant runs PyTorch in-process instead of reading the files.

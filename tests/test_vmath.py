@@ -11,8 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from onemodel._kernels import _vmath, available_isas, select_isa
-from onemodel import _config
+from onemodel._kernels import _vmath
 
 OPS = _vmath.OPS
 # Max error in ulp over all 2^32 inputs, from tools/ulp_sweep.py (also stated in vmath.h).
@@ -20,13 +19,6 @@ MAX_ULP = {"exp": 1.0, "log": 1.0, "tanh": 1.25, "sigmoid": 2.0, "erf": 2.0, "so
            "gelu": 2.0, "gelu_tanh": 2.0, "relu": 0.0}
 SIZES = (0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 10_007)
 THREADS = (1, 2, 3)
-
-
-@pytest.fixture(autouse=True)
-def _restore_isa():
-    isa = _config.isa()
-    yield
-    select_isa(isa)
 
 
 def forward(op, x, nthreads=1):
@@ -68,12 +60,10 @@ def test_ulp_bound_on_strided_sweep(op):
     assert worst <= MAX_ULP[op], f"{op}: {worst:.3f} ulp at {worst_bits:#010x}"
 
 
-@pytest.mark.parametrize("isa", available_isas())
 def test_gelu_negative_side_within_two_ulp(isa):
     """Below -1/sqrt(2) gelu is 0.5 x erfc(-x/sqrt(2)) itself, which a float32 erfc gets only to
     6.6 ulp (worst near -1.8365): dense windows there, and every 2^18 patterns from -0.71 down
     to the underflow of the result near -14, keep 2 ulp and the scalar bits on every path."""
-    select_isa(isa)
     worst = int(np.float32(-1.8365).view(np.uint32))
     lo, hi = (int(np.float32(v).view(np.uint32)) for v in (-0.71, -14.0))
     starts = [worst - 4096, worst] + list(range(lo, hi, 1 << 18))
@@ -118,12 +108,10 @@ def test_limits():
     assert forward("gelu", np.array([-12.0], np.float32))[0] < 0
 
 
-@pytest.mark.parametrize("isa", available_isas())
 def test_tanh_interval_edges(isa):
     """tanh switches polynomial every quarter binade from 0.078125 to 10 (the bits of |x| index
     the table) and clamps at 9.5: windows around every switch, both signs, keep the bound and
     the scalar bits; tiny and denormal x give x exactly."""
-    select_isa(isa)
     lo, hi = (int(np.float32(v).view(np.uint32)) for v in (0.078125, 12.0))
     edges = list(range(lo, hi, 1 << 21)) + [int(np.float32(9.5).view(np.uint32))]
     for edge in edges:
@@ -135,29 +123,25 @@ def test_tanh_interval_edges(isa):
     assert forward("tanh", tiny).tobytes() == tiny.tobytes()
 
 
-@pytest.mark.parametrize("isa", [i for i in available_isas() if i != "scalar"])
-def test_every_path_matches_scalar_bit_for_bit(isa):
+def test_every_path_matches_scalar_bit_for_bit(isa, same_bits_everywhere):
     rng = np.random.default_rng(1)
     base = inputs(rng, 10_008)
     grad = rng.standard_normal(base.size).astype(np.float32)
+
+    def run(op):
+        results = []
+        for n in SIZES:
+            for offset in (0, 1):  # offset 1: misaligned start
+                x = base[offset:offset + n]
+                y = forward(op, x)
+                s = y if _vmath.saves_output(op) else x
+                results += [y, backward(op, s, grad[offset:offset + n])]
+        return results
     for op in OPS:
-        saved_of = {}
-        for path in ("scalar", isa):
-            select_isa(path)
-            results = []
-            for n in SIZES:
-                for offset in (0, 1):  # offset 1: misaligned start
-                    x = base[offset:offset + n]
-                    y = forward(op, x)
-                    s = y if _vmath.saves_output(op) else x
-                    results.append((y.tobytes(), backward(op, s, grad[offset:offset + n])
-                                    .tobytes()))
-            saved_of[path] = results
-        assert saved_of["scalar"] == saved_of[isa], f"{op}: {isa} differs from scalar"
+        same_bits_everywhere(lambda _: run(op), threads=(1,))
 
 
-@pytest.mark.parametrize("isa", [i for i in available_isas() if i != "scalar"])
-def test_one_special_lane_among_ordinary_values(isa):
+def test_one_special_lane_among_ordinary_values(isa, same_bits_everywhere):
     """Vector code skips the special-value selects when no lane needs them: every special value
     at every lane position of an otherwise ordinary vector must still get the scalar bits."""
     special = inputs(np.random.default_rng(5), 40)
@@ -166,10 +150,7 @@ def test_one_special_lane_among_ordinary_values(isa):
     x[np.arange(x.shape[0]), np.arange(x.shape[0]) % lanes] = np.repeat(special, lanes)
     x = x.ravel()
     for op in OPS:
-        select_isa("scalar")
-        ref = forward(op, x)
-        select_isa(isa)
-        assert forward(op, x).tobytes() == ref.tobytes(), f"{op}: {isa} differs from scalar"
+        same_bits_everywhere(lambda _: [forward(op, x)], threads=(1,))
 
 
 def round_to_float32(q):
@@ -222,14 +203,12 @@ def log_cases():
     return x, expected
 
 
-@pytest.mark.parametrize("isa", available_isas())
 def test_log_fuses_its_multiply_adds_on_every_path(isa, log_cases):
     """log's polynomial and tail are fused multiply-adds, each rounded once (fmaf, or the
     path's FMA instruction, or fmaf per lane on SSE2): every path gives the bits of an exact
     rational model of the scalar reference, including on inputs where separate products and
     sums would give other bits."""
     x, expected = log_cases
-    select_isa(isa)
     np.testing.assert_array_equal(forward("log", x).view(np.uint32), expected.view(np.uint32))
 
 

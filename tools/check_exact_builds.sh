@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Exact mode across compilers and optimisation levels (spec/engine.md section 4).
+# Exact mode across compilers and optimisation levels (docs/spec/engine.md section 4).
 #
 # Builds onemodel from its sdist with GCC and with Clang, at -O2 and at -O3, each into its own
 # virtual environment (numpy and pytest only: the determinism tests need no PyTorch), checks

@@ -1,4 +1,4 @@
-"""Fuzz target for checkpoint reading (training.txt section 6, the "checkpoint" target).
+"""Fuzz target for checkpoint reading (docs/spec/training.txt section 6, the "checkpoint" target).
 
     python tools/fuzz_checkpoint.py [CORPUS_DIR] [libFuzzer flags, e.g. -max_total_time=300]
     python tools/fuzz_checkpoint.py --smoke N [--seed S]
@@ -18,8 +18,9 @@ The second form needs nothing: it runs N random mutations of the seeds through t
 Every input is tried against four model/optimizer pairs, as it is and again with its header
 repaired (magic, version 1 or 2, flags restored; manifest_length bounded by the file;
 data_offset, data_length and file_length made consistent; a version-2 checksum recomputed),
-so that mutations of the manifest and the data get past the header and checksum checks. Any exception other than CheckpointError is a crash,
-and so is a rejected input that changed its target.
+so that mutations of the manifest and the data get past the header and checksum checks. Any
+exception other than CheckpointError is a crash, and so is a rejected input that changed its
+target.
 """
 from __future__ import annotations
 

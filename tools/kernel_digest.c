@@ -5,7 +5,7 @@
  * inputs from a SplitMix64 integer generator, and hashes the outputs (FNV-1a 64 over the
  * little-endian bytes). Every input is an exact dyadic fraction, so no input depends on how a
  * compiler rounds a conversion. In exact mode the digest is the same on every path, at every
- * thread count, on every architecture and with every compiler (spec/engine.md section 4);
+ * thread count, on every architecture and with every compiler (docs/spec/engine.md section 4);
  * tools/check_aarch64.sh compares an aarch64 build under qemu with the x86-64 paths.
  *
  * NaN outputs are hashed as one canonical NaN: IEEE 754 leaves the sign and payload of a NaN

@@ -1,4 +1,4 @@
-"""Seeded trainings in PyTorch, the oracle of training.txt section 8.
+"""Seeded trainings in PyTorch, the oracle of docs/spec/training.txt section 8.
 
 Each training runs 50 steps of a small model with gradient-norm clipping (1.0) and the
 WarmupCosineLR schedule of section 10 (5 warm-up steps, then a half cosine to 10% of the base
@@ -52,7 +52,7 @@ TRAININGS: dict[str, dict[str, Any]] = {
 
 
 def lr_at(base: float, step: int) -> float:
-    """WarmupCosineLR (training.txt section 10): base·(s+1)/W, then a half cosine to f·base."""
+    """WarmupCosineLR (docs/spec/training.txt 10): base·(s+1)/W, a half cosine down to f·base."""
     if step < WARMUP:
         return base * (step + 1) / WARMUP
     p = min((step - WARMUP) / (STEPS - WARMUP), 1.0)

@@ -175,8 +175,7 @@ cdef om_pool_windows _windows(str op, x, y, hs, he, ws, we) except *:
     _, p.oh, p.ow = y.shape
     _require(op, "input", x, tuple(x.shape))
     _require(op, "output", y, (p.planes, p.oh, p.ow))
-    for name, a, n, size in (("hs", hs, p.oh, p.h), ("he", he, p.oh, p.h),
-                             ("ws", ws, p.ow, p.w), ("we", we, p.ow, p.w)):
+    for name, a, n in (("hs", hs, p.oh), ("he", he, p.oh), ("ws", ws, p.ow), ("we", we, p.ow)):
         _require(op, name, a, (n,), np.int64)
     if p.oh and (hs.min() < 0 or he.max() > p.h or (he <= hs).any()):
         raise ValueError(f"{op}: row windows outside [0, {p.h}) or empty")

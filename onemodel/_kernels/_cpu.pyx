@@ -1,6 +1,6 @@
 # cython: freethreading_compatible = True
 """CPU features, the compiler and the OpenMP runtime of this build."""
-from onemodel._kernels._isa cimport om_isa, om_set_isa, om_isa_available, om_compiler, OM_HAVE_OPENMP
+from onemodel._kernels._isa cimport om_set_isa, om_isa_available, om_compiler, OM_HAVE_OPENMP
 
 cdef extern from *:
     """

@@ -57,10 +57,10 @@ def round_limbs(const int64_t[::1] hi, const int64_t[::1] lo, int grid, count: i
         raise ValueError("exact.round_limbs: arrays of different lengths")
     if not 1 <= count < 1 << 35:
         raise ValueError(f"exact.round_limbs: count must be in [1, 2^35), got {count}")
-    bits = (count - 1).bit_length()  # Python integers: 2^(61 + l) has up to 97 bits
+    bits = (count - 1).bit_length()  # Python integers: 2^(61 + bits) has up to 97 bits
     cdef uint64_t magic = -(-(1 << (61 + bits)) // count)
-    cdef int l = bits
+    cdef int shift = bits
     cdef int64_t c = count
     if n:
         with nogil:
-            om_exact_round(&hi[0], &lo[0], n, grid, c, magic, l, &out[0])
+            om_exact_round(&hi[0], &lo[0], n, grid, c, magic, shift, &out[0])

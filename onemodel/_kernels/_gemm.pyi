@@ -2,6 +2,7 @@ import numpy as np
 import numpy.typing as npt
 
 def set_isa(isa: int) -> None: ...
+def bf16_dot(on: bool | None = None) -> bool: ...
 HALF_NAMES: tuple[None | str, ...]
 
 def gemm(a: npt.NDArray[np.float32 | np.uint16], b: npt.NDArray[np.float32 | np.uint16],

@@ -9,7 +9,8 @@ message, only when that test fails.
 
 Under autocast the operands are rounded to bfloat16 or float16 (half = 1 or 2) by the packing
 itself, or arrive as uint16 arrays of those bits (what an autocast product saved), widened by
-the packing; save_a / save_b receive the 2-byte bits of a rounded float32 operand.
+the packing; save_a / save_b receive the 2-byte bits of a rounded float32 operand. A bfloat16
+product follows the AVX512_BF16 dot-product instruction's rule on every path (csrc/gemm.c).
 """
 import numpy as np
 
@@ -30,12 +31,23 @@ cdef extern from "gemm.h" nogil:
         uint16_t *save
     int om_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
                 om_gemm_operand b, float *c, int nthreads)
+    int om_gemm_set_bf16_dot(int on)
+    int om_gemm_bf16_dot()
 
 HALF_NAMES = (None, "bf16", "fp16")
 
 
 def set_isa(int isa) -> None:
     om_set_isa(isa)
+
+
+def bf16_dot(on=None) -> bool:
+    """Whether bfloat16 products run the AVX512_BF16 dot-product kernel when the avx512 path
+    is selected (the default where the CPU has it). on=False makes them widen as the other paths
+    do, which gives the same bits (for tests); on=True without the instruction is an error."""
+    if on is not None and om_gemm_set_bf16_dot(1 if on else 0) != 0:
+        raise RuntimeError("bf16_dot: this CPU or build has no AVX512_BF16 dot-product kernel")
+    return bool(om_gemm_bf16_dot())
 
 
 cdef str _operands(a, b, bint trans_a, bint trans_b):

@@ -1,5 +1,5 @@
 # cython: freethreading_compatible = True
-"""Sums along an axis, softmax and log_softmax, layer norm, and the in-order sum of squares.
+"""Sums along an axis, softmax and log_softmax, layer norm, and the embedding gradient.
 
 The kernels (csrc/reduce.c) add along a vector in one fixed order (16 lanes and a fixed tree,
 per chunk of 65536 elements) and over a non-innermost axis sequentially, so the bits are the
@@ -33,7 +33,6 @@ cdef extern from "reduce.h" nogil:
     void om_layer_norm_backward_f32(const float *g, const float *x, const float *mean,
                                     const float *rstd, const float *w, float *dx, float *dw,
                                     float *db, int64_t rows, int64_t n, int nthreads)
-    double om_sumsq_f64(const float *x, int64_t n)
     int om_index_add_rows_f32(const int64_t *index, int64_t n, const float *rows, int64_t width,
                               float *out, int64_t out_rows, int nthreads)
 
@@ -74,7 +73,7 @@ cdef bint _disjoint(tuple outputs, tuple inputs):
 
 
 def _check(str op, str where, str name, x, Py_ssize_t size, bint output=False,
-            bint optional=False):
+           bint optional=False):
     """x is a float32 C-contiguous numpy array of `size` elements (or None when optional)."""
     if x is None and optional:
         return
@@ -103,7 +102,7 @@ cdef _check_overlap(str op, str where, outputs, inputs, in_place):
     """No output overlaps another array, except an output that is exactly one of `in_place`
     (its name and array), which the kernel may overwrite element by element."""
     arrays = [(n, a) for n, a in list(outputs) + list(inputs) if a is not None and a.size]
-    for i, (name, out) in enumerate(outputs):
+    for name, out in outputs:
         if out is None or not out.size:
             continue
         for other_name, other in arrays:
@@ -241,20 +240,6 @@ def layer_norm_backward(g, x, mean, rstd, w, dx, dw, db, int64_t rows, int64_t n
     cdef float *pdb = _ptr(db)
     with nogil:
         om_layer_norm_backward_f32(pg, px, pm, pr, pw, pdx, pdw, pdb, rows, n, nthreads)
-
-
-def sumsq_f64(x) -> float:
-    """Σ x[i]^2 over the flattened array, each square and sum in double, in index order."""
-    if not f32_array(x, False):
-        if not isinstance(x, np.ndarray):
-            raise TypeError(f"sumsq_f64: x must be a numpy array, got {type(x).__name__}")
-        _check("sumsq_f64", f"shape {tuple(x.shape)}", "x", x, x.size)
-    cdef const float *px = _ptr(x)
-    cdef int64_t size = size_of(x)
-    cdef double s
-    with nogil:
-        s = om_sumsq_f64(px, size)
-    return s
 
 
 def index_add_rows(index, rows, out, int nthreads) -> None:

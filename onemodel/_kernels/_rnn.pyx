@@ -167,7 +167,7 @@ def backward(str cell, list dirs, lengths, int nthreads) -> None:
     op = cell + "_backward"
     needed = ("w_hh", "h0", "y", "gates", "gy", "g_hn", "dgx", "dh0") + (
         ("c0", "cs", "g_cn", "dc0") if cell == "lstm" else ("hn_lin", "dgh"))
-    t, b, h, g = _checked(op, cell, dirs, lengths, nthreads, needed)
+    t, b, h, _ = _checked(op, cell, dirs, lengths, nthreads, needed)
     cdef om_rnn_backward_args args[2]
     cdef int i
     for i in range(len(dirs)):

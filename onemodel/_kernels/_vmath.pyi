@@ -3,7 +3,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-Op = Literal["exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh"]
+Op = Literal["exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh",
+             "relu"]
 OPS: tuple[str, ...]
 
 def set_isa(isa: int) -> None: ...

@@ -2,7 +2,7 @@
 
 Every number comes from onemodel itself (SplitMix64 initialisation and data), so a run is the
 same on every machine, and `state_hash` after it is the pinned fingerprint of exact mode
-(training.txt section 7):
+(docs/spec/training.txt section 7):
 
     python -m onemodel.examples.reference convnet transformer   # state hashes after 20 steps
 """

@@ -15,7 +15,6 @@ from .. import _config, autograd
 from .._kernels import _reduce
 from ..tensor import Tensor, float32
 
-
 threads = _config.num_threads  # the thread count kernels use, read at every call
 
 

@@ -1,5 +1,5 @@
-"""Scaled dot-product attention, composed of matmul, softmax and dropout (engine.md: exact mode
-gets the bits of those kernels, on every ISA path and thread count).
+"""Scaled dot-product attention, composed of matmul, softmax and dropout (docs/spec/engine.md: exact
+mode gets the bits of those kernels, on every ISA path and thread count).
 
 `attend` is the arithmetic MultiheadAttention and scaled_dot_product_attention share:
 softmax((q·scale)·kᵀ + mask)·v. Each rounds as its PyTorch counterpart: multi-head attention

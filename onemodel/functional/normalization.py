@@ -1,4 +1,4 @@
-"""Group norm and RMS norm, composed of other ops (engine.md: exact mode gets their bits).
+"""Group norm and RMS norm, composed of other ops (docs/spec/engine.md: exact mode gets their bits).
 
 group_norm runs the layer-norm kernel over each (sample, group) row of C/G · spatial values,
 then applies the per-channel weight and bias; rms_norm divides by √(mean(x²) + eps), the mean

@@ -1,12 +1,45 @@
 """Modules: named parameters and buffers in a fixed state order, and the layers built on them."""
 from . import init, utils
-from .attention import (MultiheadAttention, TransformerDecoder, TransformerDecoderLayer,
-                        TransformerEncoder, TransformerEncoderLayer)
+from .attention import (
+    MultiheadAttention,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .container import ModuleDict, ModuleList, ParameterList
-from .conv import (AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d,
-                   MaxPool2d, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d)
-from .layers import (ELU, GELU, Dropout, Dropout1d, Dropout2d, Embedding, Flatten, Identity,
-                     LayerNorm, LeakyReLU, Linear, ReLU, Sequential, Sigmoid, SiLU, Softmax, Tanh)
+from .conv import (
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    BatchNorm1d,
+    BatchNorm2d,
+    Conv1d,
+    Conv2d,
+    MaxPool2d,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
+from .layers import (
+    ELU,
+    GELU,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Embedding,
+    Flatten,
+    Identity,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Tanh,
+)
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, Parameter
 from .normalization import GroupNorm, RMSNorm

@@ -2,10 +2,10 @@
 PyTorch's arguments.
 
 MultiheadAttention has four Linear children q, k, v, o (drawn in that order from one
-generator, training.txt 1.1) where PyTorch has one fused in_proj_weight and out_proj;
+generator, docs/spec/training.txt 1.1) where PyTorch has one fused in_proj_weight and out_proj;
 onemodel.interop converts between the two. Attention weights are softmax(q·kᵀ/√d_head + mask)
 with bool masks (True = masked, as PyTorch) turned into -inf and float masks added; dropout on
-the weights is the counter-based Dropout of training.txt 1.2.
+the weights is the counter-based Dropout of docs/spec/training.txt 1.2.
 
 TransformerEncoderLayer's children are attn, ff1, ff2 (drawn in that order), norm1, norm2 and
 the dropouts; TransformerEncoder deep-copies a layer into children layer0, layer1, ... so state
@@ -30,6 +30,7 @@ from ..tensor import Tensor, float32
 from .init import resolve_generator, xavier_normal_
 from .layers import Dropout, LayerNorm, Linear, _positive
 from .module import Module, Parameter
+
 
 def _offset(seed: Optional[int], k: int) -> Optional[int]:
     """The seed of a layer's k-th dropout: None stays None (drawn from the default generator)."""
@@ -151,7 +152,9 @@ class MultiheadAttention(Module):
             raise ValueError(f"MultiheadAttention: query {query.shape}, key {key.shape} and "
                              f"value {value.shape} disagree in batch or key length")
         mask = self._mask(key_padding_mask, attn_mask, b, lq, lk)
-        k, v = self.k(key), self.v(value)
+        # q, k, v in this order: the order of the graph's nodes fixes the order in which the
+        # gradients of a shared input (self-attention) are summed, and so the bits.
+        q, k, v = self.q(query), self.k(key), self.v(value)
         extra = [] if self.bias_k is None else [(self.bias_k, self.bias_v)]
         if self.add_zero_attn:
             zero = Tensor._wrap(np.zeros((1, 1, self.embed_dim), float32))
@@ -165,7 +168,7 @@ class MultiheadAttention(Module):
         if is_causal and key_padding_mask is None and not need_weights:
             # Where PyTorch trusts the hint, it attends causally and ignores attn_mask itself.
             mask = causal_mask(lq, lk)
-        out, weights = attend(self._heads(self.q(query), b, lq), self._heads(k, b, lk),
+        out, weights = attend(self._heads(q, b, lq), self._heads(k, b, lk),
                               self._heads(v, b, lk), mask, 1.0 / math.sqrt(self.head_dim),
                               self.dropout)
         out = F.reshape(F.permute(out, (0, 2, 1, 3)), (b, lq, self.embed_dim))

@@ -1,9 +1,9 @@
 """Convolution, pooling and batch-norm layers, with PyTorch's arguments and state names.
 
 Conv2d.weight is (out_channels, in_channels / groups, kh, kw) (Conv1d's (..., k)), drawn with
-its bias from Uniform(±1/√fanIn), fanIn = in_channels / groups · kh · kw (training.txt 1.1).
-Batch norm keeps PyTorch's state: weight, bias, then the buffers running_mean, running_var
-and num_batches_tracked (int64), so PyTorch's state_dict loads unchanged.
+its bias from Uniform(±1/√fanIn), fanIn = in_channels / groups · kh · kw
+(docs/spec/training.txt 1.1). Batch norm keeps PyTorch's state: weight, bias, then the buffers
+running_mean, running_var and num_batches_tracked (int64), so PyTorch's state_dict loads unchanged.
 """
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ..functional import conv as C
+from ..functional.sampling import MODES as _INTERPOLATE_MODES
+from ..functional.sampling import interpolate
 from ..functional.shape import pad
-from ..functional.sampling import MODES as _INTERPOLATE_MODES, interpolate
 from ..random import Generator
 from ..tensor import Tensor
 from .init import fan_in_bound, resolve_generator, uniform_parameter

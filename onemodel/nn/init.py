@@ -1,7 +1,7 @@
-"""Initialisation of training.txt 1.1: which generator a module draws from, and the draws.
+"""Initialisation of docs/spec/training.txt 1.1: which generator a module draws from, and the draws.
 
 A layer built with `generator=g` draws from g and advances it; with `seed=s` from a fresh
-Generator(s); with neither from `onemodel.default_generator` (api.md "Randomness"), so two
+Generator(s); with neither from `onemodel.default_generator` (docs/spec/api.md "Randomness"), so two
 unseeded layers of one shape start different and a program that seeds once is reproducible.
 A container resolves its generator once with `resolve_generator` and passes it to its children
 in construction order, so they draw one after another from one stream:
@@ -56,7 +56,7 @@ def uniform_parameter(shape: Sequence[int], bound: np.float32,
 # Each fills an existing tensor in place under no_grad (identity, optimizer references and the
 # graph stay valid), as PyTorch's do, and returns it. Random ones draw from `generator`, else
 # the default generator. The fans and gains are PyTorch's formulas; the values are not
-# PyTorch's, because the bits come from SplitMix64 (training.txt 1.1).
+# PyTorch's, because the bits come from SplitMix64 (docs/spec/training.txt 1.1).
 
 _NORMAL_BATCH = 1 << 12  # pairs tried per pass of the polar method
 
@@ -82,7 +82,8 @@ def _float_target(tensor: Any, op: str) -> tuple:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
              generator: Optional[Generator] = None) -> Tensor:
-    """Fills tensor with Uniform(a, b) = a + (b − a)·u in float32, row-major (training.txt 1.1)."""
+    """Fills tensor with Uniform(a, b) = a + (b − a)·u in float32, row-major
+    (docs/spec/training.txt 1.1)."""
     shape = _float_target(tensor, "uniform_")
     if not a <= b:
         raise ValueError(f"uniform_: a must be <= b, got a={a}, b={b}")

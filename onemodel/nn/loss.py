@@ -1,4 +1,4 @@
-"""Loss modules: torch.nn's constructors over the functional losses (training.txt section 2).
+"""Loss modules: torch.nn's constructors over the functional losses (docs/spec/training.txt 2).
 
 Each takes PyTorch's constructor arguments in PyTorch's order and checks them at
 construction. The deprecated size_average and reduce are refused with a ValueError in favour

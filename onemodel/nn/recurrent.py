@@ -19,8 +19,12 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import functional as F
-from ..functional.recurrent import (check_lengths, gru_directions, lstm_directions,
-                                    lstm_projected_directions)
+from ..functional.recurrent import (
+    check_lengths,
+    gru_directions,
+    lstm_directions,
+    lstm_projected_directions,
+)
 from ..random import Generator
 from ..tensor import Tensor, float32
 from .init import fan_in_bound, resolve_generator, uniform_parameter

@@ -1,5 +1,5 @@
 """PyTorch's scheduler objects over an optimizer, as thin stateless wrappers of the pure
-schedules in `lr` (training.txt section 5).
+schedules in `lr` (docs/spec/training.txt section 5).
 
 Each scheduler builds one pure schedule per parameter group from the group's initial rate (its
 lr at the optimizer's construction) and `step()` sets every group's lr to its schedule at the

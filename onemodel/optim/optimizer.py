@@ -1,12 +1,12 @@
 """The optimizer base: parameter groups, float32 hyper-parameters, a global step count.
 
-spec/training.txt section 3 and clarifications.md: every hyper-parameter is held as float32,
-the learning rate is read at every step (a schedule sets it), parameters whose `.grad` is None
-are skipped, `step_count` counts completed steps, and the state is float32 (int32 flags),
+docs/spec/training.txt section 3 and docs/spec/clarifications.md: every hyper-parameter is held as
+float32, the learning rate is read at every step (a schedule sets it), parameters whose `.grad` is
+None are skipped, `step_count` counts completed steps, and the state is float32 (int32 flags),
 shaped like its parameter, zero at creation and listed in a fixed order by `state_tensors()`.
 
-Parameter groups (clarifications.md) are PyTorch's: `params` is an iterable of tensors (one
-group) or of dicts `{"params": [...], "lr": ..., ...}`, each key missing from a dict taking the
+Parameter groups (docs/spec/clarifications.md) are PyTorch's: `params` is an iterable of tensors
+(one group) or of dicts `{"params": [...], "lr": ..., ...}`, each key missing from a dict taking the
 constructor's value. Each group applies section 3's arithmetic with its own hyper-parameters;
 `step_count` is the optimizer's and the state's index `i` counts the parameters of all groups in
 order. The learning rate and weight decay of a group can be set (`param_groups[g]["lr"] = x`,
@@ -111,8 +111,8 @@ class Optimizer:
     kind = "Optimizer"
     # Group keys that may be set after construction; each is also its hyper-parameter's name.
     _changeable: tuple = ("lr",)
-    # Hyper-parameters a checkpoint must match exactly (training.txt section 6); the others
-    # (the learning rate, weight decay) are restored from it.
+    # Hyper-parameters a checkpoint must match exactly (docs/spec/training.txt section 6); the
+    # others (the learning rate, weight decay) are restored from it.
     _fixed: tuple = ()
     groups_supported = True
 

@@ -1,4 +1,4 @@
-"""The PyTorch side of the line recognizer (training.txt section 10), and the comparison.
+"""The PyTorch side of the line recognizer (docs/spec/training.txt section 10), and the comparison.
 
     python tools/crnn_ref/compare.py [--steps 600] [--batch-size 32] [--threads 2] [--json F]
 

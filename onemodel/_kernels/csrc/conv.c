@@ -24,7 +24,7 @@
  * partial sums are added in chunk order. Scratch (column matrices, packed operands, partial
  * weight gradients) is allocated and freed here.
  *
- * Exact mode (engine.md section 4), association orders, fixed by the shapes alone:
+ * Exact mode (docs/spec/engine.md section 4), association orders, fixed by the shapes alone:
  *   y[n,k,p]    = fma chain over (c, i, j) ascending from +0, then + b[k] (one add);
  *   dW[k,c,i,j] = ((D_0 + D_1) + D_2) + ...: D_t the fma chain from +0 over (n, p) ascending
  *                 within chunk t, the chunks added in order;

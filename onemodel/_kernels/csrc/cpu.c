@@ -1,6 +1,6 @@
 /* CPU feature detection and the selected instruction-set path.
  *
- * x86-64: CPUID leaves 1 and 7, plus XGETBV to confirm that the OS saves the AVX and AVX-512
+ * x86-64: CPUID leaves 1 and 7 (subleaf 1 for AVX512_BF16), plus XGETBV to confirm that the OS saves the AVX and AVX-512
  * register state (a CPU flag alone is not enough under some hypervisors and kernels).
  * aarch64: NEON (Advanced SIMD) is architectural, so it is always present.
  */
@@ -53,8 +53,18 @@ static int cpu_has(int isa) {
     }
     return 0;
 }
+
+static int cpu_has_avx512bf16(void) {
+    unsigned r7[4], r71[4];
+    if (!cpu_has(OM_ISA_AVX512)) return 0;
+    om_cpuid(7, 0, r7);
+    if (r7[0] < 1) return 0;   /* no subleaf 1 */
+    om_cpuid(7, 1, r71);
+    return (r71[0] >> 5) & 1;
+}
 #else
 #define OM_X86 0
+static int cpu_has_avx512bf16(void) { return 0; }
 static int cpu_has(int isa) {
 #if defined(__aarch64__) || defined(_M_ARM64)
     return isa == OM_ISA_NEON;
@@ -74,6 +84,10 @@ int om_isa_available(int isa) {
     case OM_ISA_NEON: return OM_BUILD_NEON && cpu_has(isa);
     default: return 0;
     }
+}
+
+int om_bf16_dot_available(void) {
+    return OM_BUILD_AVX512BF16 && om_isa_available(OM_ISA_AVX512) && cpu_has_avx512bf16();
 }
 
 int om_set_isa(int isa) {

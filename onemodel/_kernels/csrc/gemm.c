@@ -26,11 +26,30 @@
  * pack it together into one shared buffer (one barrier), instead of each packing all of it.
  * A caller that multiplies by the same op(B) many times (a recurrent weight, once per step)
  * packs it once (om_gemm_pack_b_f32) and passes the panels in place of packing per call.
+ *
+ * bfloat16 products (both operands bf16, under autocast) follow VDPBF16PS, the AVX512_BF16
+ * dot-product instruction, on every path: measured against the instruction on random,
+ * overflowing, cancelling and tiny inputs, its lane is the chain above over k in order (the
+ * word of depths k, k+1 holds bf16(k) in its high half, which it adds first), with a zero
+ * appended to an odd depth, bf16 subnormals read as zero (packing does that), and every sum
+ * that is tiny after rounding (below FLT_MIN when rounded with an unbounded exponent) replaced
+ * by a zero of its sign.
+ * Where the CPU has the instruction, the avx512 path runs it on panels rewritten as such
+ * pairs. The other paths run their fma chain on a tile when no sum can be that small, which
+ * holds when every product and the partial sum carried in are multiples of 2^-126: the sums
+ * are then multiples of 2^-126 too. The products are when the smallest exponents of the tile's
+ * rows of op(A) and columns of op(B) (from a scan of the packed panels) add up to at least 142;
+ * the carried sum is when the earlier K blocks ran the fma chain too, or when it is zero or at
+ * least 2^-103. Otherwise the tile runs dot_step(), the instruction's rule in C.
  */
 #include "gemm.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "half.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(p) __builtin_prefetch(p)
@@ -50,6 +69,39 @@ enum { MC_TILES = 32, NC_TILES = 32 };
 static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
     OM_ISA_TABLE(om_gemm_ukernel_f32);
 
+static int use_bf16_dot = -1;   /* -1: whenever the CPU has it (decided on first use) */
+
+int om_gemm_set_bf16_dot(int on) {
+    if (on && !om_bf16_dot_available()) return -1;
+    use_bf16_dot = on ? 1 : 0;
+    return 0;
+}
+
+int om_gemm_bf16_dot(void) {
+    if (use_bf16_dot < 0) use_bf16_dot = om_bf16_dot_available();
+    return use_bf16_dot;
+}
+
+/* The selected path's micro-kernel set with its dot-product kernel in place of the fma one,
+ * when it has one and it is on (into *dot); 0 otherwise. */
+static int bf16_dot_kernel(om_gemm_ukernel *dot) {
+#if OM_BUILD_AVX512BF16
+    if (om_isa == OM_ISA_AVX512 && om_gemm_bf16_dot()) {
+        const om_gemm_ukernel *path = ukernels[om_isa](), *pairs = om_gemm_ukernel_bf16_avx512bf16();
+        if (path->mr != pairs->mr || path->nr != pairs->nr) return 0;   /* packing differs */
+        *dot = *path;
+        dot->kernel = pairs->kernel;
+        return 1;
+    }
+#endif
+    (void)dot;
+    return 0;
+}
+
+/* An exponent sum from which every product of a bf16 value from op(A) with one from op(B) is
+ * a multiple of 2^-126: bf16 (e, m) is m * 2^(e - 134) with m an integer. */
+enum { NO_TINY_SUMS = 142 };
+
 /* An operand as a strided view: element (r, c) is at index r * rs + c * cs of p (elements of
  * 4 bytes, or 2 for the 2-byte formats), read as fmt says; save (NULL, or the rounded operand's
  * bits, at the same indices) is written by the packing that owns the block (block()). */
@@ -61,6 +113,7 @@ typedef struct {
 } view;
 
 static int is_2byte(int fmt) { return fmt == OM_BF16 || fmt == OM_F16; }
+static int is_bf16(int fmt) { return fmt == OM_BF16 || fmt == OM_F32_TO_BF16; }
 
 /* v moved on by `at` elements; save dropped unless keep_save. */
 static view moved(view v, int64_t at, int keep_save) {
@@ -85,6 +138,9 @@ typedef struct {
     float *abuf, *bbuf;
     const float *shared_a;  /* all of op(A) packed (K block by K block), or NULL */
     const float *packed_b;  /* all of op(B) packed (K block by K block), or NULL */
+    int bf16;               /* a bfloat16 product: depths padded to even, the dot rule */
+    int pairs;              /* its panels are pairs for the dot-product kernel u */
+    const int *amin, *bmin; /* the widening paths' smallest exponent per micro-panel */
 } ctx;
 
 void om_gemm_transpose_f32(int64_t depth, int rows, const float *src, int64_t rs, float *dst,
@@ -123,28 +179,85 @@ static void transpose_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t 
     u->transpose(depth, rows, rowbuf, depth, dst, width);
 }
 
-/* rows x depth block of op(A) -> micro-panels of mr rows, each depth groups of mr values. */
-static void pack_a(const om_gemm_ukernel *u, int64_t rows, int64_t depth, view a, float *dst) {
+/* A lower bound of the exponent fields of the nonzero values of n floats (255 if none are):
+ * 71 (that of 2^-56) when no nonzero value is smaller, which is quick to check and enough for
+ * most products (NO_TINY_SUMS is 2 * 71), else the smallest field. */
+static int min_exponent(const float *x, int64_t n) {
+    int small = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = fabsf(x[i]);
+        small |= (v < 0x1p-56f) & (v != 0.0f);
+    }
+    if (!small) return 71;
+    uint32_t lowest = 0xFFu;
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t e = (om_f32_bits(x[i]) >> 23) & 0xFFu;
+        const uint32_t seen = e ? e : 0xFFu;
+        lowest = seen < lowest ? seen : lowest;
+    }
+    return (int)lowest;
+}
+
+/* A packed micro-panel of `depth` (even) groups of `width` floats, rewritten in place as
+ * depth / 2 groups of `width` words: the word of depths (k, k + 1) holds bf16(k) in its high
+ * half and bf16(k + 1) in its low half (the values are bf16 already: the low halves are 0).
+ * Word (p, j) only overwrites floats that are read before it, so one forward pass suffices. */
+static void to_pairs(float *panel, int64_t depth, int width) {
+    uint32_t *word = (uint32_t *)panel;
+    for (int64_t p = 0; p < depth / 2; p++)
+        for (int j = 0; j < width; j++) {
+            const uint32_t hi = om_f32_bits(panel[2 * p * width + j]);
+            const uint32_t lo = om_f32_bits(panel[(2 * p + 1) * width + j]);
+            word[p * width + j] = (hi & 0xFFFF0000u) | lo >> 16;
+        }
+}
+
+/* The depth of a packed K block of kc depths: a bfloat16 product pads odd ones with zeros. */
+static int64_t packed_depth(const ctx *x, int64_t kc) { return x->bf16 ? kc + (kc & 1) : kc; }
+
+/* Finishes a packed micro-panel of a bfloat16 product: the padding depths (from kc to depth)
+ * zeroed, then the panel made pairs for the dot-product kernel, or its smallest exponent
+ * stored in *emin (if not NULL) for a widening path's choice of tile rule. */
+static void finish_panel(const ctx *x, float *panel, int64_t kc, int64_t depth, int width,
+                         int *emin) {
+    if (!x->bf16) return;
+    for (int64_t k = kc; k < depth; k++)
+        for (int j = 0; j < width; j++) panel[k * width + j] = 0.0f;
+    if (x->pairs)
+        to_pairs(panel, depth, width);
+    else if (emin)
+        *emin = min_exponent(panel, depth * width);
+}
+
+/* rows x kc block of op(A) -> micro-panels of mr rows, each packed_depth(kc) groups of mr
+ * values; emin (NULL, or one per micro-panel) receives their smallest bf16 exponents. */
+static void pack_a(const ctx *x, int64_t rows, int64_t kc, view a, float *dst, int *emin) {
+    const om_gemm_ukernel *u = x->u;
     const int mr = u->mr;
+    const int64_t depth = packed_depth(x, kc);
     OM_ALIGNED(64) float rowbuf[16 * OM_GEMM_KC];
     for (int64_t i0 = 0; i0 < rows; i0 += mr, dst += depth * mr) {
         int h = rows - i0 < mr ? (int)(rows - i0) : mr;
         if (a.cs == 1) {   /* rows of A contiguous along k: a transpose (mr <= 16) */
-            transpose_runs(u, a, i0, 0, 1, 0, depth, h, rowbuf, dst, mr);
+            transpose_runs(u, a, i0, 0, 1, 0, kc, h, rowbuf, dst, mr);
         } else {           /* op(A) = transpose: each k holds the mr values contiguously */
-            for (int64_t k = 0; k < depth; k++) load(u, a, i0, k, h, dst + k * mr);
+            for (int64_t k = 0; k < kc; k++) load(u, a, i0, k, h, dst + k * mr);
         }
-        for (int64_t k = 0; k < depth && h < mr; k++)
+        for (int64_t k = 0; k < kc && h < mr; k++)
             for (int i = h; i < mr; i++) dst[k * mr + i] = 0.0f;
+        finish_panel(x, dst, kc, depth, mr, emin ? emin + i0 / mr : NULL);
     }
 }
 
-/* depth x cols panel of op(B) -> micro-panels of nr columns, each depth groups of nr values. */
-static void pack_b(const om_gemm_ukernel *u, int64_t depth, int64_t cols, view b, float *dst) {
+/* kc x cols panel of op(B) -> micro-panels of nr columns, each packed_depth(kc) groups of nr
+ * values; emin as for pack_a. */
+static void pack_b(const ctx *x, int64_t kc, int64_t cols, view b, float *dst, int *emin) {
+    const om_gemm_ukernel *u = x->u;
     const int nr = u->nr;
     const int64_t panels = (cols + nr - 1) / nr, last = cols - (panels - 1) * nr;
+    const int64_t depth = packed_depth(x, kc);
     if (b.cs == 1) {       /* rows of B contiguous: read each row once, in order */
-        for (int64_t k = 0; k < depth; k++) {
+        for (int64_t k = 0; k < kc; k++) {
             for (int64_t p = 0; p < panels; p++) {
                 float *d = dst + p * depth * nr + k * nr;
                 int w = p + 1 < panels ? nr : (int)last;
@@ -152,25 +265,72 @@ static void pack_b(const om_gemm_ukernel *u, int64_t depth, int64_t cols, view b
                 for (int j = w; j < nr; j++) d[j] = 0.0f;
             }
         }
-        return;
+    } else {
+        /* op(B) = transpose: columns of op(B) are contiguous along k, transposed 16 at a time */
+        OM_ALIGNED(64) float rowbuf[16 * OM_GEMM_KC];
+        for (int64_t p = 0; p < panels; p++) {
+            float *d = dst + p * depth * nr;
+            int w = p + 1 < panels ? nr : (int)last;
+            for (int j = 0; j < w; j += 16)
+                transpose_runs(u, b, 0, p * nr + j, 0, 1, kc, w - j < 16 ? w - j : 16, rowbuf,
+                               d + j, nr);
+            for (int64_t k = 0; k < kc && w < nr; k++)
+                for (int j = w; j < nr; j++) d[k * nr + j] = 0.0f;
+        }
     }
-    /* op(B) = transpose: columns of op(B) are contiguous along k, transposed 16 at a time */
-    OM_ALIGNED(64) float rowbuf[16 * OM_GEMM_KC];
-    for (int64_t p = 0; p < panels; p++) {
-        float *d = dst + p * depth * nr;
-        int w = p + 1 < panels ? nr : (int)last;
-        for (int j = 0; j < w; j += 16)
-            transpose_runs(u, b, 0, p * nr + j, 0, 1, depth, w - j < 16 ? w - j : 16, rowbuf,
-                           d + j, nr);
-        for (int64_t k = 0; k < depth && w < nr; k++)
-            for (int j = w; j < nr; j++) d[k * nr + j] = 0.0f;
-    }
+    for (int64_t p = 0; p < panels; p++)
+        finish_panel(x, dst + p * depth * nr, kc, depth, nr, emin ? emin + p : NULL);
+}
+
+/* One step of the dot-product instruction's lane: t + a * b rounded once, and a zero of its
+ * sign when the result is tiny after rounding: when the exact value, rounded to 24 bits with an
+ * unbounded exponent, is below FLT_MIN. That is the case for every subnormal fmaf result, and
+ * for a result fmaf rounds up to FLT_MIN from an exact value below FLT_MIN - 2^-151 (the
+ * instruction flushes those too). The exact value is then decided in double, where a * b of
+ * two bf16 values is exact and TwoSum gives the rounding error of the sum. */
+static float dot_step(float a, float b, float t) {
+    const float r = fmaf(a, b, t), m = fabsf(r);
+    if (!(m <= FLT_MIN) || m == 0.0f) return r;
+    if (m < FLT_MIN) return copysignf(0.0f, r);
+    const double tiny = (double)FLT_MIN - 0x1p-151;
+    const double p = (double)a * (double)b, sum = p + (double)t, back = sum - p;
+    const double err = (p - (sum - back)) + ((double)t - back);
+    const int below = fabs(sum) < tiny || (fabs(sum) == tiny && err != 0.0 &&
+                                             (err < 0.0) != (sum < 0.0));
+    return below ? copysignf(0.0f, r) : r;
+}
+
+/* A tile by dot_step, in the micro-kernel's interface (gemm.h). */
+static void dot_rule_tile(int mr, int nr, int64_t depth, const float *a, const float *b,
+                          float *c, int64_t ldc, int accumulate) {
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) {
+            float t = accumulate ? c[i * ldc + j] : 0.0f;
+            for (int64_t k = 0; k < depth; k++) t = dot_step(a[k * mr + i], b[k * nr + j], t);
+            c[i * ldc + j] = t;
+        }
+}
+
+/* Whether a widening path's fma chain gives the dot rule's bits on a tile (see the design
+ * note); the partial sums carried in (c, rows x cols) are looked at only if check_carry. */
+static int no_tiny_sums(int amin, int bmin, const float *c, int64_t ldc, int rows, int cols,
+                        int check_carry) {
+    if (amin + bmin < NO_TINY_SUMS) return 0;
+    for (int i = 0; i < rows && check_carry; i++)
+        for (int j = 0; j < cols; j++) {
+            const uint32_t e = (om_f32_bits(c[i * ldc + j]) >> 23) & 0xFFu;
+            if (e < 24 && c[i * ldc + j] != 0.0f) return 0;
+        }
+    return 1;
 }
 
 /* rows x cols block of C from packed A and B over depth: each A micro-panel (in L1) meets
- * the whole B panel (in L2) before the next. */
-static void macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth, float *c,
-                         int64_t ldc, int accumulate) {
+ * the whole B panel (in L2) before the next. For a widening bfloat16 product, returns whether a
+ * tile ran the dot rule in C; check_carry says whether an earlier one did (only then can a
+ * partial sum carried into a tile be small enough to matter). */
+static int macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth, float *c,
+                        int64_t ldc, int accumulate, int check_carry) {
+    int slow = 0;
     const int mr = x->u->mr, nr = x->u->nr;
     OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
     for (int64_t i0 = 0; i0 < rows; i0 += mr) {
@@ -183,17 +343,24 @@ static void macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth
             /* The next tile's C rows, which its first fma needs (prefetches never fault). */
             for (int64_t i = 0; i < h && accumulate; i++)
                 for (int j = 0; j < nr; j += 16) PREFETCH(ct + i * ldc + nr + j);
-            if (h == mr && w == nr) {
-                x->u->kernel(depth, ap, bp, ct, ldc, accumulate);
-                continue;
-            }
+            const int whole = h == mr && w == nr;
+            float *tile = whole ? ct : edge;
+            const int64_t ld = whole ? ldc : nr;
             const size_t row_bytes = (size_t)w * sizeof(float);
-            for (int64_t i = 0; i < h && accumulate; i++)
+            for (int64_t i = 0; i < h && accumulate && !whole; i++)
                 memcpy(edge + i * nr, ct + i * ldc, row_bytes);
-            x->u->kernel(depth, ap, bp, edge, nr, accumulate);
-            for (int64_t i = 0; i < h; i++) memcpy(ct + i * ldc, edge + i * nr, row_bytes);
+            if (x->bf16 && !x->pairs &&
+                !no_tiny_sums(x->amin[i0 / mr], x->bmin[j0 / nr], tile, ld, (int)h, (int)w,
+                              accumulate && check_carry)) {
+                dot_rule_tile(mr, nr, depth, ap, bp, tile, ld, accumulate);
+                slow = 1;
+            } else {
+                x->u->kernel(depth, ap, bp, tile, ld, accumulate);
+            }
+            for (int64_t i = 0; i < h && !whole; i++) memcpy(ct + i * ldc, edge + i * nr, row_bytes);
         }
     }
+    return slow;
 }
 
 static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
@@ -204,25 +371,31 @@ static int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
  * the job of the first row block (a and b come with save only for those jobs). */
 static void block(const ctx *x, view a, view b, float *c, int64_t m0, int64_t m1, int64_t n0,
                   int64_t n1) {
-    const int64_t ldc = x->n;
+    const int64_t ldc = x->n, a_panels = (x->m + x->u->mr - 1) / x->u->mr;
+    int amin[MC_TILES], bmin[NC_TILES], slow = 0;
     for (int64_t jc = n0; jc < n1; jc += x->nc) {
         int64_t nc = n1 - jc < x->nc ? n1 - jc : x->nc;
         for (int64_t pc = 0; pc < x->k; pc += OM_GEMM_KC) {
             int64_t kc = x->k - pc < OM_GEMM_KC ? x->k - pc : OM_GEMM_KC;
+            const int64_t depth = packed_depth(x, kc);
             view bv = shifted(b, pc, jc, 1);
             ctx xi = *x;
+            xi.bmin = bmin;
             if (x->packed_b)   /* the K block at pc, then column jc: nr-column panels of kc */
                 xi.bbuf = (float *)x->packed_b + pc * round_up(x->n, x->u->nr) + jc * kc;
             else
-                pack_b(x->u, kc, nc, bv, x->bbuf);
+                pack_b(x, kc, nc, bv, x->bbuf, bmin);
             for (int64_t ic = m0; ic < m1; ic += x->mc) {
                 int64_t mc = m1 - ic < x->mc ? m1 - ic : x->mc;
                 view av = shifted(a, ic, pc, jc == n0);
-                if (x->shared_a)   /* the K block at pc, then row ic: mr-row panels of kc */
-                    xi.abuf = (float *)x->shared_a + pc * round_up(x->m, x->u->mr) + ic * kc;
-                else
-                    pack_a(x->u, mc, kc, av, x->abuf);
-                macro_kernel(&xi, mc, nc, kc, c + ic * ldc + jc, ldc, pc > 0);
+                if (x->shared_a) { /* the K block at pc, then row ic: mr-row panels of depth */
+                    xi.abuf = (float *)x->shared_a + pc * a_panels * x->u->mr + ic * depth;
+                    xi.amin = x->amin + pc / OM_GEMM_KC * a_panels + ic / x->u->mr;
+                } else {
+                    pack_a(x, mc, kc, av, x->abuf, amin);
+                    xi.amin = amin;
+                }
+                slow |= macro_kernel(&xi, mc, nc, depth, c + ic * ldc + jc, ldc, pc > 0, slow);
             }
         }
     }
@@ -259,7 +432,10 @@ typedef struct {
     int gm, gn;
     int64_t bm, bn, mc, nc;        /* job block and cache block sizes */
     float *shared_a;               /* all of op(A) packed together, or NULL */
+    int *shared_amin;              /* its smallest exponents, one per micro-panel */
     const float *packed_b;         /* all of op(B) packed by the caller, or NULL */
+    int bf16;                      /* a bfloat16 product (ctx.bf16) */
+    int dot;                       /* u's kernel is the dot-product one (ctx.pairs) */
 } plan;
 
 /* Thread `rank` of `size`'s part: its scratch, its share of the shared packing, its share of
@@ -269,10 +445,12 @@ typedef struct {
 static int run_jobs(const void *product_plan, int rank, int size) {
     const plan *pl = product_plan;
     const om_gemm_ukernel *u = pl->u;
-    const int64_t m = pl->m, n = pl->n, k = pl->k, kc = min64(k, OM_GEMM_KC);
+    const int64_t m = pl->m, n = pl->n, k = pl->k;
     const int64_t a_panels = (m + u->mr - 1) / u->mr, k_blocks = (k + OM_GEMM_KC - 1) / OM_GEMM_KC;
     const int64_t jobs = pl->batch * pl->gm * pl->gn;
-    ctx x = {u, m, n, k, pl->mc, pl->nc, NULL, NULL, pl->shared_a, pl->packed_b};
+    ctx x = {u, m, n, k, pl->mc, pl->nc, NULL, NULL, pl->shared_a, pl->packed_b, pl->bf16,
+             pl->dot, pl->shared_amin, NULL};
+    const int64_t kc = packed_depth(&x, min64(k, OM_GEMM_KC));
     const size_t abytes = (size_t)(round_up(pl->mc, u->mr) * kc) * sizeof(float);
     const size_t bbytes = (size_t)(round_up(pl->nc, u->nr) * kc) * sizeof(float);
     if (!pl->shared_a) x.abuf = om_aligned_alloc(abytes);
@@ -285,7 +463,9 @@ static int run_jobs(const void *product_plan, int rank, int size) {
             int64_t pc = j / a_panels * OM_GEMM_KC, i0 = j % a_panels * u->mr;
             int64_t depth = min64(k - pc, OM_GEMM_KC), rows = min64(m - i0, u->mr);
             view panel = shifted(pl->a, i0, pc, 1);
-            pack_a(u, rows, depth, panel, pl->shared_a + pc * a_panels * u->mr + i0 * depth);
+            pack_a(&x, rows, depth, panel,
+                   pl->shared_a + pc * a_panels * u->mr + i0 * packed_depth(&x, depth),
+                   pl->shared_amin + j);
         }
 #pragma omp barrier
     }
@@ -315,9 +495,12 @@ static int product(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_opera
         memset(c, 0, (size_t)(batch * m * n) * sizeof(float));
         return 0;
     }
-    const om_gemm_ukernel *u = ukernels[om_isa]();
+    const int bf16 = is_bf16(a.fmt) && is_bf16(b.fmt);
+    om_gemm_ukernel dot_set;
+    const int dot = bf16 && bf16_dot_kernel(&dot_set);
+    const om_gemm_ukernel *u = dot ? &dot_set : ukernels[om_isa]();
     plan pl = {u, batch, m, n, k, a.batch_stride, b.batch_stride, operand_view(a, m, k),
-               operand_view(b, k, n), c, 1, 1, 0, 0, 0, 0, NULL, packed_b};
+               operand_view(b, k, n), c, 1, 1, 0, 0, 0, 0, NULL, NULL, packed_b, bf16, dot};
 
     /* Whole products per thread when the batch divides evenly, else sub-blocks of each. */
     int t = om_threads_for(batch * m * n * k, GRAIN_FMAS, nthreads);
@@ -328,12 +511,20 @@ static int product(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_opera
     pl.bn = round_up((n + pl.gn - 1) / pl.gn, u->nr);
     pl.mc = min64(u->mr * MC_TILES, pl.bm);
     pl.nc = min64(u->nr * NC_TILES, pl.bn);
-    const size_t shared_bytes = (size_t)((m + u->mr - 1) / u->mr * u->mr * k) * sizeof(float);
-    if (batch == 1 && pl.gm == 1 && pl.gn > 1 && shared_bytes <= SHARED_A_BYTES)
+    const int64_t a_panels = (m + u->mr - 1) / u->mr, k_blocks = (k + OM_GEMM_KC - 1) / OM_GEMM_KC;
+    const size_t shared_bytes = (size_t)(a_panels * u->mr * (k + (bf16 & k))) * sizeof(float);
+    if (batch == 1 && pl.gm == 1 && pl.gn > 1 && shared_bytes <= SHARED_A_BYTES) {
         pl.shared_a = om_aligned_alloc(shared_bytes);
+        pl.shared_amin = malloc((size_t)(a_panels * k_blocks) * sizeof(int));
+        if (!pl.shared_amin) {
+            om_aligned_free(pl.shared_a);
+            pl.shared_a = NULL;
+        }
+    }
 
     int failed = om_run_team(t, run_jobs, &pl);
     om_aligned_free(pl.shared_a);
+    free(pl.shared_amin);
     return failed ? -1 : 0;
 }
 
@@ -363,8 +554,10 @@ int om_gemm_pack_b_f32(int64_t k, int64_t n, const float *b, int trans_b, om_gem
     if (!out->panels) return -1;
     const om_gemm_operand src = {b, 0, trans_b, OM_F32, NULL};
     const view bv = operand_view(src, k, n);
+    const ctx x = {u, 0, n, k, 0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL};
     for (int64_t pc = 0; pc < k && n > 0; pc += OM_GEMM_KC)
-        pack_b(u, min64(k - pc, OM_GEMM_KC), n, shifted(bv, pc, 0, 0), out->panels + pc * npad);
+        pack_b(&x, min64(k - pc, OM_GEMM_KC), n, shifted(bv, pc, 0, 0), out->panels + pc * npad,
+               NULL);
     return 0;
 }
 

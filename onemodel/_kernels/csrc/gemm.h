@@ -7,6 +7,8 @@
  *   c: the tile, row stride ldc; accumulate = 0 starts every element from +0.0f, 1 continues
  *      from the value stored in c. Element (i, j) runs acc = fma(a[k*MR+i], b[k*NR+j], acc)
  *      for k = 0..kc-1 in that order, one rounding per fused multiply-add.
+ * The bfloat16 dot-product kernel (gemm_avx512bf16.c) takes the same panels after
+ * packing has rewritten them as pairs of depths (gemm.c), kc even.
  */
 #ifndef OM_GEMM_H
 #define OM_GEMM_H
@@ -15,8 +17,8 @@
 
 #include "isa.h"
 
-/* Depth of one K block. The same on every path (engine.md section 4, rule 3), although the
- * float32 accumulator goes through C between blocks so the bits would not depend on it. */
+/* Depth of one K block. The same on every path (docs/spec/engine.md section 4, rule 3), although
+ * the float32 accumulator goes through C between blocks so the bits would not depend on it. */
 #define OM_GEMM_KC 256
 
 typedef void (*om_gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c,
@@ -32,7 +34,8 @@ typedef void (*om_gemm_transpose_fn)(int64_t depth, int rows, const float *src, 
 enum { OM_F32 = 0, OM_F32_TO_BF16 = 1, OM_F32_TO_F16 = 2, OM_BF16 = 3, OM_F16 = 4 };
 
 /* Packing's converting step: dst[i] = src[i] as `fmt` reads it, for i < n; for a rounding
- * format with save != NULL also save[i] = the 2-byte bits of the rounded value. */
+ * format with save != NULL also save[i] = the 2-byte bits of the rounded value. bfloat16
+ * subnormals are read as zeros of their sign (in dst; save keeps them). */
 typedef void (*om_gemm_convert_fn)(int64_t n, const void *src, int fmt, float *dst,
                                    uint16_t *save);
 
@@ -52,6 +55,15 @@ const om_gemm_ukernel *om_gemm_ukernel_f32_sse2(void);
 const om_gemm_ukernel *om_gemm_ukernel_f32_avx2(void);
 const om_gemm_ukernel *om_gemm_ukernel_f32_avx512(void);
 const om_gemm_ukernel *om_gemm_ukernel_f32_neon(void);
+/* VDPBF16PS (built when the compiler has AVX512_BF16): only mr, nr and kernel are set; the
+ * kernel takes panels of pairs and replaces the avx512 path's own, whose packing it shares. */
+const om_gemm_ukernel *om_gemm_ukernel_bf16_avx512bf16(void);
+
+/* Whether bfloat16 products use the dot-product kernel when the avx512 path is selected: on by
+ * default where om_bf16_dot_available(). om_gemm_set_bf16_dot(0) makes them widen as every
+ * other path does (the same bits; for tests); asking for 1 without the instruction returns -1. */
+int om_gemm_set_bf16_dot(int on);
+int om_gemm_bf16_dot(void);
 
 /* C[p] = op(A[p]) * op(B[p]) for p < batch. op(A) is m x k: a holds it row-major (m, k), or
  * (k, m) when trans_a. op(B) is k x n: b holds (k, n), or (n, k) when trans_b. c is (m, n)
@@ -74,7 +86,10 @@ typedef struct {
 } om_gemm_operand;
 
 /* om_gemm_f32 over operands packing converts: the float32 product of the converted values,
- * bit for bit what om_gemm_f32 gives on them (each element of `save` is written once). */
+ * bit for bit what om_gemm_f32 gives on them (each element of `save` is written once), except
+ * for a bfloat16 product (both operands bf16), which follows the dot-product instruction
+ * (gemm.c): an odd depth is padded with a zero, and a sum that is tiny after rounding becomes a
+ * zero of its sign. */
 int om_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
             om_gemm_operand b, float *c, int nthreads);
 

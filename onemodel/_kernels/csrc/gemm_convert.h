@@ -1,7 +1,9 @@
 /* Packing's converting step (gemm.h), one definition compiled into every path's file: the
  * integer code of half.h, which the compiler vectorises with the path's flags, and F16C's
  * float16 conversions where the path has them (the same bits: both round to nearest even and
- * keep NaNs quiet, whatever the floating-point environment). */
+ * keep NaNs quiet, whatever the floating-point environment). The packed bfloat16 values are
+ * what the dot-product instruction reads: a subnormal is a zero of its sign (gemm.c); the
+ * saved bits are the rounding itself, as torch's. */
 #ifndef OM_GEMM_CONVERT_H
 #define OM_GEMM_CONVERT_H
 
@@ -15,6 +17,11 @@
 #define OM_F16C 0
 #endif
 
+/* bf16 bits with a subnormal made a zero of its sign. */
+static inline uint16_t bf16_flushed(uint16_t h) {
+    return (h & 0x7F80u) ? h : (uint16_t)(h & 0x8000u);
+}
+
 static void convert(int64_t n, const void *src, int fmt, float *dst, uint16_t *save) {
     const float *f = src;
     const uint16_t *h = src;
@@ -23,7 +30,7 @@ static void convert(int64_t n, const void *src, int fmt, float *dst, uint16_t *s
     case OM_F32_TO_BF16:
         for (; i < n; i++) {
             uint16_t r = om_bf16_round(f[i]);
-            dst[i] = om_bf16_widen(r);
+            dst[i] = om_bf16_widen(bf16_flushed(r));
             if (save) save[i] = r;
         }
         break;
@@ -42,7 +49,7 @@ static void convert(int64_t n, const void *src, int fmt, float *dst, uint16_t *s
         }
         break;
     case OM_BF16:
-        for (; i < n; i++) dst[i] = om_bf16_widen(h[i]);
+        for (; i < n; i++) dst[i] = om_bf16_widen(bf16_flushed(h[i]));
         break;
     case OM_F16:
 #if OM_F16C

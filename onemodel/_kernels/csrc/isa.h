@@ -23,6 +23,9 @@ enum { OM_ISA_SCALAR = 0, OM_ISA_SSE2 = 1, OM_ISA_AVX2 = 2, OM_ISA_AVX512 = 3, O
 #ifndef OM_BUILD_AVX512
 #define OM_BUILD_AVX512 0
 #endif
+#ifndef OM_BUILD_AVX512BF16
+#define OM_BUILD_AVX512BF16 0
+#endif
 #ifndef OM_BUILD_NEON
 #define OM_BUILD_NEON 0
 #endif
@@ -65,6 +68,9 @@ void om_cpuid(int leaf, int sub, unsigned r[4]);
 
 /* 1 if the path was compiled into this build and the CPU (and OS) can run it. */
 int om_isa_available(int isa);
+/* 1 if this build has the AVX512_BF16 bfloat16 dot-product kernels and the CPU can run them
+ * (they belong to the avx512 path: gemm.c uses them when that path is selected). */
+int om_bf16_dot_available(void);
 /* Sets om_isa; returns 0, or -1 when the path is not available. */
 int om_set_isa(int isa);
 /* Short name of the compiler that built the kernels, e.g. "gcc 12.2.0". */

@@ -1,4 +1,4 @@
-/* Optimizer updates and gradient clipping (spec/training.txt sections 3 and 4).
+/* Optimizer updates and gradient clipping (docs/spec/training.txt sections 3 and 4).
  *
  * What: one SGD or Adam/AdamW step over one parameter, in place, element by element; the scale
  * and clamp of clipping; the squared norm and the largest magnitude of a gradient.

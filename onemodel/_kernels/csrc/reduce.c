@@ -1,10 +1,12 @@
 /* Reductions along an axis, softmax and log_softmax (forward and backward), layer norm
- * (forward and backward), and the in-order double sum of squares: dispatch and threads.
+ * (forward and backward), and the embedding gradient's row adds: dispatch and threads.
  *
  * Layout: float32, C-contiguous. Reductions over an axis view the tensor as (outer, n, inner)
  * and reduce n; layer norm normalises rows of length n. The caller allocates every output.
  *
- * The order of a reduction along a vector (the project's one definition, engine.md 4.3):
+ * The order of a reduction along a vector in these kernels (docs/spec/engine.md 4.3; other kernels
+ * fix their own: a product adds its K terms in sequence, clipping squares in double in index
+ * order, the ternary product by pairs):
  *   To sum x[0..n), cut it into chunks of OM_CHUNK = 65536 elements (the last may be
  *   shorter). Within a chunk, lane j (0..15, OM_LANES = 16) accumulates the elements at
  *   offsets i = j (mod 16) in increasing i, starting at +0.0f; the 16 lanes then combine by a
@@ -27,9 +29,6 @@
  * Threads (OpenMP, an optimisation only): they split independent outputs — rows, or
  * (outer, block of OM_COL_BLOCK columns) pairs — and a single long vector into its chunks,
  * whose results are then added in chunk order by one thread. No split changes an order.
- *
- * om_sumsq_f64 is deliberately scalar: gradient clipping defines the norm as the squares
- * added in double strictly in index order, which no lane split may reorder.
  *
  * om_index_add_rows_f32 (the embedding gradient) adds rows into the rows they index, in
  * position order, each element a sequential float sum; threads take slices of OM_COL_BLOCK
@@ -216,10 +215,4 @@ int om_index_add_rows_f32(const int64_t *index, int64_t n, const float *rows, in
         }
     }
     return 0;
-}
-
-double om_sumsq_f64(const float *x, int64_t n) {
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i++) s += (double)x[i] * (double)x[i];
-    return s;
 }

@@ -1,4 +1,4 @@
-/* Reductions along an axis, softmax / log_softmax, layer norm, and the in-order sum of squares.
+/* Reductions along an axis, softmax / log_softmax, layer norm, and the embedding gradient.
  *
  * The association order of "a reduction along a vector" is defined once, in reduce.c; every
  * ISA path follows it (reduce_impl.h is the one body, reduce_<isa>.c give it 16-lane vectors).
@@ -31,8 +31,6 @@ void om_layer_norm_f32(const float *x, const float *w, const float *b, float eps
 void om_layer_norm_backward_f32(const float *g, const float *x, const float *mean,
                                 const float *rstd, const float *w, float *dx, float *dw,
                                 float *db, int64_t rows, int64_t n, int nthreads);
-/* Sum of x[i]^2 in double, strictly in index order. */
-double om_sumsq_f64(const float *x, int64_t n);
 /* out[index[p], :] += rows[p, :] for p = 0..n-1 in order (rows (n, width), out (out_rows,
  * width)). Returns -1, having written nothing, when an index is outside [0, out_rows). */
 int om_index_add_rows_f32(const int64_t *index, int64_t n, const float *rows, int64_t width,

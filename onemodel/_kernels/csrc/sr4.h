@@ -1,4 +1,5 @@
-/* SR4: the ternary optimizer with a 4-bit state (spec/sr4.txt, clarifications.md "SR4").
+/* SR4: the ternary optimizer with a 4-bit state (docs/spec/sr4.txt; "SR4" in
+ * docs/spec/clarifications.md).
  *
  * State: one accumulator q in [-q_clamp, q_clamp] per weight, packed two per byte, low nibble
  * first: byte b holds element 2b in bits 0-3 and element 2b+1 in bits 4-7, each nibble the
@@ -137,7 +138,7 @@ OM_SR4_DECLARE(neon)
  * 0): r = ((x >> 32) * 1000) >> 32, q = r < 335 ? -mag : r < 665 ? 0 : mag. Sequential. */
 void om_sr4_init(uint8_t *q, int64_t n, uint64_t seed, uint64_t idx_base, int32_t mag);
 
-/* mean|g| of clarifications.md, n > 0: float32(the double sum of |g[i]| for i = 0..n-1 in
+/* mean|g| of docs/spec/clarifications.md, n > 0: float32(the double sum of |g[i]| for i = 0..n-1 in
  * order, divided by n in double), whatever the path and thread count. Non-finite when g holds
  * an infinity or a NaN. */
 float om_sr4_abs_mean(const float *g, int64_t n, int nthreads);

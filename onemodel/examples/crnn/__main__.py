@@ -1,4 +1,4 @@
-"""Train the line recognizer of training.txt section 10 on generated text lines.
+"""Train the line recognizer of docs/spec/training.txt section 10 on generated text lines.
 
 Lines of handwritten digits and printed receipt text (onemodel.examples.crnn.lines), a
 convolutional-recurrent recognizer with CTC, AdamW (weight decay 0.01 on the weights only), a
@@ -22,8 +22,7 @@ from onemodel.optim import AdamW
 from onemodel.optim.lr import WarmupCosineLR
 from onemodel.train import Trainer
 
-from .._runs import (decay_on_matrices, fit_run, job_options, open_run, run_options,
-                     speaker)
+from .._runs import decay_on_matrices, fit_run, job_options, open_run, run_options, speaker
 from . import lines
 from .export import export
 from .model import build, character_errors, greedy_decode, time_steps

@@ -1,0 +1,187 @@
+"""bfloat16 products follow the AVX512_BF16 dot-product instruction on every path.
+
+VDPBF16PS adds each pair's two products in order, each rounded once, reads bf16 subnormals as
+zero and replaces a sum that is tiny after rounding (below FLT_MIN when rounded to 24 bits with an
+unbounded exponent) by a zero of its sign (csrc/gemm.c).
+The other paths emulate that rule, so exact mode has one answer on every machine: checked
+against an exact rational reference, on hand-worked cases, across every path and thread
+count, and against the instruction itself where the CPU has it.
+"""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import onemodel as om
+from onemodel import _config, _kernels
+from onemodel._kernels import _gemm
+
+ISAS = _kernels.available_isas()
+FLT_MIN = Fraction(2) ** -126
+HAS_DOT = "avx512" in ISAS and _gemm.bf16_dot()
+
+
+def bf16(x):
+    """float32 values rounded to bfloat16 (nearest even), as float32."""
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
+
+
+def product(a, b, trans_a=False, trans_b=False, threads=1):
+    m = a.shape[1] if trans_a else a.shape[0]
+    n = b.shape[0] if trans_b else b.shape[1]
+    out = np.empty((m, n), np.float32)
+    _gemm.gemm(np.ascontiguousarray(a), np.ascontiguousarray(b), out, trans_a, trans_b, threads,
+               half=1)
+    return out
+
+
+def round_f32(x: Fraction, unbounded: bool = False) -> float:
+    """A rational rounded to float32, nearest even, with overflow and gradual underflow (or, if
+    unbounded, to 24 bits whatever the exponent)."""
+    if x == 0:
+        return 0.0
+    sign, a = (1 if x > 0 else -1), abs(x)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    e = e - 1 if Fraction(2) ** e > a else e
+    e = e + 1 if Fraction(2) ** (e + 1) <= a else e
+    ulp = Fraction(2) ** ((e if unbounded else max(e, -126)) - 23)
+    q, rest = divmod(a, ulp)
+    q += rest > ulp / 2 or (rest == ulp / 2 and q % 2 == 1)
+    r = q * ulp
+    return sign * (float("inf") if r >= Fraction(2) ** 128 else float(r))
+
+
+def dot_rule(a, b):
+    """The instruction's lane by exact rationals: (m, k) @ (k, n) of bf16-valued float32, an odd
+    depth padded with a zero, each step's exact sum rounded once, or flushed to a zero of its
+    sign when tiny after rounding."""
+    k = a.shape[1]
+    if k % 2:
+        a, b = np.hstack([a, np.zeros((a.shape[0], 1), np.float32)]), np.vstack(
+            [b, np.zeros((1, b.shape[1]), np.float32)])
+    daz = lambda v: 0.0 if 0 < abs(v) < 2.0 ** -126 else float(v)
+    out = np.empty((a.shape[0], b.shape[1]), np.float32)
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            t = 0.0
+            for kk in range(a.shape[1]):
+                p = Fraction(daz(a[i, kk])) * Fraction(daz(b[kk, j]))
+                exact = Fraction(t) + p
+                if exact != 0 and abs(round_f32(exact, unbounded=True)) < FLT_MIN:
+                    t = 0.0 if exact > 0 else -0.0
+                elif exact == 0:  # IEEE: -0 only when both addends are -0
+                    neg_p = np.signbit(daz(a[i, kk])) != np.signbit(daz(b[kk, j]))
+                    t = -0.0 if (np.signbit(t) and (p != 0 or neg_p)) else 0.0
+                else:
+                    t = round_f32(exact)
+            out[i, j] = t
+    return out
+
+
+def adversarial(rng, m, k, n, kind):
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    if kind == "tiny":      # products and sums near FLT_MIN: the rule's flushes
+        a *= (2.0 ** rng.integers(-75, -50, a.shape)).astype(np.float32)
+        b *= (2.0 ** rng.integers(-75, -50, b.shape)).astype(np.float32)
+    elif kind == "wide":    # exponents over the whole range, cancellation included
+        a *= (2.0 ** rng.integers(-100, 60, a.shape)).astype(np.float32)
+        b *= (2.0 ** rng.integers(-100, 60, b.shape)).astype(np.float32)
+        a[:, ::3] = -a[:, ::3]
+    elif kind == "subnormal":  # bf16 subnormal inputs
+        a[rng.random(a.shape) < 0.3] = np.float32(2.0 ** -130)
+    return bf16(a), bf16(b)
+
+
+@pytest.mark.parametrize("kind", ["normal", "tiny", "wide", "subnormal"])
+def test_products_follow_the_rule_exactly(kind, isa):
+    rng = np.random.default_rng(["normal", "tiny", "wide", "subnormal"].index(kind))
+    for m, k, n in [(3, 7, 5), (9, 12, 33), (2, 1, 3), (8, 6, 32)]:
+        a, b = adversarial(rng, m, k, n, kind)
+        got, want = product(a, b), dot_rule(a, b)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (isa, kind, m, k, n)
+
+
+def test_hand_worked_cases(isa):
+    two = lambda e: np.float32(2.0 ** e)
+    cases = [
+        # A product below FLT_MIN (2^-140) is a zero, not a subnormal.
+        ([[two(-70)]], [[two(-70)]], 0.0),
+        # 2^-126 - 0.75 * 2^-150 rounds to FLT_MIN in float32, but to 2^-126 - 2^-150 with an
+        # unbounded exponent: tiny, flushed.
+        ([[two(-63), two(-75)]], [[two(-63)], [-two(-76) * np.float32(1.5)]], 0.0),
+        # 2^-126 - 0.25 * 2^-150 rounds to FLT_MIN either way: kept.
+        ([[two(-63), two(-75)]], [[two(-63)], [-two(-77)]], 2.0 ** -126),
+        # A bf16 subnormal operand counts as zero: 2^-130 * 2^10 gives 0, not 2^-120.
+        ([[two(-130)]], [[two(10)]], 0.0),
+        # Cancelling to a tiny negative value gives -0.
+        ([[two(-63), two(-63)]], [[-two(-63) * np.float32(1.5)], [two(-63)]], -0.0),
+    ]
+    for a, b, want in cases:
+        got = product(np.array(a, np.float32), np.array(b, np.float32))[0, 0]
+        assert got == want and np.signbit(got) == np.signbit(want), (isa, a, b, got)
+
+
+@pytest.fixture(params=[True, False] if HAS_DOT else [False],
+                ids=lambda on: "dot" if on else "widening")
+def bf16_dot(request):
+    """With and without the dot-product kernel, where the CPU has it."""
+    _gemm.bf16_dot(request.param)
+    yield request.param
+    if HAS_DOT:
+        _gemm.bf16_dot(True)
+
+
+@pytest.mark.parametrize("kind", ["normal", "tiny", "wide", "subnormal"])
+def test_every_path_and_thread_count_agree(kind, isa, bf16_dot, same_bits_everywhere):
+    rng = np.random.default_rng(10 + ["normal", "tiny", "wide", "subnormal"].index(kind))
+    # Edge tiles, odd depths, several K blocks (256 deep), transposed operands, and sizes
+    # large enough for the threads to split one product.
+    shapes = [(1, 1, 1), (7, 3, 31), (8, 257, 32), (17, 513, 45), (64, 300, 200), (130, 64, 9)]
+    cases = []
+    for i, (m, k, n) in enumerate(shapes):
+        a, b = adversarial(rng, m, k, n, kind)
+        cases.append((a if i % 2 == 0 else np.ascontiguousarray(a.T), i % 2 == 1,
+                      b if i % 3 == 0 else np.ascontiguousarray(b.T), i % 3 != 0))
+    same_bits_everywhere(lambda t: [product(a, b, ta, tb, t) for a, ta, b, tb in cases])
+
+
+def test_saved_operands_read_the_same_as_rounded_ones():
+    rng = np.random.default_rng(3)
+    a, b = adversarial(rng, 20, 41, 36, "tiny")
+    save_a = np.empty(a.shape, np.uint16)
+    out = np.empty((20, 36), np.float32)
+    _gemm.gemm(a, b, out, False, False, 1, half=1, save_a=save_a)
+    again = np.empty_like(out)
+    _gemm.gemm(save_a, b, again, False, False, 1, half=1)
+    assert np.array_equal(out.view(np.uint32), again.view(np.uint32))
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="this CPU (or build) has no AVX512_BF16: the "
+                    "dot-product kernel cannot run here; the widening paths are tested above")
+def test_the_instruction_itself_on_random_bits():
+    """Random bit patterns (NaN, inf, subnormal, huge) through the instruction and through the
+    widening avx512 path: the same bits, NaNs aside (their payloads are not specified)."""
+    rng = np.random.default_rng(4)
+    bits = lambda shape: rng.integers(0, 2 ** 16, shape, dtype=np.uint32).astype(np.uint16)
+    a, b = bits((40, 301)), bits((301, 50))
+    from conftest import isa_path
+    results = []
+    with isa_path("avx512"):
+        for dot in (True, False):
+            _gemm.bf16_dot(dot)
+            out = np.empty((40, 50), np.float32)
+            _gemm.gemm(a, b, out, False, False, 2, half=1)
+            results.append(out)
+    _gemm.bf16_dot(True)
+    nan = np.isnan(results[0])
+    assert np.array_equal(nan, np.isnan(results[1]))
+    assert np.array_equal(results[0][~nan].view(np.uint32), results[1][~nan].view(np.uint32))
+
+
+def test_config_says_whether_the_instruction_runs():
+    assert om.config()["bf16_dot"] == (_config.isa() == "avx512" and _gemm.bf16_dot())
+    if not HAS_DOT:
+        with pytest.raises(RuntimeError, match="AVX512_BF16"):
+            _gemm.bf16_dot(True)
