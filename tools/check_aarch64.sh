@@ -44,6 +44,7 @@ build() {
             sse2) isa_flags=(-msse2) ;;
             avx2) isa_flags=(-mavx2 -mfma -mf16c) ;;
             avx512) isa_flags=(-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c) ;;
+            avx512bf16) isa_flags=() ;;   # built only when listed: the digest leaves it out
             neon) isa_flags=() ;;
             *) isa_flags=(); isa="" ;;
         esac
