@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import onemodel
-from onemodel.functional.conv import conv2d
+from onemodel.functional.conv import conv1d, conv2d
 from onemodel.nn.conv import Conv2d
 from onemodel.random import Generator
 from onemodel.tensor import tensor
@@ -68,6 +68,23 @@ def test_unbatched_and_string_padding(check_torch, rng):
         check_torch(lambda x, w: conv2d(x, w, padding=padding, dilation=2),
                     lambda x, w: TF.conv2d(x, w, padding=padding, dilation=2), x, w,
                     grad_tol=1e-4)
+
+
+@pytest.mark.parametrize("shape, weight, dilation", [
+    ((1, 4, 5, 5), (1, 4, 2, 3), 3),   # spans 3 and 6: one odd (an OpInfo sample)
+    ((4, 5, 5), (1, 4, 2, 3), 3),
+    ((2, 3, 6, 7), (5, 3, 4, 2), 1),   # both odd
+])
+def test_same_padding_of_an_odd_span_puts_the_extra_on_the_right(check_torch, check_exact, rng,
+                                                                  shape, weight, dilation):
+    x, w = rng.standard_normal(shape, np.float32), rng.standard_normal(weight, np.float32)
+    b = rng.standard_normal(weight[:1], np.float32)
+    check_torch(lambda *a: conv2d(*a, padding="same", dilation=dilation),
+                lambda *a: TF.conv2d(*a, padding="same", dilation=dilation), x, w, b,
+                grad_tol=1e-4)
+    check_exact(lambda *a: conv2d(*a, padding="same", dilation=dilation), x, w, b)
+    check_torch(lambda *a: conv1d(*a, padding="same"), lambda *a: TF.conv1d(*a, padding="same"),
+                x[..., 0, :], w[..., 0, :], b)
 
 
 def test_long_batch_reduction(check_torch, rng):

@@ -60,7 +60,7 @@ def test_conv1d_module_matches_torch(rng, assert_close):
     (lambda x, w: F.conv1d(x, w[:, :2]), ValueError, "input channels must be 2"),
     (lambda x, w: F.conv1d(x, w, stride=(1, 1)), TypeError, "stride must be an int"),
     (lambda x, w: F.conv1d(x[..., :2], w), ValueError, "larger than the padded input"),
-    (lambda x, w: F.conv1d(x, w[..., :2], padding="same"), ValueError, "odd dilated kernel"),
+    (lambda x, w: F.conv1d(x, w, padding="same", stride=2), ValueError, "same' needs stride 1"),
     (lambda x, w: F.conv1d(x, w, groups=0), ValueError, "groups must be"),
 ])
 def test_conv1d_bad_input(call, error, message, rng):
@@ -98,6 +98,9 @@ def test_group_norm_module_gradient_and_bits(rng, check_grad, check_exact, asser
     x = _x(rng, 2, 4, 5)
     assert_close(m(om.tensor(x)).detach().numpy(), t(torch.from_numpy(x)).detach().numpy(), 1e-5)
     assert nn.GroupNorm(2, 4, affine=False).weight is None
+    m, t = nn.GroupNorm(2, 4, bias=False), torch.nn.GroupNorm(2, 4, bias=False)
+    assert list(m.state_dict()) == list(t.state_dict()) == ["weight"] and m.bias is None
+    assert_close(m(om.tensor(x)).detach().numpy(), t(torch.from_numpy(x)).detach().numpy(), 1e-5)
     check_grad(lambda a, w, b: F.group_norm(a, 2, w, b), _x(rng, 2, 4, 3), _x(rng, 4),
                _x(rng, 4))
     check_exact(lambda a, w, b: F.group_norm(a, 4, w, b), _x(rng, 3, 8, 33), _x(rng, 8),

@@ -71,6 +71,38 @@ def test_mse_and_l1_match_torch(rng, check_torch, reduction):
                 lambda a, b: TF.l1_loss(a, b, reduction=reduction), p, t)
 
 
+def test_losses_take_torch_positional_arguments(rng, check_torch):
+    """PyTorch's slots: weight third, then size_average, ignore_index, reduce, reduction (and
+    label_smoothing); mse_loss and l1_loss: size_average, reduce, reduction, weight."""
+    x, w = _logits(rng), rng.uniform(0.5, 2, 5).astype(np.float32)
+    target = np.array([0, 2, 4, 1, 2, 3])
+    check_torch(lambda a: F.cross_entropy(a, target, om.tensor(w), None, 2, None, "sum", 0.1),
+                lambda a: TF.cross_entropy(a, torch.from_numpy(target), torch.from_numpy(w),
+                                           None, 2, None, "sum", 0.1), x)
+    check_torch(lambda a: F.nll_loss(a, target, om.tensor(w), None, 1, None, "none"),
+                lambda a: TF.nll_loss(a, torch.from_numpy(target), torch.from_numpy(w), None, 1,
+                                      None, "none"), x)
+    t = rng.standard_normal(x.shape).astype(np.float32)
+    for ours, theirs in ((F.mse_loss, TF.mse_loss), (F.l1_loss, TF.l1_loss)):
+        check_torch(lambda a, b: ours(a, b, None, None, "sum"),
+                    lambda a, b: theirs(a, b, None, None, "sum"), x, t)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_weighted_mse_and_l1_match_torch(rng, check_torch, check_grad, check_exact, reduction):
+    """weight of the input's shape; its mean is Σ w·loss / Σ w, as PyTorch's."""
+    p, t = rng.standard_normal((3, 4), np.float32), rng.standard_normal((3, 4), np.float32)
+    w = rng.uniform(0.1, 2, (3, 4)).astype(np.float32)
+    for ours, theirs in ((F.mse_loss, TF.mse_loss), (F.l1_loss, TF.l1_loss)):
+        check_torch(lambda a, b, c: ours(a, b, reduction=reduction, weight=c),
+                    lambda a, b, c: theirs(a, b, reduction=reduction, weight=c), p, t, w)
+        check_exact(lambda a, b, c: ours(a, b, reduction=reduction, weight=c), p, t, w)
+    ref64 = {"mean": lambda a, c: np.sum(c * (a - t) ** 2) / np.sum(c),
+             "sum": lambda a, c: np.sum(c * (a - t) ** 2), "none": lambda a, c: c * (a - t) ** 2}
+    check_grad(lambda a, c: F.mse_loss(a, t, reduction=reduction, weight=c), p, w,
+               ref64=ref64[reduction])
+
+
 def test_l1_gradient_is_zero_where_prediction_equals_target():
     p = om.tensor([1.0, 2.0, 3.0], requires_grad=True)
     F.l1_loss(p, om.tensor([1.0, 0.0, 5.0]), reduction="sum").backward()
@@ -114,7 +146,14 @@ def test_losses_give_the_same_bits_everywhere(rng, check_exact):
     (lambda x: F.nll_loss(x[0], [0]), r"target of shape \(1,\) does not match input of shape "
                                       r"\(5,\): expected \(\)"),
     (lambda x: F.cross_entropy(x, [0] * 6, weight=om.ones(4)), r"weight of shape \(4,\)"),
-    (lambda x: F.cross_entropy(x, [0] * 6, om.ones(5)), "pass it as weight="),
+    (lambda x: F.cross_entropy(x, [0] * 6, om.ones(4)), r"weight of shape \(4,\)"),
+    (lambda x: F.cross_entropy(x, [0] * 6, None, False), "size_average and reduce are deprec"),
+    (lambda x: F.nll_loss(x, [0] * 6, reduce=False), "nll_loss: size_average and reduce"),
+    (lambda x: F.mse_loss(x, x, False), "mse_loss: size_average and reduce are deprecated"),
+    (lambda x: F.l1_loss(x, x, reduce=True), "l1_loss: size_average and reduce"),
+    (lambda x: F.mse_loss(x, x, weight=om.ones(5)), r"mse_loss: weight of shape \(5,\) must "
+                                                    r"have the input's shape \(6, 5\)"),
+    (lambda x: F.l1_loss(x, x, weight=om.tensor([1, 2])), "l1_loss: weight must be float32"),
     (lambda x: F.cross_entropy(x, om.zeros(6, 4)), r"class probabilities .* \(6, 5\)"),
     (lambda x: F.binary_cross_entropy_with_logits(x, om.zeros(6)), "must match input"),
 ])

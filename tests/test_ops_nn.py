@@ -1,5 +1,5 @@
-"""softmax, log_softmax, layer_norm, embedding: forward and backward against PyTorch and float64,
-exact-mode bit identity, special values, and argument errors."""
+"""softmax, log_softmax, layer_norm, embedding, normalize: forward and backward against PyTorch
+and float64, exact-mode bit identity, special values, and argument errors."""
 import numpy as np
 import pytest
 
@@ -168,3 +168,46 @@ def test_softmax_dtype_converts_the_input_first(log, rng, check_torch):
         ours(tensor(ints), 1, dtype=np.float64)
     with pytest.raises(TypeError, match="must be float32, got int64"):
         ours(tensor(ints), 1)
+
+
+NORMALIZE_PS = [0.0, -1.0, -2.5, 0.5, float("inf"), -float("inf")]
+
+
+def _vector_norm64(v, p, dim):
+    a = np.abs(v)
+    if p == 0:
+        return np.sum(a != 0, axis=dim, keepdims=True).astype(np.float64)
+    if np.isinf(p):
+        return (np.max if p > 0 else np.min)(a, axis=dim, keepdims=True)
+    with np.errstate(divide="ignore"):
+        return np.sum(a ** p, axis=dim, keepdims=True) ** (1 / p)
+
+
+@pytest.mark.parametrize("p", NORMALIZE_PS)
+@pytest.mark.parametrize("dim", [1, 0, -1])
+def test_normalize_any_p_matches_torch(p, dim, rng, check_torch, check_exact):
+    """p = 0 counts non-zeros, p < 0 gives 0 for a slice holding a 0 (then eps), ±inf the
+    largest / smallest |x|; zeros and an all-zero slice included."""
+    x = rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32)
+    x[0, 1, 2] = 0.0
+    x[1, :, 3] = 0.0
+    normalize = torch.nn.functional.normalize
+    check_torch(lambda t: F.normalize(t, p, dim), lambda t: normalize(t, p, dim), x, tol=TOL)
+    check_torch(lambda t: F.normalize(t, p, dim, eps=0.3), lambda t: normalize(t, p, dim, eps=0.3),
+                x, tol=TOL)
+    check_exact(lambda t: F.normalize(t, p, dim), x)
+
+
+@pytest.mark.parametrize("p", NORMALIZE_PS)
+def test_normalize_any_p_against_finite_differences(p, rng, check_grad):
+    # Away from zeros and ties, where the norm is smooth (p = 0: constant).
+    x = (rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1, 1], (3, 4))).astype(np.float32)
+    check_grad(lambda t: F.normalize(t, p, 1), x,
+               ref64=lambda v: v / np.maximum(_vector_norm64(v, p, 1), 1e-12))
+
+
+@pytest.mark.parametrize("p", [1.2, 0.0, -1.0])
+def test_normalize_rank_0_as_torch(p, check_torch):
+    # Forward only: x / |x| has gradient 0, which both compute to within rounding noise.
+    check_torch(lambda t: F.normalize(t, p, 0), lambda t: torch.nn.functional.normalize(t, p, 0),
+                np.array(-0.7, np.float32), requires_grad=[False])

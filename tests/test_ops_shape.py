@@ -176,6 +176,15 @@ def test_gather_errors():
         F.gather(x, 2, tensor([[0]]))
 
 
+@pytest.mark.parametrize("index_shape", [(2, 0), (0, 3, 4), (0,)])
+def test_gather_of_an_empty_index_of_any_rank(index_shape, rng, check_torch):
+    check_torch(lambda t: F.gather(t, 0, tensor(np.zeros(index_shape, np.int64))),
+                lambda t: torch.gather(t, 0, torch.zeros(index_shape, dtype=torch.long)),
+                _rand(rng, (5,)))
+    with pytest.raises(ValueError, match="gather: dim 1 out of range"):
+        F.gather(tensor(_rand(rng, (5,))), 1, tensor(np.zeros(index_shape, np.int64)))
+
+
 # -- cat and stack -------------------------------------------------------------------------
 @pytest.mark.parametrize("shapes, dim", [([(2, 3), (4, 3)], 0), ([(2, 3), (2, 1), (2, 0)], -1),
                                          ([(2, 3, 4), (2, 5, 4)], 1), ([(0, 3), (2, 3)], 0)])
@@ -183,6 +192,17 @@ def test_cat(shapes, dim, rng, check_torch, check_grad):
     xs = [_rand(rng, s) for s in shapes]
     check_torch(lambda *t: F.cat(list(t), dim), lambda *t: torch.cat(t, dim), *xs)
     check_grad(lambda *t: F.cat(t, dim), *xs, ref64=lambda *v: np.concatenate(v, dim))
+
+
+@pytest.mark.parametrize("shapes, dim", [([(0,), (5, 5)], 1), ([(2, 3), (0,), (1, 3)], -2),
+                                         ([(0,), (0,)], 0), ([(3,), (0,)], 0)])
+def test_cat_skips_legacy_empty_tensors(shapes, dim, rng, check_torch, check_grad):
+    """A tensor of shape (0,) among others of any rank is left out, as PyTorch (an OpInfo
+    sample)."""
+    xs = [_rand(rng, s) for s in shapes]
+    check_torch(lambda *t: F.cat(list(t), dim), lambda *t: torch.cat(t, dim), *xs)
+    check_grad(lambda *t: F.cat(t, dim), *xs, ref64=lambda *v: np.concatenate(
+        [a for a in v if a.shape != (0,)] or v[:1], dim))
 
 
 @pytest.mark.parametrize("shape, dim", [((2, 3), 0), ((2, 3), 2), ((2, 3), -1), ((), 0)])

@@ -95,6 +95,39 @@ def test_exact_bits(rng, check_exact):
     check_exact(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True), q, k, v)
 
 
+def _opinfo_samples():
+    """torch's own OpInfo samples for scaled_dot_product_attention, drawn as the sweep draws
+    them (tools/opinfo_sweep.py), without dropout."""
+    from torch.testing._internal.common_methods_invocations import op_db
+    info = next(o for o in op_db if o.name == "nn.functional.scaled_dot_product_attention")
+    torch.manual_seed(0)
+    return [s for s in info.sample_inputs("cpu", torch.float32, requires_grad=False)
+            if not s.kwargs.get("dropout_p")]
+
+
+def test_opinfo_samples_round_as_torch():
+    """Scores up to ±100 turn one rounding of q·scale into ~1e-5 of the output: the scale
+    multiplies q·kᵀ, as PyTorch's CPU kernel does (with q·scale two samples missed by 1.4e-5)."""
+    samples = _opinfo_samples()
+    assert len(samples) >= 5
+    for s in samples:
+        q, k, v = (t.numpy() for t in (s.input,) + tuple(s.args))
+        kwargs = {n: om.tensor(t.numpy()) if isinstance(t, torch.Tensor) else t
+                  for n, t in s.kwargs.items()}
+        ours = F.scaled_dot_product_attention(*map(om.tensor, (q, k, v)), **kwargs).numpy()
+        t32, t64 = (torch.nn.functional.scaled_dot_product_attention(
+            *(t.double() if double else t for t in (s.input,) + tuple(s.args)),
+            **{n: t.double() if double and isinstance(t, torch.Tensor) else t
+               for n, t in s.kwargs.items()}).numpy() for double in (False, True))
+
+        def err(a, b):
+            return (np.abs(a - b) / np.maximum(1, np.abs(b))).max()
+
+        # The sweep's rule: within 1e-5 of torch, or as close to float64 as torch (2x).
+        assert err(ours, t32) <= 1e-5 or err(ours, t64) <= 2 * err(t32, t64), (
+            q.shape, k.shape, list(s.kwargs), err(ours, t32))
+
+
 def test_dropout_uses_the_default_generator(rng, assert_close):
     q, k, v = _qkv(rng, (2,), 3, 4, 5)
     p = 0.4

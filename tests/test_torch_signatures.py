@@ -5,6 +5,7 @@ For each argument both signatures have, the defaults are equal; and our position
 a prefix of PyTorch's, so a positional call either means the same in both or fails here. The
 deliberate differences are listed below with their reasons.
 """
+import ast
 import inspect
 
 import numpy as np
@@ -90,21 +91,11 @@ def test_constructor_matches_torch(name):
     _check(name, "__init__", ours, _torch_init(name), DEFAULT_DIFFERENCES)
 
 
-# class -> why its forward's argument names still differ from PyTorch's (`x` for `input`); each
-# is in a file of another part of the library. strict: the entry must go once it is fixed.
-FORWARD_PENDING = {name: "forward(x): to be renamed forward(input) in nn/conv.py"
-                   for name in ("AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d",
-                                "Conv1d", "Conv2d", "MaxPool2d", "Upsample")}
-FORWARD_PENDING["GroupNorm"] = "forward(x): to be renamed forward(input) in nn/normalization.py"
-
-
 def _forward_classes():
     for name in _classes():
         if name in ("Module", "ModuleList", "ModuleDict", "ParameterList"):
             continue  # containers: PyTorch's forward is the unimplemented placeholder
-        mark = ([pytest.mark.xfail(reason=FORWARD_PENDING[name], strict=True)]
-                if name in FORWARD_PENDING else [])
-        yield pytest.param(name, marks=mark)
+        yield name
 
 
 @pytest.mark.parametrize("name", list(_forward_classes()))
@@ -121,40 +112,46 @@ def test_forward_matches_torch(name):
            theirs, {})
 
 
+def _torch_parameters(fn):
+    """The parameters of a torch.nn.functional function. Its C builtins (linear, conv2d, ...)
+    have no signature object, only the one their docstring opens with; max_pool2d dispatches
+    on return_indices through (*args, **kwargs) to _max_pool2d, whose signature is PyTorch's."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except ValueError:
+        doc = " ".join(line.strip() for line in (fn.__doc__ or "").strip().splitlines())
+        args = ast.parse(f"def {doc[:doc.index(') ->') + 1]}: pass").body[0].args
+        defaults = [inspect.Parameter.empty] * (len(args.args) - len(args.defaults))
+        defaults += [ast.literal_eval(d) for d in args.defaults]
+        params = [inspect.Parameter(a.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
+                  for a, d in zip(args.args, defaults)]
+        return params + [inspect.Parameter(a.arg, inspect.Parameter.KEYWORD_ONLY,
+                                           default=inspect.Parameter.empty if d is None
+                                           else ast.literal_eval(d))
+                         for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+    if all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return _torch_parameters(getattr(torch.nn.functional, "_" + fn.__name__))
+    return params
+
+
 def _functions():
-    """onemodel.functional's functions that torch.nn.functional has with a readable signature
-    (its C builtins have none: linear, conv2d, gelu, ...)."""
-    pending = {
-        "adaptive_avg_pool2d": "functional/conv.py: first argument x, PyTorch's input",
-        "batch_norm": "functional/conv.py: first argument x, PyTorch's input",
-        "max_pool2d": "functional/conv.py: first argument x, PyTorch's input",
-        "dropout": "functional/dropout.py: first argument x, PyTorch's input",
-        "dropout1d": "functional/dropout.py: first argument x, PyTorch's input",
-        "dropout2d": "functional/dropout.py: first argument x, PyTorch's input",
-        "pad": "functional/shape.py: first argument x, PyTorch's input",
-    }
-    for loss in ("binary_cross_entropy_with_logits", "cross_entropy", "l1_loss", "mse_loss",
-                 "nll_loss"):
-        pending[loss] = ("functional/loss.py: reduction in PyTorch's third slot, where PyTorch "
-                         "has weight or size_average")
+    """onemodel.functional's functions that torch.nn.functional also has."""
     for name in sorted(dir(om.functional)):
         ours, theirs = getattr(om.functional, name), getattr(torch.nn.functional, name, None)
-        if name.startswith("_") or not callable(ours) or not callable(theirs):
-            continue
-        try:
-            inspect.signature(theirs)
-        except ValueError:
-            continue
-        mark = ([pytest.mark.xfail(reason=pending[name], strict=True)]
-                if name in pending else [])
-        yield pytest.param(name, marks=mark)
+        if not name.startswith("_") and callable(ours) and callable(theirs):
+            yield name
+
+
+def test_every_function_is_checked():
+    assert {"linear", "conv1d", "conv2d", "avg_pool1d", "avg_pool2d", "max_pool2d", "pad",
+            "dropout", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "normalize",
+            "scaled_dot_product_attention", "batch_norm"} <= set(_functions())
 
 
 @pytest.mark.parametrize("name", list(_functions()))
 def test_functional_matches_torch(name):
     ours = list(inspect.signature(getattr(om.functional, name)).parameters.values())
-    theirs = list(inspect.signature(getattr(torch.nn.functional, name)).parameters.values())
-    _check(name, "function", ours, theirs, {})
+    _check(name, "function", ours, _torch_parameters(getattr(torch.nn.functional, name)), {})
 
 
 def test_input_by_keyword():
@@ -171,6 +168,29 @@ def test_input_by_keyword():
     np.testing.assert_array_equal(w.numpy(), om.functional.softmax(x, 1).numpy())
     np.testing.assert_array_equal(om.functional.log_softmax(x, 0, dtype=np.float32).numpy(),
                                   om.functional.log_softmax(x, 0).numpy())
+
+
+def test_renamed_arguments_by_keyword():
+    """The names ported code uses: input=, weight=, bias= and dropout's inplace in its slot."""
+    F = om.functional
+    x = om.tensor(np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4))
+    assert nn.Conv2d(2, 3, 3)(input=x).shape == (1, 3, 2, 2)
+    assert nn.Conv1d(2, 3, 3)(input=x[0, :, 0]).shape == (3, 2)
+    for m in (nn.BatchNorm2d(2), nn.GroupNorm(1, 2), nn.MaxPool2d(2), nn.AvgPool2d(2),
+              nn.AdaptiveAvgPool2d(1), nn.Upsample(scale_factor=2)):
+        np.testing.assert_array_equal(m(input=x).detach().numpy(), m(x).detach().numpy())
+    w, b = om.ones(3, 2, 1, 1), om.zeros(3)
+    np.testing.assert_array_equal(F.conv2d(input=x, weight=w, bias=b).numpy(),
+                                  F.conv2d(x, w, b).numpy())
+    np.testing.assert_array_equal(F.linear(input=x, weight=om.ones(5, 4), bias=om.ones(5))
+                                  .numpy(), F.linear(x, om.ones(5, 4), om.ones(5)).numpy())
+    assert F.pad(input=x, pad=(1, 1)).shape == (1, 2, 4, 6)
+    assert F.max_pool2d(input=x, kernel_size=2).shape == F.avg_pool2d(
+        input=x, kernel_size=2).shape == (1, 2, 2, 2)
+    assert F.dropout(x, 0.5, False, False) is x
+    for op in (F.dropout, F.dropout1d, F.dropout2d):
+        with pytest.raises(ValueError, match=f"{op.__name__}: inplace=True is not supported"):
+            op(x[0] if op is F.dropout1d else x, 0.5, True, True)
 
 
 def test_attention_defaults_are_sequence_first_with_weights():

@@ -96,8 +96,10 @@ OPS = {
         x, size, scale_factor),
     "nn.functional.upsample_bilinear": lambda x, size=None, scale_factor=None: F.interpolate(
         x, size, scale_factor, mode="bilinear", align_corners=True),
-    "_upsample_bilinear2d_aa": lambda x, output_size, align_corners, scale_factors: F.interpolate(
-        x, None if output_size is None else tuple(output_size), scale_factors, mode="bilinear",
+    "_upsample_bilinear2d_aa": lambda x, output_size, align_corners, scale_factors=None,
+    scales_h=None, scales_w=None: F.interpolate(
+        x, None if output_size is None else tuple(output_size),
+        scale_factors or (None if scales_h is None else (scales_h, scales_w)), mode="bilinear",
         align_corners=align_corners, antialias=True),
     "nn.functional.scaled_dot_product_attention": F.scaled_dot_product_attention,
     "nn.functional.cross_entropy": F.cross_entropy, "nn.functional.nll_loss": F.nll_loss,
@@ -129,8 +131,23 @@ class Untranslatable(Exception):
     pass
 
 
+def _encoder_layer(layer):
+    """A torch TransformerEncoderLayer (TransformerEncoder's argument) as onemodel's, built
+    from the same arguments; the weights come with the encoder's state."""
+    attn = layer.self_attn
+    return onn.TransformerEncoderLayer(
+        attn.embed_dim, attn.num_heads, layer.linear1.out_features, layer.dropout.p,
+        to_om(layer.activation), layer.norm1.eps, attn.batch_first, layer.norm_first,
+        layer.linear1.bias is not None)
+
+
 def to_om(v):
     """A torch sample value -> the same value for onemodel."""
+    if isinstance(v, torch.nn.TransformerEncoderLayer):
+        return _encoder_layer(v)
+    name = getattr(v, "__name__", "")
+    if callable(v) and getattr(torch.nn.functional, name, None) is v and hasattr(F, name):
+        return getattr(F, name)  # an activation function argument: F.gelu, F.relu
     if isinstance(v, torch.Tensor):
         a = v.detach().cpu().resolve_conj().resolve_neg().numpy()
         return om.tensor(a) if a.dtype.kind in "fiub" else om.from_numpy(a)

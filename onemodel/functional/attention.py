@@ -2,8 +2,9 @@
 mode gets the bits of those kernels, on every ISA path and thread count).
 
 `attend` is the arithmetic MultiheadAttention and scaled_dot_product_attention share:
-softmax((q·scale)·kᵀ + mask)·v, the scale applied to q before the product (as PyTorch's
-multi-head attention).
+softmax((q·scale)·kᵀ + mask)·v. Each rounds as its PyTorch counterpart: multi-head attention
+scales q before the product, scaled_dot_product_attention scales the product (its CPU kernel's
+order), which matters where large scores amplify one rounding.
 """
 from __future__ import annotations
 
@@ -24,14 +25,19 @@ _NEG_INF = np.float32(-np.inf)
 
 
 def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[np.ndarray], scale: float,
-           drop: Callable[[Tensor], Tensor],
-           dead_rows: Optional[np.ndarray] = None) -> tuple[Tensor, Tensor]:
+           drop: Callable[[Tensor], Tensor], dead_rows: Optional[np.ndarray] = None,
+           scale_product: bool = False) -> tuple[Tensor, Tensor]:
     """(softmax((q·scale)·kᵀ + mask) → zeroed at dead_rows → drop) · v, and those weights.
 
     q (..., L, E), k (..., S, E), v (..., S, Ev); mask a float32 array added to the scores
     (broadcast to (..., L, S)); dead_rows a bool array over (..., L, 1) whose rows get weight 0.
+    With scale_product the scores are (q·kᵀ)·scale.
     """
-    scores = matmul(mul(q, np.float32(scale)), transpose(k, -2, -1))
+    factor = np.float32(scale)
+    if scale_product:
+        scores = mul(matmul(q, transpose(k, -2, -1)), factor)
+    else:
+        scores = matmul(mul(q, factor), transpose(k, -2, -1))
     if mask is not None:
         scores = add(scores, Tensor._wrap(mask))
     weights = softmax(scores, -1)
@@ -131,4 +137,4 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             dead = dead_rows
     factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     drop = (lambda w: dropout(w, p)) if p > 0.0 else (lambda w: w)
-    return attend(q, k, v, mask, factor, drop, dead)[0]
+    return attend(q, k, v, mask, factor, drop, dead, scale_product=True)[0]

@@ -18,7 +18,7 @@ from .. import amp
 from .._kernels import _conv
 from ..tensor import Tensor
 from . import _core
-from .shape import reshape
+from .shape import pad, reshape
 
 IntPair = Union[int, Sequence[int]]
 IntSingle = Union[int, Sequence[int]]
@@ -56,19 +56,19 @@ def _out_size(size: int, kernel: int, stride: int, padding: int, dilation: int) 
 
 
 # -- convolution ----------------------------------------------------------------------------
-def conv2d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntPair = 1,
+def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntPair = 1,
            padding: Union[IntPair, str] = 0, dilation: IntPair = 1, groups: int = 1) -> Tensor:
     """2-D cross-correlation as torch.nn.functional.conv2d; padding may be "valid" or "same"
-    (the latter with stride 1 and an odd dilated kernel, so that it is symmetric)."""
-    return _convolution("conv2d", 2, x, weight, bias, stride, padding, dilation, groups)
+    (the latter with stride 1; an odd total padding puts the extra one on the right)."""
+    return _convolution("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv1d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntSingle = 1,
+def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntSingle = 1,
            padding: Union[IntSingle, str] = 0, dilation: IntSingle = 1,
            groups: int = 1) -> Tensor:
     """1-D cross-correlation over (N, C, L) or (C, L) as torch.nn.functional.conv1d: the 2-D
     kernels over a height of 1, so exact mode gives their bits; padding as conv2d's."""
-    return _convolution("conv1d", 1, x, weight, bias, stride, padding, dilation, groups)
+    return _convolution("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
 def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, padding: Any,
@@ -102,12 +102,17 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
         if padding == "valid":
             padding = (0,) * n
         elif padding == "same":
+            if stride != (1,) * n:
+                raise ValueError(f"{op}: padding='same' needs stride 1, got stride {stride} "
+                                 f"(input {x.shape}, weight {w.shape})")
             spans = tuple(d * (s - 1) for d, s in zip(dilation, kernel))
-            if stride != (1,) * n or any(span % 2 for span in spans):
-                raise ValueError(f"{op}: padding='same' needs stride 1 and an odd dilated "
-                                 f"kernel, got stride {stride}, kernel {kernel}, "
-                                 f"dilation {dilation}")
             padding = tuple(span // 2 for span in spans)
+            if any(span % 2 for span in spans):
+                # The odd one goes on the right, as PyTorch: padded here, then none in the
+                # kernel; the 2-D kernels' padding is symmetric.
+                x = pad(x, tuple(a for span in reversed(spans)
+                                 for a in (span // 2, span - span // 2)))
+                padding = (0,) * n
         else:
             raise ValueError(f"{op}: padding must be 'valid', 'same' or ints, got {padding!r}")
     padding = _ints(padding, "padding", op, 0, n)
@@ -207,7 +212,7 @@ def _pool_args(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair], paddi
     return kernel, padding, dilation, rows, cols
 
 
-def max_pool2d(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
+def max_pool2d(input: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
                padding: IntPair = 0, dilation: IntPair = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Any:
     """Maximum over each window of taps `dilation` apart (padding counts as -inf), arguments
@@ -215,7 +220,7 @@ def max_pool2d(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None
     row-major window order, as in PyTorch. With return_indices, also the int64 index
     (row * W + column) of that element in its plane."""
     op = "max_pool2d"
-    x = _image(x, op)
+    x = _image(input, op)
     _, _, (sh, sw), (hs, he, _, oh), (ws, we, _, ow) = _pool_args(
         x, kernel_size, stride, padding, op, bool(ceil_mode), dilation)
     windows = (hs, he, ws, we)
@@ -249,23 +254,23 @@ def _average(x: Tensor, op: str, windows: tuple, dh: np.ndarray, dw: np.ndarray)
     return _core.record(op, y.reshape(x.shape[:-2] + y.shape[1:]), (x,), backward)
 
 
-def avg_pool2d(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
+def avg_pool2d(input: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
                padding: IntPair = 0, ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: Optional[int] = None) -> Tensor:
     """Mean over each window, arguments as torch.nn.functional.avg_pool2d; with
     count_include_pad (PyTorch's default) the padding counts in the divisor, and
     divisor_override replaces every window's divisor."""
     op = "avg_pool2d"
-    return _avg_pool(op, _image(x, op), kernel_size, stride, padding, ceil_mode,
+    return _avg_pool(op, _image(input, op), kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override)
 
 
-def avg_pool1d(x: Tensor, kernel_size: IntSingle, stride: Optional[IntSingle] = None,
+def avg_pool1d(input: Tensor, kernel_size: IntSingle, stride: Optional[IntSingle] = None,
                padding: IntSingle = 0, ceil_mode: bool = False,
                count_include_pad: bool = True) -> Tensor:
     """avg_pool2d over (N, C, L) or (C, L) seen as a height of 1, as PyTorch computes it."""
     op = "avg_pool1d"
-    x = _core.as_tensor(x, op)
+    x = _core.as_tensor(input, op)
     _core.require_float(x, op)
     if x.ndim not in (2, 3):
         raise ValueError(f"{op}: input must be (N, C, L) or (C, L), got shape {x.shape}")
@@ -299,11 +304,12 @@ def _avg_pool(op: str, x: Tensor, kernel_size: IntPair, stride: Optional[IntPair
     return -y if d is not None and d < 0 else y
 
 
-def adaptive_avg_pool2d(x: Tensor, output_size: Union[int, Sequence[Optional[int]]]) -> Tensor:
+def adaptive_avg_pool2d(input: Tensor,
+                        output_size: Union[int, Sequence[Optional[int]]]) -> Tensor:
     """Mean over the windows [floor(i*H/OH), ceil((i+1)*H/OH)) as in PyTorch; None in
     output_size keeps that input size."""
     op = "adaptive_avg_pool2d"
-    x = _image(x, op)
+    x = _image(input, op)
     sizes = (output_size, output_size) if isinstance(output_size, (int, np.integer)) \
         else tuple(output_size)
     if len(sizes) != 2:
@@ -332,7 +338,7 @@ def _channel_vector(t: Any, c: int, name: str, op: str) -> Optional[Tensor]:
     return t
 
 
-def batch_norm(x: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
+def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
                weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Batch norm over (N, C), (N, C, L) or (N, C, H, W) as torch.nn.functional.batch_norm.
@@ -343,7 +349,7 @@ def batch_norm(x: Tensor, running_mean: Optional[Tensor], running_var: Optional[
     running statistics.
     """
     op = "batch_norm"
-    x = _core.as_tensor(x, op)
+    x = _core.as_tensor(input, op)
     _core.require_float(x, op)
     if x.ndim < 2:
         raise ValueError(f"{op}: input must be (N, C, ...), got shape {x.shape}")

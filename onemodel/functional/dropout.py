@@ -20,7 +20,7 @@ import numpy as np
 from .. import random
 from ..tensor import Tensor
 from ._core import as_tensor, require_float
-from .elementwise import mul
+from .elementwise import check_not_inplace, mul
 
 
 def _check_p(p: float, op: str) -> float:
@@ -49,34 +49,34 @@ def dropout_mask(shape: Sequence[int], p: float, seed: int, draw: int) -> np.nda
     return out.reshape(shape)
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True, *, seed: Optional[int] = None,
-            draw: int = 0) -> Tensor:
-    """x times the mask of (seed, draw); x itself when not training or when p = 0.
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+            seed: Optional[int] = None, draw: int = 0) -> Tensor:
+    """input times the mask of (seed, draw); input itself when not training or when p = 0.
 
     Without `seed`, each call that draws a mask takes its seed from the default generator's
     next output, so calls differ (as PyTorch's) and a program seeded once repeats them.
     The `Dropout` module keeps `draw` in its `draws` buffer and advances it on every call.
     """
-    return _masked("dropout", x, p, training, seed, draw, None)
+    return _masked("dropout", input, p, training, inplace, seed, draw, None)
 
 
-def dropout1d(x: Tensor, p: float = 0.5, training: bool = True, *,
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
               seed: Optional[int] = None, draw: int = 0) -> Tensor:
     """Channel dropout of (N, C, L) or (C, L) input, as torch.nn.functional.dropout1d: each
     channel is kept whole (times 1/(1-p)) or zeroed, by the mask of (seed, draw) over (N, C)
     or (C,); seeds as dropout's."""
-    x = _float(x, "dropout1d")
+    x = _float(input, "dropout1d")
     if x.ndim not in (2, 3):
         raise ValueError(f"dropout1d: input must be (N, C, L) or (C, L), got shape {x.shape}")
-    return _masked("dropout1d", x, p, training, seed, draw, x.ndim - 1)
+    return _masked("dropout1d", x, p, training, inplace, seed, draw, x.ndim - 1)
 
 
-def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, *,
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
               seed: Optional[int] = None, draw: int = 0) -> Tensor:
     """Channel dropout of (N, C, H, W) input, as torch.nn.functional.dropout2d: the mask is over
     (N, C). A 3-D input is read as (N, C, L) with PyTorch's warning (PyTorch's behaviour: not
     as an unbatched (C, H, W))."""
-    x = _float(x, "dropout2d")
+    x = _float(input, "dropout2d")
     if x.ndim not in (3, 4):
         raise ValueError(f"dropout2d: input must be (N, C, H, W) (or (N, C, L)), got shape "
                          f"{x.shape}")
@@ -84,7 +84,7 @@ def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, *,
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
                       "channel-wise 1D dropout behavior is desired - input is interpreted as "
                       "shape (N, C, L), where C is the channel dim.", UserWarning, stacklevel=2)
-    return _masked("dropout2d", x, p, training, seed, draw, 2)
+    return _masked("dropout2d", x, p, training, inplace, seed, draw, 2)
 
 
 def _float(x: Any, op: str) -> Tensor:
@@ -93,12 +93,13 @@ def _float(x: Any, op: str) -> Tensor:
     return x
 
 
-def _masked(op: str, x: Any, p: float, training: bool, seed: Optional[int], draw: int,
-            lead: Optional[int]) -> Tensor:
+def _masked(op: str, x: Any, p: float, training: bool, inplace: bool, seed: Optional[int],
+            draw: int, lead: Optional[int]) -> Tensor:
     """x times a mask over its first `lead` axes (every axis for None), broadcast over the
     rest."""
     x = _float(x, op)
     p = _check_p(p, op)
+    check_not_inplace(op, inplace)
     if not training or p == 0.0:
         return x
     if seed is None:

@@ -127,10 +127,12 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     return _record("matmul", out.reshape(out_shape), (a, b), backward, (save_a, save_b))
 
 
-def linear(x: Tensor, w: Tensor, b: Optional[Tensor] = None) -> Tensor:
-    """x·wᵀ + b with w of shape (out_features, in_features), as torch.nn.functional.linear."""
-    x = _core.as_tensor(x, "linear")
-    w = _core.as_tensor(w, "linear")
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """input·weightᵀ + bias with weight of shape (out_features, in_features), as
+    torch.nn.functional.linear."""
+    x = _core.as_tensor(input, "linear")
+    w = _core.as_tensor(weight, "linear")
+    b = bias
     _core.require_float(x, "linear", "input")
     _core.require_float(w, "linear", "weight")
     sx, sw = x._data.shape, w._data.shape

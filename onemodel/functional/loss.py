@@ -60,8 +60,7 @@ def _class_targets(op: str, input: Tensor, batch: tuple, target: Any,
     """Integer targets of shape `batch`, in [0, C) or equal to ignore_index, as (M,) int64."""
     if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
         raise TypeError(f"{op}: ignore_index must be an integer, got "
-                        f"{type(ignore_index).__name__} (PyTorch's third positional argument "
-                        "is weight: pass it as weight=)")
+                        f"{type(ignore_index).__name__}")
     t = target._data if isinstance(target, Tensor) else np.asarray(target)
     if t.dtype.kind not in "iu":
         raise TypeError(f"{op}: target must hold integer class indices, got {t.dtype} "
@@ -128,25 +127,29 @@ def _nll(log_probs: Tensor, target: np.ndarray, weight: Optional[np.ndarray],
     return record("nll_loss", np.asarray(out, np.float32), (log_probs,), backward)
 
 
-def nll_loss(input: Tensor, target: Any, ignore_index: int = -100, reduction: str = "mean",
-             *, weight: Optional[Any] = None) -> Tensor:
+def nll_loss(input: Tensor, target: Any, weight: Optional[Any] = None,
+             size_average: Optional[bool] = None, ignore_index: int = -100,
+             reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
     """-w[t]·input[t] per position for input (C,), (N, C) or (N, C, d1, ...) and class
     indices (), (N,) or (N, d1, ...); weight (C,) defaults to ones."""
     _check_reduction("nll_loss", reduction)
+    _no_legacy("nll_loss", size_average, reduce)
     rows, batch = _rows("nll_loss", input)
     t = _class_targets("nll_loss", input, batch, target, ignore_index)
     w = _class_weight("nll_loss", weight, rows.shape[1])
     return _nll(rows, t, w, ignore_index, reduction, batch)
 
 
-def cross_entropy(input: Tensor, target: Any, ignore_index: int = -100,
-                  reduction: str = "mean", label_smoothing: float = 0.0, *,
-                  weight: Optional[Any] = None) -> Tensor:
+def cross_entropy(input: Tensor, target: Any, weight: Optional[Any] = None,
+                  size_average: Optional[bool] = None, ignore_index: int = -100,
+                  reduce: Optional[bool] = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
     """NLL of log_softmax over the class axis (1, or 0 for an input (C,)); with ε > 0,
     (1−ε)·NLL + ε·(−mean_c w_c·log p) over counted rows, its mean divided by their total
     weight, as PyTorch. A float target of the input's shape holds class probabilities:
     −Σ_c w_c·p_c·log q_c per position (p smoothed to (1−ε)·p + ε/C), the mean over positions."""
     _check_reduction("cross_entropy", reduction)
+    _no_legacy("cross_entropy", size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], "
                          f"got {label_smoothing}")
@@ -205,19 +208,43 @@ def _soft_cross_entropy(input: Tensor, logp: Tensor, target: Any, w: Optional[np
     return reshape(loss, batch)
 
 
-def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
-    _check_reduction("mse_loss", reduction)
-    require_float(input, "mse_loss")
-    d = sub(input, as_tensor(target, "mse_loss", input))
-    return _reduce(mul(d, d), reduction)
+def mse_loss(input: Tensor, target: Any, size_average: Optional[bool] = None,
+             reduce: Optional[bool] = None, reduction: str = "mean",
+             weight: Optional[Any] = None) -> Tensor:
+    """(input − target)² per element; weight as l1_loss's."""
+    d = _difference("mse_loss", input, target, size_average, reduce, reduction)
+    return _weighted_reduce("mse_loss", mul(d, d), weight, input, reduction)
 
 
-def l1_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
-    """|d| built as relu(d) + relu(−d), so the gradient at d = 0 is 0 (as PyTorch)."""
-    _check_reduction("l1_loss", reduction)
-    require_float(input, "l1_loss")
-    d = sub(input, as_tensor(target, "l1_loss", input))
-    return _reduce(relu(d) + relu(-d), reduction)
+def l1_loss(input: Tensor, target: Any, size_average: Optional[bool] = None,
+            reduce: Optional[bool] = None, reduction: str = "mean",
+            weight: Optional[Any] = None) -> Tensor:
+    """|d| built as relu(d) + relu(−d), so the gradient at d = 0 is 0 (as PyTorch). A weight
+    of the input's shape multiplies each term, and the mean is then Σ w·loss / Σ w, as
+    PyTorch's."""
+    d = _difference("l1_loss", input, target, size_average, reduce, reduction)
+    return _weighted_reduce("l1_loss", relu(d) + relu(-d), weight, input, reduction)
+
+
+def _difference(op: str, input: Tensor, target: Any, size_average: Any, reduce: Any,
+                reduction: str) -> Tensor:
+    _check_reduction(op, reduction)
+    _no_legacy(op, size_average, reduce)
+    require_float(input, op)
+    return sub(input, as_tensor(target, op, input))
+
+
+def _weighted_reduce(op: str, loss: Tensor, weight: Any, input: Tensor,
+                     reduction: str) -> Tensor:
+    if weight is None:
+        return _reduce(loss, reduction)
+    w = as_tensor(weight, op, input)
+    require_float(w, op, "weight")
+    if w.shape != input.shape:
+        raise ValueError(f"{op}: weight of shape {w.shape} must have the input's shape "
+                         f"{input.shape}")
+    loss = mul(loss, w)
+    return sum(loss) / sum(w) if reduction == "mean" else _reduce(loss, reduction)
 
 
 def _no_legacy(op: str, size_average: Any, reduce: Any) -> None:

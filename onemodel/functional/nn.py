@@ -19,6 +19,7 @@ from ..tensor import Tensor, float32, int64
 from . import elementwise as E
 from ._core import as_tensor, normalize_dim, record, require_float, threads
 from .reduction import max as _max
+from .reduction import min as _min
 from .reduction import sum as _sum
 
 
@@ -256,22 +257,33 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: None = None) -> Tensor:
-    """input / max(‖input‖_p, eps) along dim, as torch.nn.functional.normalize.
+    """input / max(‖input‖_p, eps) along dim, as torch.nn.functional.normalize, for any p:
+    0 counts the non-zero elements (a norm with no gradient, as PyTorch's), ±inf is the
+    largest / smallest |x|, and p < 0 is (Σ|x|^p)^(1/p), 0 where an element is 0.
 
-    Composed of ops; the clamp is applied before the root (max(‖x‖, eps) = root(max(Σ|x|^p,
-    eps^p))) so an all-zero slice gets PyTorch's gradient g / eps rather than 0 · ∞ = NaN."""
+    Composed of ops. For p > 0 the clamp is applied before the root (max(‖x‖, eps) =
+    root(max(Σ|x|^p, eps^p))) so an all-zero slice gets PyTorch's gradient g / eps rather than
+    0 · ∞ = NaN; for p < 0 the root decreases, so the clamp follows it."""
     if out is not None:
         raise ValueError("normalize: out= is not supported; use the returned tensor")
     x = as_tensor(input, "normalize")
     require_float(x, "normalize")
     d = normalize_dim(dim, x.ndim, "normalize")
-    if not p > 0:
-        raise ValueError(f"normalize: p must be > 0, got {p}")
-    if p == 1:
-        norm = E.clamp(_sum(E.abs(x), d, True), min=float(eps))
+    p, eps = float(p), float(eps)
+    if math.isnan(p):
+        raise ValueError(f"normalize: p must be a number, got {p}")
+    if p == 0:
+        nonzero = Tensor._wrap((x._data != 0).astype(np.float32))
+        norm = E.clamp(_sum(nonzero, d, True), min=eps)
+    elif math.isinf(p):
+        norm = E.clamp((_max if p > 0 else _min)(E.abs(x), d, True)[0], min=eps)
+    elif p == 1:
+        norm = E.clamp(_sum(E.abs(x), d, True), min=eps)
     elif p == 2:
-        norm = E.sqrt(E.clamp(_sum(E.mul(x, x), d, True), min=float(eps) ** 2))
+        norm = E.sqrt(E.clamp(_sum(E.mul(x, x), d, True), min=eps ** 2))
+    elif p > 0:
+        total = _sum(E.pow(E.abs(x), p), d, True)
+        norm = E.pow(E.clamp(total, min=eps ** p), 1.0 / p)
     else:
-        total = _sum(E.pow(E.abs(x), float(p)), d, True)
-        norm = E.pow(E.clamp(total, min=float(eps) ** p), 1.0 / p)
+        norm = E.clamp(E.pow(_sum(E.pow(E.abs(x), p), d, True), 1.0 / p), min=eps)
     return E.div(x, norm)

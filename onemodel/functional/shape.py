@@ -184,6 +184,11 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     x = _tensor(x, "gather")
     idx = _check_index_tensor(index, "gather", x.shape)
     d = _core.normalize_dim(dim, x.ndim, "gather")
+    if idx.size == 0:
+        # An empty index of any rank gives an empty result of its shape, as PyTorch.
+        shape = x.shape
+        return _core.record("gather", np.zeros(idx.shape, x._data.dtype), (x,),
+                            lambda g: (np.zeros(shape, np.float32),))
     xs = x.shape if x.ndim else (1,)
     ishape = idx.shape if idx.ndim else (1,)
     if len(ishape) != len(xs) or any(ishape[i] > xs[i] for i in range(len(xs)) if i != d):
@@ -221,8 +226,10 @@ def _check_join(ts: Any, op: str) -> list[Tensor]:
 
 
 def cat(ts: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """The tensors joined along an existing dimension."""
+    """The tensors joined along an existing dimension. Tensors of shape (0,) are skipped, as
+    PyTorch still does for its legacy empty shape, so dim refers to the others."""
     ts = _check_join(ts, "cat")
+    ts = [t for t in ts if t.shape != (0,)] or ts[:1]
     ndim = ts[0].ndim
     shapes = [t.shape for t in ts]
     if ndim == 0:
@@ -259,13 +266,13 @@ def stack(ts: Sequence[Tensor], dim: int = 0) -> Tensor:
 PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
-def pad(x: Tensor, pad: Sequence[int], mode: str = "constant",
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         value: Optional[float] = None) -> Tensor:
     """Padding as torch.nn.functional.pad: (left, right) pairs from the last dim backwards;
     negative amounts crop. "constant" fills with value (0 by default); "reflect" mirrors
     about the edge element, "replicate" repeats it and "circular" wraps around, each over the
     last 1 to 3 dims of an input with one or two more dims than that, as PyTorch."""
-    x = _tensor(x, "pad")
+    x = _tensor(input, "pad")
     amounts = _shape_tuple(pad, "pad")
     if mode not in PAD_MODES:
         raise ValueError(f"pad: mode must be one of {', '.join(PAD_MODES)}, got {mode!r}")

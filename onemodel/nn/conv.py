@@ -87,13 +87,13 @@ class _ConvNd(Module):
             pairs = [(p, p) for p in self.padding]
         return tuple(a for pair in reversed(pairs) for a in pair)
 
-    def _conv(self, conv: Any, x: Tensor) -> Tensor:
+    def _conv(self, conv: Any, input: Tensor) -> Tensor:
         if self.padding_mode == "zeros":
-            return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+            return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                         self.groups)
         # Padded by F.pad in the mode, then a convolution without padding, as PyTorch.
-        x = pad(x, self._pad_amounts(), self.padding_mode)
-        return conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        input = pad(input, self._pad_amounts(), self.padding_mode)
+        return conv(input, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
         mode = "" if self.padding_mode == "zeros" else f", padding_mode={self.padding_mode!r}"
@@ -107,8 +107,8 @@ class Conv1d(_ConvNd):
 
     _dims = 1
 
-    def forward(self, x: Tensor) -> Tensor:
-        return self._conv(C.conv1d, x)
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv(C.conv1d, input)
 
 
 class Conv2d(_ConvNd):
@@ -116,8 +116,8 @@ class Conv2d(_ConvNd):
 
     _dims = 2
 
-    def forward(self, x: Tensor) -> Tensor:
-        return self._conv(C.conv2d, x)
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv(C.conv2d, input)
 
 
 class _BatchNorm(Module):
@@ -158,11 +158,11 @@ class _BatchNorm(Module):
             for buffer in ("running_mean", "running_var", "num_batches_tracked"):
                 self.register_buffer(buffer, None)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor:
         name = type(self).__name__
-        if x.ndim not in self._ranks:
+        if input.ndim not in self._ranks:
             raise ValueError(f"{name}: expected a {' or '.join(map(str, self._ranks))}-D "
-                             f"input, got shape {x.shape}")
+                             f"input, got shape {input.shape}")
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             counter = self.num_batches_tracked
@@ -172,7 +172,7 @@ class _BatchNorm(Module):
                 momentum = 1.0 / float(counter._data)
         use_batch = self.training or self.running_mean is None
         track = not self.training or self.track_running_stats
-        return C.batch_norm(x, self.running_mean if track else None,
+        return C.batch_norm(input, self.running_mean if track else None,
                             self.running_var if track else None, self.weight, self.bias,
                             use_batch, momentum, self.eps)
 
@@ -205,8 +205,8 @@ class MaxPool2d(Module):
         self.dilation, self.return_indices = dilation, bool(return_indices)
         self.ceil_mode = bool(ceil_mode)
 
-    def forward(self, x: Tensor) -> Any:
-        return C.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+    def forward(self, input: Tensor) -> Any:
+        return C.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             self.ceil_mode, self.return_indices)
 
     def extra_repr(self) -> str:
@@ -225,8 +225,8 @@ class AvgPool2d(Module):
         self.count_include_pad, self.ceil_mode = bool(count_include_pad), bool(ceil_mode)
         self.divisor_override = divisor_override
 
-    def forward(self, x: Tensor) -> Tensor:
-        return C.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+    def forward(self, input: Tensor) -> Tensor:
+        return C.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
     def extra_repr(self) -> str:
@@ -248,8 +248,8 @@ class AvgPool1d(Module):
         self.padding = C._ints(padding, "padding", "AvgPool1d", 0, 1)
         self.count_include_pad, self.ceil_mode = bool(count_include_pad), bool(ceil_mode)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return C.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+    def forward(self, input: Tensor) -> Tensor:
+        return C.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
     def extra_repr(self) -> str:
@@ -261,8 +261,8 @@ class AdaptiveAvgPool2d(Module):
         super().__init__()
         self.output_size = output_size
 
-    def forward(self, x: Tensor) -> Tensor:
-        return C.adaptive_avg_pool2d(x, self.output_size)
+    def forward(self, input: Tensor) -> Tensor:
+        return C.adaptive_avg_pool2d(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
@@ -290,8 +290,8 @@ class Upsample(Module):
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
-    def forward(self, x: Tensor) -> Tensor:
-        return interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
+    def forward(self, input: Tensor) -> Tensor:
+        return interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
                            self.recompute_scale_factor)
 
     def extra_repr(self) -> str:

@@ -58,8 +58,8 @@ class CrossEntropyLoss(_WeightedLoss):
         self.label_smoothing = float(label_smoothing)
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
-        return F.cross_entropy(input, target, self.ignore_index, self.reduction,
-                               self.label_smoothing, weight=self.weight)
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 class NLLLoss(_WeightedLoss):
@@ -72,8 +72,8 @@ class NLLLoss(_WeightedLoss):
         self.ignore_index = int(ignore_index)
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
-        return F.nll_loss(input, target, self.ignore_index, self.reduction,
-                          weight=self.weight)
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class MSELoss(_Loss):
@@ -82,7 +82,7 @@ class MSELoss(_Loss):
         super().__init__(reduction, size_average, reduce)
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
-        return F.mse_loss(input, target, self.reduction)
+        return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
@@ -91,7 +91,7 @@ class L1Loss(_Loss):
         super().__init__(reduction, size_average, reduce)
 
     def forward(self, input: Tensor, target: Any) -> Tensor:
-        return F.l1_loss(input, target, self.reduction)
+        return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class BCELoss(_WeightedLoss):

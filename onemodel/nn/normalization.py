@@ -20,8 +20,8 @@ class GroupNorm(Module):
     """
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
-                 affine: bool = True, *, generator: Optional[Generator] = None,
-                 seed: Optional[int] = None) -> None:
+                 affine: bool = True, *, bias: bool = True,
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         self.num_groups = _positive(num_groups, "num_groups", "GroupNorm")
         self.num_channels = _positive(num_channels, "num_channels", "GroupNorm")
@@ -32,13 +32,16 @@ class GroupNorm(Module):
         self.affine = bool(affine)
         if self.affine:
             self.weight = Parameter(np.ones(self.num_channels, np.float32))
-            self.bias = Parameter(np.zeros(self.num_channels, np.float32))
         else:
             self.register_parameter("weight", None)
+        # bias=False keeps the affine scale alone, as PyTorch's keyword of that name.
+        if self.affine and bias:
+            self.bias = Parameter(np.zeros(self.num_channels, np.float32))
+        else:
             self.register_parameter("bias", None)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+    def forward(self, input: Tensor) -> Tensor:
+        return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
