@@ -60,7 +60,8 @@ def dot_rule(a, b):
     if k % 2:
         a, b = np.hstack([a, np.zeros((a.shape[0], 1), np.float32)]), np.vstack(
             [b, np.zeros((1, b.shape[1]), np.float32)])
-    daz = lambda v: 0.0 if 0 < abs(v) < 2.0 ** -126 else float(v)
+    def daz(v):
+        return 0.0 if 0 < abs(v) < 2.0 ** -126 else float(v)
     out = np.empty((a.shape[0], b.shape[1]), np.float32)
     for i in range(a.shape[0]):
         for j in range(b.shape[1]):
@@ -104,7 +105,8 @@ def test_products_follow_the_rule_exactly(kind, isa):
 
 
 def test_hand_worked_cases(isa):
-    two = lambda e: np.float32(2.0 ** e)
+    def two(e):
+        return np.float32(2.0 ** e)
     cases = [
         # A product below FLT_MIN (2^-140) is a zero, not a subnormal.
         ([[two(-70)]], [[two(-70)]], 0.0),
@@ -164,7 +166,8 @@ def test_the_instruction_itself_on_random_bits():
     """Random bit patterns (NaN, inf, subnormal, huge) through the instruction and through the
     widening avx512 path: the same bits, NaNs aside (their payloads are not specified)."""
     rng = np.random.default_rng(4)
-    bits = lambda shape: rng.integers(0, 2 ** 16, shape, dtype=np.uint32).astype(np.uint16)
+    def bits(shape):
+        return rng.integers(0, 2 ** 16, shape, dtype=np.uint32).astype(np.uint16)
     a, b = bits((40, 301)), bits((301, 50))
     from conftest import isa_path
     results = []
