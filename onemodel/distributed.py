@@ -14,18 +14,31 @@ all M, and whatever algorithm MPI picks, because it is an exact sum:
                (2^44 times the last step's largest sum; counted and warned): with at most
                2^20 micro-batches the sum never overflows the 118 bits.
     sum        integers add exactly, so the sum of the micro-batches is one integer whatever the
-               order and grouping: locally, then by MPI_Allreduce(SUM) on the limbs (contiguous
-               int64 buffers, in place; lo limbs of up to 127 workers cannot overflow).
+               order and grouping: locally in the two limbs, then by MPI_Allreduce(SUM) of each
+               integer packed whole into one int64 (contiguous buffers, in place, bucket by
+               bucket). The packed sum of W workers is exact when no worker's integer lies
+               outside 2^(63 - ceil(log2 W)), which holds unless a worker's sum grows about
+               2^(8 - ceil(log2 W)) times past the last step's largest; the workers count the integers outside
+               in the same message as the other counts, and a bucket with any also sums its hi
+               limbs, from which the sum of the lo limbs follows (the packed sum less the hi
+               sum times 2^56, modulo 2^64). Either way the same integer, the same bits.
     round      the integer X is divided by the sample count N in integers, the quotient kept
                to at least 26 bits with its remainder jammed into the last bit (round to odd),
-               converted to float32 and scaled by 2^G: the exact mean X·2^G/N (and the sum,
-               N = 1) rounded once to nearest even, except in float32's subnormal range.
+               converted to float32 and scaled by 2^G (for N a power of two, X converted
+               directly): the exact mean X·2^G/N (and the sum, N = 1) rounded once to nearest
+               even, except in float32's subnormal range.
 
 A non-finite element anywhere makes that element NaN or ±inf, as a float sum would (a second,
-rare all-reduce of a byte per element with bitwise OR). Bytes per worker: 16 per element (two
-int64 limbs), 4x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float32's, plus
-a few integers per parameter. Memory: two int64 limbs per element whatever M is, and no scratch:
-quantising and rounding are one pass each in C (csrc/exact.c).
+rare all-reduce of a byte per element with bitwise OR). Bytes per worker: 8 per element (one
+int64), 2x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float32's, plus a few
+integers per parameter (16 per element in a step with wide sums). Memory: two int64 limbs per
+element whatever M is, and no scratch: quantising, packing and rounding are one pass each in C
+(csrc/exact.c).
+
+Overlap: the buckets are laid out in reverse parameter order, the first of 1 MB and then of
+25 MB of float32 (DDP's sizes); `ExactSum.add_one(..., final=True)` quantises one gradient as
+backward completes it (the Trainer calls it from a post-accumulate-grad hook) and starts a
+bucket's all-reduce once all its parameters are in, while backward goes on.
 
 Faults: `init()` installs an exception hook that prints the traceback once and calls MPI Abort,
 so an exception on any rank ends the job; every wait polls its requests against a deadline
@@ -55,6 +68,7 @@ _BELOW = 54          # the grid is 2^(P - 54)
 _ABOVE = 44          # |n·g| is clamped below 2^(P + 44): 2^98 grid units
 _MAX_MICRO = 1 << 20  # 2^98 · 2^20 < 2^118: the two limbs never overflow
 _BUCKET_BYTES = 25 << 20
+_FIRST_BUCKET_BYTES = 1 << 20
 
 
 def _launcher_size() -> int:
@@ -246,50 +260,77 @@ def max_exponent(values: np.ndarray) -> Optional[int]:
     return None if top == 0.0 else int(np.frexp(top)[1]) - 1
 
 
-def to_float32(hi: np.ndarray, lo: np.ndarray, grid: int, count: int = 1) -> np.ndarray:
-    """float32 of (hi·2^56 + lo)·2^grid / count, rounded once: the quotient keeps at least 26
-    bits with its remainder jammed into the last one (rounding to odd), so its conversion to
-    float32 rounds as the exact value would; results in float32's subnormal range round a
-    second time. count is a positive integer below 2^35. One pass in C (csrc/exact.c)."""
+def to_float32(hi: Optional[np.ndarray], lo: np.ndarray, grid: int, count: int = 1
+               ) -> np.ndarray:
+    """float32 of (hi·2^56 + lo)·2^grid / count (lo·2^grid / count when hi is None: packed
+    integers), rounded once: the quotient keeps at least 26 bits with its remainder jammed into
+    the last one (rounding to odd), so its conversion to float32 rounds as the exact value
+    would; results in float32's subnormal range round a second time. count is a positive
+    integer below 2^35. One pass in C (csrc/exact.c)."""
+    return _round(hi, lo, grid, count)[0]
+
+
+def _round(hi: Optional[np.ndarray], lo: np.ndarray, grid: int, count: int,
+           ) -> tuple[np.ndarray, Optional[int]]:
+    """to_float32 and the exponent of its largest finite magnitude (max_exponent's)."""
     n = int(count)
     if n != count or not 1 <= n < 1 << 35:
         raise ValueError(f"to_float32: count must be an integer in [1, 2^35), got {count}")
-    hi = np.ascontiguousarray(hi, np.int64).reshape(-1)
     lo = np.ascontiguousarray(lo, np.int64).reshape(-1)
-    out = np.empty(hi.shape, np.float32)
-    _exact.round_limbs(hi, lo, int(grid), n, out)
-    return out
+    if hi is not None:
+        hi = np.ascontiguousarray(hi, np.int64).reshape(-1)
+    out = np.empty(lo.shape, np.float32)
+    top = _exact.round_limbs(hi, lo, int(grid), n, out)
+    if not top:
+        return out, None
+    biased = top >> 23  # float32's bits: the biased exponent, or 0 for a subnormal
+    return out, biased - 127 if biased else top.bit_length() - 150
 
 
 class ExactSum:
     """The exact, order-free sum of weighted float32 arrays of one layout (see the module
-    notes): `add` quantises one micro-batch into the int64 limbs, `limbs` hands them out for an
-    all-reduce, `result` rounds the (reduced) integers to float32. `sizes` are the element
-    counts of the parameters in their order; the limbs lay them out in reverse order, in
-    buckets of about `bucket_bytes` float32 bytes (DDP's order: the last layers first)."""
+    notes): `add` quantises one micro-batch into the int64 limbs (or `add_one` one parameter's
+    array, as its gradient becomes final during backward), `reduce` all-reduces them, `result`
+    rounds the integers to float32. `sizes` are the element counts of the parameters in their
+    order; the limbs lay them out in reverse order, in buckets of about `bucket_bytes` float32
+    bytes, the first of `first_bucket_bytes` (DDP's order and sizes: the last layers, whose
+    gradients are final first, start their reduction early)."""
 
-    def __init__(self, sizes: Sequence[int], bucket_bytes: int = _BUCKET_BYTES) -> None:
+    def __init__(self, sizes: Sequence[int], bucket_bytes: Optional[int] = None,
+                 first_bucket_bytes: Optional[int] = None) -> None:
+        bucket_bytes = _BUCKET_BYTES if bucket_bytes is None else bucket_bytes
+        first_bucket_bytes = (_FIRST_BUCKET_BYTES if first_bucket_bytes is None
+                              else first_bucket_bytes)
         self.sizes = [int(s) for s in sizes]
-        self.offsets = [0] * len(self.sizes)
+        n = len(self.sizes)
+        self.offsets = [0] * n
+        self.bucket_of = [0] * n
         at = 0
         self.buckets: list[tuple[int, int]] = []
         start = 0
-        for k in reversed(range(len(self.sizes))):
+        for k in reversed(range(n)):
             self.offsets[k] = at
+            self.bucket_of[k] = len(self.buckets)
             at += self.sizes[k]
-            if (at - start) * 4 >= bucket_bytes:
+            if (at - start) * 4 >= (bucket_bytes if self.buckets else first_bucket_bytes):
                 self.buckets.append((start, at))
                 start = at
         if at > start or not self.buckets:
             self.buckets.append((start, at))
+        self.members = [0] * len(self.buckets)  # parameters per bucket
+        for j in self.bucket_of:
+            self.members[j] += 1
         self.total = at
-        self.exponents: list[int] = [0] * len(self.sizes)  # the priors P
+        self.exponents: list[int] = [0] * n  # the priors P
         self.lo = np.zeros(at, np.int64)
         self.hi = np.zeros(at, np.int64)
-        n = len(self.sizes)
-        # Per parameter: micro-batches with a gradient, clamped elements, non-finite elements.
-        self.counts = np.zeros(3 * n, np.int64)
+        # Per parameter: micro-batches with a gradient, clamped elements, non-finite elements;
+        # per bucket: integers too wide to pack.
+        self.counts = np.zeros(3 * n + len(self.buckets), np.int64)
         self.codes: Optional[np.ndarray] = None
+        self._waiting = list(self.members)  # per bucket: parameters not final yet
+        self._requests: list[Any] = []
+        self._packed = [False] * len(self.buckets)  # lo holds the whole (summed) integers
 
     def grid(self, k: int) -> int:
         return self.exponents[k] - _BELOW
@@ -299,28 +340,47 @@ class ExactSum:
         self.hi[:] = 0
         self.counts[:] = 0
         self.codes = None
+        self._waiting = list(self.members)
+        self._requests = []
+        self._packed = [False] * len(self.buckets)
 
     def add(self, arrays: Sequence[Optional[np.ndarray]], weight: float = 1.0) -> None:
         """Adds weight·array for every array of one micro-batch (None: no gradient there)."""
         if len(arrays) != len(self.sizes):
             raise ValueError(f"ExactSum.add: {len(arrays)} arrays for {len(self.sizes)} "
                              "parameters")
+        for k, a in enumerate(arrays):
+            if a is not None:
+                self.add_one(k, a, weight)
+
+    def add_one(self, k: int, a: np.ndarray, weight: float = 1.0, final: bool = False
+                ) -> None:
+        """Adds weight·a into parameter k's integers. `final`: this worker adds nothing more
+        to parameter k in this step, so once every parameter of its bucket is final, the
+        bucket's all-reduce starts (while the caller goes on, e.g. with backward)."""
+        if self._waiting[self.bucket_of[k]] < 0:
+            raise RuntimeError(f"ExactSum.add: parameter {k} was final: its bucket's "
+                               "reduction has started")
         weight = float(weight)
         if not (weight >= 0 and weight < 2 ** 29 and weight == int(weight)):
             raise ValueError(f"ExactSum.add: the weight must be an integer in [0, 2^29), got "
                              f"{weight}")
+        a = np.ascontiguousarray(a, np.float32).reshape(-1)
+        if a.size != self.sizes[k]:
+            raise ValueError(f"ExactSum.add: array {k} has {a.size} elements, expected "
+                             f"{self.sizes[k]}")
         n = len(self.sizes)
-        for k, a in enumerate(arrays):
-            if a is None:
-                continue
-            a = np.ascontiguousarray(a, np.float32).reshape(-1)
-            if a.size != self.sizes[k]:
-                raise ValueError(f"ExactSum.add: array {k} has {a.size} elements, expected "
-                                 f"{self.sizes[k]}")
-            self.counts[k] += 1
-            clamped, bad = self._quantise(k, a, weight)
-            self.counts[n + k] += clamped
-            self.counts[2 * n + k] += bad
+        self.counts[k] += 1
+        clamped, bad = self._quantise(k, a, weight)
+        self.counts[n + k] += clamped
+        self.counts[2 * n + k] += bad
+        if final:
+            j = self.bucket_of[k]
+            self._waiting[j] -= 1
+            if self._waiting[j] == 0:
+                self._start(j)
+            elif self._requests:
+                _MPI.Request.Testall(self._requests)  # MPI moves a message only when called
 
     def _quantise(self, k: int, a: np.ndarray, weight: float) -> tuple[int, int]:
         """One pass in C (csrc/exact.c): v = weight·a / 2^G in double (exact), non-finite
@@ -345,44 +405,76 @@ class ExactSum:
         """Carries the lo limbs into the hi limbs: lo back in [0, 2^56)."""
         _exact.normalise(self.hi, self.lo)
 
+    def _start(self, j: int) -> None:
+        """Starts bucket j's all-reduce: each integer packed whole into one int64 (8 bytes an
+        element; its sum over W workers is exact when no worker's lies outside 2^(63 -
+        ceil(log2 W)), counted per bucket and checked in reduce)."""
+        if _comm is None or self._waiting[j] < 0:
+            return
+        self._waiting[j] = -1  # started
+        a, b = self.buckets[j]
+        world = world_size()
+        if world > 127:  # the sum of the lo limbs must stay below 2^63
+            raise RuntimeError(f"distributed: the exact sum supports up to 127 workers, the "
+                               f"run has {world}")
+        bits = 63 - (world - 1).bit_length()
+        self.counts[3 * len(self.sizes) + j] = _exact.pack(self.hi[a:b], self.lo[a:b], bits)
+        self._packed[j] = True
+        self._requests.append(_comm.Iallreduce(_MPI.IN_PLACE, self.lo[a:b], op=_MPI.SUM))
+
     def reduce(self, slots: Optional[np.ndarray] = None, what: str = "reducing gradients"
                ) -> Optional[np.ndarray]:
-        """All-reduces the limbs and counts over the workers (in place, bucket by bucket, in
-        the layout's order); `slots` (int64, summed in the same message as the counts) carries
-        the caller's per-micro-batch integers. Returns the reduced slots."""
-        self.normalise()
+        """All-reduces the integers and counts over the workers (in place, bucket by bucket,
+        the buckets not started yet now); `slots` (int64, summed in the same message as the
+        counts) carries the caller's per-micro-batch integers. Returns the reduced slots."""
+        if _comm is None:
+            return slots
+        for j in range(len(self.buckets)):
+            self._start(j)
         meta = self.counts if slots is None else np.concatenate([self.counts,
                                                                  slots.reshape(-1)])
-        if _comm is not None:
-            requests = [_comm.Iallreduce(_MPI.IN_PLACE, meta, op=_MPI.SUM)]
-            for a, b in self.buckets:
-                requests.append(_comm.Iallreduce(_MPI.IN_PLACE, self.lo[a:b], op=_MPI.SUM))
-                requests.append(_comm.Iallreduce(_MPI.IN_PLACE, self.hi[a:b], op=_MPI.SUM))
-            wait(requests, what)
-            n = len(self.sizes)
-            if meta[2 * n:3 * n].any():
-                if self.codes is None:
-                    self.codes = np.zeros(self.total, np.uint8)
-                _allreduce(self.codes, what + " (non-finite elements)", _MPI.BOR)
+        self._requests.append(_comm.Iallreduce(_MPI.IN_PLACE, meta, op=_MPI.SUM))
+        wait(self._requests, what)
+        self._requests = []
+        n = len(self.sizes)
+        # A bucket with integers too wide for one int64: its hi limbs too; the sum of the lo
+        # limbs is then the packed sum less the hi sum times 2^56, modulo 2^64 (below 2^63).
+        wide = [j for j in range(len(self.buckets)) if meta[3 * n + j]]
+        wait([_comm.Iallreduce(_MPI.IN_PLACE, self.hi[a:b], op=_MPI.SUM)
+              for a, b in (self.buckets[j] for j in wide)], what + " (wide sums)")
+        for j in wide:
+            a, b = self.buckets[j]
+            self.lo[a:b] -= self.hi[a:b] << 56  # wraps modulo 2^64, as intended
+            self._packed[j] = False
+        if meta[2 * n:3 * n].any():
+            if self.codes is None:
+                self.codes = np.zeros(self.total, np.uint8)
+            _allreduce(self.codes, what + " (non-finite elements)", _MPI.BOR)
         if slots is not None:
             self.counts[:] = meta[:len(self.counts)]
             return meta[len(self.counts):].reshape(slots.shape)
+        self.counts[:] = meta
         return None
 
-    def result(self, k: int, count: int = 1) -> Optional[np.ndarray]:
-        """Parameter k's sum divided by count, as float32 (None if no micro-batch had one)."""
+    def _result(self, k: int, count: int) -> tuple[Optional[np.ndarray], Optional[int]]:
         if not self.counts[k]:
-            return None
+            return None, None
         a = self.offsets[k]
         b = a + self.sizes[k]
-        out = to_float32(self.hi[a:b], self.lo[a:b], self.grid(k), count)
+        hi = None if self._packed[self.bucket_of[k]] else self.hi[a:b]
+        out, top = _round(hi, self.lo[a:b], self.grid(k), count)
         if self.codes is not None:
             code = self.codes[a:b]
             if code.any():
                 out[code == 1] = np.inf
                 out[code == 2] = -np.inf
                 out[(code & 4 != 0) | (code == 3)] = np.nan
-        return out
+                top = max_exponent(out)
+        return out, top
+
+    def result(self, k: int, count: int = 1) -> Optional[np.ndarray]:
+        """Parameter k's sum divided by count, as float32 (None if no micro-batch had one)."""
+        return self._result(k, count)[0]
 
     def results(self, count: int = 1, update_priors: bool = True
                 ) -> list[Optional[np.ndarray]]:
@@ -390,17 +482,16 @@ class ExactSum:
         parameter with no finite nonzero element keeps its prior)."""
         n = len(self.sizes)
         clamped = int(self.counts[n:2 * n].sum())
-        out = [self.result(k, count) for k in range(n)]
+        done = [self._result(k, count) for k in range(n)]
         if clamped and rank() == 0:
             warnings.warn(f"distributed: {clamped} gradient elements were 2^44 times larger "
                           "than the previous step's largest and were clamped", RuntimeWarning,
                           stacklevel=3)
         if update_priors:
-            for k, r in enumerate(out):
-                e = None if r is None else max_exponent(r)
+            for k, (_, e) in enumerate(done):
                 if e is not None:  # the sum's exponent, within one
                     self.exponents[k] = e + int(count).bit_length() - 1
-        return out
+        return [r for r, _ in done]
 
 
 def all_reduce_gradients(params: Iterable[Tensor],

@@ -236,3 +236,49 @@ def test_dropout_counters_follow_the_global_position():
     t.train_step()
     t.train_step()
     assert int(model[2].draws._data) == 24
+
+
+# Gradients of 12 micro-batches for three parameters, summed by each worker's share of them
+# with small buckets (one parameter each); `wide` makes one parameter's sums too wide for one
+# int64 (a stale prior 2^30 below them), the others fit: both ways of the all-reduce.
+SUM = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from onemodel import distributed
+    distributed.init()
+    rng = np.random.default_rng(7)
+    sizes = [300, 40, 5]
+    rows = [[(rng.standard_normal(s) * 2.0 ** rng.integers(-30, -3, s)).astype(np.float32)
+             for s in sizes] for _ in range(12)]
+    rows[3][1][:4] = [np.inf, np.nan, -np.inf, 1.0]
+    acc = distributed.ExactSum(sizes, bucket_bytes=1, first_bucket_bytes=1)
+    acc.exponents = [4, 4, 4]
+    if sys.argv[2] == "wide":
+        for r in rows:
+            r[0] *= np.float32(2.0 ** 30)
+    W, me = distributed.world_size(), distributed.rank()
+    mine = list(range(me, 12, W))
+    for i in mine:
+        for k in range(3):
+            acc.add_one(k, rows[i][k], 3 + i, final=i == mine[-1])
+    acc.reduce()
+    out = acc.results(sum(3 + i for i in range(12)))
+    with open(f"{sys.argv[1]}.{me}", "wb") as f:
+        f.write(b"".join(r.tobytes() for r in out) + repr(acc._packed).encode())
+""")
+
+
+@needs_mpi
+@pytest.mark.parametrize("world", [2, 3])
+def test_packed_and_wide_sums_give_the_bits_of_one_process(tmp_path, world):
+    pytest.importorskip("mpi4py")
+    for kind in ("fits", "wide"):
+        one = _mpirun(tmp_path, 1, SUM, str(tmp_path / f"one-{kind}"), kind)
+        run = _mpirun(tmp_path, world, SUM, str(tmp_path / f"out-{kind}"), kind)
+        assert one.returncode == 0 and run.returncode == 0, run.stderr[-3000:] + one.stderr
+        want = (tmp_path / f"one-{kind}.0").read_bytes()
+        got = [(tmp_path / f"out-{kind}.{r}").read_bytes() for r in range(world)]
+        tail = b"[True, True, False]" if kind == "wide" else b"[True, True, True]"
+        assert want.endswith(b"[False, False, False]")  # one process: no packing
+        for g in got:
+            assert g[:-len(tail)] == want[:-len(b"[False, False, False]")] and g.endswith(tail)

@@ -268,3 +268,35 @@ def test_the_c_passes_equal_the_numpy_reference(seed, isa):
             want = ref_to_float32(hi, lo, grid, count)
             got = distributed.to_float32(hi, lo, grid, count)
             assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (count, grid)
+
+
+def _integers(hi, lo):
+    return [(int(h) << 56) + int(v) for h, v in zip(hi, lo)]
+
+
+@pytest.mark.parametrize("bits", [56, 62, 63])
+def test_packing_writes_each_integer_whole_modulo_2_64(bits, isa):
+    from onemodel._kernels import _exact
+    hi, lo = adversarial_limbs(2000, bits)
+    want = _integers(hi, lo)
+    ph, pl = hi.copy(), lo.copy()
+    wide = _exact.pack(ph, pl, bits)
+    assert wide == sum(not -(1 << bits) <= x < 1 << bits for x in want) and 0 < wide < 2000
+    assert _integers(ph, pl % (1 << 56)) == want  # hi normalised, lo's low bits kept
+    assert [int(v) % (1 << 64) for v in pl] == [x % (1 << 64) for x in want]
+    with pytest.raises(ValueError, match="bits"):
+        _exact.pack(ph, pl, 64)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 12, 256, 1000003])
+def test_packed_integers_round_as_their_limbs(count, isa):
+    hi, lo = adversarial_limbs(3000, count)
+    fits = np.abs(hi + (lo >> 56)) < 120  # whole integers inside int64
+    hi, lo = hi[fits], lo[fits]
+    packed = np.array([x - (1 << 64) if x >= 1 << 63 else x
+                       for x in (v % (1 << 64) for v in _integers(hi, lo))], np.int64)
+    for grid in (-200, -150, -60, 0):
+        want = distributed.to_float32(hi, lo, grid, count)
+        got, top = distributed._round(None, packed, grid, count)
+        assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (count, grid)
+        assert top == distributed.max_exponent(want)  # the prior, from the same pass

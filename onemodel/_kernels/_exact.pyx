@@ -2,7 +2,7 @@
 """The exact gradient sum's two passes (csrc/exact.c): quantising float32 arrays into int64
 limbs and rounding the limbs back to float32. Exact operations only: every instruction-set
 path gives the same bits."""
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
 from onemodel._kernels._isa cimport om_set_isa
 
@@ -10,8 +10,9 @@ cdef extern from "exact.h" nogil:
     size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
                         int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad)
     void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n)
+    int64_t om_exact_pack(int64_t *hi, int64_t *lo, size_t n, int bits)
     void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid,
-                        int64_t count, uint64_t magic, int l, float *out)
+                        int64_t count, uint64_t magic, int l, float *out, uint32_t *top)
 
 
 def set_isa(int isa) -> None:
@@ -48,12 +49,27 @@ def normalise(int64_t[::1] hi, int64_t[::1] lo) -> None:
             om_exact_normalise(&hi[0], &lo[0], hi.shape[0])
 
 
+def pack(int64_t[::1] hi, int64_t[::1] lo, int bits) -> int:
+    """Normalises the limbs and writes each integer whole into lo, modulo 2^64 (exact.h);
+    returns how many lie outside [-2^bits, 2^bits)."""
+    if hi.shape[0] != lo.shape[0]:
+        raise ValueError("exact.pack: limbs of different lengths")
+    if not 56 <= bits <= 63:
+        raise ValueError(f"exact.pack: bits must be in [56, 63], got {bits}")
+    cdef int64_t wide = 0
+    if hi.shape[0]:
+        with nogil:
+            wide = om_exact_pack(&hi[0], &lo[0], hi.shape[0], bits)
+    return wide
+
+
 def round_limbs(const int64_t[::1] hi, const int64_t[::1] lo, int grid, count: int,
-                float[::1] out) -> None:
-    """out = float32 of (hi * 2^56 + lo) * 2^grid / count, rounded once (exact.h); count is
-    an integer in [1, 2^35)."""
-    cdef size_t n = hi.shape[0]
-    if lo.shape[0] != <Py_ssize_t>n or out.shape[0] != <Py_ssize_t>n:
+                float[::1] out) -> int:
+    """out = float32 of (hi * 2^56 + lo) * 2^grid / count (lo * 2^grid / count when hi is
+    None: packed integers), rounded once (exact.h); count is an integer in [1, 2^35). Returns
+    the largest bits of a finite |out| element (0 if none)."""
+    cdef size_t n = lo.shape[0]
+    if (hi is not None and hi.shape[0] != <Py_ssize_t>n) or out.shape[0] != <Py_ssize_t>n:
         raise ValueError("exact.round_limbs: arrays of different lengths")
     if not 1 <= count < 1 << 35:
         raise ValueError(f"exact.round_limbs: count must be in [1, 2^35), got {count}")
@@ -61,6 +77,11 @@ def round_limbs(const int64_t[::1] hi, const int64_t[::1] lo, int grid, count: i
     cdef uint64_t magic = -(-(1 << (61 + bits)) // count)
     cdef int l = bits
     cdef int64_t c = count
+    cdef uint32_t top = 0
+    cdef const int64_t *h = NULL
     if n:
+        if hi is not None:
+            h = &hi[0]
         with nogil:
-            om_exact_round(&hi[0], &lo[0], n, grid, c, magic, l, &out[0])
+            om_exact_round(h, &lo[0], n, grid, c, magic, l, &out[0], &top)
+    return top

@@ -124,6 +124,20 @@ void OM_EXACT_FN(om_exact_normalise)(int64_t *restrict hi, int64_t *restrict lo,
     }
 }
 
+int64_t OM_EXACT_FN(om_exact_pack)(int64_t *restrict hi, int64_t *restrict lo, size_t n,
+                                   int bits) {
+    const int64_t edge = (int64_t)1 << (bits - LIMB);
+    int64_t wide = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t h = hi[i] + (lo[i] >> LIMB);
+        uint64_t lw = (uint64_t)lo[i] & MASK;
+        wide += (h < -edge) | (h >= edge);
+        hi[i] = h;
+        lo[i] = (int64_t)(((uint64_t)h << LIMB) + lw);  /* wraps when wide: hi recovers it */
+    }
+    return wide;
+}
+
 /* f with its sign flipped when neg (a bit operation: the signs are random, no branch). */
 static inline float negated_if(float f, int neg) {
     uint32_t b;
@@ -133,64 +147,97 @@ static inline float negated_if(float f, int neg) {
     return f;
 }
 
-/* float32 of z * 2^e, z a non-negative int64: z to float32 (nearest even), then scaled in
- * double (exact there) and rounded to float32 once more (which only float32's subnormal range
- * and overflow round). Beyond +-1000 the result is 0 or inf whatever z is. */
-static inline float scaled(uint64_t z, int e) {
-    float fz = (float)(int64_t)z;
+/* 2^e as a double, e clamped to +-1000 (beyond, the float32 result is 0 or inf anyway). */
+static inline double power_of_two(int64_t e) {
     e = e > 1000 ? 1000 : e < -1000 ? -1000 : e;
     uint64_t u = (uint64_t)(1023 + e) << 52;
     double p;
     memcpy(&p, &u, 8);
-    return (float)((double)fz * p);
+    return p;
+}
+
+/* float32 of z * 2^e, z a non-negative int64: z to float32 (nearest even), then scaled in
+ * double (exact there) and rounded to float32 once more (which only float32's subnormal range
+ * and overflow round). */
+static inline float scaled(uint64_t z, int64_t e) {
+    return (float)((double)(float)(int64_t)z * power_of_two(e));
+}
+
+/* The largest finite magnitude's bits among out[0 .. n), folded into top. */
+static inline uint32_t top_bits(const float *out, size_t n, uint32_t top) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, out + i, 4);
+        b &= 0x7fffffffu;
+        b = b < 0x7f800000u ? b : 0;
+        top = b > top ? b : top;
+    }
+    return top;
+}
+
+/* Element j of the integers: hi NULL means lo holds them whole. */
+static inline int64_t element_high(const int64_t *hi, const int64_t *lo, size_t j) {
+    return (hi ? hi[j] : 0) + (lo[j] >> LIMB);
 }
 
 void OM_EXACT_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int grid,
-                                 int64_t count, uint64_t magic, int l, float *out) {
+                                 int64_t count, uint64_t magic, int l, float *out,
+                                 uint32_t *top) {
     const int nbits = bit_length((uint64_t)count);
     const uint64_t small_below = (uint64_t)count << 26;
     const int shift = 61 + l;
     const int pow2 = (count & (count - 1)) == 0;  /* then count = 2^l */
-    const uint64_t rmask = (uint64_t)count - 1;
+    const double unit = power_of_two(grid - l);
+    uint32_t largest = 0;
     size_t i = 0;
     while (i < n) {
         size_t m = n - i < OM_EXACT_BLOCK ? n - i : OM_EXACT_BLOCK;
-        const int64_t *restrict hb = hi + i;
         const int64_t *restrict lb = lo + i;
         float *restrict ob = out + i;
-        int fits = pow2;
+        int fits = 1;
         for (size_t j = 0; j < m; j++) {
-            int64_t h = hb[j] + (lb[j] >> LIMB);
+            int64_t h = element_high(hi ? hi + i : NULL, lb, j);
             fits &= h >= -16 && h < 16;
         }
-        if (fits) {  /* every |X| < 2^60 in one int64; count = 2^l: a shift */
-            for (size_t j = 0; j < m; j++) {
-                /* 64-bit lanes throughout; bit_length(ax | 1) is 1 for ax = 0, whose z = 0
-                 * makes the exponent irrelevant. */
-                uint64_t x = ((uint64_t)hb[j] << LIMB) + (uint64_t)lb[j];  /* wraps to X */
-                uint64_t sign = x >> 63;
-                uint64_t ax = (x ^ (0 - sign)) + sign;
-                int64_t s = 26 + nbits - (int64_t)(64 - clz64(ax | 1));
-                s = (ax < small_below) & (s > 0) ? s : 0;
-                ax <<= s;
-                uint64_t z = (ax >> l) | ((ax & rmask) != 0);
-                float fz = (float)(int64_t)z;
-                int64_t e = grid - s;
-                e = e > 1000 ? 1000 : e < -1000 ? -1000 : e;
-                uint64_t pu = (uint64_t)(1023 + e) << 52;
-                double p;
-                memcpy(&p, &pu, 8);
-                float f = (float)((double)fz * p);
-                uint32_t fb;
-                memcpy(&fb, &f, 4);
-                fb ^= (uint32_t)sign << 31;
-                memcpy(ob + j, &fb, 4);
+        if (fits && pow2) {
+            /* |X| < 2^60 in one int64 and count = 2^l: X converted to float32 rounds once,
+             * and scaling by 2^(grid - l) in double is exact (a float32 subnormal rounds a
+             * second time, as below). */
+            if (hi) {
+                const int64_t *restrict hb = hi + i;
+                for (size_t j = 0; j < m; j++) {
+                    int64_t x = (int64_t)(((uint64_t)hb[j] << LIMB) + (uint64_t)lb[j]);
+                    ob[j] = (float)((double)(float)x * unit);
+                }
+            } else {
+                for (size_t j = 0; j < m; j++) ob[j] = (float)((double)(float)lb[j] * unit);
             }
+            largest = top_bits(ob, m, largest);
+            i += m;
+            continue;
+        }
+        if (fits) {  /* |X| < 2^60: the quotient by multiplication, without branches */
+            for (size_t j = 0; j < m; j++) {
+                uint64_t x = hi ? ((uint64_t)hi[i + j] << LIMB) + (uint64_t)lb[j]
+                                : (uint64_t)lb[j];
+                uint64_t sign = x >> 63;
+                uint64_t ax = (x ^ (0 - sign)) + sign;  /* |X| */
+                /* at least 26 bits in the quotient; ax = 0 gives z = 0 whatever s is */
+                int64_t s = 26 + nbits - (int64_t)bit_length(ax | 1);
+                s = s > 0 ? s : 0;
+                ax <<= s;
+                uint64_t low, high = mul_wide(ax, magic, &low);
+                uint64_t q = shift >= 64 ? high >> (shift - 64)
+                                         : (high << (64 - shift)) | (low >> shift);
+                uint64_t z = q | (ax - q * (uint64_t)count != 0);
+                ob[j] = negated_if(scaled(z, grid - s), (int)sign);
+            }
+            largest = top_bits(ob, m, largest);
             i += m;
             continue;
         }
         for (size_t j = 0; j < m; j++, i++) {
-            int64_t h = hi[i] + (lo[i] >> LIMB);
+            int64_t h = element_high(hi, lo, i);
             uint64_t lw = (uint64_t)lo[i] & MASK;
             uint64_t ax, sticky = 0;
             int neg, e = grid;
@@ -228,6 +275,8 @@ void OM_EXACT_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n,
                 z = q | (ax - q * (uint64_t)count != 0) | sticky;
             }
             out[i] = negated_if(scaled(z, e), neg);
+            largest = top_bits(out + i, 1, largest);
         }
     }
+    *top = largest;
 }
