@@ -192,6 +192,7 @@ class Trainer:
         self._sum: Optional[distributed.ExactSum] = None
         self._advance: dict[int, int] = {}  # per counter: its draws per micro-batch
         self._synced = False
+        self._collecting: Optional[tuple] = None  # (sum, samples, last micro-batch) in backward
         self.last_eval: Optional[dict] = None
         self._batches: Any = None
         self._saved_step: Optional[int] = None
@@ -305,6 +306,8 @@ class Trainer:
                                               for p in params])
             if getattr(self, "_priors", None):
                 self._sum.exponents = list(self._priors)
+            for k, p in enumerate(params):
+                p.register_post_accumulate_grad_hook(self._grad_ready(k))
         acc = self._sum
         acc.reset()
         counters = self._counters()
@@ -320,9 +323,14 @@ class Trainer:
                 if not self._learn_advance(before, counters) or index == 0 or attempt:
                     break  # a wrong guess of the advance: redo at the right position
             self.optimizer.zero_grad()
-            (self.scaler.scale(loss) if self.scaler else loss).backward()
             n = len(_split(batch)[0][0])
-            acc.add(distributed.gradients(params), n)
+            # Each gradient goes into the sum as backward completes it (_grad_ready); in the
+            # last micro-batch, finished buckets start their all-reduce during backward.
+            self._collecting = (acc, n, a == self.accumulate - 1)
+            try:
+                (self.scaler.scale(loss) if self.scaler else loss).backward()
+            finally:
+                self._collecting = None
             slots[index] = (n, np.float64(loss.item()).view(np.int64))
         self._position(start, total, counters)  # where one worker accumulating M would be
         slots = acc.reduce(slots, "reducing the gradients of a step")
@@ -335,6 +343,16 @@ class Trainer:
         for n, value in zip(slots[:, 0].tolist(), losses.tolist()):  # in global order
             weighted += n * value
         return weighted / samples
+
+    def _grad_ready(self, k: int) -> Callable[[Tensor], None]:
+        """The hook of parameter k: inside a step's backward, its complete gradient goes into
+        the exact sum and its memory is released (the sum holds it now)."""
+        def hook(p: Tensor) -> None:
+            if self._collecting is not None and p.grad is not None:
+                acc, n, final = self._collecting
+                acc.add_one(k, p.grad._data, n, final)
+                p.grad = None
+        return hook
 
     def _report(self, info: dict) -> None:
         if self.callback is not None:

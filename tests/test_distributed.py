@@ -282,3 +282,35 @@ def test_packed_and_wide_sums_give_the_bits_of_one_process(tmp_path, world):
         assert want.endswith(b"[False, False, False]")  # one process: no packing
         for g in got:
             assert g[:-len(tail)] == want[:-len(b"[False, False, False]")] and g.endswith(tail)
+
+
+@needs_mpi
+def test_buckets_start_their_all_reduce_during_backward(tmp_path):
+    # One bucket per parameter: the last layer's bucket starts before the first layer's
+    # gradient is in (during backward), and the state hashes stay those of one process.
+    pytest.importorskip("mpi4py")
+    script = RUN.replace("model, opt, loader = setup(norm)\n", textwrap.dedent("""
+        model, opt, loader = setup(norm)
+        distributed._FIRST_BUCKET_BYTES = distributed._BUCKET_BYTES = 1
+        added, starts = [0], []
+        add_one, start = distributed.ExactSum.add_one, distributed.ExactSum._start
+        def counting_add(self, *a, **k):
+            added[0] += 1
+            return add_one(self, *a, **k)
+        def recording_start(self, j):
+            if self._waiting[j] == 0:
+                starts.append(added[0] % 4)
+            return start(self, j)
+        distributed.ExactSum.add_one = counting_add
+        distributed.ExactSum._start = recording_start
+    """)) + "\nopen(f'{out}.starts.{distributed.rank()}', 'w').write(repr(starts[:4]))\n"
+    assert script.count("recording_start") == 2
+    run = _mpirun(tmp_path, 2, script, str(tmp_path / "out"), "5", "plain")
+    assert run.returncode == 0, run.stderr[-3000:]
+    # Six micro-batches per rank and step: the buckets of the last one start after 1, 2, 3
+    # and 4 of the four parameters are in (the last layer's bias and weight first).
+    for r in range(2):
+        assert (tmp_path / f"out.starts.{r}").read_text() == "[1, 2, 3, 0]"
+    reference = _reference(5)
+    for r in _results(tmp_path / "out", 2):
+        assert [h for h, _ in r["steps"]] == reference
