@@ -300,3 +300,28 @@ def test_packed_integers_round_as_their_limbs(count, isa):
         got, top = distributed._round(None, packed, grid, count)
         assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (count, grid)
         assert top == distributed.max_exponent(want)  # the prior, from the same pass
+
+
+@pytest.mark.parametrize("count", [1, 3, 7, 12, 256, 1000003])
+def test_the_one_int64_paths_round_near_midpoints_as_the_reference(count, isa):
+    # Every block inside one int64 (|X| < 2^60), so the fast paths run: quotients on and a
+    # fraction of a unit beside float32 midpoints ((2K + 1)·2^s, 2K + 1 of 25 bits), where
+    # the quotient in double lands on the midpoint itself, random ones, both signs; grids
+    # that scale them to normal, subnormal, zero and huge results.
+    rng = np.random.default_rng(count)
+    k = rng.integers(1 << 23, 1 << 24, 700)
+    s = 34 - count.bit_length()
+    x = [((2 * int(a) + 1) << s) * count + int(d)
+         for a, d in zip(k, rng.integers(-3, 4, 700))]
+    x += [int(v) >> int(s) for v, s in zip(rng.integers(0, 1 << 60, 700),
+                                          rng.integers(0, 60, 700))]
+    x = np.array([v if s else -v for v, s in zip(x, rng.integers(0, 2, len(x)))], np.int64)
+    assert np.abs(x).max() < 1 << 60
+    hi, lo = x >> 56, x & ((1 << 56) - 1)
+    for grid in (0, -60, -150 - s - 24, -200, 90):
+        want = ref_to_float32(hi, lo, grid, count)
+        for got in (distributed.to_float32(hi, lo, grid, count),
+                    distributed.to_float32(None, x, grid, count)):
+            assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (count, grid)
+    exact = [f32(Fraction(int(v), count) / 2 ** 60) for v in x[:60]]  # rounded once
+    assert distributed.to_float32(hi, lo, -60, count)[:60].tolist() == exact

@@ -180,14 +180,61 @@ static inline int64_t element_high(const int64_t *hi, const int64_t *lo, size_t 
     return (hi ? hi[j] : 0) + (lo[j] >> LIMB);
 }
 
+/* The constants of a division by count (exact.h). */
+typedef struct {
+    int64_t count;
+    uint64_t magic, small_below;
+    int l, nbits, shift;
+} divisor;
+
+/* float32 of (h * 2^56 + lw) * 2^grid / count, lw in [0, 2^56): the exact reference, one
+ * element at a time. */
+static inline float round_element(int64_t h, uint64_t lw, int grid, const divisor *d) {
+    uint64_t ax, sticky = 0;
+    int neg, e = grid;
+    if (h >= -16 && h < 16) {  /* |X| < 2^60: one int64 */
+        uint64_t x = ((uint64_t)h << LIMB) + lw, sign = x >> 63;
+        neg = (int)sign;
+        ax = (x ^ (0 - sign)) + sign;  /* |X|, without a branch on the random sign */
+    } else {  /* the magnitude mh * 2^56 + ml, mh >= 2^4: its top 61 bits, sticky */
+        neg = h < 0;
+        int borrow = neg && lw > 0;
+        uint64_t mh = neg ? (uint64_t)0 - (uint64_t)h - (uint64_t)borrow : (uint64_t)h;
+        uint64_t ml = borrow ? (UINT64_C(1) << LIMB) - lw : lw;
+        int k = bit_length(mh) + LIMB - 61;
+        if (k < 0) k = 0;
+        if (k <= LIMB) {
+            ax = (mh << (LIMB - k)) | (ml >> k);
+            sticky = (ml & ((UINT64_C(1) << k) - 1)) != 0;
+        } else {
+            ax = mh >> (k - LIMB);
+            sticky = ml != 0 || (mh & ((UINT64_C(1) << (k - LIMB)) - 1)) != 0;
+        }
+        e += k;
+    }
+    if (ax < d->small_below) {  /* at least 26 bits in the quotient */
+        int s = 26 + d->nbits - bit_length(ax);
+        if (s > 0) { ax <<= s; e -= s; }
+    }
+    uint64_t z;
+    if (d->count == 1) {
+        z = ax | sticky;
+    } else {  /* ax < 2^61: q = floor(ax * magic / 2^(61 + l)) = floor(ax / count) */
+        uint64_t low, high = mul_wide(ax, d->magic, &low);
+        uint64_t q = d->shift >= 64 ? high >> (d->shift - 64)
+                                    : (high << (64 - d->shift)) | (low >> d->shift);
+        z = q | (ax - q * (uint64_t)d->count != 0) | sticky;
+    }
+    return negated_if(scaled(z, e), neg);
+}
+
 void OM_EXACT_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int grid,
                                  int64_t count, uint64_t magic, int l, float *out,
                                  uint32_t *top) {
-    const int nbits = bit_length((uint64_t)count);
-    const uint64_t small_below = (uint64_t)count << 26;
-    const int shift = 61 + l;
+    const divisor d = {count, magic, (uint64_t)count << 26, l,
+                       bit_length((uint64_t)count), 61 + l};
     const int pow2 = (count & (count - 1)) == 0;  /* then count = 2^l */
-    const double unit = power_of_two(grid - l);
+    const double unit = power_of_two(grid - l), cd = (double)count, g2 = power_of_two(grid);
     uint32_t largest = 0;
     size_t i = 0;
     while (i < n) {
@@ -202,7 +249,7 @@ void OM_EXACT_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n,
         if (fits && pow2) {
             /* |X| < 2^60 in one int64 and count = 2^l: X converted to float32 rounds once,
              * and scaling by 2^(grid - l) in double is exact (a float32 subnormal rounds a
-             * second time, as below). */
+             * second time, as round_element does). */
             if (hi) {
                 const int64_t *restrict hb = hi + i;
                 for (size_t j = 0; j < m; j++) {
@@ -212,71 +259,39 @@ void OM_EXACT_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n,
             } else {
                 for (size_t j = 0; j < m; j++) ob[j] = (float)((double)(float)lb[j] * unit);
             }
-            largest = top_bits(ob, m, largest);
-            i += m;
-            continue;
-        }
-        if (fits) {  /* |X| < 2^60: the quotient by multiplication, without branches */
+        } else if (fits) {
+            /* r = X / count * 2^grid in double is within 3 units of its last place of the
+             * exact quotient (X converted, divided: two roundings; the scaling is exact), so
+             * it rounds to float32 as the quotient would unless it lies within 4 units of a
+             * float32 midpoint, or is a nonzero below float32's normal range: those few
+             * elements take round_element. */
+            uint16_t redo[OM_EXACT_BLOCK];
+            size_t nredo = 0;
             for (size_t j = 0; j < m; j++) {
-                uint64_t x = hi ? ((uint64_t)hi[i + j] << LIMB) + (uint64_t)lb[j]
-                                : (uint64_t)lb[j];
-                uint64_t sign = x >> 63;
-                uint64_t ax = (x ^ (0 - sign)) + sign;  /* |X| */
-                /* at least 26 bits in the quotient; ax = 0 gives z = 0 whatever s is */
-                int64_t s = 26 + nbits - (int64_t)bit_length(ax | 1);
-                s = s > 0 ? s : 0;
-                ax <<= s;
-                uint64_t low, high = mul_wide(ax, magic, &low);
-                uint64_t q = shift >= 64 ? high >> (shift - 64)
-                                         : (high << (64 - shift)) | (low >> shift);
-                uint64_t z = q | (ax - q * (uint64_t)count != 0);
-                ob[j] = negated_if(scaled(z, grid - s), (int)sign);
+                int64_t x = hi ? (int64_t)(((uint64_t)hi[i + j] << LIMB) + (uint64_t)lb[j])
+                               : lb[j];
+                double r = (double)x / cd * g2;
+                uint64_t b;
+                memcpy(&b, &r, 8);
+                uint64_t below = (b & 0x1fffffffu) - 0x0ffffffcu;  /* midpoint 0x10000000 */
+                uint64_t mag = b & ~(UINT64_C(1) << 63);
+                int again = below <= 8 || (mag - 1 < UINT64_C(0x380fffffffffffff));
+                redo[nredo] = (uint16_t)j;
+                nredo += (size_t)again;
+                ob[j] = (float)r;
             }
-            largest = top_bits(ob, m, largest);
-            i += m;
-            continue;
+            for (size_t k = 0; k < nredo; k++) {
+                size_t j = redo[k];
+                int64_t x = hi ? hi[i + j] + (lb[j] >> LIMB) : lb[j] >> LIMB;
+                ob[j] = round_element(x, (uint64_t)lb[j] & MASK, grid, &d);
+            }
+        } else {
+            for (size_t j = 0; j < m; j++)
+                ob[j] = round_element(element_high(hi ? hi + i : NULL, lb, j),
+                                      (uint64_t)lb[j] & MASK, grid, &d);
         }
-        for (size_t j = 0; j < m; j++, i++) {
-            int64_t h = element_high(hi, lo, i);
-            uint64_t lw = (uint64_t)lo[i] & MASK;
-            uint64_t ax, sticky = 0;
-            int neg, e = grid;
-            if (h >= -16 && h < 16) {  /* |X| < 2^60: one int64 */
-                uint64_t x = ((uint64_t)h << LIMB) + lw, sign = x >> 63;
-                neg = (int)sign;
-                ax = (x ^ (0 - sign)) + sign;  /* |X|, without a branch on the random sign */
-            } else {  /* the magnitude mh * 2^56 + ml, mh >= 2^4: its top 61 bits, sticky */
-                neg = h < 0;
-                int borrow = neg && lw > 0;
-                uint64_t mh = neg ? (uint64_t)0 - (uint64_t)h - (uint64_t)borrow : (uint64_t)h;
-                uint64_t ml = borrow ? (UINT64_C(1) << LIMB) - lw : lw;
-                int k = bit_length(mh) + LIMB - 61;
-                if (k < 0) k = 0;
-                if (k <= LIMB) {
-                    ax = (mh << (LIMB - k)) | (ml >> k);
-                    sticky = (ml & ((UINT64_C(1) << k) - 1)) != 0;
-                } else {
-                    ax = mh >> (k - LIMB);
-                    sticky = ml != 0 || (mh & ((UINT64_C(1) << (k - LIMB)) - 1)) != 0;
-                }
-                e += k;
-            }
-            if (ax < small_below) {  /* at least 26 bits in the quotient */
-                int s = 26 + nbits - bit_length(ax);
-                if (s > 0) { ax <<= s; e -= s; }
-            }
-            uint64_t z;
-            if (count == 1) {
-                z = ax | sticky;
-            } else {  /* ax < 2^61: q = floor(ax * magic / 2^(61 + l)) = floor(ax / count) */
-                uint64_t low, high = mul_wide(ax, magic, &low);
-                uint64_t q = shift >= 64 ? high >> (shift - 64)
-                                         : (high << (64 - shift)) | (low >> shift);
-                z = q | (ax - q * (uint64_t)count != 0) | sticky;
-            }
-            out[i] = negated_if(scaled(z, e), neg);
-            largest = top_bits(out + i, 1, largest);
-        }
+        largest = top_bits(ob, m, largest);
+        i += m;
     }
     *top = largest;
 }
