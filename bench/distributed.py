@@ -7,7 +7,7 @@ and the rounding, over the step), and the compute-only step (M = 1 in one proces
 what a worker computes). With --memory, the peak traced memory of one process accumulating 1
 and 8 micro-batches.
 
-Run:  mpiexec -n 2 python bench/distributed.py onemodel [--steps N]
+Run:  mpiexec -n 2 python bench/distributed.py onemodel [--steps N] [--shard (ZeRO-1)]
       python bench/distributed.py torch [--steps N]      (spawns 2 gloo processes)
       python bench/distributed.py compute | memory
 """
@@ -34,7 +34,7 @@ def data(n: int = 1024) -> tuple[np.ndarray, np.ndarray]:
     return rng.standard_normal((n, SIZES[0])).astype(np.float32), rng.integers(0, 10, n)
 
 
-def onemodel_trainer(micro_batches: int, micro: int = MICRO):
+def onemodel_trainer(micro_batches: int, micro: int = MICRO, shard: bool = False):
     import onemodel.functional as F
     from onemodel import nn
     from onemodel.data import DataLoader
@@ -45,14 +45,15 @@ def onemodel_trainer(micro_batches: int, micro: int = MICRO):
                           nn.ReLU(), nn.Linear(1024, 10, seed=3))
     opt = AdamW(model.parameters(), lr=1e-3)
     return Trainer(model, F.cross_entropy, opt, DataLoader((x, y), micro, seed=0, prefetch=0),
-                   micro_batches=micro_batches, progress=False)
+                   micro_batches=micro_batches, progress=False, shard_optimizer=shard)
 
 
-def run_onemodel(steps: int, micro_batches: int = GLOBAL // MICRO) -> None:
+def run_onemodel(steps: int, shard: bool, micro_batches: int = GLOBAL // MICRO) -> None:
     from onemodel import distributed
     distributed.init()
-    trainer = onemodel_trainer(micro_batches)
+    trainer = onemodel_trainer(micro_batches, shard=shard)
     sync = [0.0]
+    step: dict[str, float] = {}  # this step's time in each part
     parts: dict[str, list[float]] = {}
 
     def timed(fn, name):
@@ -63,15 +64,18 @@ def run_onemodel(steps: int, micro_batches: int = GLOBAL // MICRO) -> None:
             finally:
                 dt = time.perf_counter() - t
                 sync[0] += dt
-                parts.setdefault(name, []).append(dt)
+                step[name] = step.get(name, 0.0) + dt
         return wrapper
 
+    # add_one (quantising, from backward's hooks; it also packs and starts the buckets'
+    # all-reduce), reduce (starting the rest and waiting) and results (rounding).
     acc_cls = distributed.ExactSum
-    for name in ("add", "reduce", "results"):
+    for name in ("add_one", "reduce", "results"):
         setattr(acc_cls, name, timed(getattr(acc_cls, name), name))
     times, shares = [], []
     for i in range(steps):
         sync[0] = 0.0
+        step.clear()
         distributed.barrier()
         t = time.perf_counter()
         trainer.train_step()
@@ -79,8 +83,12 @@ def run_onemodel(steps: int, micro_batches: int = GLOBAL // MICRO) -> None:
         if i >= 2:
             times.append(dt)
             shares.append(sync[0] / dt)
+            for name, value in step.items():
+                parts.setdefault(name, []).append(value)
+
     if distributed.rank() == 0:
-        print(f"onemodel W={distributed.world_size()} M={micro_batches}: step "
+        print(f"onemodel W={distributed.world_size()} M={micro_batches}"
+              f"{' ZeRO-1' if shard else ''}: step "
               f"{statistics.median(times) * 1e3:.1f} ms, sync share "
               f"{statistics.median(shares) * 100:.1f}% ("
               + ", ".join(f"{k} {statistics.median(v) * 1e3:.1f} ms" for k, v in parts.items())
@@ -158,7 +166,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("what", choices=["onemodel", "torch", "compute", "memory"])
     parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--shard", action="store_true", help="onemodel: ZeRO-1")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    {"onemodel": lambda: run_onemodel(args.steps), "torch": lambda: run_torch(args.steps),
+    {"onemodel": lambda: run_onemodel(args.steps, args.shard),
+     "torch": lambda: run_torch(args.steps),
      "compute": lambda: run_compute(args.steps), "memory": run_memory}[args.what]()

@@ -545,3 +545,78 @@ def all_reduce_gradients(params: Iterable[Tensor],
     total = int(seen[:, 1].sum()) if average else 1
     for p, r in zip(params, acc.results(total, update_priors=False)):
         p.grad = None if r is None else Tensor._wrap(r.reshape(p.shape))
+
+
+# -- ZeRO stage 1 -------------------------------------------------------------------------------
+class OptimizerShards:
+    """ZeRO stage 1 (pipeline.txt's sharding lever): each worker updates, and keeps current, the
+    optimizer state of its share of the parameters; then the parameters are all-gathered.
+
+    The shares are whole parameters, each given in order to the worker with the fewest
+    elements so far (torch's ZeroRedundancyOptimizer partitions the same way). The optimizer
+    updates each element by the same operations whichever worker does it, so the parameters
+    have the bits of the unsharded step; the clip norm is computed before, over every
+    parameter's reduced gradient, which every worker holds. The state of other workers'
+    parameters stays as it was loaded; `gather_state` brings every worker's state current
+    (before a checkpoint, so rank 0 writes the unsharded format, which loads at any W)."""
+
+    def __init__(self, optimizer: Any) -> None:
+        self.optimizer = optimizer
+        params = optimizer.params
+        world = world_size()
+        loads = [0] * world
+        self.owner: list[int] = []
+        for p in params:
+            r = loads.index(min(loads))
+            self.owner.append(r)
+            loads[r] += int(np.prod(p.shape, dtype=np.int64))
+        self.counts = loads
+        self.displs = [sum(loads[:r]) for r in range(world)]
+        self.mine = [i for i, r in enumerate(self.owner) if r == rank()]
+        self.flat = np.empty(sum(loads), np.float32)
+        self._state_of()  # refuses an optimizer with state of no parameter
+
+    def _state_of(self) -> list[list[np.ndarray]]:
+        """Per parameter, its optimizer state arrays (named `<kind>.<parameter index>`)."""
+        state_of: list[list[np.ndarray]] = [[] for _ in self.owner]
+        for name, array in self.optimizer.state_tensors().items():
+            index = name.rsplit(".", 1)[-1]
+            if not index.isdigit() or int(index) >= len(self.owner):
+                raise ValueError(f"shard_optimizer: the optimizer's state {name!r} belongs "
+                                 "to no parameter: it cannot be sharded")
+            state_of[int(index)].append(array)
+        return state_of
+
+    def release_others(self) -> None:
+        """Drops the gradients of other workers' parameters: the optimizer skips them."""
+        for i, p in enumerate(self.optimizer.params):
+            if self.owner[i] != rank():
+                p.grad = None
+
+    def gather(self, what: str = "gathering the parameters") -> None:
+        """Every parameter from its owner, on every worker (one Allgatherv of float32)."""
+        if _comm is None:
+            return
+        params = self.optimizer.params
+        at = self.displs[rank()]
+        for i in self.mine:
+            a = params[i]._data.reshape(-1)
+            self.flat[at:at + a.size] = a
+            at += a.size
+        wait([_comm.Iallgatherv(_MPI.IN_PLACE, [self.flat, self.counts, self.displs,
+                                                _MPI.FLOAT])], what)
+        at = [*self.displs]
+        for i, p in enumerate(params):
+            r = self.owner[i]
+            if r != rank():
+                n = p._data.size
+                p._data.reshape(-1)[...] = self.flat[at[r]:at[r] + n]
+                p._version += 1
+            at[r] += p._data.size
+
+    def gather_state(self, what: str = "gathering the optimizer state") -> None:
+        """Every parameter's optimizer state from its owner, on every worker."""
+        state_of = self._state_of()
+        for r in range(world_size()):
+            broadcast_arrays([a for i, owner in enumerate(self.owner) if owner == r
+                              for a in state_of[i]], what, root=r)

@@ -130,7 +130,7 @@ class Trainer:
                  scaler: Optional[amp.GradScaler] = None, autocast: Optional[str] = None,
                  accumulate: int = 1, callback: Optional[Callable[[dict], None]] = None,
                  progress: Optional[bool] = None, log_every: int = 0,
-                 micro_batches: Optional[int] = None) -> None:
+                 micro_batches: Optional[int] = None, shard_optimizer: bool = False) -> None:
         for name, value in (("eval_every", eval_every), ("accumulate", accumulate),
                             ("log_every", log_every), ("checkpoint_every", checkpoint_every)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -184,6 +184,10 @@ class Trainer:
         self.best_metric, self.best_mode = best_metric, best_mode
         self.autocast, self.accumulate = autocast, accumulate
         self.callback, self.progress, self.log_every = callback, progress, log_every
+        if not isinstance(shard_optimizer, bool):
+            raise ValueError(f"Trainer: shard_optimizer must be True or False, got "
+                             f"{shard_optimizer!r}")
+        self.shards = distributed.OptimizerShards(optimizer) if shard_optimizer else None
         self.manager = (checkpoint.CheckpointManager(checkpoint_dir, keep_last)
                         if checkpoint_dir is not None else None)
         self.log = (MetricsLog(os.path.join(checkpoint_dir, METRICS_LOG))
@@ -278,12 +282,16 @@ class Trainer:
             self.scaler.unscale_(self.optimizer)  # before clipping: the norm of true gradients
         norm = (clip_grad_norm(params, self.clip_norm) if self.clip_norm is not None
                 else grad_norm(params))
+        if self.shards is not None:  # ZeRO-1: this worker steps its share alone
+            self.shards.release_others()
         if self.scaler:
             stepped = self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
             self.optimizer.step()
             stepped = True
+        if self.shards is not None and stepped:
+            self.shards.gather()
         if self.world > 1:  # DDP's rule: rank 0's buffers (batch-norm statistics) win
             distributed.broadcast_arrays([b._data for b in self._buffers()],
                                          "broadcasting buffers")
@@ -461,6 +469,8 @@ class Trainer:
         if self.manager is None:
             raise ValueError("Trainer.save: no checkpoint_dir")
         self._saved_step = self.step
+        if self.shards is not None:  # every worker takes part; rank 0 writes it all
+            self.shards.gather_state()
         if self.rank != 0:
             return None
         metric, higher = self._best_of(evaluation) if evaluation else (None, True)

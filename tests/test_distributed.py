@@ -38,7 +38,7 @@ exec(SETUP, namespace)
 setup = namespace["setup"]
 
 RUN = SETUP + textwrap.dedent("""
-    import json, sys
+    import json, os, sys
     from onemodel import checkpoint, distributed
     from onemodel.train import Trainer
     out, steps, norm = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "norm"
@@ -47,11 +47,14 @@ RUN = SETUP + textwrap.dedent("""
     seen = []
     def record(info):
         if info["event"] == "step":
+            if os.environ.get("SHARD") == "1":  # the whole state, current on each rank
+                t.shards.gather_state()
             seen.append([checkpoint.state_hash(model, opt), info["loss"]])
     # No distributed.init(): the Trainer initialises itself under mpiexec.
     t = Trainer(model, F.cross_entropy, opt, loader, micro_batches=12, clip_norm=0.5,
                 callback=record, progress=False, checkpoint_dir=folder,
-                checkpoint_every=5 if folder else 0)
+                checkpoint_every=5 if folder else 0,
+                shard_optimizer=os.environ.get("SHARD") in ("1", "2"))
     t.fit(steps, resume=folder is not None)
     with open(f"{out}.{distributed.rank()}", "w") as f:
         json.dump({"world": distributed.world_size(), "steps": seen}, f)
@@ -314,3 +317,43 @@ def test_buckets_start_their_all_reduce_during_backward(tmp_path):
     reference = _reference(5)
     for r in _results(tmp_path / "out", 2):
         assert [h for h, _ in r["steps"]] == reference
+
+
+@needs_mpi
+@pytest.mark.parametrize("world", [2, 3])
+def test_a_sharded_optimizer_gives_the_bits_of_the_unsharded_one(tmp_path, world):
+    # ZeRO-1: each rank steps its share of AdamW (clipping by the global norm), then the
+    # parameters are all-gathered: after every step, the whole state of one process.
+    pytest.importorskip("mpi4py")
+    run = _mpirun(tmp_path, world, RUN, str(tmp_path / "out"), "12", "plain", SHARD="1")
+    assert run.returncode == 0, run.stderr[-3000:]
+    reference = _reference(12)
+    for r in _results(tmp_path / "out", world):
+        assert [h for h, _ in r["steps"]] == reference
+    # Without gathering the state, each rank's state of the others' parameters is stale:
+    # the state really is sharded.
+    run = _mpirun(tmp_path, world, RUN, str(tmp_path / "raw"), "2", "plain", SHARD="2")
+    assert run.returncode == 0, run.stderr[-3000:]
+    for r in _results(tmp_path / "raw", world):
+        assert [h for h, _ in r["steps"]][1] != reference[1]
+
+
+@needs_mpi
+def test_a_sharded_checkpoint_is_the_unsharded_format_and_resumes_at_another_world(tmp_path):
+    pytest.importorskip("mpi4py")
+    folder = tmp_path / "ckpt"
+    # SHARD=2: no gathering in the callback, only the checkpoint's own.
+    first = _mpirun(tmp_path, 3, RUN, str(tmp_path / "a"), "10", "plain", str(folder),
+                    SHARD="2")
+    assert first.returncode == 0, first.stderr[-3000:]
+    # Written once, by rank 0, in the unsharded format: one process loads it.
+    model, opt, _ = setup()
+    latest = checkpoint.CheckpointManager(str(folder)).latest()
+    checkpoint.load(latest, model, opt)
+    reference = _reference(20)
+    assert checkpoint.state_hash(model, opt) == reference[9]
+    second = _mpirun(tmp_path, 2, RUN, str(tmp_path / "b"), "20", "plain", str(folder),
+                     SHARD="1")
+    assert second.returncode == 0, second.stderr[-3000:]
+    for r in _results(tmp_path / "b", 2):
+        assert [h for h, _ in r["steps"]] == reference[10:]
