@@ -8,6 +8,7 @@ what a worker computes). With --memory, the peak traced memory of one process ac
 and 8 micro-batches.
 
 Run:  mpiexec -n 2 python bench/distributed.py onemodel [--steps N] [--shard (ZeRO-1)]
+          [--bucket-bytes B (smaller buckets: reductions overlap backward)]
       python bench/distributed.py torch [--steps N]      (spawns 2 gloo processes)
       python bench/distributed.py compute | memory
 """
@@ -48,9 +49,12 @@ def onemodel_trainer(micro_batches: int, micro: int = MICRO, shard: bool = False
                    micro_batches=micro_batches, progress=False, shard_optimizer=shard)
 
 
-def run_onemodel(steps: int, shard: bool, micro_batches: int = GLOBAL // MICRO) -> None:
+def run_onemodel(steps: int, shard: bool, buckets: int,
+                 micro_batches: int = GLOBAL // MICRO) -> None:
     from onemodel import distributed
     distributed.init()
+    if buckets:  # smaller buckets than the default 25 MB: overlap on this model
+        distributed._BUCKET_BYTES = buckets
     trainer = onemodel_trainer(micro_batches, shard=shard)
     sync = [0.0]
     step: dict[str, float] = {}  # this step's time in each part
@@ -88,7 +92,7 @@ def run_onemodel(steps: int, shard: bool, micro_batches: int = GLOBAL // MICRO) 
 
     if distributed.rank() == 0:
         print(f"onemodel W={distributed.world_size()} M={micro_batches}"
-              f"{' ZeRO-1' if shard else ''}: step "
+              f"{' ZeRO-1' if shard else ''}{f' buckets of {buckets} B' if buckets else ''}: step "
               f"{statistics.median(times) * 1e3:.1f} ms, sync share "
               f"{statistics.median(shares) * 100:.1f}% ("
               + ", ".join(f"{k} {statistics.median(v) * 1e3:.1f} ms" for k, v in parts.items())
@@ -167,8 +171,10 @@ if __name__ == "__main__":
     parser.add_argument("what", choices=["onemodel", "torch", "compute", "memory"])
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--shard", action="store_true", help="onemodel: ZeRO-1")
+    parser.add_argument("--bucket-bytes", type=int, default=0,
+                        help="onemodel: the buckets' size (default 25 MB: one bucket here)")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    {"onemodel": lambda: run_onemodel(args.steps, args.shard),
+    {"onemodel": lambda: run_onemodel(args.steps, args.shard, args.bucket_bytes),
      "torch": lambda: run_torch(args.steps),
      "compute": lambda: run_compute(args.steps), "memory": run_memory}[args.what]()

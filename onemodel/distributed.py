@@ -35,8 +35,8 @@ integers per parameter (16 per element in a step with wide sums). Memory: two in
 element whatever M is, and no scratch: quantising, packing and rounding are one pass each in C
 (csrc/exact.c).
 
-Overlap: the buckets are laid out in reverse parameter order, the first of 1 MB and then of
-25 MB of float32 (DDP's sizes); `ExactSum.add_one(..., final=True)` quantises one gradient as
+Overlap: the buckets are laid out in reverse parameter order, of about 25 MB of float32
+(DDP's size); `ExactSum.add_one(..., final=True)` quantises one gradient as
 backward completes it (the Trainer calls it from a post-accumulate-grad hook) and starts a
 bucket's all-reduce once all its parameters are in, while backward goes on.
 
@@ -68,7 +68,6 @@ _BELOW = 54          # the grid is 2^(P - 54)
 _ABOVE = 44          # |n·g| is clamped below 2^(P + 44): 2^98 grid units
 _MAX_MICRO = 1 << 20  # 2^98 · 2^20 < 2^118: the two limbs never overflow
 _BUCKET_BYTES = 25 << 20
-_FIRST_BUCKET_BYTES = 1 << 20
 
 
 def _launcher_size() -> int:
@@ -271,15 +270,17 @@ def to_float32(hi: Optional[np.ndarray], lo: np.ndarray, grid: int, count: int =
 
 
 def _round(hi: Optional[np.ndarray], lo: np.ndarray, grid: int, count: int,
-           ) -> tuple[np.ndarray, Optional[int]]:
-    """to_float32 and the exponent of its largest finite magnitude (max_exponent's)."""
+           out: Optional[np.ndarray] = None) -> tuple[np.ndarray, Optional[int]]:
+    """to_float32 (into `out` if given) and the exponent of its largest finite magnitude
+    (max_exponent's)."""
     n = int(count)
     if n != count or not 1 <= n < 1 << 35:
         raise ValueError(f"to_float32: count must be an integer in [1, 2^35), got {count}")
     lo = np.ascontiguousarray(lo, np.int64).reshape(-1)
     if hi is not None:
         hi = np.ascontiguousarray(hi, np.int64).reshape(-1)
-    out = np.empty(lo.shape, np.float32)
+    if out is None:
+        out = np.empty(lo.shape, np.float32)
     top = _exact.round_limbs(hi, lo, int(grid), n, out)
     if not top:
         return out, None
@@ -293,14 +294,11 @@ class ExactSum:
     array, as its gradient becomes final during backward), `reduce` all-reduces them, `result`
     rounds the integers to float32. `sizes` are the element counts of the parameters in their
     order; the limbs lay them out in reverse order, in buckets of about `bucket_bytes` float32
-    bytes, the first of `first_bucket_bytes` (DDP's order and sizes: the last layers, whose
-    gradients are final first, start their reduction early)."""
+    bytes (default 25 MB; DDP's order and size: the last layers, whose gradients are final
+    first, start their reduction early)."""
 
-    def __init__(self, sizes: Sequence[int], bucket_bytes: Optional[int] = None,
-                 first_bucket_bytes: Optional[int] = None) -> None:
+    def __init__(self, sizes: Sequence[int], bucket_bytes: Optional[int] = None) -> None:
         bucket_bytes = _BUCKET_BYTES if bucket_bytes is None else bucket_bytes
-        first_bucket_bytes = (_FIRST_BUCKET_BYTES if first_bucket_bytes is None
-                              else first_bucket_bytes)
         self.sizes = [int(s) for s in sizes]
         n = len(self.sizes)
         self.offsets = [0] * n
@@ -312,7 +310,7 @@ class ExactSum:
             self.offsets[k] = at
             self.bucket_of[k] = len(self.buckets)
             at += self.sizes[k]
-            if (at - start) * 4 >= (bucket_bytes if self.buckets else first_bucket_bytes):
+            if (at - start) * 4 >= bucket_bytes:
                 self.buckets.append((start, at))
                 start = at
         if at > start or not self.buckets:
@@ -331,6 +329,7 @@ class ExactSum:
         self._waiting = list(self.members)  # per bucket: parameters not final yet
         self._requests: list[Any] = []
         self._packed = [False] * len(self.buckets)  # lo holds the whole (summed) integers
+        self._out: Optional[np.ndarray] = None  # results(reuse=True) write here
 
     def grid(self, k: int) -> int:
         return self.exponents[k] - _BELOW
@@ -456,13 +455,17 @@ class ExactSum:
         self.counts[:] = meta
         return None
 
-    def _result(self, k: int, count: int) -> tuple[Optional[np.ndarray], Optional[int]]:
+    def _result(self, k: int, count: int, reuse: bool = False
+                ) -> tuple[Optional[np.ndarray], Optional[int]]:
         if not self.counts[k]:
             return None, None
         a = self.offsets[k]
         b = a + self.sizes[k]
         hi = None if self._packed[self.bucket_of[k]] else self.hi[a:b]
-        out, top = _round(hi, self.lo[a:b], self.grid(k), count)
+        if reuse and self._out is None:
+            self._out = np.empty(self.total, np.float32)
+        out, top = _round(hi, self.lo[a:b], self.grid(k), count,
+                          self._out[a:b] if reuse else None)
         if self.codes is not None:
             code = self.codes[a:b]
             if code.any():
@@ -476,13 +479,15 @@ class ExactSum:
         """Parameter k's sum divided by count, as float32 (None if no micro-batch had one)."""
         return self._result(k, count)[0]
 
-    def results(self, count: int = 1, update_priors: bool = True
+    def results(self, count: int = 1, update_priors: bool = True, reuse: bool = False
                 ) -> list[Optional[np.ndarray]]:
         """Every parameter's result; then the priors move to these results' exponents (a
-        parameter with no finite nonzero element keeps its prior)."""
+        parameter with no finite nonzero element keeps its prior). With `reuse` the results
+        are views of one buffer that the next results(reuse=True) overwrites (no fresh
+        memory, whose first touch costs as much as the rounding)."""
         n = len(self.sizes)
         clamped = int(self.counts[n:2 * n].sum())
-        done = [self._result(k, count) for k in range(n)]
+        done = [self._result(k, count, reuse) for k in range(n)]
         if clamped and rank() == 0:
             warnings.warn(f"distributed: {clamped} gradient elements were 2^44 times larger "
                           "than the previous step's largest and were clamped", RuntimeWarning,

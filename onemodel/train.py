@@ -343,7 +343,7 @@ class Trainer:
         self._position(start, total, counters)  # where one worker accumulating M would be
         slots = acc.reduce(slots, "reducing the gradients of a step")
         samples = int(slots[:, 0].sum())
-        means = acc.results(samples)
+        means = acc.results(samples, reuse=True)  # views, as DDP's gradient_as_bucket_view
         for p, g in zip(params, means):
             p.grad = None if g is None else Tensor._wrap(g.reshape(p.shape))
         losses = slots[:, 1].copy().view(np.float64)

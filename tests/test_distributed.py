@@ -254,7 +254,7 @@ SUM = textwrap.dedent("""
     rows = [[(rng.standard_normal(s) * 2.0 ** rng.integers(-30, -3, s)).astype(np.float32)
              for s in sizes] for _ in range(12)]
     rows[3][1][:4] = [np.inf, np.nan, -np.inf, 1.0]
-    acc = distributed.ExactSum(sizes, bucket_bytes=1, first_bucket_bytes=1)
+    acc = distributed.ExactSum(sizes, bucket_bytes=1)
     acc.exponents = [4, 4, 4]
     if sys.argv[2] == "wide":
         for r in rows:
@@ -294,7 +294,7 @@ def test_buckets_start_their_all_reduce_during_backward(tmp_path):
     pytest.importorskip("mpi4py")
     script = RUN.replace("model, opt, loader = setup(norm)\n", textwrap.dedent("""
         model, opt, loader = setup(norm)
-        distributed._FIRST_BUCKET_BYTES = distributed._BUCKET_BYTES = 1
+        distributed._BUCKET_BYTES = 1
         added, starts = [0], []
         add_one, start = distributed.ExactSum.add_one, distributed.ExactSum._start
         def counting_add(self, *a, **k):
