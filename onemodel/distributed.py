@@ -18,10 +18,11 @@ all M, and whatever algorithm MPI picks, because it is an exact sum:
                integer packed whole into one int64 (contiguous buffers, in place, bucket by
                bucket). The packed sum of W workers is exact when no worker's integer lies
                outside 2^(63 - ceil(log2 W)), which holds unless a worker's sum grows about
-               2^(8 - ceil(log2 W)) times past the last step's largest; the workers count the integers outside
-               in the same message as the other counts, and a bucket with any also sums its hi
-               limbs, from which the sum of the lo limbs follows (the packed sum less the hi
-               sum times 2^56, modulo 2^64). Either way the same integer, the same bits.
+               2^(8 - ceil(log2 W)) times past the last step's largest; the workers count the
+               integers outside in the same message as the other counts, and a bucket with any
+               also sums its hi limbs, from which the sum of the lo limbs follows (the packed
+               sum less the hi sum times 2^56, modulo 2^64). Either way the same integer, the
+               same bits.
     round      the integer X is divided by the sample count N in integers, the quotient kept
                to at least 26 bits with its remainder jammed into the last bit (round to odd),
                converted to float32 and scaled by 2^G (for N a power of two, X converted

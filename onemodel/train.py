@@ -2,14 +2,16 @@
 
 One step: lr = schedule(step count); M micro-batches (`micro_batches`, or `accumulate` per
 worker times the worker count W), worker r computing global micro-batches r, r + W, ...: for
-each, forward (under autocast if asked), loss, backward of the scaled loss, its gradients added
-into the exact sum of distributed.py weighted by its sample count; the sum all-reduced and
-rounded once to the mean over the step's samples (the same bits for every W dividing M); unscale;
-clip the global norm; optimizer step (skipped, with the schedule, on a non-finite gradient);
-scaler update. Every `eval_every` steps the held-out loader runs in eval mode without gradients
-(loss weighted by batch size, accuracy when the target holds class indices; under W workers
-each computes its share of the batches and the sums are gathered in batch order) and a
-checkpoint is written; the manager keeps the last few and the best by the chosen metric.
+each, forward (under autocast if asked), loss, backward of the scaled loss, each gradient added
+into the exact sum of distributed.py weighted by its sample count as backward completes it (a
+post-accumulate-grad hook; in the last micro-batch a finished bucket's all-reduce starts there,
+and the gradient's memory is released at once); the sum all-reduced and rounded once to the
+mean over the step's samples (the same bits for every W dividing M); unscale; clip the global
+norm; optimizer step (skipped, with the schedule, on a non-finite gradient); scaler update.
+Every `eval_every` steps the held-out loader runs in eval mode without gradients (loss weighted
+by batch size, accuracy when the target holds class indices; under W workers each computes its
+share of the batches and the sums are gathered in batch order) and a checkpoint is written;
+the manager keeps the last few and the best by the chosen metric.
 
 Randomness follows the global micro-batch position, not the worker: before micro-batch i of a
 step every dropout counter (`draws` buffer) is set to its value at the step's start plus i times
@@ -118,6 +120,13 @@ class Trainer:
     steps. `metrics` maps names to functions (output, target) -> float, averaged over the
     evaluation weighted by batch size. Every `checkpoint_every` steps a checkpoint is written
     whether or not an evaluation falls there.
+
+    `shard_optimizer=True` (ZeRO stage 1, distributed.OptimizerShards, kept as `shards`): each
+    worker steps the optimizer for its share of the parameters, which are then all-gathered;
+    the same bits as unsharded. The optimizer state of other workers' parameters is stale on a
+    worker until `shards.gather_state()` (which save() calls on every worker before rank 0
+    writes the unsharded checkpoint), and after a step only the worker's own parameters keep
+    their gradients.
     """
 
     def __init__(self, model: Any, loss_fn: Callable[[Any, Any], Tensor], optimizer: Any,

@@ -357,3 +357,31 @@ def test_a_sharded_checkpoint_is_the_unsharded_format_and_resumes_at_another_wor
     assert second.returncode == 0, second.stderr[-3000:]
     for r in _results(tmp_path / "b", 2):
         assert [h for h, _ in r["steps"]] == reference[10:]
+
+
+def test_peak_memory_does_not_grow_with_accumulation():
+    # The target: accumulating 8 micro-batches peaks at most 1.2x one micro-batch
+    # (each gradient goes into the sum, and is released, as backward completes it).
+    import tracemalloc
+    from onemodel import nn
+    from onemodel.data import DataLoader
+    from onemodel.optim import AdamW
+    from onemodel.train import Trainer
+    import onemodel.functional as F
+    g = om.Generator(4)
+    x = g.uniform(-1.0, 1.0, (64, 256)).numpy()
+    y = (x[:, 0] > 0).astype(np.int64)
+    peaks = {}
+    for m in (1, 8):
+        model = nn.Sequential(nn.Linear(256, 256, generator=g), nn.ReLU(),
+                              nn.Linear(256, 256, generator=g), nn.ReLU(),
+                              nn.Linear(256, 2, generator=g))
+        t = Trainer(model, F.cross_entropy, AdamW(model.parameters()),
+                    DataLoader((x, y), 4, seed=1, prefetch=0), micro_batches=m,
+                    progress=False)
+        t.train_step()  # the optimizer state and the sum's integers exist from here on
+        tracemalloc.start()
+        t.train_step()
+        peaks[m] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peaks[8] <= 1.2 * peaks[1], peaks

@@ -325,3 +325,16 @@ def test_the_one_int64_paths_round_near_midpoints_as_the_reference(count, isa):
             assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (count, grid)
     exact = [f32(Fraction(int(v), count) / 2 ** 60) for v in x[:60]]  # rounded once
     assert distributed.to_float32(hi, lo, -60, count)[:60].tolist() == exact
+
+
+def test_reused_results_are_the_same_bits_in_one_buffer():
+    rows = adversarial(4, 300, 9)
+    acc = ExactSum([200, 100])
+    for r in rows:
+        acc.add([r[:200], r[200:]], 3)
+    fresh = acc.results(12, update_priors=False)
+    first = acc.results(12, update_priors=False, reuse=True)
+    again = acc.results(12, update_priors=False, reuse=True)
+    for f, a, b in zip(fresh, first, again):
+        assert f.tobytes() == a.tobytes() == b.tobytes()
+        assert np.shares_memory(a, b) and not np.shares_memory(f, a)
