@@ -564,7 +564,9 @@ class OptimizerShards:
     have the bits of the unsharded step; the clip norm is computed before, over every
     parameter's reduced gradient, which every worker holds. The state of other workers'
     parameters stays as it was loaded; `gather_state` brings every worker's state current
-    (before a checkpoint, so rank 0 writes the unsharded format, which loads at any W)."""
+    (before a checkpoint, so rank 0 writes the unsharded format, which loads at any W). The
+    optimizer allocates its whole state on every worker at construction: sharding divides its
+    work and keeps the format, not yet its memory."""
 
     def __init__(self, optimizer: Any) -> None:
         self.optimizer = optimizer

@@ -53,6 +53,7 @@ import math
 import os
 import time
 import warnings
+import weakref
 from typing import IO, Any, Callable, Optional
 
 import numpy as np
@@ -324,7 +325,7 @@ class Trainer:
             if getattr(self, "_priors", None):
                 self._sum.exponents = list(self._priors)
             for k, p in enumerate(params):
-                p.register_post_accumulate_grad_hook(self._grad_ready(k))
+                self._hook_gradient(k, p)
         acc = self._sum
         acc.reset()
         counters = self._counters()
@@ -341,7 +342,7 @@ class Trainer:
                     break  # a wrong guess of the advance: redo at the right position
             self.optimizer.zero_grad()
             n = len(_split(batch)[0][0])
-            # Each gradient goes into the sum as backward completes it (_grad_ready); in the
+            # Each gradient goes into the sum as backward completes it (_hook_gradient); in the
             # last micro-batch, finished buckets start their all-reduce during backward.
             self._collecting = (acc, n, a == self.accumulate - 1)
             try:
@@ -361,15 +362,22 @@ class Trainer:
             weighted += n * value
         return weighted / samples
 
-    def _grad_ready(self, k: int) -> Callable[[Tensor], None]:
-        """The hook of parameter k: inside a step's backward, its complete gradient goes into
-        the exact sum and its memory is released (the sum holds it now)."""
+    def _hook_gradient(self, k: int, param: Tensor) -> None:
+        """Hooks parameter k: inside a step's backward, its complete gradient goes into the
+        exact sum and its memory is released (the sum holds it now). The hook holds the
+        trainer weakly (the parameters may outlive it and its sum) and goes with it."""
+        trainer = weakref.ref(self)
+
         def hook(p: Tensor) -> None:
-            if self._collecting is not None and p.grad is not None:
-                acc, n, final = self._collecting
+            owner = trainer()
+            if owner is None:
+                handle.remove()
+            elif owner._collecting is not None and p.grad is not None:
+                acc, n, final = owner._collecting
                 acc.add_one(k, p.grad._data, n, final)
                 p.grad = None
-        return hook
+
+        handle = param.register_post_accumulate_grad_hook(hook)
 
     def _report(self, info: dict) -> None:
         if self.callback is not None:

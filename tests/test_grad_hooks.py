@@ -96,3 +96,28 @@ def test_hooks_go_on_leaves_that_require_grad():
         om.tensor(np.ones(2, np.float32)).register_post_accumulate_grad_hook(lambda t: None)
     with pytest.raises(TypeError, match="callable"):
         a.register_post_accumulate_grad_hook(3)
+
+
+def test_a_trainer_does_not_live_on_in_its_model_hooks():
+    import gc
+    import weakref
+
+    from onemodel import nn
+    from onemodel.data import DataLoader
+    from onemodel.optim import SGD
+    from onemodel.train import Trainer
+    x = np.random.default_rng(3).standard_normal((8, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+    model = nn.Linear(3, 2, generator=om.Generator(1))
+    t = Trainer(model, F.cross_entropy, SGD(model.parameters(), lr=0.1),
+                DataLoader((x, y), 4, prefetch=0), micro_batches=2, progress=False)
+    t.train_step()
+    gone = weakref.ref(t)
+    del t
+    gc.collect()
+    assert gone() is None
+    loss = F.cross_entropy(model(om.tensor(x)), om.tensor(y))
+    loss.backward()  # the dead trainer's hooks do nothing but leave: the gradient stays
+    assert model.weight.grad is not None
+    from onemodel import autograd
+    assert autograd._post_hooks[id(model.weight)][1] == []

@@ -2,9 +2,10 @@
  * exact_<path>.c defines OM_EXACT_FN(name) (the name with its path's suffix) and includes this
  * file. Every operation is exact or one IEEE rounding to nearest even named in exact.h, with
  * contraction off, so the compiler's vectorisation of a path changes nothing in the bits. Runs
- * of OM_EXACT_BLOCK elements are checked first (all finite and inside the clamp; all sums in
- * one int64 and a power-of-two count), and those that pass take a branch-free loop the
- * compiler can vectorise; the others the general one. */
+ * of OM_EXACT_BLOCK elements are checked first (quantising: all finite and inside the clamp;
+ * rounding: all sums below 2^60), and those that pass take a branch-free loop the compiler can
+ * vectorise (rounding: a direct conversion for a power-of-two count, else the quotient in
+ * double with the few elements it cannot decide redone exactly); the others the general one. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
