@@ -4,13 +4,15 @@ The MLP 784-1024-1024-10 (1.86 M parameters, 7.1 MiB of gradients), AdamW, a glo
 256 in micro-batches of 128 (M = 2: one per worker at W = 2), 1 thread per process. Prints the
 median step time of each, onemodel's sync share (quantising into the exact sum, the all-reduce
 and the rounding, over the step), and the compute-only step (M = 1 in one process at batch 128:
-what a worker computes). With --memory, the peak traced memory of one process accumulating 1
-and 8 micro-batches.
+what a worker computes; with --processes 2, two such processes at once, as the ranks of the
+W = 2 run share the machine). With memory, the peak traced memory of one process accumulating
+1, 2 and 8 micro-batches.
 
 Run:  mpiexec -n 2 python bench/distributed.py onemodel [--steps N] [--shard (ZeRO-1)]
           [--bucket-bytes B (smaller buckets: reductions overlap backward)]
       python bench/distributed.py torch [--steps N]      (spawns 2 gloo processes)
-      python bench/distributed.py compute | memory
+      python bench/distributed.py compute [--processes 2 (as many at once as W = 2 runs)]
+      python bench/distributed.py memory
 """
 from __future__ import annotations
 
@@ -99,7 +101,7 @@ def run_onemodel(steps: int, shard: bool, buckets: int,
               + ")")
 
 
-def run_compute(steps: int) -> None:
+def _compute_worker(steps: int, out) -> None:
     trainer = onemodel_trainer(1)
     times = []
     for i in range(steps):
@@ -107,8 +109,23 @@ def run_compute(steps: int) -> None:
         trainer.train_step()
         if i >= 2:
             times.append(time.perf_counter() - t)
-    print(f"onemodel compute only (one worker's micro-batch of {MICRO}): step "
-          f"{statistics.median(times) * 1e3:.1f} ms")
+    out.put(statistics.median(times))
+
+
+def run_compute(steps: int, processes: int) -> None:
+    """The compute-only step in `processes` processes at once, with no communication: what
+    the workers' compute costs when they share the machine as the W = 2 run does."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    out = ctx.SimpleQueue()
+    procs = [ctx.Process(target=_compute_worker, args=(steps, out)) for _ in range(processes)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    medians = sorted(out.get() for _ in procs)
+    print(f"onemodel compute only (one worker's micro-batch of {MICRO}), {processes} "
+          f"process(es) at once: step " + ", ".join(f"{m * 1e3:.1f}" for m in medians) + " ms")
 
 
 def run_memory() -> None:
@@ -171,10 +188,13 @@ if __name__ == "__main__":
     parser.add_argument("what", choices=["onemodel", "torch", "compute", "memory"])
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--shard", action="store_true", help="onemodel: ZeRO-1")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="compute: that many processes at once (2: as the W = 2 run)")
     parser.add_argument("--bucket-bytes", type=int, default=0,
                         help="onemodel: the buckets' size (default 25 MB: one bucket here)")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     {"onemodel": lambda: run_onemodel(args.steps, args.shard, args.bucket_bytes),
      "torch": lambda: run_torch(args.steps),
-     "compute": lambda: run_compute(args.steps), "memory": run_memory}[args.what]()
+     "compute": lambda: run_compute(args.steps, args.processes),
+     "memory": run_memory}[args.what]()
