@@ -283,8 +283,8 @@ void OM_EXACT_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n,
             }
             for (size_t k = 0; k < nredo; k++) {
                 size_t j = redo[k];
-                int64_t x = hi ? hi[i + j] + (lb[j] >> LIMB) : lb[j] >> LIMB;
-                ob[j] = round_element(x, (uint64_t)lb[j] & MASK, grid, &d);
+                ob[j] = round_element(element_high(hi ? hi + i : NULL, lb, j),
+                                      (uint64_t)lb[j] & MASK, grid, &d);
             }
         } else {
             for (size_t j = 0; j < m; j++)
