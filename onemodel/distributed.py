@@ -328,6 +328,8 @@ class ExactSum:
         self.counts = np.zeros(3 * n + len(self.buckets), np.int64)
         self.codes: Optional[np.ndarray] = None
         self._waiting = list(self.members)  # per bucket: parameters not final yet
+        self._started = 0  # buckets 0 .. _started - 1 have started their all-reduce
+        self._final = [False] * n
         self._requests: list[Any] = []
         self._packed = [False] * len(self.buckets)  # lo holds the whole (summed) integers
         self._out: Optional[np.ndarray] = None  # results(reuse=True) write here
@@ -341,6 +343,8 @@ class ExactSum:
         self.counts[:] = 0
         self.codes = None
         self._waiting = list(self.members)
+        self._started = 0
+        self._final = [False] * len(self.sizes)
         self._requests = []
         self._packed = [False] * len(self.buckets)
 
@@ -358,9 +362,8 @@ class ExactSum:
         """Adds weight·a into parameter k's integers. `final`: this worker adds nothing more
         to parameter k in this step, so once every parameter of its bucket is final, the
         bucket's all-reduce starts (while the caller goes on, e.g. with backward)."""
-        if self._waiting[self.bucket_of[k]] < 0:
-            raise RuntimeError(f"ExactSum.add: parameter {k} was final: its bucket's "
-                               "reduction has started")
+        if self._final[k]:
+            raise RuntimeError(f"ExactSum.add: parameter {k} was final already in this step")
         weight = float(weight)
         if not (weight >= 0 and weight < 2 ** 29 and weight == int(weight)):
             raise ValueError(f"ExactSum.add: the weight must be an integer in [0, 2^29), got "
@@ -375,11 +378,14 @@ class ExactSum:
         self.counts[n + k] += clamped
         self.counts[2 * n + k] += bad
         if final:
-            j = self.bucket_of[k]
-            self._waiting[j] -= 1
-            if self._waiting[j] == 0:
-                self._start(j)
-            elif self._requests:
+            self._final[k] = True
+            self._waiting[self.bucket_of[k]] -= 1
+            # Every worker starts the buckets in their order (MPI pairs collectives by their
+            # order): a complete bucket waits for those before it.
+            started = self._started
+            while self._started < len(self.buckets) and self._waiting[self._started] == 0:
+                self._start(self._started)
+            if self._started == started and self._requests:
                 _MPI.Request.Testall(self._requests)  # MPI moves a message only when called
 
     def _quantise(self, k: int, a: np.ndarray, weight: float) -> tuple[int, int]:
@@ -409,9 +415,10 @@ class ExactSum:
         """Starts bucket j's all-reduce: each integer packed whole into one int64 (8 bytes an
         element; its sum over W workers is exact when no worker's lies outside 2^(63 -
         ceil(log2 W)), counted per bucket and checked in reduce)."""
-        if _comm is None or self._waiting[j] < 0:
-            return
         self._waiting[j] = -1  # started
+        self._started = j + 1
+        if _comm is None:
+            return
         a, b = self.buckets[j]
         world = world_size()
         if world > 127:  # the sum of the lo limbs must stay below 2^63
@@ -429,7 +436,7 @@ class ExactSum:
         counts) carries the caller's per-micro-batch integers. Returns the reduced slots."""
         if _comm is None:
             return slots
-        for j in range(len(self.buckets)):
+        for j in range(self._started, len(self.buckets)):
             self._start(j)
         meta = self.counts if slots is None else np.concatenate([self.counts,
                                                                  slots.reshape(-1)])
