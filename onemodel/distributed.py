@@ -125,6 +125,9 @@ def abort(message: str, code: int = 1) -> None:
     sys.stderr.flush()
     if _comm is None:
         raise SystemExit(code)
+    # The launcher forwards stderr through a pipe and drops what is still in it when the job
+    # is killed (seen with MPICH's hydra on a loaded machine): a moment for it to pass.
+    time.sleep(0.2)
     _comm.Abort(code)
 
 
@@ -316,9 +319,9 @@ class ExactSum:
                 start = at
         if at > start or not self.buckets:
             self.buckets.append((start, at))
-        self.members = [0] * len(self.buckets)  # parameters per bucket
-        for j in self.bucket_of:
-            self.members[j] += 1
+        self.members: list[list[int]] = [[] for _ in self.buckets]  # parameters per bucket
+        for k, j in enumerate(self.bucket_of):
+            self.members[j].append(k)
         self.total = at
         self.exponents: list[int] = [0] * n  # the priors P
         self.lo = np.zeros(at, np.int64)
@@ -327,9 +330,10 @@ class ExactSum:
         # per bucket: integers too wide to pack.
         self.counts = np.zeros(3 * n + len(self.buckets), np.int64)
         self.codes: Optional[np.ndarray] = None
-        self._waiting = list(self.members)  # per bucket: parameters not final yet
+        self._waiting = [len(m) for m in self.members]  # per bucket: parameters not final
         self._started = 0  # buckets 0 .. _started - 1 have started their all-reduce
         self._final = [False] * n
+        self._fresh = [True] * n  # no integers yet this step: the limbs hold old ones
         self._requests: list[Any] = []
         self._packed = [False] * len(self.buckets)  # lo holds the whole (summed) integers
         self._out: Optional[np.ndarray] = None  # results(reuse=True) write here
@@ -338,13 +342,14 @@ class ExactSum:
         return self.exponents[k] - _BELOW
 
     def reset(self) -> None:
-        self.lo[:] = 0
-        self.hi[:] = 0
+        """Empties the sum for a new step (the first add of each parameter overwrites its
+        limbs, and a parameter never added is zeroed before an all-reduce)."""
         self.counts[:] = 0
         self.codes = None
-        self._waiting = list(self.members)
+        self._waiting = [len(m) for m in self.members]
         self._started = 0
         self._final = [False] * len(self.sizes)
+        self._fresh = [True] * len(self.sizes)
         self._requests = []
         self._packed = [False] * len(self.buckets)
 
@@ -398,12 +403,14 @@ class ExactSum:
         hi = self.hi[base:base + a.size]
         lo = self.lo[base:base + a.size]
         codes = None if self.codes is None else self.codes[base:base + a.size]
-        done, clamped, bad = _exact.add(a, scale, limit, hi, lo, codes)
+        fresh = self._fresh[k]
+        self._fresh[k] = False
+        done, clamped, bad = _exact.add(a, scale, limit, hi, lo, codes, fresh)
         if done < a.size:  # a first non-finite element: the codes exist from here on
             self.codes = np.zeros(self.total, np.uint8)
             rest = slice(base + done, base + a.size)
             _, more, bad = _exact.add(a[done:], scale, limit, self.hi[rest], self.lo[rest],
-                                      self.codes[rest])
+                                      self.codes[rest], fresh)
             clamped += more
         return clamped, bad
 
@@ -419,6 +426,11 @@ class ExactSum:
         self._started = j + 1
         if _comm is None:
             return
+        for k in self.members[j]:
+            if self._fresh[k]:  # no gradient here this step: zero, for the others' sum
+                at = self.offsets[k]
+                self.hi[at:at + self.sizes[k]] = 0
+                self.lo[at:at + self.sizes[k]] = 0
         a, b = self.buckets[j]
         world = world_size()
         if world > 127:  # the sum of the lo limbs must stay below 2^63

@@ -251,12 +251,15 @@ def test_the_c_passes_equal_the_numpy_reference(seed, isa):
     rows[5, 101:103] = [np.inf, 3e38]
     rows[6, 200:300] = (rng.integers(-(1 << 24), 1 << 24, 100) * 0.5).astype(np.float32)  # ties
     for grid, weight in ((-60, 1), (-30, 12), (0, 8), (-20, 3), (12, 5)):
-        hi, lo = np.zeros(rows.shape[1], np.int64), np.zeros(rows.shape[1], np.int64)
-        rh, rl = hi.copy(), lo.copy()
+        rh, rl = np.zeros(rows.shape[1], np.int64), np.zeros(rows.shape[1], np.int64)
+        # The first pass writes the limbs as zero ones (`fresh`: old integers, not read).
+        hi, lo = rng.integers(-(1 << 62), 1 << 62, (2, rows.shape[1]))
         codes, rcodes = np.zeros(rows.shape[1], np.uint8), np.zeros(rows.shape[1], np.uint8)
         scale = weight * 2.0 ** -grid
-        for r in rows:
-            done, clamped, bad = _exact.add(r, scale, 2.0 ** 98 - 2.0 ** 45, hi, lo, codes)
+        for i in (3, 0, 1, 2, 4, 5, 6, 7):  # a row with non-finite elements first
+            r = rows[i]
+            done, clamped, bad = _exact.add(r, scale, 2.0 ** 98 - 2.0 ** 45, hi, lo, codes,
+                                            fresh=i == 3)
             assert (done, clamped, bad) == (r.size,) + ref_quantise(r, scale, rh, rl, rcodes)
             rh += rl >> 56
             rl &= (1 << 56) - 1
@@ -338,3 +341,24 @@ def test_reused_results_are_the_same_bits_in_one_buffer():
     for f, a, b in zip(fresh, first, again):
         assert f.tobytes() == a.tobytes() == b.tobytes()
         assert np.shares_memory(a, b) and not np.shares_memory(f, a)
+
+
+def test_a_reset_sum_is_a_new_sum():
+    # reset() leaves the old integers in the limbs: the first add of a step overwrites them
+    # (also when a non-finite element stops the first pass), as a new sum would hold.
+    step1 = [np.full(5, 3.5, np.float32), np.arange(3, dtype=np.float32)]
+    step2 = [np.array([1.0, -2.0, np.inf, 4.0, 0.5], np.float32), None]
+    acc = ExactSum([5, 3])
+    acc.add(step1, 2)
+    acc.add(step1, 2)
+    acc.results(4)
+    acc.reset()
+    new = ExactSum([5, 3])
+    new.exponents = list(acc.exponents)
+    for s in (acc, new):
+        s.add(step2, 3)
+        s.add([step2[0] * 2, None], 1)
+    got, want = acc.results(4), new.results(4)
+    assert got[1] is None and want[1] is None
+    assert got[0].tobytes() == want[0].tobytes()
+    assert np.isinf(got[0][2]) and got[0][0] == 1.25

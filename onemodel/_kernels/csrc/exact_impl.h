@@ -54,18 +54,31 @@ static inline uint64_t mul_wide(uint64_t a, uint64_t b, uint64_t *low) {
 /* One element of the quantisation, v finite and |v| <= 2^98: v = f * 2^56 + t with f =
  * floor(v / 2^56) and t in [0, 2^56] exactly (as the numpy reference split it), t rounded half
  * to even (below 2^52 by the 2^52 shift; above, t is an integer; chosen by a mask, not a
- * branch: the bits of t are random), added with the carry. */
-static inline void add_one(double v, int64_t *hi, int64_t *lo) {
+ * branch: the bits of t are random) into r. */
+static inline int64_t split(double v, int64_t *r) {
     double x = v * 0x1p-56;
     int64_t f = (int64_t)x;  /* |x| < 2^43: exact truncation, then floor */
     f -= x < (double)f;
     double t = v - (double)f * 0x1p56;
     int64_t below = (int64_t)((t + 0x1p52) - 0x1p52), above = (int64_t)t;
     int64_t big = -(int64_t)(t >= 0x1p52);
-    int64_t r = (below & ~big) | (above & big);
+    *r = (below & ~big) | (above & big);
+    return f;
+}
+
+/* Adds the element into the limbs, with the carry. */
+static inline void add_one(double v, int64_t *hi, int64_t *lo) {
+    int64_t r, f = split(v, &r);
     uint64_t s = (uint64_t)*lo + (uint64_t)r;
     *hi += f + ((int64_t)s >> LIMB);
     *lo = (int64_t)(s & MASK);
+}
+
+/* Writes the element as the limbs (what add_one gives on zero limbs, without reading them). */
+static inline void set_one(double v, int64_t *hi, int64_t *lo) {
+    int64_t r, f = split(v, &r);
+    *hi = f + (r >> LIMB);
+    *lo = r & (int64_t)MASK;
 }
 
 /* 1 when every |g[i]| * scale is finite and at most limit: the largest magnitude's bits. */
@@ -86,7 +99,7 @@ static inline int add_block_clean(const float *g, size_t n, double scale, double
 
 size_t OM_EXACT_FN(om_exact_add)(const float *g, size_t n, double scale, double limit,
                                  int64_t *hi, int64_t *lo, uint8_t *codes, int64_t *clamped,
-                                 int64_t *bad) {
+                                 int64_t *bad, int fresh) {
     int64_t nclamped = 0, nbad = 0;
     size_t i = 0;
     while (i < n) {
@@ -95,7 +108,11 @@ size_t OM_EXACT_FN(om_exact_add)(const float *g, size_t n, double scale, double 
         int64_t *restrict hb = hi + i;
         int64_t *restrict lb = lo + i;
         if (add_block_clean(gb, m, scale, limit)) {
-            for (size_t j = 0; j < m; j++) add_one((double)gb[j] * scale, hb + j, lb + j);
+            if (fresh) {
+                for (size_t j = 0; j < m; j++) set_one((double)gb[j] * scale, hb + j, lb + j);
+            } else {
+                for (size_t j = 0; j < m; j++) add_one((double)gb[j] * scale, hb + j, lb + j);
+            }
             i += m;
             continue;
         }
@@ -105,11 +122,13 @@ size_t OM_EXACT_FN(om_exact_add)(const float *g, size_t n, double scale, double 
                 if (!codes) goto stop;
                 codes[i] |= (uint8_t)(v != v ? 4 : v > 0 ? 1 : 2);
                 nbad++;
+                if (fresh) hi[i] = lo[i] = 0;
                 continue;
             }
             if (v > limit) { v = limit; nclamped++; }
             else if (v < -limit) { v = -limit; nclamped++; }
-            add_one(v, hi + i, lo + i);
+            if (fresh) set_one(v, hi + i, lo + i);
+            else add_one(v, hi + i, lo + i);
         }
     }
 stop:
