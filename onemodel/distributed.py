@@ -334,6 +334,7 @@ class ExactSum:
         self._started = 0  # buckets 0 .. _started - 1 have started their all-reduce
         self._final = [False] * n
         self._fresh = [True] * n  # no integers yet this step: the limbs hold old ones
+        self._wide = [-1] * n  # packed parameters: their integers too wide to pack
         self._requests: list[Any] = []
         self._packed = [False] * len(self.buckets)  # lo holds the whole (summed) integers
         self._out: Optional[np.ndarray] = None  # results(reuse=True) write here
@@ -350,6 +351,7 @@ class ExactSum:
         self._started = 0
         self._final = [False] * len(self.sizes)
         self._fresh = [True] * len(self.sizes)
+        self._wide = [-1] * len(self.sizes)
         self._requests = []
         self._packed = [False] * len(self.buckets)
 
@@ -379,9 +381,13 @@ class ExactSum:
                              f"{self.sizes[k]}")
         n = len(self.sizes)
         self.counts[k] += 1
-        clamped, bad = self._quantise(k, a, weight)
+        # The last add of a parameter packs its integers for the all-reduce in the same pass.
+        bits = self._pack_bits() if final and _comm is not None else 0
+        clamped, bad, wide = self._quantise(k, a, weight, bits)
         self.counts[n + k] += clamped
         self.counts[2 * n + k] += bad
+        if bits:
+            self._wide[k] = wide
         if final:
             self._final[k] = True
             self._waiting[self.bucket_of[k]] -= 1
@@ -393,10 +399,12 @@ class ExactSum:
             if self._started == started and self._requests:
                 _MPI.Request.Testall(self._requests)  # MPI moves a message only when called
 
-    def _quantise(self, k: int, a: np.ndarray, weight: float) -> tuple[int, int]:
+    def _quantise(self, k: int, a: np.ndarray, weight: float, pack_bits: int = 0
+                  ) -> tuple[int, int, int]:
         """One pass in C (csrc/exact.c): v = weight·a / 2^G in double (exact), non-finite
         elements recorded (+inf 1, -inf 2, NaN 4) and left out, |v| clamped below 2^98,
-        round(v) (half to even) added into the limbs, the carry moved into hi."""
+        round(v) (half to even) added into the limbs, the carry moved into hi; with pack_bits
+        the integers then packed (see _start). Returns (clamped, non-finite, too wide)."""
         scale = weight * 2.0 ** -self.grid(k)  # exact: a power of two times a small integer
         limit = 2.0 ** (_BELOW + _ABOVE) - 2.0 ** 45
         base = self.offsets[k]
@@ -405,14 +413,16 @@ class ExactSum:
         codes = None if self.codes is None else self.codes[base:base + a.size]
         fresh = self._fresh[k]
         self._fresh[k] = False
-        done, clamped, bad = _exact.add(a, scale, limit, hi, lo, codes, fresh)
+        done, clamped, bad, wide = _exact.add(a, scale, limit, hi, lo, codes, fresh,
+                                              pack_bits)
         if done < a.size:  # a first non-finite element: the codes exist from here on
             self.codes = np.zeros(self.total, np.uint8)
             rest = slice(base + done, base + a.size)
-            _, more, bad = _exact.add(a[done:], scale, limit, self.hi[rest], self.lo[rest],
-                                      self.codes[rest], fresh)
+            _, more, bad, wider = _exact.add(a[done:], scale, limit, self.hi[rest],
+                                             self.lo[rest], self.codes[rest], fresh, pack_bits)
             clamped += more
-        return clamped, bad
+            wide += wider
+        return clamped, bad, wide
 
     def normalise(self) -> None:
         """Carries the lo limbs into the hi limbs: lo back in [0, 2^56)."""
@@ -426,20 +436,28 @@ class ExactSum:
         self._started = j + 1
         if _comm is None:
             return
+        wide = 0
         for k in self.members[j]:
-            if self._fresh[k]:  # no gradient here this step: zero, for the others' sum
-                at = self.offsets[k]
-                self.hi[at:at + self.sizes[k]] = 0
-                self.lo[at:at + self.sizes[k]] = 0
+            at, end = self.offsets[k], self.offsets[k] + self.sizes[k]
+            if self._fresh[k]:  # no gradient here this step: zero (packed), for the others
+                self.hi[at:end] = 0
+                self.lo[at:end] = 0
+            elif self._wide[k] < 0:  # not packed by its last add
+                self._wide[k] = _exact.pack(self.hi[at:end], self.lo[at:end],
+                                            self._pack_bits())
+            wide += max(self._wide[k], 0)
         a, b = self.buckets[j]
+        self.counts[3 * len(self.sizes) + j] = wide
+        self._packed[j] = True
+        self._requests.append(_comm.Iallreduce(_MPI.IN_PLACE, self.lo[a:b], op=_MPI.SUM))
+
+    def _pack_bits(self) -> int:
+        """Packed integers inside 2^bits, bits = 63 - ceil(log2 W): their sum fits."""
         world = world_size()
         if world > 127:  # the sum of the lo limbs must stay below 2^63
             raise RuntimeError(f"distributed: the exact sum supports up to 127 workers, the "
                                f"run has {world}")
-        bits = 63 - (world - 1).bit_length()
-        self.counts[3 * len(self.sizes) + j] = _exact.pack(self.hi[a:b], self.lo[a:b], bits)
-        self._packed[j] = True
-        self._requests.append(_comm.Iallreduce(_MPI.IN_PLACE, self.lo[a:b], op=_MPI.SUM))
+        return 63 - (world - 1).bit_length()
 
     def reduce(self, slots: Optional[np.ndarray] = None, what: str = "reducing gradients"
                ) -> Optional[np.ndarray]:

@@ -258,9 +258,10 @@ def test_the_c_passes_equal_the_numpy_reference(seed, isa):
         scale = weight * 2.0 ** -grid
         for i in (3, 0, 1, 2, 4, 5, 6, 7):  # a row with non-finite elements first
             r = rows[i]
-            done, clamped, bad = _exact.add(r, scale, 2.0 ** 98 - 2.0 ** 45, hi, lo, codes,
-                                            fresh=i == 3)
-            assert (done, clamped, bad) == (r.size,) + ref_quantise(r, scale, rh, rl, rcodes)
+            done, clamped, bad, wide = _exact.add(r, scale, 2.0 ** 98 - 2.0 ** 45, hi, lo,
+                                                  codes, fresh=i == 3)
+            assert (done, clamped, bad, wide) == ((r.size,) + ref_quantise(r, scale, rh, rl,
+                                                                           rcodes) + (0,))
             rh += rl >> 56
             rl &= (1 << 56) - 1
             assert hi.tobytes() == rh.tobytes() and lo.tobytes() == rl.tobytes()
@@ -362,3 +363,26 @@ def test_a_reset_sum_is_a_new_sum():
     assert got[1] is None and want[1] is None
     assert got[0].tobytes() == want[0].tobytes()
     assert np.isinf(got[0][2]) and got[0][0] == 1.25
+
+
+@pytest.mark.parametrize("bits", [56, 62])
+def test_adding_and_packing_in_one_pass_is_adding_then_packing(bits, isa):
+    # Also when a non-finite element stops the first pass (no codes yet) and a second one
+    # goes on from there, as ExactSum does.
+    from onemodel._kernels import _exact
+    rows = adversarial(3, 2000, bits)
+    rows[2, 1500] = np.inf
+    hi, lo = adversarial_limbs(2000, bits)
+    hi2, lo2 = hi.copy(), lo.copy()
+    for r in rows[:2]:
+        _exact.add(r, 2.0 ** 70, 2.0 ** 98, hi, lo)
+        _exact.add(r, 2.0 ** 70, 2.0 ** 98, hi2, lo2)
+    done, _, _, wide = _exact.add(rows[2], 2.0 ** 70, 2.0 ** 98, hi, lo, pack_bits=bits)
+    codes = np.zeros(2000 - done, np.uint8)
+    more = _exact.add(rows[2][done:], 2.0 ** 70, 2.0 ** 98, hi[done:], lo[done:], codes,
+                      pack_bits=bits)
+    assert done == 1500 and more[2] == 1 and codes[0] == 1
+    codes2 = np.zeros(2000, np.uint8)
+    _exact.add(rows[2], 2.0 ** 70, 2.0 ** 98, hi2, lo2, codes2)
+    assert wide + more[3] == _exact.pack(hi2, lo2, bits) > 0
+    assert hi.tobytes() == hi2.tobytes() and lo.tobytes() == lo2.tobytes()

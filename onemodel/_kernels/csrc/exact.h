@@ -15,12 +15,15 @@
 
 /* Adds round_half_even(g[i] * scale) for i < n into (hi[i], lo[i]), clamping |g * scale| to
  * `limit` (counted in *clamped), leaving lo in [0, 2^56) with the carry in hi; with `fresh`
- * the limbs are written as if they were zero (not read). A non-finite g[i] * scale adds
- * nothing, is counted in *bad and ORs its code into codes[i] (+inf 1, -inf 2, NaN 4). With
- * codes NULL the pass stops before the first non-finite element. Returns the number of
- * elements done (n unless it stopped). lo must hold at most 2^63 - 2^56 on entry. */
+ * the limbs are written as if they were zero (not read); with pack_bits (56 .. 63; 0: no) the
+ * elements done are then packed as om_exact_pack does, those outside counted in *wide. A
+ * non-finite g[i] * scale adds nothing, is counted in *bad and ORs its code into codes[i] (+inf
+ * 1, -inf 2, NaN 4). With codes NULL the pass stops before the first non-finite element.
+ * Returns the number of elements done (n unless it stopped). lo must hold at most 2^63 - 2^56
+ * on entry. */
 size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
-                    int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad, int fresh);
+                    int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad, int fresh,
+                    int pack_bits, int64_t *wide);
 
 /* Carries lo into hi: lo back in [0, 2^56). */
 void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n);

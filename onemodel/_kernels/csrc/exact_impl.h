@@ -97,11 +97,26 @@ static inline int add_block_clean(const float *g, size_t n, double scale, double
     return v - v == 0.0 && v <= limit;
 }
 
+/* om_exact_pack's loop (exact.h): the integers outside [-2^bits, 2^bits) counted. */
+static inline int64_t pack_range(int64_t *restrict hi, int64_t *restrict lo, size_t n,
+                                 int bits) {
+    const int64_t edge = (int64_t)1 << (bits - LIMB);
+    int64_t wide = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t h = hi[i] + (lo[i] >> LIMB);
+        uint64_t lw = (uint64_t)lo[i] & MASK;
+        wide += (h < -edge) | (h >= edge);
+        hi[i] = h;
+        lo[i] = (int64_t)(((uint64_t)h << LIMB) + lw);  /* wraps when wide: hi recovers it */
+    }
+    return wide;
+}
+
 size_t OM_EXACT_FN(om_exact_add)(const float *g, size_t n, double scale, double limit,
                                  int64_t *hi, int64_t *lo, uint8_t *codes, int64_t *clamped,
-                                 int64_t *bad, int fresh) {
-    int64_t nclamped = 0, nbad = 0;
-    size_t i = 0;
+                                 int64_t *bad, int fresh, int pack_bits, int64_t *wide) {
+    int64_t nclamped = 0, nbad = 0, nwide = 0;
+    size_t i = 0, start = 0;
     while (i < n) {
         size_t m = n - i < OM_EXACT_BLOCK ? n - i : OM_EXACT_BLOCK;
         const float *restrict gb = g + i;
@@ -114,26 +129,31 @@ size_t OM_EXACT_FN(om_exact_add)(const float *g, size_t n, double scale, double 
                 for (size_t j = 0; j < m; j++) add_one((double)gb[j] * scale, hb + j, lb + j);
             }
             i += m;
-            continue;
-        }
-        for (size_t j = 0; j < m; j++, i++) {
-            double v = (double)g[i] * scale;  /* exact: 24 bits times at most 29, and 2^-G */
-            if (!(v - v == 0.0)) {           /* inf or NaN */
-                if (!codes) goto stop;
-                codes[i] |= (uint8_t)(v != v ? 4 : v > 0 ? 1 : 2);
-                nbad++;
-                if (fresh) hi[i] = lo[i] = 0;
-                continue;
+        } else {
+            for (size_t j = 0; j < m; j++, i++) {
+                double v = (double)g[i] * scale;  /* exact: 24 bits times at most 29, 2^-G */
+                if (!(v - v == 0.0)) {           /* inf or NaN */
+                    if (!codes) goto stop;
+                    codes[i] |= (uint8_t)(v != v ? 4 : v > 0 ? 1 : 2);
+                    nbad++;
+                    if (fresh) hi[i] = lo[i] = 0;
+                    continue;
+                }
+                if (v > limit) { v = limit; nclamped++; }
+                else if (v < -limit) { v = -limit; nclamped++; }
+                if (fresh) set_one(v, hi + i, lo + i);
+                else add_one(v, hi + i, lo + i);
             }
-            if (v > limit) { v = limit; nclamped++; }
-            else if (v < -limit) { v = -limit; nclamped++; }
-            if (fresh) set_one(v, hi + i, lo + i);
-            else add_one(v, hi + i, lo + i);
         }
+        /* With pack_bits, each block is packed once added, while it is in cache. */
+        if (pack_bits) nwide += pack_range(hb, lb, m, pack_bits);
+        start = i;
     }
 stop:
+    if (pack_bits) nwide += pack_range(hi + start, lo + start, i - start, pack_bits);
     *clamped += nclamped;
     *bad += nbad;
+    *wide += nwide;
     return i;
 }
 
@@ -146,16 +166,7 @@ void OM_EXACT_FN(om_exact_normalise)(int64_t *restrict hi, int64_t *restrict lo,
 
 int64_t OM_EXACT_FN(om_exact_pack)(int64_t *restrict hi, int64_t *restrict lo, size_t n,
                                    int bits) {
-    const int64_t edge = (int64_t)1 << (bits - LIMB);
-    int64_t wide = 0;
-    for (size_t i = 0; i < n; i++) {
-        int64_t h = hi[i] + (lo[i] >> LIMB);
-        uint64_t lw = (uint64_t)lo[i] & MASK;
-        wide += (h < -edge) | (h >= edge);
-        hi[i] = h;
-        lo[i] = (int64_t)(((uint64_t)h << LIMB) + lw);  /* wraps when wide: hi recovers it */
-    }
-    return wide;
+    return pack_range(hi, lo, n, bits);
 }
 
 /* f with its sign flipped when neg (a bit operation: the signs are random, no branch). */
