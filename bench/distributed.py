@@ -9,7 +9,7 @@ W = 2 run share the machine). With memory, the peak traced memory of one process
 1, 2 and 8 micro-batches.
 
 Run:  mpiexec -n 2 python bench/distributed.py onemodel [--steps N] [--shard (ZeRO-1)]
-          [--bucket-bytes B (smaller buckets: reductions overlap backward)]
+          [--bucket-bytes B (smaller buckets: reductions overlap backward)] [--split-wait]
       python bench/distributed.py torch [--steps N]      (spawns 2 gloo processes)
       python bench/distributed.py compute [--processes 2 (as many at once as W = 2 runs)]
       python bench/distributed.py memory
@@ -51,7 +51,7 @@ def onemodel_trainer(micro_batches: int, micro: int = MICRO, shard: bool = False
                    micro_batches=micro_batches, progress=False, shard_optimizer=shard)
 
 
-def run_onemodel(steps: int, shard: bool, buckets: int,
+def run_onemodel(steps: int, shard: bool, buckets: int, split_wait: bool,
                  micro_batches: int = GLOBAL // MICRO) -> None:
     from onemodel import distributed
     distributed.init()
@@ -78,6 +78,15 @@ def run_onemodel(steps: int, shard: bool, buckets: int,
     acc_cls = distributed.ExactSum
     for name in ("add_one", "reduce", "results"):
         setattr(acc_cls, name, timed(getattr(acc_cls, name), name))
+    if split_wait:  # a barrier before the reduction: the wait for the slower rank, apart
+        reduce = acc_cls.reduce
+
+        def barrier_first(self, *a, **k):
+            t = time.perf_counter()
+            distributed.barrier()
+            step["slower rank"] = time.perf_counter() - t
+            return reduce(self, *a, **k)
+        acc_cls.reduce = barrier_first
     times, shares = [], []
     for i in range(steps):
         sync[0] = 0.0
@@ -188,13 +197,17 @@ if __name__ == "__main__":
     parser.add_argument("what", choices=["onemodel", "torch", "compute", "memory"])
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--shard", action="store_true", help="onemodel: ZeRO-1")
+    parser.add_argument("--split-wait", action="store_true",
+                        help="onemodel: time the wait for the slower rank apart (a barrier "
+                        "before the reduction, left out of the sync share)")
     parser.add_argument("--processes", type=int, default=1,
                         help="compute: that many processes at once (2: as the W = 2 run)")
     parser.add_argument("--bucket-bytes", type=int, default=0,
                         help="onemodel: the buckets' size (default 25 MB: one bucket here)")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    {"onemodel": lambda: run_onemodel(args.steps, args.shard, args.bucket_bytes),
+    {"onemodel": lambda: run_onemodel(args.steps, args.shard, args.bucket_bytes,
+                                             args.split_wait),
      "torch": lambda: run_torch(args.steps),
      "compute": lambda: run_compute(args.steps, args.processes),
      "memory": run_memory}[args.what]()

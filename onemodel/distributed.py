@@ -33,8 +33,8 @@ A non-finite element anywhere makes that element NaN or ±inf, as a float sum wo
 rare all-reduce of a byte per element with bitwise OR). Bytes per worker: 8 per element (one
 int64), 2x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float32's, plus a few
 integers per parameter (16 per element in a step with wide sums). Memory: two int64 limbs per
-element whatever M is, and no scratch: quantising, packing and rounding are one pass each in C
-(csrc/exact.c).
+element whatever M is (and a float32 result buffer the Trainer reuses), no scratch: quantising
+(packing too, in a parameter's last add) and rounding are one pass each in C (csrc/exact.c).
 
 Overlap: the buckets are laid out in reverse parameter order, of about 25 MB of float32
 (DDP's size); `ExactSum.add_one(..., final=True)` quantises one gradient as
