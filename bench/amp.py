@@ -7,7 +7,7 @@ runs, so a burst of load hits all alike), at 1 and 2 threads; beside them torch'
 what was allocated before it (numpy reports its arrays to tracemalloc): the step's activations,
 saved operands and gradients, not the weights. Ratios are against the float32 step of the same
 library.
-Run: python bench/amp.py [--quick]
+Run: python bench/amp.py [--quick] [--threads 1 2]
 """
 from __future__ import annotations
 
@@ -57,12 +57,13 @@ def peak_bytes(fn) -> int:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = p.parse_args()
     budget = 0.5 if args.quick else 2.0
     print(f"isa {om.config()['isa']}; step time and peak memory against float32")
     print(f"{'model':<27} {'thr':>3} {'f32 ms':>8} {'bf16 x':>7} {'fp16 x':>7} "
           f"{'torch bf16 x':>12} {'mem bf16':>8} {'mem fp16':>8}")
-    for threads in (1, 2):
+    for threads in args.threads:
         om.set_num_threads(threads)
         torch.set_num_threads(threads)
         for name, build in MODELS.items():

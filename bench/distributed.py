@@ -4,12 +4,15 @@ The MLP 784-1024-1024-10 (1.86 M parameters, 7.1 MiB of gradients), AdamW, a glo
 256 in micro-batches of 128 (M = 2: one per worker at W = 2), 1 thread per process. Prints the
 median step time of each, onemodel's sync share (quantising into the exact sum, the all-reduce
 and the rounding, over the step), and the compute-only step (M = 1 in one process at batch 128:
-what a worker computes). With --memory, the peak traced memory of one process accumulating 1
-and 8 micro-batches.
+what a worker computes; with --processes 2, two such processes at once, as the ranks of the
+W = 2 run share the machine). With memory, the peak traced memory of one process accumulating
+1, 2 and 8 micro-batches.
 
-Run:  mpiexec -n 2 python bench/distributed.py onemodel [--steps N]
+Run:  mpiexec -n 2 python bench/distributed.py onemodel [--steps N] [--shard (ZeRO-1)]
+          [--bucket-bytes B (smaller buckets: reductions overlap backward)] [--split-wait]
       python bench/distributed.py torch [--steps N]      (spawns 2 gloo processes)
-      python bench/distributed.py compute | memory
+      python bench/distributed.py compute [--processes 2 (as many at once as W = 2 runs)]
+      python bench/distributed.py memory
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ def data(n: int = 1024) -> tuple[np.ndarray, np.ndarray]:
     return rng.standard_normal((n, SIZES[0])).astype(np.float32), rng.integers(0, 10, n)
 
 
-def onemodel_trainer(micro_batches: int, micro: int = MICRO):
+def onemodel_trainer(micro_batches: int, micro: int = MICRO, shard: bool = False):
     import onemodel.functional as F
     from onemodel import nn
     from onemodel.data import DataLoader
@@ -45,14 +48,18 @@ def onemodel_trainer(micro_batches: int, micro: int = MICRO):
                           nn.ReLU(), nn.Linear(1024, 10, seed=3))
     opt = AdamW(model.parameters(), lr=1e-3)
     return Trainer(model, F.cross_entropy, opt, DataLoader((x, y), micro, seed=0, prefetch=0),
-                   micro_batches=micro_batches, progress=False)
+                   micro_batches=micro_batches, progress=False, shard_optimizer=shard)
 
 
-def run_onemodel(steps: int, micro_batches: int = GLOBAL // MICRO) -> None:
+def run_onemodel(steps: int, shard: bool, buckets: int, split_wait: bool,
+                 micro_batches: int = GLOBAL // MICRO) -> None:
     from onemodel import distributed
     distributed.init()
-    trainer = onemodel_trainer(micro_batches)
+    if buckets:  # smaller buckets than the default 25 MB: overlap on this model
+        distributed._BUCKET_BYTES = buckets
+    trainer = onemodel_trainer(micro_batches, shard=shard)
     sync = [0.0]
+    step: dict[str, float] = {}  # this step's time in each part
     parts: dict[str, list[float]] = {}
 
     def timed(fn, name):
@@ -63,15 +70,27 @@ def run_onemodel(steps: int, micro_batches: int = GLOBAL // MICRO) -> None:
             finally:
                 dt = time.perf_counter() - t
                 sync[0] += dt
-                parts.setdefault(name, []).append(dt)
+                step[name] = step.get(name, 0.0) + dt
         return wrapper
 
+    # add_one (quantising, from backward's hooks; it also packs and starts the buckets'
+    # all-reduce), reduce (starting the rest and waiting) and results (rounding).
     acc_cls = distributed.ExactSum
-    for name in ("add", "reduce", "results"):
+    for name in ("add_one", "reduce", "results"):
         setattr(acc_cls, name, timed(getattr(acc_cls, name), name))
+    if split_wait:  # a barrier before the reduction: the wait for the slower rank, apart
+        reduce = acc_cls.reduce
+
+        def barrier_first(self, *a, **k):
+            t = time.perf_counter()
+            distributed.barrier()
+            step["slower rank"] = time.perf_counter() - t
+            return reduce(self, *a, **k)
+        acc_cls.reduce = barrier_first
     times, shares = [], []
     for i in range(steps):
         sync[0] = 0.0
+        step.clear()
         distributed.barrier()
         t = time.perf_counter()
         trainer.train_step()
@@ -79,15 +98,19 @@ def run_onemodel(steps: int, micro_batches: int = GLOBAL // MICRO) -> None:
         if i >= 2:
             times.append(dt)
             shares.append(sync[0] / dt)
+            for name, value in step.items():
+                parts.setdefault(name, []).append(value)
+
     if distributed.rank() == 0:
-        print(f"onemodel W={distributed.world_size()} M={micro_batches}: step "
+        print(f"onemodel W={distributed.world_size()} M={micro_batches}"
+              f"{' ZeRO-1' if shard else ''}{f' buckets of {buckets} B' if buckets else ''}: step "
               f"{statistics.median(times) * 1e3:.1f} ms, sync share "
               f"{statistics.median(shares) * 100:.1f}% ("
               + ", ".join(f"{k} {statistics.median(v) * 1e3:.1f} ms" for k, v in parts.items())
               + ")")
 
 
-def run_compute(steps: int) -> None:
+def _compute_worker(steps: int, out) -> None:
     trainer = onemodel_trainer(1)
     times = []
     for i in range(steps):
@@ -95,8 +118,23 @@ def run_compute(steps: int) -> None:
         trainer.train_step()
         if i >= 2:
             times.append(time.perf_counter() - t)
-    print(f"onemodel compute only (one worker's micro-batch of {MICRO}): step "
-          f"{statistics.median(times) * 1e3:.1f} ms")
+    out.put(statistics.median(times))
+
+
+def run_compute(steps: int, processes: int) -> None:
+    """The compute-only step in `processes` processes at once, with no communication: what
+    the workers' compute costs when they share the machine as the W = 2 run does."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    out = ctx.SimpleQueue()
+    procs = [ctx.Process(target=_compute_worker, args=(steps, out)) for _ in range(processes)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    medians = sorted(out.get() for _ in procs)
+    print(f"onemodel compute only (one worker's micro-batch of {MICRO}), {processes} "
+          f"process(es) at once: step " + ", ".join(f"{m * 1e3:.1f}" for m in medians) + " ms")
 
 
 def run_memory() -> None:
@@ -158,7 +196,18 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("what", choices=["onemodel", "torch", "compute", "memory"])
     parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--shard", action="store_true", help="onemodel: ZeRO-1")
+    parser.add_argument("--split-wait", action="store_true",
+                        help="onemodel: time the wait for the slower rank apart (a barrier "
+                        "before the reduction, left out of the sync share)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="compute: that many processes at once (2: as the W = 2 run)")
+    parser.add_argument("--bucket-bytes", type=int, default=0,
+                        help="onemodel: the buckets' size (default 25 MB: one bucket here)")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    {"onemodel": lambda: run_onemodel(args.steps), "torch": lambda: run_torch(args.steps),
-     "compute": lambda: run_compute(args.steps), "memory": run_memory}[args.what]()
+    {"onemodel": lambda: run_onemodel(args.steps, args.shard, args.bucket_bytes,
+                                             args.split_wait),
+     "torch": lambda: run_torch(args.steps),
+     "compute": lambda: run_compute(args.steps, args.processes),
+     "memory": run_memory}[args.what]()

@@ -8,6 +8,11 @@ one tensor are always summed in the same order (docs/spec/engine.md section 1).
 
 Saved tensors are protected by version counters: every in-place write bumps the tensor's
 version, and a node whose saved tensor changed refuses to run.
+
+A leaf may carry post-accumulate-grad hooks (PyTorch's name): when a backward pass reaches such
+a leaf, a first walk counts the nodes that feed it, and as soon as the last of them has run,
+the leaf's gradient is complete: it goes into .grad and the hooks run, while backward goes on
+with the rest of the graph (data parallelism starts reducing finished gradients there).
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ import contextlib
 import heapq
 import itertools
 import threading
+import weakref
 from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 import numpy as np
@@ -100,6 +106,75 @@ class Node:
         self.saved_versions = ()
 
 
+# Per hooked leaf, by id: a weak reference (its death drops the entry) and the hooks.
+_post_hooks: dict[int, tuple[weakref.ref, list[Callable[["Tensor"], None]]]] = {}
+
+
+class RemovableHandle:
+    """Returned by register_post_accumulate_grad_hook: `remove()` takes the hook off."""
+
+    def __init__(self, hooks: list, hook: Callable) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def register_post_accumulate_grad_hook(t: "Tensor", hook: Callable[["Tensor"], None]
+                                       ) -> RemovableHandle:
+    """Runs hook(t) in every backward pass once leaf t's gradient is complete in .grad."""
+    if t._node is not None or not t.requires_grad:
+        raise RuntimeError("register_post_accumulate_grad_hook: hooks go on leaf tensors that "
+                           f"require grad (got a tensor of shape {tuple(t.shape)}, "
+                           f"{'not a leaf' if t._node is not None else 'no grad required'})")
+    if not callable(hook):
+        raise TypeError(f"register_post_accumulate_grad_hook: hook must be callable, got "
+                        f"{hook!r}")
+    key = id(t)
+    entry = _post_hooks.get(key)
+    if entry is None or entry[0]() is not t:
+        entry = (weakref.ref(t, lambda _, key=key, hooks=_post_hooks: hooks.pop(key, None)),
+                 [])
+        _post_hooks[key] = entry
+    entry[1].append(hook)
+    return RemovableHandle(entry[1], hook)
+
+
+def _hooked_feeds(root: "Tensor") -> dict[int, int]:
+    """Per hooked leaf reachable from root (by id): how many node inputs feed it."""
+    feeds: dict[int, int] = {}
+    if root._node is None:
+        return feeds
+    seen = {id(root._node)}
+    stack = [root._node]
+    while stack:
+        for t in stack.pop().inputs:
+            if t._node is not None:
+                if id(t._node) not in seen:
+                    seen.add(id(t._node))
+                    stack.append(t._node)
+            elif id(t) in _post_hooks and t.requires_grad:
+                feeds[id(t)] = feeds.get(id(t), 0) + 1
+    return feeds
+
+
+def _run_hooks(t: "Tensor") -> None:
+    entry = _post_hooks.get(id(t))
+    if entry is not None and entry[0]() is t:
+        for hook in list(entry[1]):
+            hook(t)
+
+
+def _accumulate(t: "Tensor", g: np.ndarray, fresh: bool) -> None:
+    from .tensor import Tensor
+    if t.grad is None:
+        t.grad = Tensor._wrap(g if fresh and g.flags.c_contiguous
+                              else np.array(g, dtype=np.float32, order="C"))
+    else:
+        t.grad = Tensor._wrap(t.grad._data + g)
+
+
 @quiet
 def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> None:
     """Accumulates d(root)/d(leaf) · grad into the .grad of every reachable leaf."""
@@ -122,6 +197,8 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
     pending: dict[Node, np.ndarray] = {}
     heap: list[Node] = []
     visited: list[Node] = []
+    feeds = _hooked_feeds(root) if _post_hooks else {}
+    done_owners: set[int] = {_owner(grad)}  # memory a gradient finished early may not share
     send(root, grad)
     while heap:
         node = heapq.heappop(heap)
@@ -134,6 +211,15 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
                     raise RuntimeError(f"{node.op}: internal error: gradient shape {gi.shape} "
                                        f"for an input of shape {t._data.shape}")
                 send(t, np.asarray(gi, dtype=np.float32))
+            if feeds and t._node is None and id(t) in feeds:
+                feeds[id(t)] -= 1
+                if not feeds[id(t)] and id(t) in leaf_grads:  # complete: finish it now
+                    del feeds[id(t)]
+                    _, complete = leaf_grads.pop(id(t))
+                    owner = _owner(complete)
+                    _accumulate(t, complete, owner not in done_owners)
+                    done_owners.add(owner)
+                    _run_hooks(t)
     if not retain_graph:
         for node in visited:
             node.release()
@@ -141,13 +227,13 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
     # the root's gradient is the caller's array: a .grad built on such memory is copied so no
     # two gradients (nor the caller) share storage.
     owners = collections.Counter(_owner(g) for _, g in leaf_grads.values())
-    owners[_owner(grad)] += 2
+    owners.update(done_owners)
+    owners[_owner(grad)] += 1
     for t, g in leaf_grads.values():
-        if t.grad is None:
-            fresh = owners[_owner(g)] == 1 and g.flags.c_contiguous
-            t.grad = Tensor._wrap(g if fresh else np.array(g, dtype=np.float32, order="C"))
-        else:
-            t.grad = Tensor._wrap(t.grad._data + g)
+        _accumulate(t, g, owners[_owner(g)] == 1)
+    if _post_hooks:
+        for t, _ in leaf_grads.values():
+            _run_hooks(t)
 
 
 def _owner(a: np.ndarray) -> int:

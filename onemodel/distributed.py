@@ -14,18 +14,32 @@ all M, and whatever algorithm MPI picks, because it is an exact sum:
                (2^44 times the last step's largest sum; counted and warned): with at most
                2^20 micro-batches the sum never overflows the 118 bits.
     sum        integers add exactly, so the sum of the micro-batches is one integer whatever the
-               order and grouping: locally, then by MPI_Allreduce(SUM) on the limbs (contiguous
-               int64 buffers, in place; lo limbs of up to 127 workers cannot overflow).
+               order and grouping: locally in the two limbs, then by MPI_Allreduce(SUM) of each
+               integer packed whole into one int64 (contiguous buffers, in place, bucket by
+               bucket). The packed sum of W workers is exact when no worker's integer lies
+               outside 2^(63 - ceil(log2 W)), which holds unless a worker's sum grows about
+               2^(8 - ceil(log2 W)) times past the last step's largest; the workers count the
+               integers outside in the same message as the other counts, and a bucket with any
+               also sums its hi limbs, from which the sum of the lo limbs follows (the packed
+               sum less the hi sum times 2^56, modulo 2^64). Either way the same integer, the
+               same bits.
     round      the integer X is divided by the sample count N in integers, the quotient kept
                to at least 26 bits with its remainder jammed into the last bit (round to odd),
-               converted to float32 and scaled by 2^G: the exact mean X·2^G/N (and the sum,
-               N = 1) rounded once to nearest even, except in float32's subnormal range.
+               converted to float32 and scaled by 2^G (for N a power of two, X converted
+               directly): the exact mean X·2^G/N (and the sum, N = 1) rounded once to nearest
+               even, except in float32's subnormal range.
 
 A non-finite element anywhere makes that element NaN or ±inf, as a float sum would (a second,
-rare all-reduce of a byte per element with bitwise OR). Bytes per worker: 16 per element (two
-int64 limbs), 4x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float32's, plus
-a few integers per parameter. Memory: two int64 limbs per element whatever M is, and no scratch:
-quantising and rounding are one pass each in C (csrc/exact.c).
+rare all-reduce of a byte per element with bitwise OR). Bytes per worker: 8 per element (one
+int64), 2x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float32's, plus a few
+integers per parameter (16 per element in a step with wide sums). Memory: two int64 limbs per
+element whatever M is (and a float32 result buffer the Trainer reuses), no scratch: quantising
+(packing too, in a parameter's last add) and rounding are one pass each in C (csrc/exact.c).
+
+Overlap: the buckets are laid out in reverse parameter order, of about 25 MB of float32
+(DDP's size); `ExactSum.add_one(..., final=True)` quantises one gradient as
+backward completes it (the Trainer calls it from a post-accumulate-grad hook) and starts a
+bucket's all-reduce once all its parameters are in, while backward goes on.
 
 Faults: `init()` installs an exception hook that prints the traceback once and calls MPI Abort,
 so an exception on any rank ends the job; every wait polls its requests against a deadline
@@ -111,6 +125,9 @@ def abort(message: str, code: int = 1) -> None:
     sys.stderr.flush()
     if _comm is None:
         raise SystemExit(code)
+    # The launcher forwards stderr through a pipe and drops what is still in it when the job
+    # is killed (seen with MPICH's hydra on a loaded machine): a moment for it to pass.
+    time.sleep(0.2)
     _comm.Abort(code)
 
 
@@ -246,161 +263,278 @@ def max_exponent(values: np.ndarray) -> Optional[int]:
     return None if top == 0.0 else int(np.frexp(top)[1]) - 1
 
 
-def to_float32(hi: np.ndarray, lo: np.ndarray, grid: int, count: int = 1) -> np.ndarray:
-    """float32 of (hi·2^56 + lo)·2^grid / count, rounded once: the quotient keeps at least 26
-    bits with its remainder jammed into the last one (rounding to odd), so its conversion to
-    float32 rounds as the exact value would; results in float32's subnormal range round a
-    second time. count is a positive integer below 2^35. One pass in C (csrc/exact.c)."""
+def to_float32(hi: Optional[np.ndarray], lo: np.ndarray, grid: int, count: int = 1
+               ) -> np.ndarray:
+    """float32 of (hi·2^56 + lo)·2^grid / count (lo·2^grid / count when hi is None: packed
+    integers), rounded once: the quotient keeps at least 26 bits with its remainder jammed into
+    the last one (rounding to odd), so its conversion to float32 rounds as the exact value
+    would; results in float32's subnormal range round a second time. count is a positive
+    integer below 2^35. One pass in C (csrc/exact.c)."""
+    return _round(hi, lo, grid, count)[0]
+
+
+def _round(hi: Optional[np.ndarray], lo: np.ndarray, grid: int, count: int,
+           out: Optional[np.ndarray] = None) -> tuple[np.ndarray, Optional[int]]:
+    """to_float32 (into `out` if given) and the exponent of its largest finite magnitude
+    (max_exponent's)."""
     n = int(count)
     if n != count or not 1 <= n < 1 << 35:
         raise ValueError(f"to_float32: count must be an integer in [1, 2^35), got {count}")
-    hi = np.ascontiguousarray(hi, np.int64).reshape(-1)
     lo = np.ascontiguousarray(lo, np.int64).reshape(-1)
-    out = np.empty(hi.shape, np.float32)
-    _exact.round_limbs(hi, lo, int(grid), n, out)
-    return out
+    if hi is not None:
+        hi = np.ascontiguousarray(hi, np.int64).reshape(-1)
+    if out is None:
+        out = np.empty(lo.shape, np.float32)
+    top = _exact.round_limbs(hi, lo, int(grid), n, out)
+    if not top:
+        return out, None
+    biased = top >> 23  # float32's bits: the biased exponent, or 0 for a subnormal
+    return out, biased - 127 if biased else top.bit_length() - 150
 
 
 class ExactSum:
     """The exact, order-free sum of weighted float32 arrays of one layout (see the module
-    notes): `add` quantises one micro-batch into the int64 limbs, `limbs` hands them out for an
-    all-reduce, `result` rounds the (reduced) integers to float32. `sizes` are the element
-    counts of the parameters in their order; the limbs lay them out in reverse order, in
-    buckets of about `bucket_bytes` float32 bytes (DDP's order: the last layers first)."""
+    notes): `add` quantises one micro-batch into the int64 limbs (or `add_one` one parameter's
+    array, as its gradient becomes final during backward), `reduce` all-reduces them, `result`
+    rounds the integers to float32. `sizes` are the element counts of the parameters in their
+    order; the limbs lay them out in reverse order, in buckets of about `bucket_bytes` float32
+    bytes (default 25 MB; DDP's order and size: the last layers, whose gradients are final
+    first, start their reduction early)."""
 
-    def __init__(self, sizes: Sequence[int], bucket_bytes: int = _BUCKET_BYTES) -> None:
+    def __init__(self, sizes: Sequence[int], bucket_bytes: Optional[int] = None) -> None:
+        bucket_bytes = _BUCKET_BYTES if bucket_bytes is None else bucket_bytes
         self.sizes = [int(s) for s in sizes]
-        self.offsets = [0] * len(self.sizes)
+        n = len(self.sizes)
+        self.offsets = [0] * n
+        self.bucket_of = [0] * n
         at = 0
         self.buckets: list[tuple[int, int]] = []
         start = 0
-        for k in reversed(range(len(self.sizes))):
+        for k in reversed(range(n)):
             self.offsets[k] = at
+            self.bucket_of[k] = len(self.buckets)
             at += self.sizes[k]
             if (at - start) * 4 >= bucket_bytes:
                 self.buckets.append((start, at))
                 start = at
         if at > start or not self.buckets:
             self.buckets.append((start, at))
+        self.members: list[list[int]] = [[] for _ in self.buckets]  # parameters per bucket
+        for k, j in enumerate(self.bucket_of):
+            self.members[j].append(k)
         self.total = at
-        self.exponents: list[int] = [0] * len(self.sizes)  # the priors P
+        self.exponents: list[int] = [0] * n  # the priors P
         self.lo = np.zeros(at, np.int64)
         self.hi = np.zeros(at, np.int64)
-        n = len(self.sizes)
-        # Per parameter: micro-batches with a gradient, clamped elements, non-finite elements.
-        self.counts = np.zeros(3 * n, np.int64)
+        # Per parameter: micro-batches with a gradient, clamped elements, non-finite elements;
+        # per bucket: integers too wide to pack.
+        self.counts = np.zeros(3 * n + len(self.buckets), np.int64)
         self.codes: Optional[np.ndarray] = None
+        self._waiting = [len(m) for m in self.members]  # per bucket: parameters not final
+        self._started = 0  # buckets 0 .. _started - 1 have started their all-reduce
+        self._final = [False] * n
+        self._fresh = [True] * n  # no integers yet this step: the limbs hold old ones
+        self._wide = [-1] * n  # packed parameters: their integers too wide to pack
+        self._requests: list[Any] = []
+        self._packed = [False] * len(self.buckets)  # lo holds the whole (summed) integers
+        self._out: Optional[np.ndarray] = None  # results(reuse=True) write here
 
     def grid(self, k: int) -> int:
         return self.exponents[k] - _BELOW
 
     def reset(self) -> None:
-        self.lo[:] = 0
-        self.hi[:] = 0
+        """Empties the sum for a new step (the first add of each parameter overwrites its
+        limbs, and a parameter never added is zeroed before an all-reduce)."""
         self.counts[:] = 0
         self.codes = None
+        self._waiting = [len(m) for m in self.members]
+        self._started = 0
+        self._final = [False] * len(self.sizes)
+        self._fresh = [True] * len(self.sizes)
+        self._wide = [-1] * len(self.sizes)
+        self._requests = []
+        self._packed = [False] * len(self.buckets)
 
     def add(self, arrays: Sequence[Optional[np.ndarray]], weight: float = 1.0) -> None:
         """Adds weight·array for every array of one micro-batch (None: no gradient there)."""
         if len(arrays) != len(self.sizes):
             raise ValueError(f"ExactSum.add: {len(arrays)} arrays for {len(self.sizes)} "
                              "parameters")
+        for k, a in enumerate(arrays):
+            if a is not None:
+                self.add_one(k, a, weight)
+
+    def add_one(self, k: int, a: np.ndarray, weight: float = 1.0, final: bool = False
+                ) -> None:
+        """Adds weight·a into parameter k's integers. `final`: this worker adds nothing more
+        to parameter k in this step, so once every parameter of its bucket is final, the
+        bucket's all-reduce starts (while the caller goes on, e.g. with backward)."""
+        if self._final[k]:
+            raise RuntimeError(f"ExactSum.add: parameter {k} was final already in this step")
         weight = float(weight)
         if not (weight >= 0 and weight < 2 ** 29 and weight == int(weight)):
             raise ValueError(f"ExactSum.add: the weight must be an integer in [0, 2^29), got "
                              f"{weight}")
+        a = np.ascontiguousarray(a, np.float32).reshape(-1)
+        if a.size != self.sizes[k]:
+            raise ValueError(f"ExactSum.add: array {k} has {a.size} elements, expected "
+                             f"{self.sizes[k]}")
         n = len(self.sizes)
-        for k, a in enumerate(arrays):
-            if a is None:
-                continue
-            a = np.ascontiguousarray(a, np.float32).reshape(-1)
-            if a.size != self.sizes[k]:
-                raise ValueError(f"ExactSum.add: array {k} has {a.size} elements, expected "
-                                 f"{self.sizes[k]}")
-            self.counts[k] += 1
-            clamped, bad = self._quantise(k, a, weight)
-            self.counts[n + k] += clamped
-            self.counts[2 * n + k] += bad
+        self.counts[k] += 1
+        # The last add of a parameter packs its integers for the all-reduce in the same pass.
+        bits = self._pack_bits() if final and _comm is not None else 0
+        clamped, bad, wide = self._quantise(k, a, weight, bits)
+        self.counts[n + k] += clamped
+        self.counts[2 * n + k] += bad
+        if bits:
+            self._wide[k] = wide
+        if final:
+            self._final[k] = True
+            self._waiting[self.bucket_of[k]] -= 1
+            # Every worker starts the buckets in their order (MPI pairs collectives by their
+            # order): a complete bucket waits for those before it.
+            started = self._started
+            while self._started < len(self.buckets) and self._waiting[self._started] == 0:
+                self._start(self._started)
+            if self._started == started and self._requests:
+                _MPI.Request.Testall(self._requests)  # MPI moves a message only when called
 
-    def _quantise(self, k: int, a: np.ndarray, weight: float) -> tuple[int, int]:
+    def _quantise(self, k: int, a: np.ndarray, weight: float, pack_bits: int = 0
+                  ) -> tuple[int, int, int]:
         """One pass in C (csrc/exact.c): v = weight·a / 2^G in double (exact), non-finite
         elements recorded (+inf 1, -inf 2, NaN 4) and left out, |v| clamped below 2^98,
-        round(v) (half to even) added into the limbs, the carry moved into hi."""
+        round(v) (half to even) added into the limbs, the carry moved into hi; with pack_bits
+        the integers then packed (see _start). Returns (clamped, non-finite, too wide)."""
         scale = weight * 2.0 ** -self.grid(k)  # exact: a power of two times a small integer
         limit = 2.0 ** (_BELOW + _ABOVE) - 2.0 ** 45
         base = self.offsets[k]
         hi = self.hi[base:base + a.size]
         lo = self.lo[base:base + a.size]
         codes = None if self.codes is None else self.codes[base:base + a.size]
-        done, clamped, bad = _exact.add(a, scale, limit, hi, lo, codes)
+        fresh = self._fresh[k]
+        self._fresh[k] = False
+        done, clamped, bad, wide = _exact.add(a, scale, limit, hi, lo, codes, fresh,
+                                              pack_bits)
         if done < a.size:  # a first non-finite element: the codes exist from here on
             self.codes = np.zeros(self.total, np.uint8)
             rest = slice(base + done, base + a.size)
-            _, more, bad = _exact.add(a[done:], scale, limit, self.hi[rest], self.lo[rest],
-                                      self.codes[rest])
+            _, more, bad, wider = _exact.add(a[done:], scale, limit, self.hi[rest],
+                                             self.lo[rest], self.codes[rest], fresh, pack_bits)
             clamped += more
-        return clamped, bad
+            wide += wider
+        return clamped, bad, wide
 
     def normalise(self) -> None:
         """Carries the lo limbs into the hi limbs: lo back in [0, 2^56)."""
         _exact.normalise(self.hi, self.lo)
 
+    def _start(self, j: int) -> None:
+        """Starts bucket j's all-reduce: each integer packed whole into one int64 (8 bytes an
+        element; its sum over W workers is exact when no worker's lies outside 2^(63 -
+        ceil(log2 W)), counted per bucket and checked in reduce)."""
+        self._waiting[j] = -1  # started
+        self._started = j + 1
+        if _comm is None:
+            return
+        wide = 0
+        for k in self.members[j]:
+            at, end = self.offsets[k], self.offsets[k] + self.sizes[k]
+            if self._fresh[k]:  # no gradient here this step: zero (packed), for the others
+                self.hi[at:end] = 0
+                self.lo[at:end] = 0
+            elif self._wide[k] < 0:  # not packed by its last add
+                self._wide[k] = _exact.pack(self.hi[at:end], self.lo[at:end],
+                                            self._pack_bits())
+            wide += max(self._wide[k], 0)
+        a, b = self.buckets[j]
+        self.counts[3 * len(self.sizes) + j] = wide
+        self._packed[j] = True
+        self._requests.append(_comm.Iallreduce(_MPI.IN_PLACE, self.lo[a:b], op=_MPI.SUM))
+
+    def _pack_bits(self) -> int:
+        """Packed integers inside 2^bits, bits = 63 - ceil(log2 W): their sum fits."""
+        world = world_size()
+        if world > 127:  # the sum of the lo limbs must stay below 2^63
+            raise RuntimeError(f"distributed: the exact sum supports up to 127 workers, the "
+                               f"run has {world}")
+        return 63 - (world - 1).bit_length()
+
     def reduce(self, slots: Optional[np.ndarray] = None, what: str = "reducing gradients"
                ) -> Optional[np.ndarray]:
-        """All-reduces the limbs and counts over the workers (in place, bucket by bucket, in
-        the layout's order); `slots` (int64, summed in the same message as the counts) carries
-        the caller's per-micro-batch integers. Returns the reduced slots."""
-        self.normalise()
+        """All-reduces the integers and counts over the workers (in place, bucket by bucket,
+        the buckets not started yet now); `slots` (int64, summed in the same message as the
+        counts) carries the caller's per-micro-batch integers. Returns the reduced slots."""
+        if _comm is None:
+            return slots
+        for j in range(self._started, len(self.buckets)):
+            self._start(j)
         meta = self.counts if slots is None else np.concatenate([self.counts,
                                                                  slots.reshape(-1)])
-        if _comm is not None:
-            requests = [_comm.Iallreduce(_MPI.IN_PLACE, meta, op=_MPI.SUM)]
-            for a, b in self.buckets:
-                requests.append(_comm.Iallreduce(_MPI.IN_PLACE, self.lo[a:b], op=_MPI.SUM))
-                requests.append(_comm.Iallreduce(_MPI.IN_PLACE, self.hi[a:b], op=_MPI.SUM))
-            wait(requests, what)
-            n = len(self.sizes)
-            if meta[2 * n:3 * n].any():
-                if self.codes is None:
-                    self.codes = np.zeros(self.total, np.uint8)
-                _allreduce(self.codes, what + " (non-finite elements)", _MPI.BOR)
+        self._requests.append(_comm.Iallreduce(_MPI.IN_PLACE, meta, op=_MPI.SUM))
+        wait(self._requests, what)
+        self._requests = []
+        n = len(self.sizes)
+        # A bucket with integers too wide for one int64: its hi limbs too; the sum of the lo
+        # limbs is then the packed sum less the hi sum times 2^56, modulo 2^64 (below 2^63).
+        wide = [j for j in range(len(self.buckets)) if meta[3 * n + j]]
+        wait([_comm.Iallreduce(_MPI.IN_PLACE, self.hi[a:b], op=_MPI.SUM)
+              for a, b in (self.buckets[j] for j in wide)], what + " (wide sums)")
+        for j in wide:
+            a, b = self.buckets[j]
+            self.lo[a:b] -= self.hi[a:b] << 56  # wraps modulo 2^64, as intended
+            self._packed[j] = False
+        if meta[2 * n:3 * n].any():
+            if self.codes is None:
+                self.codes = np.zeros(self.total, np.uint8)
+            _allreduce(self.codes, what + " (non-finite elements)", _MPI.BOR)
         if slots is not None:
             self.counts[:] = meta[:len(self.counts)]
             return meta[len(self.counts):].reshape(slots.shape)
+        self.counts[:] = meta
         return None
 
-    def result(self, k: int, count: int = 1) -> Optional[np.ndarray]:
-        """Parameter k's sum divided by count, as float32 (None if no micro-batch had one)."""
+    def _result(self, k: int, count: int, reuse: bool = False
+                ) -> tuple[Optional[np.ndarray], Optional[int]]:
         if not self.counts[k]:
-            return None
+            return None, None
         a = self.offsets[k]
         b = a + self.sizes[k]
-        out = to_float32(self.hi[a:b], self.lo[a:b], self.grid(k), count)
+        hi = None if self._packed[self.bucket_of[k]] else self.hi[a:b]
+        if reuse and self._out is None:
+            self._out = np.empty(self.total, np.float32)
+        out, top = _round(hi, self.lo[a:b], self.grid(k), count,
+                          self._out[a:b] if reuse else None)
         if self.codes is not None:
             code = self.codes[a:b]
             if code.any():
                 out[code == 1] = np.inf
                 out[code == 2] = -np.inf
                 out[(code & 4 != 0) | (code == 3)] = np.nan
-        return out
+                top = max_exponent(out)
+        return out, top
 
-    def results(self, count: int = 1, update_priors: bool = True
+    def result(self, k: int, count: int = 1) -> Optional[np.ndarray]:
+        """Parameter k's sum divided by count, as float32 (None if no micro-batch had one)."""
+        return self._result(k, count)[0]
+
+    def results(self, count: int = 1, update_priors: bool = True, reuse: bool = False
                 ) -> list[Optional[np.ndarray]]:
         """Every parameter's result; then the priors move to these results' exponents (a
-        parameter with no finite nonzero element keeps its prior)."""
+        parameter with no finite nonzero element keeps its prior). With `reuse` the results
+        are views of one buffer that the next results(reuse=True) overwrites (no fresh
+        memory, whose first touch costs as much as the rounding)."""
         n = len(self.sizes)
         clamped = int(self.counts[n:2 * n].sum())
-        out = [self.result(k, count) for k in range(n)]
+        done = [self._result(k, count, reuse) for k in range(n)]
         if clamped and rank() == 0:
             warnings.warn(f"distributed: {clamped} gradient elements were 2^44 times larger "
                           "than the previous step's largest and were clamped", RuntimeWarning,
                           stacklevel=3)
         if update_priors:
-            for k, r in enumerate(out):
-                e = None if r is None else max_exponent(r)
+            for k, (_, e) in enumerate(done):
                 if e is not None:  # the sum's exponent, within one
                     self.exponents[k] = e + int(count).bit_length() - 1
-        return out
+        return [r for r, _ in done]
 
 
 def all_reduce_gradients(params: Iterable[Tensor],
@@ -454,3 +588,80 @@ def all_reduce_gradients(params: Iterable[Tensor],
     total = int(seen[:, 1].sum()) if average else 1
     for p, r in zip(params, acc.results(total, update_priors=False)):
         p.grad = None if r is None else Tensor._wrap(r.reshape(p.shape))
+
+
+# -- ZeRO stage 1 -------------------------------------------------------------------------------
+class OptimizerShards:
+    """ZeRO stage 1 (pipeline.txt's sharding lever): each worker updates, and keeps current, the
+    optimizer state of its share of the parameters; then the parameters are all-gathered.
+
+    The shares are whole parameters, each given in order to the worker with the fewest
+    elements so far (torch's ZeroRedundancyOptimizer partitions the same way). The optimizer
+    updates each element by the same operations whichever worker does it, so the parameters
+    have the bits of the unsharded step; the clip norm is computed before, over every
+    parameter's reduced gradient, which every worker holds. The state of other workers'
+    parameters stays as it was loaded; `gather_state` brings every worker's state current
+    (before a checkpoint, so rank 0 writes the unsharded format, which loads at any W). The
+    optimizer allocates its whole state on every worker at construction: sharding divides its
+    work and keeps the format, not yet its memory."""
+
+    def __init__(self, optimizer: Any) -> None:
+        self.optimizer = optimizer
+        params = optimizer.params
+        world = world_size()
+        loads = [0] * world
+        self.owner: list[int] = []
+        for p in params:
+            r = loads.index(min(loads))
+            self.owner.append(r)
+            loads[r] += int(np.prod(p.shape, dtype=np.int64))
+        self.counts = loads
+        self.displs = [sum(loads[:r]) for r in range(world)]
+        self.mine = [i for i, r in enumerate(self.owner) if r == rank()]
+        self.flat = np.empty(sum(loads), np.float32)
+        self._state_of()  # refuses an optimizer with state of no parameter
+
+    def _state_of(self) -> list[list[np.ndarray]]:
+        """Per parameter, its optimizer state arrays (named `<kind>.<parameter index>`)."""
+        state_of: list[list[np.ndarray]] = [[] for _ in self.owner]
+        for name, array in self.optimizer.state_tensors().items():
+            index = name.rsplit(".", 1)[-1]
+            if not index.isdigit() or int(index) >= len(self.owner):
+                raise ValueError(f"shard_optimizer: the optimizer's state {name!r} belongs "
+                                 "to no parameter: it cannot be sharded")
+            state_of[int(index)].append(array)
+        return state_of
+
+    def release_others(self) -> None:
+        """Drops the gradients of other workers' parameters: the optimizer skips them."""
+        for i, p in enumerate(self.optimizer.params):
+            if self.owner[i] != rank():
+                p.grad = None
+
+    def gather(self, what: str = "gathering the parameters") -> None:
+        """Every parameter from its owner, on every worker (one Allgatherv of float32)."""
+        if _comm is None:
+            return
+        params = self.optimizer.params
+        at = self.displs[rank()]
+        for i in self.mine:
+            a = params[i]._data.reshape(-1)
+            self.flat[at:at + a.size] = a
+            at += a.size
+        wait([_comm.Iallgatherv(_MPI.IN_PLACE, [self.flat, self.counts, self.displs,
+                                                _MPI.FLOAT])], what)
+        at = [*self.displs]
+        for i, p in enumerate(params):
+            r = self.owner[i]
+            if r != rank():
+                n = p._data.size
+                p._data.reshape(-1)[...] = self.flat[at[r]:at[r] + n]
+                p._version += 1
+            at[r] += p._data.size
+
+    def gather_state(self, what: str = "gathering the optimizer state") -> None:
+        """Every parameter's optimizer state from its owner, on every worker."""
+        state_of = self._state_of()
+        for r in range(world_size()):
+            broadcast_arrays([a for i, owner in enumerate(self.owner) if owner == r
+                              for a in state_of[i]], what, root=r)

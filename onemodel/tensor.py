@@ -5,7 +5,7 @@ may require gradients. The math lives in onemodel.functional; the operators here
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -241,6 +241,11 @@ class Tensor:
                 raise ValueError(f"backward: gradient of shape {g.shape} for a tensor of "
                                  f"shape {self._data.shape}")
         autograd.backward(self, g, retain_graph=retain_graph)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> Any:
+        """hook(self) runs in each backward pass once this leaf's gradient is complete in
+        .grad, while backward goes on (autograd.py); returns a handle with remove()."""
+        return autograd.register_post_accumulate_grad_hook(self, hook)
 
     # -- in-place writes (bump the version so saved copies are protected) ---------------
     def _check_inplace(self, op: str) -> None:

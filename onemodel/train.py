@@ -2,14 +2,16 @@
 
 One step: lr = schedule(step count); M micro-batches (`micro_batches`, or `accumulate` per
 worker times the worker count W), worker r computing global micro-batches r, r + W, ...: for
-each, forward (under autocast if asked), loss, backward of the scaled loss, its gradients added
-into the exact sum of distributed.py weighted by its sample count; the sum all-reduced and
-rounded once to the mean over the step's samples (the same bits for every W dividing M); unscale;
-clip the global norm; optimizer step (skipped, with the schedule, on a non-finite gradient);
-scaler update. Every `eval_every` steps the held-out loader runs in eval mode without gradients
-(loss weighted by batch size, accuracy when the target holds class indices; under W workers
-each computes its share of the batches and the sums are gathered in batch order) and a
-checkpoint is written; the manager keeps the last few and the best by the chosen metric.
+each, forward (under autocast if asked), loss, backward of the scaled loss, each gradient added
+into the exact sum of distributed.py weighted by its sample count as backward completes it (a
+post-accumulate-grad hook; in the last micro-batch a finished bucket's all-reduce starts there,
+and the gradient's memory is released at once); the sum all-reduced and rounded once to the
+mean over the step's samples (the same bits for every W dividing M); unscale; clip the global
+norm; optimizer step (skipped, with the schedule, on a non-finite gradient); scaler update.
+Every `eval_every` steps the held-out loader runs in eval mode without gradients (loss weighted
+by batch size, accuracy when the target holds class indices; under W workers each computes its
+share of the batches and the sums are gathered in batch order) and a checkpoint is written;
+the manager keeps the last few and the best by the chosen metric.
 
 Randomness follows the global micro-batch position, not the worker: before micro-batch i of a
 step every dropout counter (`draws` buffer) is set to its value at the step's start plus i times
@@ -51,6 +53,7 @@ import math
 import os
 import time
 import warnings
+import weakref
 from typing import IO, Any, Callable, Optional
 
 import numpy as np
@@ -118,6 +121,13 @@ class Trainer:
     steps. `metrics` maps names to functions (output, target) -> float, averaged over the
     evaluation weighted by batch size. Every `checkpoint_every` steps a checkpoint is written
     whether or not an evaluation falls there.
+
+    `shard_optimizer=True` (ZeRO stage 1, distributed.OptimizerShards, kept as `shards`): each
+    worker steps the optimizer for its share of the parameters, which are then all-gathered;
+    the same bits as unsharded. The optimizer state of other workers' parameters is stale on a
+    worker until `shards.gather_state()` (which save() calls on every worker before rank 0
+    writes the unsharded checkpoint), and after a step only the worker's own parameters keep
+    their gradients.
     """
 
     def __init__(self, model: Any, loss_fn: Callable[[Any, Any], Tensor], optimizer: Any,
@@ -130,7 +140,7 @@ class Trainer:
                  scaler: Optional[amp.GradScaler] = None, autocast: Optional[str] = None,
                  accumulate: int = 1, callback: Optional[Callable[[dict], None]] = None,
                  progress: Optional[bool] = None, log_every: int = 0,
-                 micro_batches: Optional[int] = None) -> None:
+                 micro_batches: Optional[int] = None, shard_optimizer: bool = False) -> None:
         for name, value in (("eval_every", eval_every), ("accumulate", accumulate),
                             ("log_every", log_every), ("checkpoint_every", checkpoint_every)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -184,6 +194,10 @@ class Trainer:
         self.best_metric, self.best_mode = best_metric, best_mode
         self.autocast, self.accumulate = autocast, accumulate
         self.callback, self.progress, self.log_every = callback, progress, log_every
+        if not isinstance(shard_optimizer, bool):
+            raise ValueError(f"Trainer: shard_optimizer must be True or False, got "
+                             f"{shard_optimizer!r}")
+        self.shards = distributed.OptimizerShards(optimizer) if shard_optimizer else None
         self.manager = (checkpoint.CheckpointManager(checkpoint_dir, keep_last)
                         if checkpoint_dir is not None else None)
         self.log = (MetricsLog(os.path.join(checkpoint_dir, METRICS_LOG))
@@ -192,6 +206,7 @@ class Trainer:
         self._sum: Optional[distributed.ExactSum] = None
         self._advance: dict[int, int] = {}  # per counter: its draws per micro-batch
         self._synced = False
+        self._collecting: Optional[tuple] = None  # (sum, samples, last micro-batch) in backward
         self.last_eval: Optional[dict] = None
         self._batches: Any = None
         self._saved_step: Optional[int] = None
@@ -277,12 +292,16 @@ class Trainer:
             self.scaler.unscale_(self.optimizer)  # before clipping: the norm of true gradients
         norm = (clip_grad_norm(params, self.clip_norm) if self.clip_norm is not None
                 else grad_norm(params))
+        if self.shards is not None:  # ZeRO-1: this worker steps its share alone
+            self.shards.release_others()
         if self.scaler:
             stepped = self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
             self.optimizer.step()
             stepped = True
+        if self.shards is not None and stepped:
+            self.shards.gather()
         if self.world > 1:  # DDP's rule: rank 0's buffers (batch-norm statistics) win
             distributed.broadcast_arrays([b._data for b in self._buffers()],
                                          "broadcasting buffers")
@@ -305,6 +324,8 @@ class Trainer:
                                               for p in params])
             if getattr(self, "_priors", None):
                 self._sum.exponents = list(self._priors)
+            for k, p in enumerate(params):
+                self._hook_gradient(k, p)
         acc = self._sum
         acc.reset()
         counters = self._counters()
@@ -320,14 +341,19 @@ class Trainer:
                 if not self._learn_advance(before, counters) or index == 0 or attempt:
                     break  # a wrong guess of the advance: redo at the right position
             self.optimizer.zero_grad()
-            (self.scaler.scale(loss) if self.scaler else loss).backward()
             n = len(_split(batch)[0][0])
-            acc.add(distributed.gradients(params), n)
+            # Each gradient goes into the sum as backward completes it (_hook_gradient); in the
+            # last micro-batch, finished buckets start their all-reduce during backward.
+            self._collecting = (acc, n, a == self.accumulate - 1)
+            try:
+                (self.scaler.scale(loss) if self.scaler else loss).backward()
+            finally:
+                self._collecting = None
             slots[index] = (n, np.float64(loss.item()).view(np.int64))
         self._position(start, total, counters)  # where one worker accumulating M would be
         slots = acc.reduce(slots, "reducing the gradients of a step")
         samples = int(slots[:, 0].sum())
-        means = acc.results(samples)
+        means = acc.results(samples, reuse=True)  # views, as DDP's gradient_as_bucket_view
         for p, g in zip(params, means):
             p.grad = None if g is None else Tensor._wrap(g.reshape(p.shape))
         losses = slots[:, 1].copy().view(np.float64)
@@ -335,6 +361,23 @@ class Trainer:
         for n, value in zip(slots[:, 0].tolist(), losses.tolist()):  # in global order
             weighted += n * value
         return weighted / samples
+
+    def _hook_gradient(self, k: int, param: Tensor) -> None:
+        """Hooks parameter k: inside a step's backward, its complete gradient goes into the
+        exact sum and its memory is released (the sum holds it now). The hook holds the
+        trainer weakly (the parameters may outlive it and its sum) and goes with it."""
+        trainer = weakref.ref(self)
+
+        def hook(p: Tensor) -> None:
+            owner = trainer()
+            if owner is None:
+                handle.remove()
+            elif owner._collecting is not None and p.grad is not None:
+                acc, n, final = owner._collecting
+                acc.add_one(k, p.grad._data, n, final)
+                p.grad = None
+
+        handle = param.register_post_accumulate_grad_hook(hook)
 
     def _report(self, info: dict) -> None:
         if self.callback is not None:
@@ -443,6 +486,8 @@ class Trainer:
         if self.manager is None:
             raise ValueError("Trainer.save: no checkpoint_dir")
         self._saved_step = self.step
+        if self.shards is not None:  # every worker takes part; rank 0 writes it all
+            self.shards.gather_state()
         if self.rank != 0:
             return None
         metric, higher = self._best_of(evaluation) if evaluation else (None, True)

@@ -241,13 +241,17 @@ def test_the_c_passes_equal_the_numpy_reference(seed, isa):
     rows[5, 101:103] = [np.inf, 3e38]
     rows[6, 200:300] = (rng.integers(-(1 << 24), 1 << 24, 100) * 0.5).astype(np.float32)  # ties
     for grid, weight in ((-60, 1), (-30, 12), (0, 8), (-20, 3), (12, 5)):
-        hi, lo = np.zeros(rows.shape[1], np.int64), np.zeros(rows.shape[1], np.int64)
-        rh, rl = hi.copy(), lo.copy()
+        rh, rl = np.zeros(rows.shape[1], np.int64), np.zeros(rows.shape[1], np.int64)
+        # The first pass writes the limbs as zero ones (`fresh`: old integers, not read).
+        hi, lo = rng.integers(-(1 << 62), 1 << 62, (2, rows.shape[1]))
         codes, rcodes = np.zeros(rows.shape[1], np.uint8), np.zeros(rows.shape[1], np.uint8)
         scale = weight * 2.0 ** -grid
-        for r in rows:
-            done, clamped, bad = _exact.add(r, scale, 2.0 ** 98 - 2.0 ** 45, hi, lo, codes)
-            assert (done, clamped, bad) == (r.size,) + ref_quantise(r, scale, rh, rl, rcodes)
+        for i in (3, 0, 1, 2, 4, 5, 6, 7):  # a row with non-finite elements first
+            r = rows[i]
+            done, clamped, bad, wide = _exact.add(r, scale, 2.0 ** 98 - 2.0 ** 45, hi, lo,
+                                                  codes, fresh=i == 3)
+            assert (done, clamped, bad, wide) == ((r.size,) + ref_quantise(r, scale, rh, rl,
+                                                                           rcodes) + (0,))
             rh += rl >> 56
             rl &= (1 << 56) - 1
             assert hi.tobytes() == rh.tobytes() and lo.tobytes() == rl.tobytes()
@@ -258,3 +262,117 @@ def test_the_c_passes_equal_the_numpy_reference(seed, isa):
             want = ref_to_float32(hi, lo, grid, count)
             got = distributed.to_float32(hi, lo, grid, count)
             assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (count, grid)
+
+
+def _integers(hi, lo):
+    return [(int(h) << 56) + int(v) for h, v in zip(hi, lo)]
+
+
+@pytest.mark.parametrize("bits", [56, 62, 63])
+def test_packing_writes_each_integer_whole_modulo_2_64(bits, isa):
+    from onemodel._kernels import _exact
+    hi, lo = adversarial_limbs(2000, bits)
+    want = _integers(hi, lo)
+    ph, pl = hi.copy(), lo.copy()
+    wide = _exact.pack(ph, pl, bits)
+    assert wide == sum(not -(1 << bits) <= x < 1 << bits for x in want) and 0 < wide < 2000
+    assert _integers(ph, pl % (1 << 56)) == want  # hi normalised, lo's low bits kept
+    assert [int(v) % (1 << 64) for v in pl] == [x % (1 << 64) for x in want]
+    with pytest.raises(ValueError, match="bits"):
+        _exact.pack(ph, pl, 64)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 12, 256, 1000003])
+def test_packed_integers_round_as_their_limbs(count, isa):
+    hi, lo = adversarial_limbs(3000, count)
+    fits = np.abs(hi + (lo >> 56)) < 120  # whole integers inside int64
+    hi, lo = hi[fits], lo[fits]
+    packed = np.array([x - (1 << 64) if x >= 1 << 63 else x
+                       for x in (v % (1 << 64) for v in _integers(hi, lo))], np.int64)
+    for grid in (-200, -150, -60, 0):
+        want = distributed.to_float32(hi, lo, grid, count)
+        got, top = distributed._round(None, packed, grid, count)
+        assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (count, grid)
+        assert top == distributed.max_exponent(want)  # the prior, from the same pass
+
+
+@pytest.mark.parametrize("count", [1, 3, 7, 12, 256, 1000003])
+def test_the_one_int64_paths_round_near_midpoints_as_the_reference(count, isa):
+    # Every block inside one int64 (|X| < 2^60), so the fast paths run: quotients on and a
+    # fraction of a unit beside float32 midpoints ((2K + 1)·2^s, 2K + 1 of 25 bits), where
+    # the quotient in double lands on the midpoint itself, random ones, both signs; grids
+    # that scale them to normal, subnormal, zero and huge results.
+    rng = np.random.default_rng(count)
+    k = rng.integers(1 << 23, 1 << 24, 700)
+    s = 34 - count.bit_length()
+    x = [((2 * int(a) + 1) << s) * count + int(d)
+         for a, d in zip(k, rng.integers(-3, 4, 700))]
+    x += [int(v) >> int(s) for v, s in zip(rng.integers(0, 1 << 60, 700),
+                                          rng.integers(0, 60, 700))]
+    x = np.array([v if s else -v for v, s in zip(x, rng.integers(0, 2, len(x)))], np.int64)
+    assert np.abs(x).max() < 1 << 60
+    hi, lo = x >> 56, x & ((1 << 56) - 1)
+    for grid in (0, -60, -150 - s - 24, -200, 90):
+        want = ref_to_float32(hi, lo, grid, count)
+        for got in (distributed.to_float32(hi, lo, grid, count),
+                    distributed.to_float32(None, x, grid, count)):
+            assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (count, grid)
+    exact = [f32(Fraction(int(v), count) / 2 ** 60) for v in x[:60]]  # rounded once
+    assert distributed.to_float32(hi, lo, -60, count)[:60].tolist() == exact
+
+
+def test_reused_results_are_the_same_bits_in_one_buffer():
+    rows = adversarial(4, 300, 9)
+    acc = ExactSum([200, 100])
+    for r in rows:
+        acc.add([r[:200], r[200:]], 3)
+    fresh = acc.results(12, update_priors=False)
+    first = acc.results(12, update_priors=False, reuse=True)
+    again = acc.results(12, update_priors=False, reuse=True)
+    for f, a, b in zip(fresh, first, again):
+        assert f.tobytes() == a.tobytes() == b.tobytes()
+        assert np.shares_memory(a, b) and not np.shares_memory(f, a)
+
+
+def test_a_reset_sum_is_a_new_sum():
+    # reset() leaves the old integers in the limbs: the first add of a step overwrites them
+    # (also when a non-finite element stops the first pass), as a new sum would hold.
+    step1 = [np.full(5, 3.5, np.float32), np.arange(3, dtype=np.float32)]
+    step2 = [np.array([1.0, -2.0, np.inf, 4.0, 0.5], np.float32), None]
+    acc = ExactSum([5, 3])
+    acc.add(step1, 2)
+    acc.add(step1, 2)
+    acc.results(4)
+    acc.reset()
+    new = ExactSum([5, 3])
+    new.exponents = list(acc.exponents)
+    for s in (acc, new):
+        s.add(step2, 3)
+        s.add([step2[0] * 2, None], 1)
+    got, want = acc.results(4), new.results(4)
+    assert got[1] is None and want[1] is None
+    assert got[0].tobytes() == want[0].tobytes()
+    assert np.isinf(got[0][2]) and got[0][0] == 1.25
+
+
+@pytest.mark.parametrize("bits", [56, 62])
+def test_adding_and_packing_in_one_pass_is_adding_then_packing(bits, isa):
+    # Also when a non-finite element stops the first pass (no codes yet) and a second one
+    # goes on from there, as ExactSum does.
+    from onemodel._kernels import _exact
+    rows = adversarial(3, 2000, bits)
+    rows[2, 1500] = np.inf
+    hi, lo = adversarial_limbs(2000, bits)
+    hi2, lo2 = hi.copy(), lo.copy()
+    for r in rows[:2]:
+        _exact.add(r, 2.0 ** 70, 2.0 ** 98, hi, lo)
+        _exact.add(r, 2.0 ** 70, 2.0 ** 98, hi2, lo2)
+    done, _, _, wide = _exact.add(rows[2], 2.0 ** 70, 2.0 ** 98, hi, lo, pack_bits=bits)
+    codes = np.zeros(2000 - done, np.uint8)
+    more = _exact.add(rows[2][done:], 2.0 ** 70, 2.0 ** 98, hi[done:], lo[done:], codes,
+                      pack_bits=bits)
+    assert done == 1500 and more[2] == 1 and codes[0] == 1
+    codes2 = np.zeros(2000, np.uint8)
+    _exact.add(rows[2], 2.0 ** 70, 2.0 ** 98, hi2, lo2, codes2)
+    assert wide + more[3] == _exact.pack(hi2, lo2, bits) > 0
+    assert hi.tobytes() == hi2.tobytes() and lo.tobytes() == lo2.tobytes()

@@ -2,16 +2,18 @@
 """The exact gradient sum's two passes (csrc/exact.c): quantising float32 arrays into int64
 limbs and rounding the limbs back to float32. Exact operations only: every instruction-set
 path gives the same bits."""
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
 from onemodel._kernels._isa cimport om_set_isa
 
 cdef extern from "exact.h" nogil:
     size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
-                        int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad)
+                        int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad,
+                        int fresh, int pack_bits, int64_t *wide)
     void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n)
+    int64_t om_exact_pack(int64_t *hi, int64_t *lo, size_t n, int bits)
     void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid,
-                        int64_t count, uint64_t magic, int l, float *out)
+                        int64_t count, uint64_t magic, int l, float *out, uint32_t *top)
 
 
 def set_isa(int isa) -> None:
@@ -19,24 +21,28 @@ def set_isa(int isa) -> None:
 
 
 def add(const float[::1] g, double scale, double limit, int64_t[::1] hi, int64_t[::1] lo,
-        uint8_t[::1] codes=None) -> tuple:
+        uint8_t[::1] codes=None, bint fresh=False, int pack_bits=0) -> tuple:
     """Adds round_half_even(g * scale), |g * scale| clamped to limit, into the limbs (see
-    exact.h). Returns (elements done, clamped, non-finite): fewer than len(g) done only when
-    codes is None and a non-finite element stopped the pass there."""
+    exact.h; `fresh`: as into zero limbs, which are not read; `pack_bits`: then packed as by
+    pack()). Returns (elements done, clamped, non-finite, wide): fewer than len(g) done only
+    when codes is None and a non-finite element stopped the pass there."""
     cdef size_t n = g.shape[0]
     if hi.shape[0] != <Py_ssize_t>n or lo.shape[0] != <Py_ssize_t>n or (
             codes is not None and codes.shape[0] != <Py_ssize_t>n):
         raise ValueError("exact.add: the limbs and codes must have the gradient's length")
-    cdef int64_t clamped = 0, bad = 0
+    if pack_bits and not 56 <= pack_bits <= 63:
+        raise ValueError(f"exact.add: pack_bits must be 0 or in [56, 63], got {pack_bits}")
+    cdef int64_t clamped = 0, bad = 0, wide = 0
     cdef size_t done = 0
     cdef uint8_t *c = NULL
     if n == 0:
-        return 0, 0, 0
+        return 0, 0, 0, 0
     if codes is not None:
         c = &codes[0]
     with nogil:
-        done = om_exact_add(&g[0], n, scale, limit, &hi[0], &lo[0], c, &clamped, &bad)
-    return done, clamped, bad
+        done = om_exact_add(&g[0], n, scale, limit, &hi[0], &lo[0], c, &clamped, &bad, fresh,
+                            pack_bits, &wide)
+    return done, clamped, bad, wide
 
 
 def normalise(int64_t[::1] hi, int64_t[::1] lo) -> None:
@@ -48,12 +54,27 @@ def normalise(int64_t[::1] hi, int64_t[::1] lo) -> None:
             om_exact_normalise(&hi[0], &lo[0], hi.shape[0])
 
 
+def pack(int64_t[::1] hi, int64_t[::1] lo, int bits) -> int:
+    """Normalises the limbs and writes each integer whole into lo, modulo 2^64 (exact.h);
+    returns how many lie outside [-2^bits, 2^bits)."""
+    if hi.shape[0] != lo.shape[0]:
+        raise ValueError("exact.pack: limbs of different lengths")
+    if not 56 <= bits <= 63:
+        raise ValueError(f"exact.pack: bits must be in [56, 63], got {bits}")
+    cdef int64_t wide = 0
+    if hi.shape[0]:
+        with nogil:
+            wide = om_exact_pack(&hi[0], &lo[0], hi.shape[0], bits)
+    return wide
+
+
 def round_limbs(const int64_t[::1] hi, const int64_t[::1] lo, int grid, count: int,
-                float[::1] out) -> None:
-    """out = float32 of (hi * 2^56 + lo) * 2^grid / count, rounded once (exact.h); count is
-    an integer in [1, 2^35)."""
-    cdef size_t n = hi.shape[0]
-    if lo.shape[0] != <Py_ssize_t>n or out.shape[0] != <Py_ssize_t>n:
+                float[::1] out) -> int:
+    """out = float32 of (hi * 2^56 + lo) * 2^grid / count (lo * 2^grid / count when hi is
+    None: packed integers), rounded once (exact.h); count is an integer in [1, 2^35). Returns
+    the largest bits of a finite |out| element (0 if none)."""
+    cdef size_t n = lo.shape[0]
+    if (hi is not None and hi.shape[0] != <Py_ssize_t>n) or out.shape[0] != <Py_ssize_t>n:
         raise ValueError("exact.round_limbs: arrays of different lengths")
     if not 1 <= count < 1 << 35:
         raise ValueError(f"exact.round_limbs: count must be in [1, 2^35), got {count}")
@@ -61,6 +82,11 @@ def round_limbs(const int64_t[::1] hi, const int64_t[::1] lo, int grid, count: i
     cdef uint64_t magic = -(-(1 << (61 + bits)) // count)
     cdef int shift = bits
     cdef int64_t c = count
+    cdef uint32_t top = 0
+    cdef const int64_t *h = NULL
     if n:
+        if hi is not None:
+            h = &hi[0]
         with nogil:
-            om_exact_round(&hi[0], &lo[0], n, grid, c, magic, shift, &out[0])
+            om_exact_round(h, &lo[0], n, grid, c, magic, shift, &out[0], &top)
+    return top

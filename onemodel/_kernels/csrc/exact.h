@@ -14,22 +14,35 @@
 #include <stdint.h>
 
 /* Adds round_half_even(g[i] * scale) for i < n into (hi[i], lo[i]), clamping |g * scale| to
- * `limit` (counted in *clamped), leaving lo in [0, 2^56) with the carry in hi. A non-finite
- * g[i] * scale adds nothing, is counted in *bad and ORs its code into codes[i] (+inf 1, -inf 2,
- * NaN 4). With codes NULL the pass stops before the first non-finite element. Returns the
- * number of elements done (n unless it stopped). lo must hold at most 2^63 - 2^56 on entry. */
+ * `limit` (counted in *clamped), leaving lo in [0, 2^56) with the carry in hi; with `fresh`
+ * the limbs are written as if they were zero (not read); with pack_bits (56 .. 63; 0: no) the
+ * elements done are then packed as om_exact_pack does, those outside counted in *wide. A
+ * non-finite g[i] * scale adds nothing, is counted in *bad and ORs its code into codes[i] (+inf
+ * 1, -inf 2, NaN 4). With codes NULL the pass stops before the first non-finite element.
+ * Returns the number of elements done (n unless it stopped). lo must hold at most 2^63 - 2^56
+ * on entry. */
 size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
-                    int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad);
+                    int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad, int fresh,
+                    int pack_bits, int64_t *wide);
 
 /* Carries lo into hi: lo back in [0, 2^56). */
 void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n);
 
-/* out[i] = float32 of (hi[i] * 2^56 + lo[i]) * 2^grid / count, rounded once (the quotient
- * kept to at least 26 bits with its remainder jammed into the last bit; a second rounding
- * only in float32's subnormal range). count in [1, 2^35); magic = ceil(2^(61 + l) / count),
+/* Normalises the limbs (as om_exact_normalise) and writes each integer whole into lo, wrapping
+ * modulo 2^64 (hi keeps the high limb, so a sum of packed integers and the sum of the hi limbs
+ * give the sum of the lo limbs back). Returns how many integers lie outside [-2^bits, 2^bits),
+ * 56 <= bits <= 63: a sum of W packed integers is exact when none does for bits = 63 -
+ * ceil(log2 W). */
+int64_t om_exact_pack(int64_t *hi, int64_t *lo, size_t n, int bits);
+
+/* out[i] = float32 of (hi[i] * 2^56 + lo[i]) * 2^grid / count, or of lo[i] * 2^grid / count
+ * when hi is NULL (packed integers), rounded once (the quotient kept to at least 26 bits with
+ * its remainder jammed into the last bit, or for a power-of-two count the integer converted
+ * directly; a second rounding only in float32's subnormal range). *top receives the largest
+ * bits of a finite |out[i]| (0 if none). count in [1, 2^35); magic = ceil(2^(61 + l) / count),
  * l = bit length of count - 1 rounded up (ceil(log2 count)), so that floor(x * magic /
  * 2^(61 + l)) = floor(x / count) for every x < 2^61 (Granlund and Montgomery 1994, 4.2). */
 void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid, int64_t count,
-                    uint64_t magic, int l, float *out);
+                    uint64_t magic, int l, float *out, uint32_t *top);
 
 #endif

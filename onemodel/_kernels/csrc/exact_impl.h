@@ -2,9 +2,10 @@
  * exact_<path>.c defines OM_EXACT_FN(name) (the name with its path's suffix) and includes this
  * file. Every operation is exact or one IEEE rounding to nearest even named in exact.h, with
  * contraction off, so the compiler's vectorisation of a path changes nothing in the bits. Runs
- * of OM_EXACT_BLOCK elements are checked first (all finite and inside the clamp; all sums in
- * one int64 and a power-of-two count), and those that pass take a branch-free loop the
- * compiler can vectorise; the others the general one. */
+ * of OM_EXACT_BLOCK elements are checked first (quantising: all finite and inside the clamp;
+ * rounding: all sums below 2^60), and those that pass take a branch-free loop the compiler can
+ * vectorise (rounding: a direct conversion for a power-of-two count, else the quotient in
+ * double with the few elements it cannot decide redone exactly); the others the general one. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -53,18 +54,31 @@ static inline uint64_t mul_wide(uint64_t a, uint64_t b, uint64_t *low) {
 /* One element of the quantisation, v finite and |v| <= 2^98: v = f * 2^56 + t with f =
  * floor(v / 2^56) and t in [0, 2^56] exactly (as the numpy reference split it), t rounded half
  * to even (below 2^52 by the 2^52 shift; above, t is an integer; chosen by a mask, not a
- * branch: the bits of t are random), added with the carry. */
-static inline void add_one(double v, int64_t *hi, int64_t *lo) {
+ * branch: the bits of t are random) into r. */
+static inline int64_t split(double v, int64_t *r) {
     double x = v * 0x1p-56;
     int64_t f = (int64_t)x;  /* |x| < 2^43: exact truncation, then floor */
     f -= x < (double)f;
     double t = v - (double)f * 0x1p56;
     int64_t below = (int64_t)((t + 0x1p52) - 0x1p52), above = (int64_t)t;
     int64_t big = -(int64_t)(t >= 0x1p52);
-    int64_t r = (below & ~big) | (above & big);
+    *r = (below & ~big) | (above & big);
+    return f;
+}
+
+/* Adds the element into the limbs, with the carry. */
+static inline void add_one(double v, int64_t *hi, int64_t *lo) {
+    int64_t r, f = split(v, &r);
     uint64_t s = (uint64_t)*lo + (uint64_t)r;
     *hi += f + ((int64_t)s >> LIMB);
     *lo = (int64_t)(s & MASK);
+}
+
+/* Writes the element as the limbs (what add_one gives on zero limbs, without reading them). */
+static inline void set_one(double v, int64_t *hi, int64_t *lo) {
+    int64_t r, f = split(v, &r);
+    *hi = f + (r >> LIMB);
+    *lo = r & (int64_t)MASK;
 }
 
 /* 1 when every |g[i]| * scale is finite and at most limit: the largest magnitude's bits. */
@@ -83,37 +97,63 @@ static inline int add_block_clean(const float *g, size_t n, double scale, double
     return v - v == 0.0 && v <= limit;
 }
 
+/* om_exact_pack's loop (exact.h): the integers outside [-2^bits, 2^bits) counted. */
+static inline int64_t pack_range(int64_t *restrict hi, int64_t *restrict lo, size_t n,
+                                 int bits) {
+    const int64_t edge = (int64_t)1 << (bits - LIMB);
+    int64_t wide = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t h = hi[i] + (lo[i] >> LIMB);
+        uint64_t lw = (uint64_t)lo[i] & MASK;
+        wide += (h < -edge) | (h >= edge);
+        hi[i] = h;
+        lo[i] = (int64_t)(((uint64_t)h << LIMB) + lw);  /* wraps when wide: hi recovers it */
+    }
+    return wide;
+}
+
 size_t OM_EXACT_FN(om_exact_add)(const float *g, size_t n, double scale, double limit,
                                  int64_t *hi, int64_t *lo, uint8_t *codes, int64_t *clamped,
-                                 int64_t *bad) {
-    int64_t nclamped = 0, nbad = 0;
-    size_t i = 0;
+                                 int64_t *bad, int fresh, int pack_bits, int64_t *wide) {
+    int64_t nclamped = 0, nbad = 0, nwide = 0;
+    size_t i = 0, start = 0;
     while (i < n) {
         size_t m = n - i < OM_EXACT_BLOCK ? n - i : OM_EXACT_BLOCK;
         const float *restrict gb = g + i;
         int64_t *restrict hb = hi + i;
         int64_t *restrict lb = lo + i;
         if (add_block_clean(gb, m, scale, limit)) {
-            for (size_t j = 0; j < m; j++) add_one((double)gb[j] * scale, hb + j, lb + j);
-            i += m;
-            continue;
-        }
-        for (size_t j = 0; j < m; j++, i++) {
-            double v = (double)g[i] * scale;  /* exact: 24 bits times at most 29, and 2^-G */
-            if (!(v - v == 0.0)) {           /* inf or NaN */
-                if (!codes) goto stop;
-                codes[i] |= (uint8_t)(v != v ? 4 : v > 0 ? 1 : 2);
-                nbad++;
-                continue;
+            if (fresh) {
+                for (size_t j = 0; j < m; j++) set_one((double)gb[j] * scale, hb + j, lb + j);
+            } else {
+                for (size_t j = 0; j < m; j++) add_one((double)gb[j] * scale, hb + j, lb + j);
             }
-            if (v > limit) { v = limit; nclamped++; }
-            else if (v < -limit) { v = -limit; nclamped++; }
-            add_one(v, hi + i, lo + i);
+            i += m;
+        } else {
+            for (size_t j = 0; j < m; j++, i++) {
+                double v = (double)g[i] * scale;  /* exact: 24 bits times at most 29, 2^-G */
+                if (!(v - v == 0.0)) {           /* inf or NaN */
+                    if (!codes) goto stop;
+                    codes[i] |= (uint8_t)(v != v ? 4 : v > 0 ? 1 : 2);
+                    nbad++;
+                    if (fresh) hi[i] = lo[i] = 0;
+                    continue;
+                }
+                if (v > limit) { v = limit; nclamped++; }
+                else if (v < -limit) { v = -limit; nclamped++; }
+                if (fresh) set_one(v, hi + i, lo + i);
+                else add_one(v, hi + i, lo + i);
+            }
         }
+        /* With pack_bits, each block is packed once added, while it is in cache. */
+        if (pack_bits) nwide += pack_range(hb, lb, m, pack_bits);
+        start = i;
     }
 stop:
+    if (pack_bits) nwide += pack_range(hi + start, lo + start, i - start, pack_bits);
     *clamped += nclamped;
     *bad += nbad;
+    *wide += nwide;
     return i;
 }
 
@@ -122,6 +162,11 @@ void OM_EXACT_FN(om_exact_normalise)(int64_t *restrict hi, int64_t *restrict lo,
         hi[i] += lo[i] >> LIMB;
         lo[i] = (int64_t)((uint64_t)lo[i] & MASK);
     }
+}
+
+int64_t OM_EXACT_FN(om_exact_pack)(int64_t *restrict hi, int64_t *restrict lo, size_t n,
+                                   int bits) {
+    return pack_range(hi, lo, n, bits);
 }
 
 /* f with its sign flipped when neg (a bit operation: the signs are random, no branch). */
@@ -133,101 +178,151 @@ static inline float negated_if(float f, int neg) {
     return f;
 }
 
-/* float32 of z * 2^e, z a non-negative int64: z to float32 (nearest even), then scaled in
- * double (exact there) and rounded to float32 once more (which only float32's subnormal range
- * and overflow round). Beyond +-1000 the result is 0 or inf whatever z is. */
-static inline float scaled(uint64_t z, int e) {
-    float fz = (float)(int64_t)z;
+/* 2^e as a double, e clamped to +-1000 (beyond, the float32 result is 0 or inf anyway). */
+static inline double power_of_two(int64_t e) {
     e = e > 1000 ? 1000 : e < -1000 ? -1000 : e;
     uint64_t u = (uint64_t)(1023 + e) << 52;
     double p;
     memcpy(&p, &u, 8);
-    return (float)((double)fz * p);
+    return p;
+}
+
+/* float32 of z * 2^e, z a non-negative int64: z to float32 (nearest even), then scaled in
+ * double (exact there) and rounded to float32 once more (which only float32's subnormal range
+ * and overflow round). */
+static inline float scaled(uint64_t z, int64_t e) {
+    return (float)((double)(float)(int64_t)z * power_of_two(e));
+}
+
+/* The largest finite magnitude's bits among out[0 .. n), folded into top. */
+static inline uint32_t top_bits(const float *out, size_t n, uint32_t top) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, out + i, 4);
+        b &= 0x7fffffffu;
+        b = b < 0x7f800000u ? b : 0;
+        top = b > top ? b : top;
+    }
+    return top;
+}
+
+/* Element j of the integers: hi NULL means lo holds them whole. */
+static inline int64_t element_high(const int64_t *hi, const int64_t *lo, size_t j) {
+    return (hi ? hi[j] : 0) + (lo[j] >> LIMB);
+}
+
+/* The constants of a division by count (exact.h). */
+typedef struct {
+    int64_t count;
+    uint64_t magic, small_below;
+    int l, nbits, shift;
+} divisor;
+
+/* float32 of (h * 2^56 + lw) * 2^grid / count, lw in [0, 2^56): the exact reference, one
+ * element at a time. */
+static inline float round_element(int64_t h, uint64_t lw, int grid, const divisor *d) {
+    uint64_t ax, sticky = 0;
+    int neg, e = grid;
+    if (h >= -16 && h < 16) {  /* |X| < 2^60: one int64 */
+        uint64_t x = ((uint64_t)h << LIMB) + lw, sign = x >> 63;
+        neg = (int)sign;
+        ax = (x ^ (0 - sign)) + sign;  /* |X|, without a branch on the random sign */
+    } else {  /* the magnitude mh * 2^56 + ml, mh >= 2^4: its top 61 bits, sticky */
+        neg = h < 0;
+        int borrow = neg && lw > 0;
+        uint64_t mh = neg ? (uint64_t)0 - (uint64_t)h - (uint64_t)borrow : (uint64_t)h;
+        uint64_t ml = borrow ? (UINT64_C(1) << LIMB) - lw : lw;
+        int k = bit_length(mh) + LIMB - 61;
+        if (k < 0) k = 0;
+        if (k <= LIMB) {
+            ax = (mh << (LIMB - k)) | (ml >> k);
+            sticky = (ml & ((UINT64_C(1) << k) - 1)) != 0;
+        } else {
+            ax = mh >> (k - LIMB);
+            sticky = ml != 0 || (mh & ((UINT64_C(1) << (k - LIMB)) - 1)) != 0;
+        }
+        e += k;
+    }
+    if (ax < d->small_below) {  /* at least 26 bits in the quotient */
+        int s = 26 + d->nbits - bit_length(ax);
+        if (s > 0) { ax <<= s; e -= s; }
+    }
+    uint64_t z;
+    if (d->count == 1) {
+        z = ax | sticky;
+    } else {  /* ax < 2^61: q = floor(ax * magic / 2^(61 + l)) = floor(ax / count) */
+        uint64_t low, high = mul_wide(ax, d->magic, &low);
+        uint64_t q = d->shift >= 64 ? high >> (d->shift - 64)
+                                    : (high << (64 - d->shift)) | (low >> d->shift);
+        z = q | (ax - q * (uint64_t)d->count != 0) | sticky;
+    }
+    return negated_if(scaled(z, e), neg);
 }
 
 void OM_EXACT_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int grid,
-                                 int64_t count, uint64_t magic, int l, float *out) {
-    const int nbits = bit_length((uint64_t)count);
-    const uint64_t small_below = (uint64_t)count << 26;
-    const int shift = 61 + l;
+                                 int64_t count, uint64_t magic, int l, float *out,
+                                 uint32_t *top) {
+    const divisor d = {count, magic, (uint64_t)count << 26, l,
+                       bit_length((uint64_t)count), 61 + l};
     const int pow2 = (count & (count - 1)) == 0;  /* then count = 2^l */
-    const uint64_t rmask = (uint64_t)count - 1;
+    const double unit = power_of_two(grid - l), cd = (double)count, g2 = power_of_two(grid);
+    uint32_t largest = 0;
     size_t i = 0;
     while (i < n) {
         size_t m = n - i < OM_EXACT_BLOCK ? n - i : OM_EXACT_BLOCK;
-        const int64_t *restrict hb = hi + i;
         const int64_t *restrict lb = lo + i;
         float *restrict ob = out + i;
-        int fits = pow2;
+        int fits = 1;
         for (size_t j = 0; j < m; j++) {
-            int64_t h = hb[j] + (lb[j] >> LIMB);
+            int64_t h = element_high(hi ? hi + i : NULL, lb, j);
             fits &= h >= -16 && h < 16;
         }
-        if (fits) {  /* every |X| < 2^60 in one int64; count = 2^l: a shift */
-            for (size_t j = 0; j < m; j++) {
-                /* 64-bit lanes throughout; bit_length(ax | 1) is 1 for ax = 0, whose z = 0
-                 * makes the exponent irrelevant. */
-                uint64_t x = ((uint64_t)hb[j] << LIMB) + (uint64_t)lb[j];  /* wraps to X */
-                uint64_t sign = x >> 63;
-                uint64_t ax = (x ^ (0 - sign)) + sign;
-                int64_t s = 26 + nbits - (int64_t)(64 - clz64(ax | 1));
-                s = (ax < small_below) & (s > 0) ? s : 0;
-                ax <<= s;
-                uint64_t z = (ax >> l) | ((ax & rmask) != 0);
-                float fz = (float)(int64_t)z;
-                int64_t e = grid - s;
-                e = e > 1000 ? 1000 : e < -1000 ? -1000 : e;
-                uint64_t pu = (uint64_t)(1023 + e) << 52;
-                double p;
-                memcpy(&p, &pu, 8);
-                float f = (float)((double)fz * p);
-                uint32_t fb;
-                memcpy(&fb, &f, 4);
-                fb ^= (uint32_t)sign << 31;
-                memcpy(ob + j, &fb, 4);
-            }
-            i += m;
-            continue;
-        }
-        for (size_t j = 0; j < m; j++, i++) {
-            int64_t h = hi[i] + (lo[i] >> LIMB);
-            uint64_t lw = (uint64_t)lo[i] & MASK;
-            uint64_t ax, sticky = 0;
-            int neg, e = grid;
-            if (h >= -16 && h < 16) {  /* |X| < 2^60: one int64 */
-                uint64_t x = ((uint64_t)h << LIMB) + lw, sign = x >> 63;
-                neg = (int)sign;
-                ax = (x ^ (0 - sign)) + sign;  /* |X|, without a branch on the random sign */
-            } else {  /* the magnitude mh * 2^56 + ml, mh >= 2^4: its top 61 bits, sticky */
-                neg = h < 0;
-                int borrow = neg && lw > 0;
-                uint64_t mh = neg ? (uint64_t)0 - (uint64_t)h - (uint64_t)borrow : (uint64_t)h;
-                uint64_t ml = borrow ? (UINT64_C(1) << LIMB) - lw : lw;
-                int k = bit_length(mh) + LIMB - 61;
-                if (k < 0) k = 0;
-                if (k <= LIMB) {
-                    ax = (mh << (LIMB - k)) | (ml >> k);
-                    sticky = (ml & ((UINT64_C(1) << k) - 1)) != 0;
-                } else {
-                    ax = mh >> (k - LIMB);
-                    sticky = ml != 0 || (mh & ((UINT64_C(1) << (k - LIMB)) - 1)) != 0;
+        if (fits && pow2) {
+            /* |X| < 2^60 in one int64 and count = 2^l: X converted to float32 rounds once,
+             * and scaling by 2^(grid - l) in double is exact (a float32 subnormal rounds a
+             * second time, as round_element does). */
+            if (hi) {
+                const int64_t *restrict hb = hi + i;
+                for (size_t j = 0; j < m; j++) {
+                    int64_t x = (int64_t)(((uint64_t)hb[j] << LIMB) + (uint64_t)lb[j]);
+                    ob[j] = (float)((double)(float)x * unit);
                 }
-                e += k;
+            } else {
+                for (size_t j = 0; j < m; j++) ob[j] = (float)((double)(float)lb[j] * unit);
             }
-            if (ax < small_below) {  /* at least 26 bits in the quotient */
-                int s = 26 + nbits - bit_length(ax);
-                if (s > 0) { ax <<= s; e -= s; }
+        } else if (fits) {
+            /* r = X / count * 2^grid in double is within 3 units of its last place of the
+             * exact quotient (X converted, divided: two roundings; the scaling is exact), so
+             * it rounds to float32 as the quotient would unless it lies within 4 units of a
+             * float32 midpoint, or is a nonzero below float32's normal range: those few
+             * elements take round_element. */
+            uint16_t redo[OM_EXACT_BLOCK];
+            size_t nredo = 0;
+            for (size_t j = 0; j < m; j++) {
+                int64_t x = hi ? (int64_t)(((uint64_t)hi[i + j] << LIMB) + (uint64_t)lb[j])
+                               : lb[j];
+                double r = (double)x / cd * g2;
+                uint64_t b;
+                memcpy(&b, &r, 8);
+                uint64_t below = (b & 0x1fffffffu) - 0x0ffffffcu;  /* midpoint 0x10000000 */
+                uint64_t mag = b & ~(UINT64_C(1) << 63);
+                int again = below <= 8 || (mag - 1 < UINT64_C(0x380fffffffffffff));
+                redo[nredo] = (uint16_t)j;
+                nredo += (size_t)again;
+                ob[j] = (float)r;
             }
-            uint64_t z;
-            if (count == 1) {
-                z = ax | sticky;
-            } else {  /* ax < 2^61: q = floor(ax * magic / 2^(61 + l)) = floor(ax / count) */
-                uint64_t low, high = mul_wide(ax, magic, &low);
-                uint64_t q = shift >= 64 ? high >> (shift - 64)
-                                         : (high << (64 - shift)) | (low >> shift);
-                z = q | (ax - q * (uint64_t)count != 0) | sticky;
+            for (size_t k = 0; k < nredo; k++) {
+                size_t j = redo[k];
+                ob[j] = round_element(element_high(hi ? hi + i : NULL, lb, j),
+                                      (uint64_t)lb[j] & MASK, grid, &d);
             }
-            out[i] = negated_if(scaled(z, e), neg);
+        } else {
+            for (size_t j = 0; j < m; j++)
+                ob[j] = round_element(element_high(hi ? hi + i : NULL, lb, j),
+                                      (uint64_t)lb[j] & MASK, grid, &d);
         }
+        largest = top_bits(ob, m, largest);
+        i += m;
     }
+    *top = largest;
 }
