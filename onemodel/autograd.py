@@ -178,7 +178,6 @@ def _accumulate(t: "Tensor", g: np.ndarray, fresh: bool) -> None:
 @quiet
 def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> None:
     """Accumulates d(root)/d(leaf) · grad into the .grad of every reachable leaf."""
-    from .tensor import Tensor
 
     leaf_grads: dict[int, tuple[Tensor, np.ndarray]] = {}
 

@@ -367,11 +367,12 @@ def test_peak_memory_does_not_grow_with_accumulation():
     # The target: accumulating 8 micro-batches peaks at most 1.2x one micro-batch
     # (each gradient goes into the sum, and is released, as backward completes it).
     import tracemalloc
+
+    import onemodel.functional as F
     from onemodel import nn
     from onemodel.data import DataLoader
     from onemodel.optim import AdamW
     from onemodel.train import Trainer
-    import onemodel.functional as F
     g = om.Generator(4)
     x = g.uniform(-1.0, 1.0, (64, 256)).numpy()
     y = (x[:, 0] > 0).astype(np.int64)
