@@ -7,7 +7,8 @@ runs, so a burst of load hits all alike), at 1 and 2 threads; beside them torch'
 what was allocated before it (numpy reports its arrays to tracemalloc): the step's activations,
 saved operands and gradients, not the weights. Ratios are against the float32 step of the same
 library.
-Run: python bench/amp.py [--quick] [--threads 1 2]
+Run: python bench/amp.py [--quick] [--threads 1 2] [--widen]
+(--widen: bf16 products widen as on a CPU without AVX512_BF16, which gives the same bits.)
 """
 from __future__ import annotations
 
@@ -58,9 +59,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--widen", action="store_true")
     args = p.parse_args()
+    if args.widen:
+        from onemodel._kernels import _gemm
+        _gemm.bf16_dot(False)
     budget = 0.5 if args.quick else 2.0
-    print(f"isa {om.config()['isa']}; step time and peak memory against float32")
+    print(f"isa {om.config()['isa']}, bf16 dot-product kernel "
+          f"{'on' if om.config()['bf16_dot'] else 'off'}; step time and peak memory against "
+          f"float32")
     print(f"{'model':<27} {'thr':>3} {'f32 ms':>8} {'bf16 x':>7} {'fp16 x':>7} "
           f"{'torch bf16 x':>12} {'mem bf16':>8} {'mem fp16':>8}")
     for threads in args.threads:
