@@ -20,13 +20,14 @@ scalar path's bits at 1-3 threads.
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 import pytest
 
 import onemodel
-from onemodel import _config, _kernels
+from onemodel import _config, _kernels, interop
 from onemodel.tensor import tensor as om_tensor
 
 THREAD_COUNTS = (1, 2, 3)
@@ -171,6 +172,20 @@ def check_grad(fn: Callable, *inputs: Any, ref64: Optional[Callable] = None,
         actual = np.zeros(x.shape, np.float32) if om_in[k].grad is None else om_in[k].grad.numpy()
         assert_close(actual, numeric, tol, f"grad {k} vs central differences")
 
+
+def param_grads_match_torch(m: Any, t: Any, assert_close: Callable, tol: float) -> None:
+    """onemodel module m's parameter gradients, under PyTorch's names (through interop), are
+    those of torch module t: the same names, each within tol."""
+    twin = copy.deepcopy(m)
+    state = m.state_dict()
+    for name, p in m.named_parameters():
+        state[name] = p.grad.numpy()
+    twin.load_state_dict(state)
+    theirs = dict(t.named_parameters())
+    grads = interop.to_torch_arrays(twin)
+    assert set(grads) == set(theirs)
+    for name, g in grads.items():
+        assert_close(g, theirs[name].grad.numpy(), tol, f"grad {name}")
 
 @contextlib.contextmanager
 def _restore_settings() -> Iterator[None]:

@@ -1,10 +1,10 @@
 """MultiheadAttention's add_bias_kv, add_zero_attn, kdim and vdim, and the decoder layer's
 bias=False and unbatched input, against PyTorch (weights through onemodel.interop both ways):
 outputs, weights, gradients of the inputs and of every parameter; init; errors; exact bits."""
-import copy
 
 import numpy as np
 import pytest
+from conftest import param_grads_match_torch
 
 import onemodel as om
 from onemodel import interop, nn
@@ -22,18 +22,6 @@ def _opt(a):
     return None if a is None else _t(a)
 
 
-def _param_grads(m, t, assert_close, tol=1e-5):
-    """m's parameter gradients under PyTorch's names (through interop), against t's."""
-    twin = copy.deepcopy(m)
-    state = m.state_dict()
-    for name, p in m.named_parameters():
-        state[name] = p.grad.numpy()
-    twin.load_state_dict(state)
-    theirs = dict(t.named_parameters())
-    grads = interop.to_torch_arrays(twin)
-    assert set(grads) == set(theirs)
-    for name, g in grads.items():
-        assert_close(g, theirs[name].grad.numpy(), tol, f"grad {name}")
 
 
 def _twins(e, h, **kwargs):
@@ -60,7 +48,7 @@ def _compare(m, t, inputs, rng, assert_close, **kwargs):
     tout.backward(_t(g))
     for name, a, ta in zip(("query", "key", "value"), ours, theirs):
         assert_close(a.grad.numpy(), ta.grad.numpy(), 1e-5, f"grad {name}")
-    _param_grads(m, t, assert_close)
+    param_grads_match_torch(m, t, assert_close, 1e-5)
     return out, w
 
 
@@ -201,7 +189,7 @@ def _decoder_both(m, t, x, mem, rng, assert_close, **masks):
     tout.backward(_t(g))
     assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-5, "grad tgt")
     assert_close(mo.grad.numpy(), mt.grad.numpy(), 1e-5, "grad memory")
-    _param_grads(m, t, assert_close, 1e-4)
+    param_grads_match_torch(m, t, assert_close, 1e-4)
     return out
 
 

@@ -125,6 +125,25 @@ def test_hand_worked_cases(isa):
         assert got == want and np.signbit(got) == np.signbit(want), (isa, a, b, got)
 
 
+
+def test_a_partial_sum_carried_into_the_next_k_block(isa):
+    """The first K block (256 deep) leaves 2^-112 + 2^-130, a partial sum that is no multiple
+    of 2^-126 (its tile needs the rule in C: 2^-65 * 2^-65 is too small); the second block's
+    product, -2^-112, is large enough for the fma chain on its own, but the sum it makes,
+    2^-130, is tiny: the rule flushes it to +0, where a plain fma chain keeps 2^-130. Only the
+    look at the carried sum tells the two apart."""
+    a, b = np.zeros((1, 257), np.float32), np.zeros((257, 1), np.float32)
+    a[0, 0] = b[0, 0] = 2.0 ** -56
+    a[0, 1] = b[1, 0] = 2.0 ** -65
+    a[0, 256], b[256, 0] = 2.0 ** -56, -(2.0 ** -56)
+    got = product(a, b)[0, 0]
+    assert got == 0.0 and not np.signbit(got), got
+    assert dot_rule(a, b)[0, 0] == 0.0
+    plain = np.float32(0.0)
+    for k in range(257):   # the chain without the rule keeps the subnormal
+        plain = np.float32(plain + a[0, k] * b[k, 0])
+    assert plain == np.float32(2.0 ** -130)
+
 @pytest.fixture(params=[True, False] if HAS_DOT else [False],
                 ids=lambda on: "dot" if on else "widening")
 def bf16_dot(request):

@@ -1,9 +1,9 @@
 """TransformerDecoderLayer and TransformerDecoder against PyTorch (weights through
 onemodel.interop both ways), masks and the causal hints, state names, seeds, gradients."""
-import copy
 
 import numpy as np
 import pytest
+from conftest import param_grads_match_torch
 
 import onemodel as om
 from onemodel import interop, nn
@@ -19,16 +19,6 @@ def _opt(a):
     return None if a is None else _t(a)
 
 
-def _param_grads(m, t, assert_close, tol):
-    """m's parameter gradients under PyTorch's names (through interop), against t's."""
-    twin = copy.deepcopy(m)
-    state = m.state_dict()
-    for name, p in m.named_parameters():
-        state[name] = p.grad.numpy()
-    twin.load_state_dict(state)
-    theirs = dict(t.named_parameters())
-    for name, g in interop.to_torch_arrays(twin).items():
-        assert_close(g, theirs[name].grad.numpy(), tol, f"grad {name}")
 
 
 def _masks(kind, b, lt, lm):
@@ -69,7 +59,7 @@ def test_decoder_layer_matches_torch(masks, norm_first, batch_first, rng, assert
     tout.backward(_t(g))
     for name, a, ta in zip(("tgt", "memory"), ours, theirs):
         assert_close(a.grad.numpy(), ta.grad.numpy(), 1e-5, f"grad {name}")
-    _param_grads(m, t, assert_close, 1e-4)
+    param_grads_match_torch(m, t, assert_close, 1e-4)
 
 
 def test_decoder_stack_with_norm_matches_torch(rng, assert_close):
