@@ -8,8 +8,8 @@ the result is the float32 product of the rounded operands. In backward the incom
 is rounded the same way, so gradients flow in low precision into float32 buffers (that is what
 makes float16 gradients underflow, and loss scaling useful). What a product keeps for its
 backward is, for an intermediate operand, the 2-byte copy its forward packing wrote (uint16
-storage, widened by the backward's packing), and the graph holds a stand-in in place of the
-float32 tensor, which can then be freed; a leaf (a parameter, an input) is alive anyway and is
+storage, widened by the backward's packing); the graph never holds an input's values, so the
+float32 tensor can then be freed; a leaf (a parameter, an input) is alive anyway and is
 rounded again, to the same bits. Everything else (reductions, norms, softmax, losses), master
 weights, gradients and optimizer state stay float32.
 
@@ -89,22 +89,10 @@ def saved_operand(t: Tensor, data: np.ndarray, half: int,
     return copy, copy
 
 
-def _stand_in(t: Tensor) -> Tensor:
-    """A graph input that sends its gradient to t's node without holding t's values (a
-    zero-strided array of t's shape: the backward pass reads only the shape)."""
-    s = Tensor._wrap(np.broadcast_to(np.float32(0), t._data.shape), True)
-    s._node = t._node
-    return s
-
-
-def product_inputs(inputs: tuple, saves: tuple) -> tuple[tuple, tuple]:
-    """(the graph inputs, the inputs protected against in-place writes) of a product whose
-    operand inputs[i] the backward reads from the 2-byte copy saves[i] (None: from the tensor
-    itself, or not at all)."""
-    graph = tuple(_stand_in(t) if i < len(saves) and saves[i] is not None else t
-                  for i, t in enumerate(inputs))
-    protected = tuple(t for t, save in zip(inputs, saves) if save is None)
-    return graph, protected
+def protected(inputs: tuple, saves: tuple) -> tuple:
+    """The inputs of a product whose values its backward reads from the tensor itself (not
+    from the 2-byte copy saves[i]): those an in-place write must not change."""
+    return tuple(t for i, t in enumerate(inputs) if i >= len(saves) or saves[i] is None)
 
 
 def _positive(owner: str, name: str, value: Any, low: float, low_open: bool = True) -> float:

@@ -1,7 +1,11 @@
 """Reverse-mode autodiff: graph nodes, no_grad, and the backward pass.
 
-The graph is recorded as ops run (define-by-run). Each Node holds the tensors it needs
-gradients for and a closure that maps the gradient of its output to theirs. Backward visits
+The graph is recorded as ops run (define-by-run). Each Node holds, per input, where that
+input's gradient goes (the input's own node, or the leaf tensor itself; nothing for an input that
+needs none) and a closure that maps the gradient of its output to theirs. A node never holds an
+input's values: what a backward reads, its closure keeps, so an intermediate result nobody
+needs for backward is freed as soon as the program drops it (as PyTorch's graph does), and each
+node's closure is dropped as soon as it has run. Backward visits
 nodes in decreasing creation order: a node is always created after the nodes of its inputs,
 so this is a reverse topological order, and ties never arise, so the contributions that meet at
 one tensor are always summed in the same order (docs/spec/engine.md section 1).
@@ -22,7 +26,7 @@ import heapq
 import itertools
 import threading
 import weakref
-from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -71,15 +75,21 @@ def enable_grad() -> Iterator[None]:
 
 
 class Node:
-    """One recorded op: its differentiable inputs and how to map the output gradient to theirs."""
+    """One recorded op: where its inputs' gradients go and how to map the output gradient to
+    theirs."""
 
-    __slots__ = ("seq", "op", "inputs", "backward_fn", "saved", "saved_versions")
+    __slots__ = ("seq", "op", "inputs", "shapes", "backward_fn", "saved", "saved_versions")
 
     def __init__(self, op: str, inputs: Sequence["Tensor"], backward_fn: BackwardFn,
                  saved: Sequence["Tensor"] = ()) -> None:
         self.seq = next(_sequence)
         self.op = op
-        self.inputs = tuple(inputs)
+        # Per input: its node, the leaf itself if it requires grad, else None (as PyTorch, an
+        # input that needed no gradient when the op ran gets none).
+        self.inputs: tuple[Union["Node", "Tensor", None], ...] = tuple([
+            t._node if t._node is not None else (t if t._requires_grad else None)
+            for t in inputs])
+        self.shapes = tuple([t._data.shape for t in inputs])
         self.backward_fn: Optional[BackwardFn] = backward_fn
         self.saved = tuple(saved)
         # _vc[0] is _version without the property call: this runs for every recorded op.
@@ -149,13 +159,13 @@ def _hooked_feeds(root: "Tensor") -> dict[int, int]:
     seen = {id(root._node)}
     stack = [root._node]
     while stack:
-        for t in stack.pop().inputs:
-            if t._node is not None:
-                if id(t._node) not in seen:
-                    seen.add(id(t._node))
-                    stack.append(t._node)
-            elif id(t) in _post_hooks and t.requires_grad:
-                feeds[id(t)] = feeds.get(id(t), 0) + 1
+        for target in stack.pop().inputs:
+            if isinstance(target, Node):
+                if id(target) not in seen:
+                    seen.add(id(target))
+                    stack.append(target)
+            elif target is not None and id(target) in _post_hooks and target.requires_grad:
+                feeds[id(target)] = feeds.get(id(target), 0) + 1
     return feeds
 
 
@@ -181,47 +191,46 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
 
     leaf_grads: dict[int, tuple[Tensor, np.ndarray]] = {}
 
-    def send(t: Tensor, g: np.ndarray) -> None:
-        if t._node is not None:
-            node = t._node
-            if node in pending:
-                pending[node] = pending[node] + g
+    def send(target: Union[Node, Tensor], g: np.ndarray) -> None:
+        if isinstance(target, Node):
+            if target in pending:
+                pending[target] = pending[target] + g
             else:
-                pending[node] = g
-                heapq.heappush(heap, node)
-        elif t.requires_grad:
-            key = id(t)
-            leaf_grads[key] = (t, leaf_grads[key][1] + g) if key in leaf_grads else (t, g)
+                pending[target] = g
+                heapq.heappush(heap, target)
+        elif target.requires_grad:
+            key = id(target)
+            leaf_grads[key] = (target, leaf_grads[key][1] + g) if key in leaf_grads \
+                else (target, g)
 
     pending: dict[Node, np.ndarray] = {}
     heap: list[Node] = []
-    visited: list[Node] = []
     feeds = _hooked_feeds(root) if _post_hooks else {}
     done_owners: set[int] = {_owner(grad)}  # memory a gradient finished early may not share
-    send(root, grad)
+    send(root._node if root._node is not None else root, grad)
     while heap:
         node = heapq.heappop(heap)
         g = pending.pop(node)
         input_grads = node.run(g)
-        visited.append(node)
-        for t, gi in zip(node.inputs, input_grads):
-            if gi is not None and t.requires_grad:
-                if gi.shape != t._data.shape:
+        if not retain_graph:
+            node.release()  # what its backward read can go now, not after the whole pass
+        for target, shape, gi in zip(node.inputs, node.shapes, input_grads):
+            if target is None:
+                continue
+            if gi is not None:
+                if gi.shape != shape:
                     raise RuntimeError(f"{node.op}: internal error: gradient shape {gi.shape} "
-                                       f"for an input of shape {t._data.shape}")
-                send(t, np.asarray(gi, dtype=np.float32))
-            if feeds and t._node is None and id(t) in feeds:
-                feeds[id(t)] -= 1
-                if not feeds[id(t)] and id(t) in leaf_grads:  # complete: finish it now
-                    del feeds[id(t)]
-                    _, complete = leaf_grads.pop(id(t))
+                                       f"for an input of shape {shape}")
+                send(target, np.asarray(gi, dtype=np.float32))
+            if feeds and not isinstance(target, Node) and id(target) in feeds:
+                feeds[id(target)] -= 1
+                if not feeds[id(target)] and id(target) in leaf_grads:  # complete: finish it
+                    del feeds[id(target)]
+                    _, complete = leaf_grads.pop(id(target))
                     owner = _owner(complete)
-                    _accumulate(t, complete, owner not in done_owners)
+                    _accumulate(target, complete, owner not in done_owners)
                     done_owners.add(owner)
-                    _run_hooks(t)
-    if not retain_graph:
-        for node in visited:
-            node.release()
+                    _run_hooks(target)
     # A closure may hand the same array to several inputs (add passes g to both sides), and
     # the root's gradient is the caller's array: a .grad built on such memory is copied so no
     # two gradients (nor the caller) share storage.

@@ -156,8 +156,8 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
                 (None if gw is None else gw.reshape(w_shape)), gb)
 
     inputs = (x, w) if b is None else (x, w, b)
-    graph_inputs, protected = amp.product_inputs(inputs, (save_x, None))
-    return _core.record(op, y.reshape(out_shape), graph_inputs, backward, protected)
+    return _core.record(op, y.reshape(out_shape), inputs, backward,
+                        amp.protected(inputs, (save_x, None)))
 
 
 # -- pooling --------------------------------------------------------------------------------
@@ -229,12 +229,14 @@ def max_pool2d(input: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = 
     idx = np.empty(y.shape, np.int64)
     _conv.max_pool2d(xp, y, idx, *windows, sh, sw, _core.threads())
     out_shape = x.shape[:-2] + (oh, ow)
+    # The backward reads only the indices: the closure keeps shapes, not x or y.
+    x_shape, planes_shape, y_shape = x.shape, xp.shape, y.shape
 
     def backward(g: np.ndarray):
-        gx = np.empty(xp.shape, np.float32)
-        _conv.max_pool2d_backward(np.ascontiguousarray(g.reshape(y.shape)), idx, gx, *windows,
+        gx = np.empty(planes_shape, np.float32)
+        _conv.max_pool2d_backward(np.ascontiguousarray(g.reshape(y_shape)), idx, gx, *windows,
                                   _core.threads())
-        return (gx.reshape(x.shape),)
+        return (gx.reshape(x_shape),)
 
     out = _core.record(op, y.reshape(out_shape), (x,), backward)
     return (out, Tensor._wrap(idx.reshape(out_shape))) if return_indices else out
@@ -244,12 +246,13 @@ def _average(x: Tensor, op: str, windows: tuple, dh: np.ndarray, dw: np.ndarray)
     xp = _planes(x)
     y = np.empty((xp.shape[0], dh.shape[0], dw.shape[0]), np.float32)
     _conv.avg_pool2d(xp, y, *windows, dh, dw, _core.threads())
+    x_shape, planes_shape, y_shape = x.shape, xp.shape, y.shape  # all the backward needs
 
     def backward(g: np.ndarray):
-        gx = np.empty(xp.shape, np.float32)
-        _conv.avg_pool2d_backward(np.ascontiguousarray(g.reshape(y.shape)), gx, *windows, dh, dw,
-                                  _core.threads())
-        return (gx.reshape(x.shape),)
+        gx = np.empty(planes_shape, np.float32)
+        _conv.avg_pool2d_backward(np.ascontiguousarray(g.reshape(y_shape)), gx, *windows, dh,
+                                  dw, _core.threads())
+        return (gx.reshape(x_shape),)
 
     return _core.record(op, y.reshape(x.shape[:-2] + y.shape[1:]), (x,), backward)
 

@@ -6,7 +6,9 @@ unsigned 64-bit wrapping. Element i is kept, times float32(1/(1-p)), when u >= f
 zeroed. These are the outputs of a SplitMix64 generator whose state is `stream`, so the mask is
 computed in numpy uint64 arithmetic with no per-element Python. It depends on nothing but
 (seed, draw, p, the element count): the same on every platform, ISA path and thread count.
-The mask multiplies the input through `mul`, so the backward pass is the mask itself.
+The output is the input times the float32 multiplier (1/(1-p) or 0: the bits of a product by
+it, -0 and NaN included), and so is the gradient; the graph keeps only which elements were kept
+(one byte each), not the input nor a float32 mask.
 dropout1d and dropout2d draw it over the (N, C) axes alone and broadcast it over the rest.
 """
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import random
+from .._ieee import quiet
 from ..tensor import Tensor
-from ._core import as_tensor, require_float
-from .elementwise import check_not_inplace, mul
+from ._core import as_tensor, record, require_float
+from .elementwise import check_not_inplace
 
 
 def _check_p(p: float, op: str) -> float:
@@ -30,23 +33,30 @@ def _check_p(p: float, op: str) -> float:
     return p
 
 
-def dropout_mask(shape: Sequence[int], p: float, seed: int, draw: int) -> np.ndarray:
-    """The float32 multiplier of draw `draw`: float32(1/(1-p)) where kept, 0 where dropped."""
-    p = _check_p(p, "dropout_mask")
-    shape = tuple(int(s) for s in shape)
-    n = int(np.prod(shape, dtype=np.int64))
+def _kept(shape: tuple, p: float, seed: int, draw: int) -> tuple[np.ndarray, np.float32]:
+    """(which elements draw `draw` keeps, as bool, and their multiplier float32(1/(1-p)))."""
+    n = math.prod(shape)
     # u = k / 2^24 with k = bits >> 40, so u >= float32(p) exactly when k >= ceil(p32·2^24)
     # (p32·2^24 is exact in double), that is when bits >= that integer << 40.
     threshold = math.ceil(float(np.float32(p)) * 2.0 ** 24)
+    keep = np.zeros(n, np.bool_)
     if threshold >= 1 << 24:  # p rounds to 1 in float32: nothing is kept
-        return np.zeros(shape, np.float32)
+        return keep.reshape(shape), np.float32(0)
     cut = np.uint64(threshold << 40)
-    scale = np.float32(1.0 / (1.0 - p))
     stream = random.mix((int(seed) + int(draw) * random.GOLDEN) & random.MASK64)
-    out = np.empty(n, np.float32)
     for start, bits in random.splitmix_blocks(stream, n):
-        np.multiply(bits >= cut, scale, out=out[start:start + len(bits)])
-    return out.reshape(shape)
+        np.greater_equal(bits, cut, out=keep[start:start + len(bits)])
+    return keep.reshape(shape), np.float32(1.0 / (1.0 - p))
+
+
+def _multiplier(keep: np.ndarray, scale: np.float32) -> np.ndarray:
+    return np.multiply(keep, scale, dtype=np.float32)
+
+
+def dropout_mask(shape: Sequence[int], p: float, seed: int, draw: int) -> np.ndarray:
+    """The float32 multiplier of draw `draw`: float32(1/(1-p)) where kept, 0 where dropped."""
+    p = _check_p(p, "dropout_mask")
+    return _multiplier(*_kept(tuple(int(s) for s in shape), p, seed, draw))
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
@@ -93,6 +103,7 @@ def _float(x: Any, op: str) -> Tensor:
     return x
 
 
+@quiet
 def _masked(op: str, x: Any, p: float, training: bool, inplace: bool, seed: Optional[int],
             draw: int, lead: Optional[int]) -> Tensor:
     """x times a mask over its first `lead` axes (every axis for None), broadcast over the
@@ -105,5 +116,7 @@ def _masked(op: str, x: Any, p: float, training: bool, inplace: bool, seed: Opti
     if seed is None:
         seed = random.default_generator.next_u64()
     shape = x.shape if lead is None else x.shape[:lead]
-    mask = dropout_mask(shape, p, seed, draw).reshape(shape + (1,) * (x.ndim - len(shape)))
-    return mul(x, Tensor._wrap(mask))
+    keep, scale = _kept(shape, p, seed, draw)
+    keep = keep.reshape(shape + (1,) * (x.ndim - len(shape)))
+    out = np.multiply(x._data, _multiplier(keep, scale))
+    return record(op, out, (x,), lambda g: (np.multiply(g, _multiplier(keep, scale)),))

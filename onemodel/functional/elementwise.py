@@ -60,10 +60,20 @@ def _broadcast_error(op: str, a: Tensor, b: Tensor) -> ValueError:
     return ValueError(f"{op}: shapes {a.shape} and {b.shape} cannot be broadcast together")
 
 
-def _grads(g_a: Any, g_b: Any, a: Tensor, b: Tensor) -> tuple:
+Sides = tuple  # per operand of a binary op: (requires_grad, shape), as recorded
+
+
+def _sides(a: Tensor, b: Tensor) -> Sides:
+    """What a binary op's backward needs to know of its operands besides their values (a
+    closure holding the tensors would keep their values alive for nothing)."""
+    return (a._requires_grad, a._data.shape), (b._requires_grad, b._data.shape)
+
+
+def _grads(g_a: Any, g_b: Any, sides: Sides) -> tuple:
     """Each input's gradient reduced to its shape, computed only when that input needs it."""
-    return (sum_to_shape(g_a(), a.shape) if a._requires_grad else None,
-            sum_to_shape(g_b(), b.shape) if b._requires_grad else None)
+    (need_a, shape_a), (need_b, shape_b) = sides
+    return (sum_to_shape(g_a(), shape_a) if need_a else None,
+            sum_to_shape(g_b(), shape_b) if need_b else None)
 
 
 @quiet
@@ -76,7 +86,8 @@ def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
         out = a._data + b._data
     except ValueError:
         raise _broadcast_error("add", a, b) from None
-    return record("add", out, (a, b), lambda g: _grads(lambda: g, lambda: g, a, b))
+    sides = _sides(a, b)
+    return record("add", out, (a, b), lambda g: _grads(lambda: g, lambda: g, sides))
 
 
 @quiet
@@ -89,7 +100,8 @@ def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
         out = a._data - b._data
     except ValueError:
         raise _broadcast_error("sub", a, b) from None
-    return record("sub", out, (a, b), lambda g: _grads(lambda: g, lambda: -g, a, b))
+    sides = _sides(a, b)
+    return record("sub", out, (a, b), lambda g: _grads(lambda: g, lambda: -g, sides))
 
 
 @quiet
@@ -99,8 +111,12 @@ def mul(input: Any, other: Any) -> Tensor:
         out = a._data * b._data
     except ValueError:
         raise _broadcast_error("mul", a, b) from None
-    return record("mul", out, (a, b),
-                  lambda g: _grads(lambda: g * b._data, lambda: g * a._data, a, b), (a, b))
+    sides = _sides(a, b)
+    # Each side's gradient reads the other's values: keep only those a gradient needs.
+    x = a._data if b._requires_grad else None
+    y = b._data if a._requires_grad else None
+    return record("mul", out, (a, b), lambda g: _grads(lambda: g * y, lambda: g * x, sides),
+                  tuple(t for t, read in ((a, x), (b, y)) if read is not None))
 
 
 _ROUNDING_MODES = (None, "trunc", "floor")
@@ -121,9 +137,11 @@ def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tenso
         out = a._data / b._data
     except ValueError:
         raise _broadcast_error("div", a, b) from None
+    sides = _sides(a, b)
+    x, y = (a._data if b._requires_grad else None), b._data
     return record("div", out, (a, b),
-                  lambda g: _grads(lambda: g / b._data,
-                                   lambda: -g * a._data / (b._data * b._data), a, b), (a, b))
+                  lambda g: _grads(lambda: g / y, lambda: -g * x / (y * y), sides),
+                  (a, b) if x is not None else (b,))
 
 
 def _rounded_div(input: Any, other: Any, mode: str) -> Tensor:
@@ -150,8 +168,9 @@ def _rounded_div(input: Any, other: Any, mode: str) -> Tensor:
     else:
         out = _floor_divide(x, y)
     zero = np.zeros(shape, float32)
+    sides = _sides(a, b)
     return record("div", np.asarray(out, float32), (a, b),
-                  lambda g: _grads(lambda: zero, lambda: zero, a, b))
+                  lambda g: _grads(lambda: zero, lambda: zero, sides))
 
 
 def _floor_divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -277,7 +296,7 @@ def pow(input: Any, exponent: Any) -> Tensor:
             gx = g * (out * log_b)
             return np.where((b == 0) & (e >= 0), np.float32(0), gx)
 
-        return _grads(grad_base, grad_exponent, base, expo)
+        return _grads(grad_base, grad_exponent, _sides(base, expo))
 
     return record("pow", out, (base, expo), backward, (base, expo))
 
@@ -398,11 +417,25 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def relu(input: Tensor) -> Tensor:
     """x < 0 ? 0 : x (-0 and NaN pass), its gradient g where the output is > 0 or NaN, as
-    PyTorch; float32 by the vmath kernel (one pass each way), integers by numpy."""
+    PyTorch; float32 by the vmath kernel (one pass each way), integers by numpy.
+
+    The backward needs only where the gradient passes: the graph keeps that as one byte per
+    element (not the float32 output, which the next op may not need to keep), and the kernel
+    reads it widened to 1.0 / 0.0."""
     x = as_tensor(input, "relu")
-    if x._data.dtype == float32:
-        return _transcendental("relu", x, "relu")
-    return Tensor._wrap(np.maximum(x._data, 0))
+    if x._data.dtype != float32:
+        return Tensor._wrap(np.maximum(x._data, 0))
+    out = _vm("relu", x._data)
+    passes = np.less_equal(out, 0)
+    np.logical_not(passes, out=passes)
+
+    def backward(g: np.ndarray) -> tuple:
+        dx = np.empty(g.shape, float32)
+        _vmath.unary_backward("relu", passes.astype(float32), np.asarray(g, float32, order="C"),
+                              dx, threads())
+        return (dx,)
+
+    return record("relu", out, (x,), backward)
 
 
 Bound = Union[Number, Tensor, None]
@@ -483,7 +516,7 @@ def _extremum(op: str, input: Any, other: Any, pick: np.ufunc, loses: np.ufunc) 
         x, y = a._data, b._data
         share = np.where(x == y, g * _HALF, g)
         return _grads(lambda: np.where(loses(x, y), 0, share),
-                      lambda: np.where(loses(y, x), 0, share), a, b)
+                      lambda: np.where(loses(y, x), 0, share), _sides(a, b))
 
     return record(op, out, (a, b), backward, (a, b))
 
@@ -511,9 +544,10 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
         raise ValueError(f"where: condition {c.shape}, input {a.shape} and other {b.shape} "
                          "cannot be broadcast together") from None
 
+    sides = _sides(a, b)
+
     def backward(g: np.ndarray) -> tuple:
-        return _grads(lambda: np.where(c, g, 0),
-                      lambda: np.where(c, 0, g), a, b)
+        return _grads(lambda: np.where(c, g, 0), lambda: np.where(c, 0, g), sides)
 
     return record("where", out, (a, b), backward)
 

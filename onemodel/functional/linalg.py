@@ -47,8 +47,7 @@ def _product(a: np.ndarray, b: np.ndarray, trans_a: bool = False,
 
 def _record(op: str, out: np.ndarray, inputs: tuple, backward, saves: tuple) -> Tensor:
     """_core.record for a product whose operands saves[i] holds in 2 bytes (or None)."""
-    graph_inputs, protected = amp.product_inputs(inputs, saves)
-    return _core.record(op, out, graph_inputs, backward, protected)
+    return _core.record(op, out, inputs, backward, amp.protected(inputs, saves))
 
 
 def _rows(shape: tuple) -> int:

@@ -256,9 +256,10 @@ def stack(ts: Sequence[Tensor], dim: int = 0) -> Tensor:
         raise ValueError(f"stack: all tensors must have the same shape, got {shapes}")
     d = _core.normalize_dim(dim, ts[0].ndim + 1, "stack")
     out = np.stack([t._data for t in ts], axis=d)
+    count = len(ts)  # the closure must not hold the tensors
 
     def backward(g: np.ndarray):
-        return tuple(_contiguous(np.take(g, i, axis=d)) for i in range(len(ts)))
+        return tuple(_contiguous(np.take(g, i, axis=d)) for i in range(count))
 
     return _core.record("stack", out, ts, backward)
 
@@ -348,9 +349,11 @@ def _pad_indexed(x: Tensor, amounts: tuple, mode: str) -> Tensor:
         maps.append((d, idx))
         out = np.take(out, idx, axis=d)
 
+    shape = x.shape  # the backward needs x's shape, not its values
+
     def backward(g: np.ndarray) -> tuple:
         for d, idx in reversed(maps):
-            acc = np.zeros(g.shape[:d] + (x.shape[d],) + g.shape[d + 1:], np.float32)
+            acc = np.zeros(g.shape[:d] + (shape[d],) + g.shape[d + 1:], np.float32)
             np.add.at(acc, (slice(None),) * d + (idx,), g)
             g = acc
         return (g,)

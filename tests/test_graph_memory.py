@@ -1,0 +1,131 @@
+"""The graph holds no values a backward does not read: an intermediate result that only feeds
+ops whose gradients need its shape alone is freed as soon as the program drops it, and each
+node's saved values go as soon as the backward pass has run it (as PyTorch's graph)."""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import onemodel as om
+import onemodel.functional as F
+from onemodel import amp, nn
+
+RNG = np.random.default_rng(0)
+
+
+def _leaf(*shape: int) -> om.Tensor:
+    return om.from_numpy(RNG.standard_normal(shape).astype(np.float32)).requires_grad_()
+
+
+def _image() -> om.Tensor:
+    return _leaf(2, 3, 8, 8)
+
+
+W = _leaf(5, 12)
+CONV_W = _leaf(4, 3, 3, 3)
+MASK = om.from_numpy(RNG.standard_normal((4, 12)).astype(np.float32))
+
+# op, input factory: each op's backward needs none of its input's values.
+SHAPE_ONLY = {
+    "add": (lambda x: x + x.detach(), lambda: _leaf(4, 12)),
+    "sub": (lambda x: 1.0 - x, lambda: _leaf(4, 12)),
+    "neg": (lambda x: -x, lambda: _leaf(4, 12)),
+    "mul by a constant": (lambda x: x * MASK, lambda: _leaf(4, 12)),
+    "div by a constant": (lambda x: x / 3.0, lambda: _leaf(4, 12)),
+    "sum": (lambda x: x.sum(1), lambda: _leaf(4, 12)),
+    "mean": (lambda x: x.mean(), lambda: _leaf(4, 12)),
+    "permute": (lambda x: x.permute(1, 0), lambda: _leaf(4, 12)),
+    "cat": (lambda x: F.cat([x, x], 1), lambda: _leaf(4, 12)),
+    "stack": (lambda x: F.stack([x, x]), lambda: _leaf(4, 12)),
+    "index": (lambda x: x[1:3, ::2], lambda: _leaf(4, 12)),
+    "pad": (lambda x: F.pad(x, (1, 2)), lambda: _leaf(4, 12)),
+    "pad reflect": (lambda x: F.pad(x, (1, 1, 1, 1), mode="reflect"), _image),
+    "dropout": (lambda x: F.dropout(x, 0.5, True, seed=3), lambda: _leaf(4, 12)),
+    "dropout2d": (lambda x: F.dropout2d(x, 0.5, True, seed=3), _image),
+    "relu": (lambda x: F.relu(x), lambda: _leaf(4, 12)),
+    "exp (reads its output)": (lambda x: x.exp(), lambda: _leaf(4, 12)),
+    "softmax (reads its output)": (lambda x: F.softmax(x, 1), lambda: _leaf(4, 12)),
+    "log_softmax (reads its output)": (lambda x: F.log_softmax(x, 1), lambda: _leaf(4, 12)),
+    "tanh (reads its output)": (lambda x: x.tanh(), lambda: _leaf(4, 12)),
+    "sigmoid (reads its output)": (lambda x: x.sigmoid(), lambda: _leaf(4, 12)),
+    "cross_entropy": (lambda x: F.cross_entropy(x, np.array([1, 0, 3, 11])),
+                      lambda: _leaf(4, 12)),
+    "transpose": (lambda x: x.transpose(0, 1), lambda: _leaf(4, 12)),
+    "expand": (lambda x: x[:, :1].expand(4, 5), lambda: _leaf(4, 12)),
+    "where": (lambda x: F.where(MASK._data > 0, x, 0.0), lambda: _leaf(4, 12)),
+    "max_pool2d": (lambda x: F.max_pool2d(x, 2), _image),
+    "avg_pool2d": (lambda x: F.avg_pool2d(x, 2), _image),
+    "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, 1), _image),
+    "linear under autocast": (lambda x: _cast(lambda: F.linear(x, W)), lambda: _leaf(4, 12)),
+    "matmul under autocast": (lambda x: _cast(lambda: x @ W.T), lambda: _leaf(4, 12)),
+    "conv2d under autocast": (lambda x: _cast(lambda: F.conv2d(x, CONV_W)), _image),
+}
+
+
+def _cast(fn):
+    with amp.autocast("bf16"):
+        return fn()
+
+
+@pytest.mark.parametrize("name", SHAPE_ONLY)
+def test_an_input_whose_values_no_gradient_reads_is_freed(name: str) -> None:
+    op, make = SHAPE_ONLY[name]
+    leaf = make()
+    x = leaf * 2.0                       # an intermediate, with values of its own
+    values = weakref.ref(x._data)
+    y = op(x)
+    del x
+    gc.collect()
+    assert values() is None, f"{name}: the graph keeps its input's values alive"
+    y.sum().backward()
+    assert leaf.grad is not None and leaf.grad.shape == leaf.shape
+
+
+def test_gradients_are_unchanged_by_what_the_graph_keeps() -> None:
+    """The same gradients whether the program holds the intermediates or drops them."""
+    leaf = _leaf(4, 12)
+
+    def run(keep: bool) -> np.ndarray:
+        leaf.grad = None
+        h = leaf * 2.0
+        kept = [h]
+        out = F.dropout(F.relu(h), 0.3, True, seed=5)
+        kept.append(out)
+        if not keep:
+            kept.clear()
+            del h
+        (out * out).sum().backward()
+        return leaf.grad.numpy().copy()
+
+    np.testing.assert_array_equal(run(True), run(False))
+
+
+def test_saved_values_go_as_soon_as_their_node_has_run() -> None:
+    """During backward, the values saved by a node already run are no longer held: the
+    second linear's saved input is gone before the first linear's backward runs."""
+    model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3))
+    x = _leaf(4, 12)
+    h = model[1](model[0](x))
+    saved = weakref.ref(h._data)
+    out = model[2](h)
+    del h
+    alive_when_first_ran = []
+    first = model[0].weight
+    first.register_post_accumulate_grad_hook(lambda _: alive_when_first_ran.append(
+        saved() is not None))
+    out.sum().backward()
+    assert alive_when_first_ran == [False]
+
+
+def test_a_retained_graph_runs_twice_and_a_released_one_refuses() -> None:
+    leaf = _leaf(4, 12)
+    y = F.relu(leaf * 2.0).sum()
+    y.backward(retain_graph=True)
+    first = leaf.grad.numpy().copy()
+    y.backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), 2 * first)
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
