@@ -10,10 +10,23 @@ from .random import (Generator, default_generator, get_rng_state, manual_seed,  
                      multinomial, rand, randint, randn, randperm, set_rng_state)
 from . import (amp, checkpoint, data, distributed, functional, interop, nn,  # noqa: E402
                optim, train)
+# The tensor functions PyTorch users call as torch.cat, torch.exp, ...: onemodel.functional's,
+# under the same names (tests/test_torch_signatures.py holds them to torch's arguments).
+from .functional import (abs, add, cat, clamp, clamp_max, clamp_min, clone,  # noqa: E402
+                         cumsum, div, eq, erf, exp, flatten, gather, ge, gt, le, log,
+                         log_softmax, lt, matmul, max, maximum, mean, min, minimum, mul, ne,
+                         neg, permute, pow, relu, reshape, sigmoid, softmax, sort, sqrt,
+                         squeeze, stack, sub, sum, tanh, topk, transpose, tril, triu, unsqueeze,
+                         where)
 
 __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_mode",
            "set_num_threads", "Generator", "default_generator", "manual_seed", "get_rng_state",
            "set_rng_state", "rand", "randn", "randint", "randperm", "multinomial", "Tensor",
            "tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "no_grad", "enable_grad", "amp", "checkpoint",
-           "data", "distributed", "functional", "interop", "nn", "optim", "train"]
+           "data", "distributed", "functional", "interop", "nn", "optim", "train",
+           "abs", "add", "cat", "clamp", "clamp_max", "clamp_min", "clone", "cumsum", "div",
+           "eq", "erf", "exp", "flatten", "gather", "ge", "gt", "le", "log", "log_softmax", "lt",
+           "matmul", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "permute",
+           "pow", "relu", "reshape", "sigmoid", "softmax", "sort", "sqrt", "squeeze", "stack",
+           "sub", "sum", "tanh", "topk", "transpose", "tril", "triu", "unsqueeze", "where"]

@@ -507,11 +507,12 @@ class Tensor:
         return Tensor._wrap(np.require(fn(self._data, axis=axis, keepdims=keepdim), np.int64,
                                        "C"))
 
-    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+    def topk(self, k: int, dim: Optional[int] = None, largest: bool = True,
+             sorted: bool = True) -> Any:
         return F.topk(self, k, dim, largest, sorted)
 
-    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
-        return F.sort(self, dim, descending, stable)
+    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
+        return F.sort(self, dim, descending, stable=stable)
 
     def cumsum(self, dim: int) -> "Tensor":
         return F.cumsum(self, dim)

@@ -201,3 +201,60 @@ def test_attention_defaults_are_sequence_first_with_weights():
     assert out.shape == (3, 2, 4) and weights.shape == (2, 3, 3)  # (B, Lq, Lk)
     assert nn.TransformerEncoderLayer(4, 2).batch_first is False
     assert nn.TransformerDecoderLayer(4, 2).batch_first is False
+
+
+# Top-level functions whose torch docstring opens with another overload than ours: torch.max
+# (input) before max(input, dim, keepdim), sum and mean (input, *, dtype) before (input, dim,
+# keepdim, *, dtype). Their dim/keepdim forms are checked by test_top_level_overloads.
+OVERLOADED = {"max", "min", "sum", "mean"}
+# torch's squeeze docstring shows the dim form first; ours also takes torch.squeeze(input).
+TOP_DEFAULT_DIFFERENCES = {("squeeze", "dim"): None}
+# No signature torch can show (no docstring signature, or a non-literal default): checked by
+# calls in test_top_level_overloads.
+NO_TORCH_SIGNATURE = {"clamp_max", "clamp_min", "clone"}
+
+
+def _top_level():
+    """The tensor functions onemodel exports at the top level as torch does (torch.cat, ...)."""
+    for name in om.__all__:
+        ours = getattr(om, name)
+        if getattr(om.functional, name, None) is ours and callable(getattr(torch, name, None)):
+            yield name
+
+
+def test_top_level_names_are_the_functional_ones():
+    names = set(_top_level())
+    assert {"cat", "stack", "where", "matmul", "exp", "tanh", "softmax", "sum", "mean",
+            "reshape", "permute", "transpose", "clamp", "maximum", "tril"} <= names
+    assert set(om.__all__) <= set(dir(om))
+
+
+@pytest.mark.parametrize("name", sorted(set(_top_level()) - OVERLOADED - NO_TORCH_SIGNATURE))
+def test_top_level_matches_torch(name):
+    # Where torch.nn.functional has it (relu, softmax, ...), ours is that one.
+    fn = getattr(torch.nn.functional, name, None) or getattr(torch, name)
+    theirs = _torch_parameters(fn)
+    ours = list(inspect.signature(getattr(om, name)).parameters.values())
+    _check(name, "function", ours, theirs, TOP_DEFAULT_DIFFERENCES)
+
+
+def test_top_level_overloads():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t, tt = om.tensor(x), torch.from_numpy(x)
+    for name in sorted(OVERLOADED):
+        ours, theirs = getattr(om, name), getattr(torch, name)
+        np.testing.assert_array_equal(ours(t).numpy(), theirs(tt).numpy())
+        for args, kwargs in (((1,), {}), ((0, True), {}), ((), {"dim": 1, "keepdim": True})):
+            got, want = ours(t, *args, **kwargs), theirs(tt, *args, **kwargs)
+            if name in ("max", "min"):
+                np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+                got, want = got[0], want[0]
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for name, args in (("clamp_max", (5.0,)), ("clamp_min", (5.0,)), ("clone", ())):
+        np.testing.assert_array_equal(getattr(om, name)(t, *args).numpy(),
+                                      getattr(torch, name)(tt, *args).numpy())
+    np.testing.assert_array_equal(om.topk(t, 2)[0].numpy(), torch.topk(tt, 2)[0].numpy())
+    np.testing.assert_array_equal(om.cat(tensors=[t, t], dim=1).numpy(),
+                                  torch.cat(tensors=[tt, tt], dim=1).numpy())
+    np.testing.assert_array_equal(om.matmul(input=t, other=t.T).numpy(),
+                                  torch.matmul(input=tt, other=tt.T).numpy())

@@ -54,11 +54,11 @@ def _rows(shape: tuple) -> int:
     return math.prod(shape)  # not np.prod, which costs microseconds per call
 
 
-def matmul(a: Tensor, b: Tensor) -> Tensor:
-    """a @ b with torch.matmul's rules: 1-D operands gain and lose a dimension, leading
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """input @ other with torch.matmul's rules: 1-D operands gain and lose a dimension, leading
     (batch) dimensions broadcast."""
-    a = _core.as_tensor(a, "matmul")
-    b = _core.as_tensor(b, "matmul")
+    a = _core.as_tensor(input, "matmul")
+    b = _core.as_tensor(other, "matmul")
     _core.require_float(a, "matmul", "a")
     _core.require_float(b, "matmul", "b")
     sa, sb = a._data.shape, b._data.shape

@@ -42,9 +42,9 @@ def _shape_tuple(shape: Any, op: str) -> tuple:
         raise TypeError(f"{op}: shape must be a sequence of integers, got {shape!r}") from None
 
 
-def reshape(x: Tensor, shape: Any) -> Tensor:
+def reshape(input: Tensor, shape: Any) -> Tensor:
     """x with a new shape of the same element count; one entry may be -1 (inferred)."""
-    x = _tensor(x, "reshape")
+    x = _tensor(input, "reshape")
     new = _shape_tuple(shape, "reshape")
     if new.count(-1) > 1 or any(s < -1 for s in new):
         raise ValueError(f"reshape: invalid shape {new} for a tensor of shape {x.shape}")
@@ -57,9 +57,9 @@ def reshape(x: Tensor, shape: Any) -> Tensor:
     return _core.record("reshape", _fresh(out, x._data), (x,), lambda g: (g.reshape(old),))
 
 
-def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merges dimensions start_dim..end_dim (inclusive) into one."""
-    x = _tensor(x, "flatten")
+    x = _tensor(input, "flatten")
     if x.ndim == 0:
         return reshape(x, (1,))
     start = _core.normalize_dim(start_dim, x.ndim, "flatten")
@@ -71,9 +71,9 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(x, s[:start] + (int(np.prod(s[start:end + 1], dtype=np.int64)),) + s[end + 1:])
 
 
-def squeeze(x: Tensor, dim: Any = None) -> Tensor:
+def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     """Drops size-1 dimensions: all of them, or those among `dim` (an int or a tuple)."""
-    x = _tensor(x, "squeeze")
+    x = _tensor(input, "squeeze")
     if dim is None:
         dims = {d for d, s in enumerate(x.shape) if s == 1}
     else:
@@ -83,16 +83,16 @@ def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     return reshape(x, tuple(s for d, s in enumerate(x.shape) if d not in dims))
 
 
-def unsqueeze(x: Tensor, dim: int) -> Tensor:
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Inserts a size-1 dimension at `dim` (in [-ndim-1, ndim])."""
-    x = _tensor(x, "unsqueeze")
+    x = _tensor(input, "unsqueeze")
     d = _core.normalize_dim(dim, x.ndim + 1, "unsqueeze")
     return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
 
 
-def permute(x: Tensor, dims: Sequence[int]) -> Tensor:
+def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
     """x with its axes reordered: output axis i is input axis dims[i]."""
-    x = _tensor(x, "permute")
+    x = _tensor(input, "permute")
     dims = tuple(dims)
     axes = tuple(_core.normalize_dim(d, x.ndim, "permute") for d in dims) if x.ndim else ()
     if len(dims) != x.ndim or sorted(axes) != list(range(x.ndim)):
@@ -104,9 +104,9 @@ def permute(x: Tensor, dims: Sequence[int]) -> Tensor:
                         lambda g: (_contiguous(np.transpose(g, inverse)),))
 
 
-def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """x with axes dim0 and dim1 swapped."""
-    x = _tensor(x, "transpose")
+    x = _tensor(input, "transpose")
     axes = list(range(x.ndim))
     if x.ndim == 0:
         for d in (dim0, dim1):
@@ -118,9 +118,9 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     return permute(x, axes)
 
 
-def clone(x: Tensor) -> Tensor:
+def clone(input: Tensor) -> Tensor:
     """A copy of x that stays in the graph."""
-    x = _tensor(x, "clone")
+    x = _tensor(input, "clone")
     return _core.record("clone", np.array(x._data, copy=True), (x,), lambda g: (g,))
 
 
@@ -179,9 +179,9 @@ def _check_index_tensor(index: Any, op: str, x_shape: tuple) -> np.ndarray:
     return index._data
 
 
-def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (and likewise for other dims)."""
-    x = _tensor(x, "gather")
+    x = _tensor(input, "gather")
     idx = _check_index_tensor(index, "gather", x.shape)
     d = _core.normalize_dim(dim, x.ndim, "gather")
     if idx.size == 0:
@@ -225,10 +225,10 @@ def _check_join(ts: Any, op: str) -> list[Tensor]:
     return ts
 
 
-def cat(ts: Sequence[Tensor], dim: int = 0) -> Tensor:
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """The tensors joined along an existing dimension. Tensors of shape (0,) are skipped, as
     PyTorch still does for its legacy empty shape, so dim refers to the others."""
-    ts = _check_join(ts, "cat")
+    ts = _check_join(tensors, "cat")
     ts = [t for t in ts if t.shape != (0,)] or ts[:1]
     ndim = ts[0].ndim
     shapes = [t.shape for t in ts]
@@ -248,9 +248,9 @@ def cat(ts: Sequence[Tensor], dim: int = 0) -> Tensor:
     return _core.record("cat", out, ts, backward)
 
 
-def stack(ts: Sequence[Tensor], dim: int = 0) -> Tensor:
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """The tensors (all of one shape) joined along a new dimension."""
-    ts = _check_join(ts, "stack")
+    ts = _check_join(tensors, "stack")
     shapes = [t.shape for t in ts]
     if any(s != shapes[0] for s in shapes):
         raise ValueError(f"stack: all tensors must have the same shape, got {shapes}")

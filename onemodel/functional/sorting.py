@@ -6,7 +6,7 @@ as in PyTorch: NaN comes last ascending and first descending.
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -59,17 +59,18 @@ def _result(kind: Any, values: Tensor, indices: Tensor, scalar: bool) -> Any:
     return kind(values, indices)
 
 
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
     """(values, indices) sorted along dim, as torch.sort (always stable here)."""
     x, axis, scalar = _operand(input, "sort", dim)
     return _result(SortResult, *_pick("sort", x, axis, _order(x._data, axis, bool(descending))),
                    scalar)
 
 
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,
+def topk(input: Tensor, k: int, dim: Optional[int] = None, largest: bool = True,
          sorted: bool = True) -> Any:
-    """The k largest (or smallest) values along dim and their indices, as torch.topk; the
-    values come in sorted order whether or not `sorted` is set."""
+    """The k largest (or smallest) values along dim (the last by default) and their indices,
+    as torch.topk; the values come in sorted order whether or not `sorted` is set."""
+    dim = -1 if dim is None else dim
     x, axis, scalar = _operand(input, "topk", dim)
     size = x.shape[axis]
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= size:
