@@ -200,7 +200,8 @@ static inline uint32_t top_bits(const float *out, size_t n, uint32_t top) {
         uint32_t b;
         memcpy(&b, out + i, 4);
         b &= 0x7fffffffu;
-        b = b < 0x7f800000u ? b : 0;
+        b &= 0u - (uint32_t)(b < 0x7f800000u);  /* inf and NaN count as 0, by a mask: the
+                                                  compiler vectorises the loop then */
         top = b > top ? b : top;
     }
     return top;
