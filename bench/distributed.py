@@ -1,7 +1,10 @@
 """Data-parallel step time: onemodel under mpiexec against torch DistributedDataParallel (gloo).
 
-The MLP 784-1024-1024-10 (1.86 M parameters, 7.1 MiB of gradients), AdamW, a global batch of
-256 in micro-batches of 128 (M = 2: one per worker at W = 2), 1 thread per process. Prints the
+--model mlp (default): the MLP 784-1024-1024-10 (1.86 M parameters, 7.1 MiB of gradients), a
+global batch of 256 in micro-batches of 128; --model transformer: the transformer classifier of
+bench/models.py (Embedding 1000x128, two encoder layers d=128, 4 heads, ff 512, dropout 0.1,
+sequence 64, mean pool, Linear 10: 0.53 M parameters), a global batch of 32 in micro-batches of
+16. AdamW, M = 2 (one micro-batch per worker at W = 2), 1 thread per process. Prints the
 median step time of each, onemodel's sync share (quantising into the exact sum, the all-reduce
 and the rounding, over the step), and the compute-only step (M = 1 in one process at batch 128:
 what a worker computes; with --processes 2, two such processes at once, as the ranks of the
@@ -13,6 +16,7 @@ Run:  mpiexec -n 2 python bench/distributed.py onemodel [--steps N] [--shard (Ze
       python bench/distributed.py torch [--steps N]      (spawns 2 gloo processes)
       python bench/distributed.py compute [--processes 2 (as many at once as W = 2 runs)]
       python bench/distributed.py memory
+each with [--model mlp|transformer].
 """
 from __future__ import annotations
 
@@ -27,32 +31,56 @@ os.environ.setdefault("ONEMODEL_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-SIZES = (784, 1024, 1024, 10)
-GLOBAL = 256
-MICRO = 128
+MODEL = os.environ.get("BENCH_MODEL", "mlp")  # set from --model before anything runs
+BATCHES = {"mlp": (256, 128), "transformer": (32, 16)}  # (global batch, micro-batch)
+
+
+def batches() -> tuple[int, int]:
+    return BATCHES[MODEL]
 
 
 def data(n: int = 1024) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
-    return rng.standard_normal((n, SIZES[0])).astype(np.float32), rng.integers(0, 10, n)
+    if MODEL == "transformer":
+        return rng.integers(0, 1000, (n, 64)), rng.integers(0, 10, n)
+    return rng.standard_normal((n, 784)).astype(np.float32), rng.integers(0, 10, n)
 
 
-def onemodel_trainer(micro_batches: int, micro: int = MICRO, shard: bool = False):
+def build(lib):
+    """The model in library `lib` (onemodel.nn or torch.nn): the same architecture."""
+    if MODEL == "mlp":
+        return lib.Sequential(lib.Linear(784, 1024), lib.ReLU(), lib.Linear(1024, 1024),
+                              lib.ReLU(), lib.Linear(1024, 10))
+    extra = {"enable_nested_tensor": False} if lib.__name__ == "torch.nn" else {}
+
+    class Classifier(lib.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.head = lib.Embedding(1000, 128), lib.Linear(128, 10)
+            self.encoder = lib.TransformerEncoder(lib.TransformerEncoderLayer(
+                128, 4, 512, dropout=0.1, batch_first=True), 2, **extra)
+
+        def forward(self, ids):
+            return self.head(self.encoder(self.embed(ids)).mean(1))
+    return Classifier()
+
+
+def onemodel_trainer(micro_batches: int, micro: int = 0, shard: bool = False):
     import onemodel.functional as F
     from onemodel import nn
     from onemodel.data import DataLoader
     from onemodel.optim import AdamW
     from onemodel.train import Trainer
     x, y = data()
-    model = nn.Sequential(nn.Linear(784, 1024, seed=1), nn.ReLU(), nn.Linear(1024, 1024, seed=2),
-                          nn.ReLU(), nn.Linear(1024, 10, seed=3))
+    model = build(nn)
     opt = AdamW(model.parameters(), lr=1e-3)
-    return Trainer(model, F.cross_entropy, opt, DataLoader((x, y), micro, seed=0, prefetch=0),
-                   micro_batches=micro_batches, progress=False, shard_optimizer=shard)
+    loader = DataLoader((x, y), micro or batches()[1], seed=0, prefetch=0)
+    return Trainer(model, F.cross_entropy, opt, loader, micro_batches=micro_batches,
+                   progress=False, shard_optimizer=shard)
 
 
-def run_onemodel(steps: int, shard: bool, buckets: int, split_wait: bool,
-                 micro_batches: int = GLOBAL // MICRO) -> None:
+def run_onemodel(steps: int, shard: bool, buckets: int, split_wait: bool) -> None:
+    micro_batches = batches()[0] // batches()[1]
     from onemodel import distributed
     distributed.init()
     if buckets:  # smaller buckets than the default 25 MB: overlap on this model
@@ -102,7 +130,7 @@ def run_onemodel(steps: int, shard: bool, buckets: int, split_wait: bool,
                 parts.setdefault(name, []).append(value)
 
     if distributed.rank() == 0:
-        print(f"onemodel W={distributed.world_size()} M={micro_batches}"
+        print(f"onemodel {MODEL} W={distributed.world_size()} M={micro_batches}"
               f"{' ZeRO-1' if shard else ''}{f' buckets of {buckets} B' if buckets else ''}: step "
               f"{statistics.median(times) * 1e3:.1f} ms, sync share "
               f"{statistics.median(shares) * 100:.1f}% ("
@@ -133,20 +161,22 @@ def run_compute(steps: int, processes: int) -> None:
     for p in procs:
         p.join()
     medians = sorted(out.get() for _ in procs)
-    print(f"onemodel compute only (one worker's micro-batch of {MICRO}), {processes} "
+    print(f"onemodel {MODEL} compute only (one worker's micro-batch of {batches()[1]}), "
+          f"{processes} "
           f"process(es) at once: step " + ", ".join(f"{m * 1e3:.1f}" for m in medians) + " ms")
 
 
 def run_memory() -> None:
     import tracemalloc
+    total = batches()[0]
     for m in (1, 2, 8):
-        trainer = onemodel_trainer(m, GLOBAL // 8)
+        trainer = onemodel_trainer(m, total // 8)
         trainer.train_step()  # warm: optimizer state and the sum's limbs exist
         tracemalloc.start()
         trainer.train_step()
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        print(f"onemodel one process, accumulate={m} (micro-batch {GLOBAL // 8}): peak "
+        print(f"onemodel {MODEL} one process, accumulate={m} (micro-batch {total // 8}): peak "
               f"{peak / 2 ** 20:.1f} MiB during a step")
 
 
@@ -158,20 +188,18 @@ def _torch_worker(rank: int, world: int, steps: int, out) -> None:
     os.environ.setdefault("MASTER_PORT", "29517")
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
-                                torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
-                                torch.nn.Linear(1024, 10))
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp = torch.nn.parallel.DistributedDataParallel(build(torch.nn))
     opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
     x, y = data()
     xs, ys = torch.from_numpy(x), torch.from_numpy(y)
+    total, micro = batches()
     times = []
     for i in range(steps):
-        lo = (i * GLOBAL + rank * MICRO) % (len(x) - MICRO)
+        lo = (i * total + rank * micro) % (len(x) - micro)
         dist.barrier()
         t = time.perf_counter()
         opt.zero_grad()
-        torch.nn.functional.cross_entropy(ddp(xs[lo:lo + MICRO]), ys[lo:lo + MICRO]).backward()
+        torch.nn.functional.cross_entropy(ddp(xs[lo:lo + micro]), ys[lo:lo + micro]).backward()
         opt.step()
         if i >= 2:
             times.append(time.perf_counter() - t)
@@ -189,12 +217,13 @@ def run_torch(steps: int) -> None:
         p.start()
     for p in procs:
         p.join()
-    print(f"torch DDP gloo W=2: step {out.get() * 1e3:.1f} ms")
+    print(f"torch {MODEL} DDP gloo W=2: step {out.get() * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("what", choices=["onemodel", "torch", "compute", "memory"])
+    parser.add_argument("--model", choices=sorted(BATCHES), default="mlp")
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--shard", action="store_true", help="onemodel: ZeRO-1")
     parser.add_argument("--split-wait", action="store_true",
@@ -205,6 +234,7 @@ if __name__ == "__main__":
     parser.add_argument("--bucket-bytes", type=int, default=0,
                         help="onemodel: the buckets' size (default 25 MB: one bucket here)")
     args = parser.parse_args()
+    MODEL = os.environ["BENCH_MODEL"] = args.model  # spawned workers read it at import
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     {"onemodel": lambda: run_onemodel(args.steps, args.shard, args.bucket_bytes,
                                              args.split_wait),
