@@ -53,7 +53,7 @@ import sys
 import time
 import traceback
 import warnings
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -601,9 +601,13 @@ class OptimizerShards:
     have the bits of the unsharded step; the clip norm is computed before, over every
     parameter's reduced gradient, which every worker holds. The state of other workers'
     parameters stays as it was loaded; `gather_state` brings every worker's state current
-    (before a checkpoint, so rank 0 writes the unsharded format, which loads at any W). The
-    optimizer allocates its whole state on every worker at construction: sharding divides its
-    work and keeps the format, not yet its memory."""
+    (before a checkpoint, so rank 0 writes the unsharded format, which loads at any W).
+
+    Memory: a worker holds the state of its own parameters only; the others' state arrays are
+    read-only zero placeholders (zero-strided: no memory) until `materialise` (which
+    gather_state and loading a checkpoint need) and again after `release` (the Trainer calls
+    it once a checkpoint is written or loaded). An optimizer whose state is not swappable
+    (Optimizer._state_lists) keeps its whole state on every worker."""
 
     def __init__(self, optimizer: Any) -> None:
         self.optimizer = optimizer
@@ -620,6 +624,27 @@ class OptimizerShards:
         self.mine = [i for i, r in enumerate(self.owner) if r == rank()]
         self.flat = np.empty(sum(loads), np.float32)
         self._state_of()  # refuses an optimizer with state of no parameter
+        self.release()
+
+    def _others(self) -> Iterator[tuple[list, int]]:
+        """(state list, index) of every state array of another worker's parameter."""
+        for states in self.optimizer._state_lists().values():
+            for i, owner in enumerate(self.owner):
+                if owner != rank() and states[i] is not None:
+                    yield states, i
+
+    def release(self) -> None:
+        """Drops the state of other workers' parameters (placeholders of their shape)."""
+        for states, i in self._others():
+            a = states[i]
+            states[i] = np.broadcast_to(np.zeros((), a.dtype), a.shape)
+
+    def materialise(self) -> None:
+        """Real (zero) arrays in place of the placeholders, to be written."""
+        for states, i in self._others():
+            a = states[i]
+            if not a.flags.writeable:
+                states[i] = np.zeros(a.shape, a.dtype)
 
     def _state_of(self) -> list[list[np.ndarray]]:
         """Per parameter, its optimizer state arrays (named `<kind>.<parameter index>`)."""
@@ -660,7 +685,9 @@ class OptimizerShards:
             at[r] += p._data.size
 
     def gather_state(self, what: str = "gathering the optimizer state") -> None:
-        """Every parameter's optimizer state from its owner, on every worker."""
+        """Every parameter's optimizer state from its owner, on every worker (materialised:
+        `release` drops it again)."""
+        self.materialise()
         state_of = self._state_of()
         for r in range(world_size()):
             broadcast_arrays([a for i, owner in enumerate(self.owner) if owner == r

@@ -124,10 +124,10 @@ class Trainer:
 
     `shard_optimizer=True` (ZeRO stage 1, distributed.OptimizerShards, kept as `shards`): each
     worker steps the optimizer for its share of the parameters, which are then all-gathered;
-    the same bits as unsharded. The optimizer state of other workers' parameters is stale on a
-    worker until `shards.gather_state()` (which save() calls on every worker before rank 0
-    writes the unsharded checkpoint), and after a step only the worker's own parameters keep
-    their gradients.
+    the same bits as unsharded. A worker holds the optimizer state of its own parameters only
+    (the others' are zero placeholders) except from `shards.gather_state()` (which save() calls
+    on every worker before rank 0 writes the unsharded checkpoint) to `shards.release()`, and
+    after a step only the worker's own parameters keep their gradients.
     """
 
     def __init__(self, model: Any, loss_fn: Callable[[Any, Any], Tensor], optimizer: Any,
@@ -488,11 +488,15 @@ class Trainer:
         self._saved_step = self.step
         if self.shards is not None:  # every worker takes part; rank 0 writes it all
             self.shards.gather_state()
-        if self.rank != 0:
-            return None
-        metric, higher = self._best_of(evaluation) if evaluation else (None, True)
-        return self.manager.save(self.step, self.model, self.optimizer, self._extra(),
-                                 metric=metric, higher_is_better=higher)
+        try:
+            if self.rank != 0:
+                return None
+            metric, higher = self._best_of(evaluation) if evaluation else (None, True)
+            return self.manager.save(self.step, self.model, self.optimizer, self._extra(),
+                                     metric=metric, higher_is_better=higher)
+        finally:
+            if self.shards is not None:
+                self.shards.release()
 
     def resume(self, path: Optional[str] = None) -> bool:
         """Restores the newest checkpoint of the checkpoint folder, or of `path` when it is a
@@ -513,7 +517,11 @@ class Trainer:
             data = distributed.broadcast_bytes(data, "reading the checkpoint to resume from")
             if data is None:
                 return False
+            if self.shards is not None:  # the whole state is loaded, then this share kept
+                self.shards.materialise()
             extra = checkpoint.from_bytes(data, self.model, self.optimizer)
+            if self.shards is not None:
+                self.shards.release()
         else:
             if found is None:
                 return False

@@ -342,6 +342,54 @@ def test_a_sharded_optimizer_gives_the_bits_of_the_unsharded_one(tmp_path, world
         assert [h for h, _ in r["steps"]][1] != reference[1]
 
 
+SHARD_MEMORY = SETUP + textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from onemodel import distributed
+    from onemodel.train import Trainer
+    model, opt, loader = setup(False)
+    t = Trainer(model, F.cross_entropy, opt, loader, micro_batches=12, progress=False,
+                checkpoint_dir=sys.argv[2], checkpoint_every=2, shard_optimizer=True)
+
+    def held():  # bytes of optimizer state this rank holds, per parameter index
+        out = {}
+        for name, a in opt.state_tensors().items():
+            i = int(name.rsplit(".", 1)[1])
+            out[i] = out.get(i, 0) + (a.nbytes if a.flags.writeable else 0)
+        return out
+
+    seen = [held()]
+    t.fit(3)                      # writes a checkpoint at step 2
+    seen.append(held())
+    t.resume()                    # loads the whole state, keeps this rank's share
+    seen.append(held())
+    t.shards.gather_state()
+    seen.append(held())
+    with open(f"{sys.argv[1]}.{distributed.rank()}", "w") as f:
+        json.dump({"owner": t.shards.owner, "held": seen}, f)
+""")
+
+
+@needs_mpi
+def test_a_sharded_optimizer_holds_only_its_share_of_the_state(tmp_path):
+    pytest.importorskip("mpi4py")
+    run = _mpirun(tmp_path, 2, SHARD_MEMORY, str(tmp_path / "mem"), str(tmp_path / "ckpt"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    _, opt, _ = setup()
+    full = {}
+    for name, a in opt.state_tensors().items():
+        i = int(name.rsplit(".", 1)[1])
+        full[i] = full.get(i, 0) + a.nbytes
+    for rank, r in enumerate(_results(tmp_path / "mem", 2)):
+        own = {str(i): b for i, b in full.items() if r["owner"][i] == rank}
+        # At the start, after steps and a checkpoint, after resuming: its own share alone.
+        for held in r["held"][:3]:
+            assert held == {str(i): (b if r["owner"][i] == rank else 0)
+                            for i, b in full.items()}
+            assert 0 < sum(own.values()) < sum(full.values())
+        assert r["held"][3] == {str(i): b for i, b in full.items()}  # gathered: all of it
+
+
 @needs_mpi
 def test_a_sharded_checkpoint_is_the_unsharded_format_and_resumes_at_another_world(tmp_path):
     pytest.importorskip("mpi4py")

@@ -101,6 +101,10 @@ class Adam(Optimizer):
                 state[f"max_exp_avg_sq.{i}"] = vmax
         return state
 
+    def _state_lists(self) -> "dict[str, list]":
+        return {"exp_avg": self._exp_avg, "exp_avg_sq": self._exp_avg_sq,
+                "max_exp_avg_sq": self._max_exp_avg_sq}
+
     def _group_hyper(self, group: Mapping[str, Any]) -> "OrderedDict[str, float]":
         beta1, beta2 = group["betas"]
         return OrderedDict(lr=f32(group["lr"]), beta1=f32(beta1), beta2=f32(beta2),

@@ -272,6 +272,13 @@ class Optimizer:
         """Name -> the state array itself (not a copy), in checkpoint order."""
         return OrderedDict()
 
+    def _state_lists(self) -> "dict[str, list]":
+        """kind -> the per-parameter list (None where a parameter has none) behind
+        state_tensors()' `<kind>.<i>` entries: what ZeRO-1 (distributed.OptimizerShards)
+        swaps for placeholders on the workers that do not own parameter i. Empty: not
+        swappable (every worker then keeps the whole state)."""
+        return {}
+
     def _group_hyper(self, group: Mapping[str, Any]) -> "OrderedDict[str, float]":
         """One group's hyper-parameters by checkpoint name (flags as 0.0 or 1.0)."""
         return OrderedDict(lr=f32(group["lr"]))

@@ -71,6 +71,9 @@ class SGD(Optimizer):
                 state[f"initialized.{i}"] = flag
         return state
 
+    def _state_lists(self) -> "dict[str, list]":
+        return {"momentum_buffer": self._buffers, "initialized": self._initialized}
+
     def _group_hyper(self, group: Mapping[str, Any]) -> "OrderedDict[str, float]":
         return OrderedDict(lr=f32(group["lr"]), momentum=f32(group["momentum"]),
                            dampening=f32(group["dampening"]),
