@@ -78,18 +78,20 @@ class Node:
     """One recorded op: where its inputs' gradients go and how to map the output gradient to
     theirs."""
 
-    __slots__ = ("seq", "op", "inputs", "shapes", "backward_fn", "saved", "saved_versions")
+    __slots__ = ("seq", "op", "shape", "inputs", "backward_fn", "saved", "saved_versions")
 
-    def __init__(self, op: str, inputs: Sequence["Tensor"], backward_fn: BackwardFn,
-                 saved: Sequence["Tensor"] = ()) -> None:
+    def __init__(self, op: str, shape: tuple, inputs: Sequence["Tensor"],
+                 backward_fn: BackwardFn, saved: Sequence["Tensor"] = ()) -> None:
         self.seq = next(_sequence)
         self.op = op
+        self.shape = shape  # of the output: what the gradient sent here must have
         # Per input: its node, the leaf itself if it requires grad, else None (as PyTorch, an
-        # input that needed no gradient when the op ran gets none).
-        self.inputs: tuple[Union["Node", "Tensor", None], ...] = tuple([
-            t._node if t._node is not None else (t if t._requires_grad else None)
-            for t in inputs])
-        self.shapes = tuple([t._data.shape for t in inputs])
+        # input that needed no gradient when the op ran gets none). A loop: for the one to
+        # three inputs of an op it costs less than a comprehension.
+        targets = []
+        for t in inputs:
+            targets.append(t._node or (t if t._requires_grad else None))
+        self.inputs: tuple[Union["Node", "Tensor", None], ...] = tuple(targets)
         self.backward_fn: Optional[BackwardFn] = backward_fn
         self.saved = tuple(saved)
         # _vc[0] is _version without the property call: this runs for every recorded op.
@@ -214,10 +216,11 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
         input_grads = node.run(g)
         if not retain_graph:
             node.release()  # what its backward read can go now, not after the whole pass
-        for target, shape, gi in zip(node.inputs, node.shapes, input_grads):
+        for target, gi in zip(node.inputs, input_grads):
             if target is None:
                 continue
             if gi is not None:
+                shape = target.shape
                 if gi.shape != shape:
                     raise RuntimeError(f"{node.op}: internal error: gradient shape {gi.shape} "
                                        f"for an input of shape {shape}")

@@ -84,6 +84,21 @@ def test_an_input_whose_values_no_gradient_reads_is_freed(name: str) -> None:
     assert leaf.grad is not None and leaf.grad.shape == leaf.shape
 
 
+def test_a_large_relu_keeps_a_mask_not_its_output() -> None:
+    """From 2^16 elements relu's backward reads a one-byte mask: its float32 output goes once
+    the program and the next op are done with it, and the gradient is the same."""
+    leaf = _leaf(256, 512)
+    y = F.relu(leaf * 2.0)
+    values = weakref.ref(y._data)
+    z = y * 3.0
+    del y
+    gc.collect()
+    assert values() is None
+    z.sum().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(),
+                                  np.where(leaf.numpy() * 2 > 0, np.float32(6), np.float32(0)))
+
+
 def test_gradients_are_unchanged_by_what_the_graph_keeps() -> None:
     """The same gradients whether the program holds the intermediates or drops them."""
     leaf = _leaf(4, 12)

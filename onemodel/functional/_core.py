@@ -73,7 +73,7 @@ def record(op: str, out: np.ndarray, inputs: Sequence[Tensor],
             if not autograd.is_grad_enabled():
                 break
             result = Tensor._wrap(out, True)
-            result._node = autograd.Node(op, inputs, backward, saved)
+            result._node = autograd.Node(op, out.shape, inputs, backward, saved)
             return result
     return Tensor._wrap(out)
 

@@ -115,8 +115,9 @@ def mul(input: Any, other: Any) -> Tensor:
     # Each side's gradient reads the other's values: keep only those a gradient needs.
     x = a._data if b._requires_grad else None
     y = b._data if a._requires_grad else None
+    read = (a, b) if x is not None and y is not None else (a,) if x is not None else (b,)
     return record("mul", out, (a, b), lambda g: _grads(lambda: g * y, lambda: g * x, sides),
-                  tuple(t for t, read in ((a, x), (b, y)) if read is not None))
+                  read)
 
 
 _ROUNDING_MODES = (None, "trunc", "floor")
@@ -415,24 +416,29 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return _transcendental("gelu", input, "gelu" if approximate == "none" else "gelu_tanh")
 
 
+_RELU_MASKED = 1 << 16
+
+
 def relu(input: Tensor) -> Tensor:
     """x < 0 ? 0 : x (-0 and NaN pass), its gradient g where the output is > 0 or NaN, as
     PyTorch; float32 by the vmath kernel (one pass each way), integers by numpy.
 
-    The backward needs only where the gradient passes: the graph keeps that as one byte per
-    element (not the float32 output, which the next op may not need to keep), and the kernel
-    reads it widened to 1.0 / 0.0."""
+    The backward needs only where the gradient passes: from _RELU_MASKED elements on, the
+    graph keeps that as one byte per element (not the float32 output, which the next op may
+    not need to keep), and the kernel reads it widened to 1.0 / 0.0; below, the output itself
+    (the mask's two passes would cost more time than its memory is worth)."""
     x = as_tensor(input, "relu")
     if x._data.dtype != float32:
         return Tensor._wrap(np.maximum(x._data, 0))
+    if x._data.size < _RELU_MASKED:
+        return _transcendental("relu", x, "relu")
     out = _vm("relu", x._data)
-    passes = np.less_equal(out, 0)
-    np.logical_not(passes, out=passes)
+    stops = np.less_equal(out, 0)  # the gradient stops there (a NaN output passes it)
 
     def backward(g: np.ndarray) -> tuple:
         dx = np.empty(g.shape, float32)
-        _vmath.unary_backward("relu", passes.astype(float32), np.asarray(g, float32, order="C"),
-                              dx, threads())
+        _vmath.unary_backward("relu", np.subtract(_ONE, stops, dtype=float32),
+                              np.asarray(g, float32, order="C"), dx, threads())
         return (dx,)
 
     return record("relu", out, (x,), backward)
