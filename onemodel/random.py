@@ -13,10 +13,11 @@ integer (what a checkpoint's extra integers carry) and set_rng_state() takes it 
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
+from ._kernels import _vmath
 from .tensor import Tensor
 
 GOLDEN = 0x9E3779B97F4A7C15
@@ -143,6 +144,43 @@ def _draw_u64(generator: Optional[Generator], n: int) -> np.ndarray:
     return out
 
 
+_NORMAL_BATCH = 1 << 12  # pairs tried per pass of the polar method
+
+
+def standard_normals(generator: Generator, n: int,
+                      keep: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> np.ndarray:
+    """The first n accepted N(0, 1) draws in float32, by Marsaglia's polar method.
+
+    Pairs (u, v) of Uniform(−1, 1) with 0 < s = u² + v² < 1 give u·f and v·f, f = √(−2 ln s / s),
+    in that order; `keep` may reject values further (truncation). Only + − × ÷, IEEE sqrt and
+    the exact log kernel are used, so the values are the same on every platform; the generator
+    advances past the last pair used, exactly as a one-pair-at-a-time loop would.
+    """
+    start = generator.state
+    found: list[np.ndarray] = []
+    have = pairs = 0
+    while have < n:
+        g = Generator()
+        g.state = (start + 2 * pairs * GOLDEN) & MASK64
+        uv = g.uniform(-1.0, 1.0, (_NORMAL_BATCH, 2))._data
+        s = uv[:, 0] * uv[:, 0] + uv[:, 1] * uv[:, 1]
+        inside = (s > 0) & (s < 1)
+        s = np.where(inside, s, np.float32(0.5))
+        log_s = np.empty_like(s)
+        _vmath.unary("log", s, log_s, 1)  # the exact kernel: F.log's bits
+        f = np.sqrt(np.float32(-2) * log_s / s)
+        z = uv * f[:, None]
+        ok = np.repeat(inside[:, None], 2, axis=1) & (keep(z) if keep else True)
+        index = np.nonzero(ok.ravel())[0]
+        found.append(np.stack([z.ravel()[index], pairs + index // 2]))
+        have += len(index)
+        pairs += _NORMAL_BATCH
+    values, pair_of = np.concatenate(found, axis=1)[:, :n]
+    used = int(pair_of[-1]) + 1 if n else 0
+    generator.state = (start + 2 * used * GOLDEN) & MASK64
+    return values.astype(np.float32)
+
+
 def rand(*size: Any, generator: Optional[Generator] = None) -> Tensor:
     """Uniform [0, 1) float32 draws (Generator.uniform), from the default generator unless
     `generator` is given."""
@@ -151,12 +189,10 @@ def rand(*size: Any, generator: Optional[Generator] = None) -> Tensor:
 
 
 def randn(*size: Any, generator: Optional[Generator] = None) -> Tensor:
-    """Standard normal float32 draws (Marsaglia's polar method, nn.init.normal_'s)."""
-    from .nn.init import _standard_normals  # nn imports this module
-
+    """Standard normal float32 draws (Marsaglia's polar method: standard_normals)."""
     shape = _size(size, "randn")
     g = default_generator if generator is None else generator
-    return Tensor._wrap(_standard_normals(g, int(np.prod(shape, dtype=np.int64))).reshape(shape))
+    return Tensor._wrap(standard_normals(g, int(np.prod(shape, dtype=np.int64))).reshape(shape))
 
 
 def randint(low: int, high: Optional[int] = None, size: Any = (),

@@ -8,7 +8,7 @@ import pytest
 import onemodel as om
 import onemodel.functional as F
 from onemodel import _config, nn
-from onemodel.nn.ternary import ternary_conv2d
+from onemodel.functional.ternary import ternary_conv2d
 from onemodel.optim import SGD, SR4
 
 torch = pytest.importorskip("torch")

@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from .. import amp
+from .. import _autocast
 from .._kernels import _conv
 from ..tensor import Tensor
 from . import _core
@@ -137,8 +137,8 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
     x4 = np.ascontiguousarray(x._data.reshape(xs))
     y = np.empty((xs[0], k) + out, np.float32)
     args = (stride, padding, dilation, groups)
-    half = amp.half_code()
-    x_keep, save_x = amp.saved_operand(x, x4, half, True)
+    half = _autocast.half_code()
+    x_keep, save_x = _autocast.saved_operand(x, x4, half, True)
     _conv.conv2d_forward(x4, w4, None if b is None else b._data, y, *args, _core.threads(),
                          half, save_x)
     out_shape = (xs[0], k) + out[2 - n:] if batched else (k,) + out[2 - n:]
@@ -157,7 +157,7 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
 
     inputs = (x, w) if b is None else (x, w, b)
     return _core.record(op, y.reshape(out_shape), inputs, backward,
-                        amp.protected(inputs, (save_x, None)))
+                        _autocast.protected(inputs, (save_x, None)))
 
 
 # -- pooling --------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ Under onemodel.amp.autocast the kernel rounds both operands to bfloat16 or float
 them (the product still accumulates in float32), and in backward so is the incoming gradient;
 the rounding in force at the forward pass is the one its backward uses. What the backward
 reads of an intermediate operand is the 2-byte copy the forward packing wrote
-(amp.saved_operand); only the operands a gradient needs are kept.
+(_autocast.saved_operand); only the operands a gradient needs are kept.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from .. import amp
+from .. import _autocast
 from .._kernels import _gemm
 from ..tensor import Tensor
 from . import _core
@@ -47,7 +47,7 @@ def _product(a: np.ndarray, b: np.ndarray, trans_a: bool = False,
 
 def _record(op: str, out: np.ndarray, inputs: tuple, backward, saves: tuple) -> Tensor:
     """_core.record for a product whose operands saves[i] holds in 2 bytes (or None)."""
-    return _core.record(op, out, inputs, backward, amp.protected(inputs, saves))
+    return _core.record(op, out, inputs, backward, _autocast.protected(inputs, saves))
 
 
 def _rows(shape: tuple) -> int:
@@ -67,7 +67,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     # 1-D operands: a row vector on the left, a column vector on the right, dropped afterwards.
     a2 = a._data.reshape((1,) + sa) if len(sa) == 1 else a._data
     b2 = b._data.reshape(sb + (1,)) if len(sb) == 1 else b._data
-    half = amp.half_code()
+    half = _autocast.half_code()
     # The closures read these flags, not the tensors: an operand saved in 2 bytes must be free
     # to go.
     grad_a, grad_b = a.requires_grad, b.requires_grad
@@ -82,8 +82,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if b2.ndim == 2:
         # Fold a's batch into rows: one (rows, k)·(k, n) product.
         a_rows = a2 if a2.ndim == 2 else a2.reshape(_rows(a2.shape[:-1]), k)
-        a_keep, save_a = amp.saved_operand(a, a_rows, half, b.requires_grad)
-        b_keep, save_b = amp.saved_operand(b, b2, half, a.requires_grad)
+        a_keep, save_a = _autocast.saved_operand(a, a_rows, half, b.requires_grad)
+        b_keep, save_b = _autocast.saved_operand(b, b2, half, a.requires_grad)
         out = _product(a_rows, b2, half=half, save_a=save_a, save_b=save_b)
         rows = a_rows.shape[0]
 
@@ -107,8 +107,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         return np.broadcast_to(x, batch + x.shape[-2:]).reshape((_rows(batch),) + x.shape[-2:])
 
     a3, b3 = batched(a2, batch_a), batched(b2, batch_b)
-    a_keep, save_a = amp.saved_operand(a, a3, half, b.requires_grad)
-    b_keep, save_b = amp.saved_operand(b, b3, half, a.requires_grad)
+    a_keep, save_a = _autocast.saved_operand(a, a3, half, b.requires_grad)
+    b_keep, save_b = _autocast.saved_operand(b, b3, half, a.requires_grad)
     out = _product(a3, b3, half=half, save_a=save_a, save_b=save_b)
     shape_a, shape_b = a2.shape, b2.shape
 
@@ -150,15 +150,15 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
             raise ValueError(f"linear: bias of shape {b._data.shape} for a weight of shape "
                              f"{sw}; expected ({n_out},)")
         inputs = (x, w, b)
-    half = amp.half_code()
+    half = _autocast.half_code()
     grad_x, grad_w = x.requires_grad, w.requires_grad   # read by the closure, as in matmul
     has_bias = b is not None
     grad_b = has_bias and b.requires_grad
     x_rows = np.ascontiguousarray(x._data if len(sx) == 2
                                   else x._data.reshape(_rows(sx[:-1]), n_in))
     w_data = np.ascontiguousarray(w._data)
-    x_keep, save_x = amp.saved_operand(x, x_rows, half, w.requires_grad)
-    w_keep, save_w = amp.saved_operand(w, w_data, half, x.requires_grad)
+    x_keep, save_x = _autocast.saved_operand(x, x_rows, half, w.requires_grad)
+    w_keep, save_w = _autocast.saved_operand(w, w_data, half, x.requires_grad)
     out = np.empty((x_rows.shape[0], n_out), np.float32)
     if out.size:
         _gemm.gemm(x_rows, w_data, out, False, True, _core.threads(),

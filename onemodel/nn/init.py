@@ -13,14 +13,13 @@ in construction order, so they draw one after another from one stream:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .. import functional as F
 from .. import random
 from ..autograd import no_grad
-from ..random import GOLDEN, MASK64, Generator
+from ..random import Generator, standard_normals
 from ..tensor import Tensor
 from .module import Parameter
 
@@ -58,7 +57,6 @@ def uniform_parameter(shape: Sequence[int], bound: np.float32,
 # the default generator. The fans and gains are PyTorch's formulas; the values are not
 # PyTorch's, because the bits come from SplitMix64 (docs/spec/training.txt 1.1).
 
-_NORMAL_BATCH = 1 << 12  # pairs tried per pass of the polar method
 
 
 def _fill(tensor: Tensor, values: Any) -> Tensor:
@@ -90,38 +88,6 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
     return _fill(tensor, resolve_generator(generator).uniform(a, b, shape))
 
 
-def _standard_normals(generator: Generator, n: int,
-                      keep: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> np.ndarray:
-    """The first n accepted N(0, 1) draws in float32, by Marsaglia's polar method.
-
-    Pairs (u, v) of Uniform(−1, 1) with 0 < s = u² + v² < 1 give u·f and v·f, f = √(−2 ln s / s),
-    in that order; `keep` may reject values further (truncation). Only + − × ÷, IEEE sqrt and
-    the exact log kernel are used, so the values are the same on every platform; the generator
-    advances past the last pair used, exactly as a one-pair-at-a-time loop would.
-    """
-    start = generator.state
-    found: list[np.ndarray] = []
-    have = pairs = 0
-    while have < n:
-        g = Generator()
-        g.state = (start + 2 * pairs * GOLDEN) & MASK64
-        uv = g.uniform(-1.0, 1.0, (_NORMAL_BATCH, 2))._data
-        s = uv[:, 0] * uv[:, 0] + uv[:, 1] * uv[:, 1]
-        inside = (s > 0) & (s < 1)
-        s = np.where(inside, s, np.float32(0.5))
-        f = np.sqrt(np.float32(-2) * F.log(Tensor._wrap(s))._data / s)
-        z = uv * f[:, None]
-        ok = np.repeat(inside[:, None], 2, axis=1) & (keep(z) if keep else True)
-        index = np.nonzero(ok.ravel())[0]
-        found.append(np.stack([z.ravel()[index], pairs + index // 2]))
-        have += len(index)
-        pairs += _NORMAL_BATCH
-    values, pair_of = np.concatenate(found, axis=1)[:, :n]
-    used = int(pair_of[-1]) + 1 if n else 0
-    generator.state = (start + 2 * used * GOLDEN) & MASK64
-    return values.astype(np.float32)
-
-
 def _check_std(std: float, op: str) -> None:
     if not std >= 0:
         raise ValueError(f"{op}: std must be >= 0, got {std}")
@@ -132,7 +98,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
     """Fills tensor with N(mean, std²): mean + std·z in float32, z from the polar method."""
     shape = _float_target(tensor, "normal_")
     _check_std(std, "normal_")
-    z = _standard_normals(resolve_generator(generator), math.prod(shape))
+    z = standard_normals(resolve_generator(generator), math.prod(shape))
     return _fill(tensor, (np.float32(mean) + np.float32(std) * z).reshape(shape))
 
 
@@ -164,7 +130,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         x = m32 + s32 * z
         return (x >= lo) & (x <= hi)
 
-    z = _standard_normals(resolve_generator(generator), math.prod(shape), inside)
+    z = standard_normals(resolve_generator(generator), math.prod(shape), inside)
     return _fill(tensor, (m32 + s32 * z).reshape(shape))
 
 

@@ -1,0 +1,73 @@
+"""The package's floors: each unit imports only from its own floor or those below, so the
+architecture reads bottom-up (kernels, tensor and graph, functional, layers and optimizers, the
+loop around them). The one documented arrow upward: tensor.py's operators call functional
+(a Tensor's `a + b` is functional.add), imported where they run."""
+from __future__ import annotations
+
+import ast
+import os
+
+import onemodel
+
+FLOORS = [
+    {"_ieee", "_kernels", "_config", "progress"},
+    {"autograd", "tensor"},          # each names the other: autograd's hints, tensor's backward()
+    {"random"},
+    {"_autocast"},
+    {"functional"},
+    {"optim", "data", "checkpoint"},
+    {"nn", "amp"},
+    {"distributed", "interop"},
+    {"train", "plot"},
+    {"examples"},
+    {"__init__"},
+]
+UPWARD = {("tensor", "functional")}  # the operators (module docstring)
+ROOT = os.path.dirname(onemodel.__file__)
+
+
+def _floor(unit: str) -> int:
+    for level, units in enumerate(FLOORS):
+        if unit in units:
+            return level
+    raise AssertionError(f"onemodel.{unit} is on no floor: add it to FLOORS")
+
+
+def _imports():
+    """(importing unit, imported unit, file, line) for every import inside the package."""
+    for folder, _, files in os.walk(ROOT):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            parts = os.path.relpath(path, ROOT)[:-3].split(os.sep)
+            unit = parts[0]
+            package = parts[:-1]  # the module's package, below onemodel
+            for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+                if isinstance(node, ast.ImportFrom) and node.level:
+                    base = package[:len(package) - node.level + 1]
+                    target = base + (node.module.split(".") if node.module else [])
+                    if target:
+                        yield unit, target[0], path, node.lineno
+                    else:  # from . import x, y (at the package root)
+                        for alias in node.names:
+                            yield unit, alias.name, path, node.lineno
+                elif isinstance(node, ast.ImportFrom) and node.module and \
+                        node.module.startswith("onemodel."):
+                    yield unit, node.module.split(".")[1], path, node.lineno
+
+
+def test_every_import_goes_to_its_floor_or_below():
+    wrong = [f"{os.path.relpath(path, ROOT)}:{line}: {unit} imports {target}"
+             for unit, target, path, line in _imports()
+             if target != "__version__" and (unit, target) not in UPWARD
+             and _floor(target) > _floor(unit)]
+    assert not wrong, "imports from a higher floor:\n" + "\n".join(wrong)
+
+
+def test_every_unit_has_a_floor():
+    units = {name[:-3] if name.endswith(".py") else name for name in os.listdir(ROOT)
+             if (name.endswith(".py") or os.path.isdir(os.path.join(ROOT, name)))
+             and name != "__pycache__"}
+    for unit in units:
+        _floor(unit)
