@@ -1,5 +1,6 @@
 # cython: freethreading_compatible = True
-"""Convolution, pooling and batch-norm kernels (csrc/conv.c) behind shape-checking wrappers.
+"""Convolution, pooling and batch-norm kernels (csrc/conv.c, pool.c, batch_norm.c) behind
+shape-checking wrappers.
 
 onemodel.functional.conv validates user arguments and allocates; these wrappers check again
 that every array agrees with the others, so no shape can make a kernel read or write out of
@@ -19,16 +20,18 @@ cdef extern from "conv.h" nogil:
         int64_t n, c, h, w, k, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow
         int half, x_bits
         uint16_t *x_save
+    int om_conv2d_forward_f32(const om_conv2d_shape *s, const void *x, const float *w,
+                              const float *b, float *y, int nthreads)
+    int om_conv2d_backward_f32(const om_conv2d_shape *s, const void *x, const float *w,
+                               const float *gy, float *gx, float *gw, float *gb, int nthreads)
+
+cdef extern from "pool.h" nogil:
     ctypedef struct om_pool_windows:
         int64_t planes, h, w, oh, ow, sh, sw
         const int64_t *hs
         const int64_t *he
         const int64_t *ws
         const int64_t *we
-    int om_conv2d_forward_f32(const om_conv2d_shape *s, const void *x, const float *w,
-                              const float *b, float *y, int nthreads)
-    int om_conv2d_backward_f32(const om_conv2d_shape *s, const void *x, const float *w,
-                               const float *gy, float *gx, float *gw, float *gb, int nthreads)
     void om_max_pool2d_f32(const om_pool_windows *p, const float *x, float *y, int64_t *idx,
                            int nthreads)
     void om_max_pool2d_backward_f32(const om_pool_windows *p, const float *gy,
@@ -37,6 +40,8 @@ cdef extern from "conv.h" nogil:
                            const float *x, float *y, int nthreads)
     void om_avg_pool2d_backward_f32(const om_pool_windows *p, const int64_t *dh,
                                     const int64_t *dw, const float *gy, float *gx, int nthreads)
+
+cdef extern from "batch_norm.h" nogil:
     void om_batch_norm_stats_f32(const float *x, int64_t n, int64_t c, int64_t s, double eps,
                                  float *mean, float *var, float *var_unbiased, float *invstd,
                                  int nthreads)

@@ -1,4 +1,5 @@
-/* Convolution (im2col + packed products), max / average pooling and batch norm, float32, NCHW.
+/* Convolution (im2col + packed products), float32, NCHW (pooling: pool.c; batch norm:
+ * batch_norm.c).
  *
  * Convolution. The column matrix of one image holds, for group g, a (C/G·kh·kw) x (oh·ow)
  * matrix: row (c, i, j) in that order, column (oy, ox) in that order, zero where the tap falls
@@ -30,14 +31,9 @@
  *                 within chunk t, the chunks added in order;
  *   dx[n,c,y,x] = float adds from +0 over the taps (i, j, oy, ox) ascending that read it, each
  *                 tap the fma chain over the output channels of the group ascending;
- *   db[k] and every per-channel sum of batch norm: double accumulators in 8 lanes; images in
- *                 ascending order, element e of an image's row of the channel going to lane
- *                 e mod 8; then the fixed tree (0+4, 1+5, 2+6, 3+7), (0+2, 1+3), 0+1, rounded
+ *   db[k]       = the lane sum of lane_sums.h over the images in ascending order, rounded
  *                 once to float.
- * Pooling: max over the window in row-major order, the first maximum kept (a NaN wins, as in
- * PyTorch); averages add the window row-major in float, then divide once. Backward passes of
- * pooling add into each input plane in output order. Batch norm's per-element arithmetic is
- * separate float multiplies and adds (no fused multiply-add outside the products). Besides
+ * Besides
  * gemm.c's micro-kernels, only the masked copies of the forward gather and the input
  * gradient's tap sums have one function per path (conv_impl.h: copies, bit masks and adds in
  * the stated order); the rest of this file is one path for every ISA, its compiler-vectorised
@@ -47,8 +43,7 @@
  * there are at least as many as threads; otherwise they run in order and threads split the
  * work inside each: column panels of the forward product, rows of the column matrix, channel
  * planes of the input gradient, row panels of the other products. Either way the arithmetic
- * is the same. Elsewhere threads split pooling planes and the channels of the bias gradient
- * and of batch norm.
+ * is the same. Threads split the channels of the bias gradient.
  */
 #include "conv.h"
 
@@ -59,6 +54,7 @@
 #include "conv_impl.h"
 #include "gemm.h"
 #include "isa.h"
+#include "lane_sums.h"
 
 #if !OM_HAVE_OPENMP && defined(__GNUC__)
 /* Thread counts feed only OpenMP pragmas, which a serial build ignores. */
@@ -67,43 +63,6 @@
 
 /* Below this many elements per thread, one thread is faster. */
 #define GRAIN 32768
-#define LANES 8
-
-/* ---- fixed-order sums ------------------------------------------------------------------ */
-
-static void lanes_add(double acc[LANES], const float *x, int64_t n) {
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int j = 0; j < LANES; j++) acc[j] += (double)x[i + j];
-    for (int j = 0; i + j < n; j++) acc[j] += (double)x[i + j];
-}
-
-static void lanes_add_sqdev(double acc[LANES], const float *x, int64_t n, double mean) {
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int j = 0; j < LANES; j++) {
-            double d = (double)x[i + j] - mean;
-            acc[j] += d * d;
-        }
-    for (int j = 0; i + j < n; j++) {
-        double d = (double)x[i + j] - mean;
-        acc[j] += d * d;
-    }
-}
-
-/* acc += g * (x - mean) */
-static void lanes_add_prod(double acc[LANES], const float *g, const float *x, int64_t n,
-                           double mean) {
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int j = 0; j < LANES; j++) acc[j] += (double)g[i + j] * ((double)x[i + j] - mean);
-    for (int j = 0; i + j < n; j++) acc[j] += (double)g[i + j] * ((double)x[i + j] - mean);
-}
-
-static double lanes_total(const double acc[LANES]) {
-    double a = acc[0] + acc[4], b = acc[1] + acc[5], c = acc[2] + acc[6], d = acc[3] + acc[7];
-    return (a + c) + (b + d);
-}
 
 /* ---- convolution ----------------------------------------------------------------------- */
 
@@ -957,155 +916,4 @@ int om_conv2d_backward_f32(const om_conv2d_shape *s, const void *x, const float 
     free_operand(gr, gy);
     free_operand(wr, w);
     return status;
-}
-
-/* ---- pooling --------------------------------------------------------------------------- */
-
-void om_max_pool2d_f32(const om_pool_windows *p, const float *x, float *y, int64_t *idx,
-                       int nthreads) {
-    const int64_t in = p->h * p->w, out = p->oh * p->ow;
-    const int nt = om_threads_for(p->planes * out * 4, GRAIN, nthreads);
-    int64_t pl;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (pl = 0; pl < p->planes; pl++) {
-        const float *plane = x + pl * in;
-        for (int64_t i = 0; i < p->oh; i++)
-            for (int64_t j = 0; j < p->ow; j++) {
-                int64_t best_at = p->hs[i] * p->w + p->ws[j];
-                float best = -INFINITY;
-                for (int64_t r = p->hs[i]; r < p->he[i]; r += p->sh)
-                    for (int64_t c = p->ws[j]; c < p->we[j]; c += p->sw) {
-                        const float v = plane[r * p->w + c];
-                        if (v > best || isnan(v)) {
-                            best = v;
-                            best_at = r * p->w + c;
-                        }
-                    }
-                y[pl * out + i * p->ow + j] = best;
-                idx[pl * out + i * p->ow + j] = best_at;
-            }
-    }
-}
-
-void om_max_pool2d_backward_f32(const om_pool_windows *p, const float *gy, const int64_t *idx,
-                                float *gx, int nthreads) {
-    const int64_t in = p->h * p->w, out = p->oh * p->ow;
-    const int nt = om_threads_for(p->planes * (in + out), GRAIN, nthreads);
-    int64_t pl;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (pl = 0; pl < p->planes; pl++) {
-        float *plane = gx + pl * in;
-        memset(plane, 0, (size_t)in * sizeof(float));
-        for (int64_t o = 0; o < out; o++) plane[idx[pl * out + o]] += gy[pl * out + o];
-    }
-}
-
-void om_avg_pool2d_f32(const om_pool_windows *p, const int64_t *dh, const int64_t *dw,
-                       const float *x, float *y, int nthreads) {
-    const int64_t in = p->h * p->w, out = p->oh * p->ow;
-    const int nt = om_threads_for(p->planes * out * 4, GRAIN, nthreads);
-    int64_t pl;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (pl = 0; pl < p->planes; pl++) {
-        const float *plane = x + pl * in;
-        for (int64_t i = 0; i < p->oh; i++)
-            for (int64_t j = 0; j < p->ow; j++) {
-                float sum = 0.0f;
-                for (int64_t r = p->hs[i]; r < p->he[i]; r++)
-                    for (int64_t c = p->ws[j]; c < p->we[j]; c++) sum += plane[r * p->w + c];
-                y[pl * out + i * p->ow + j] = sum / (float)(dh[i] * dw[j]);
-            }
-    }
-}
-
-void om_avg_pool2d_backward_f32(const om_pool_windows *p, const int64_t *dh, const int64_t *dw,
-                                const float *gy, float *gx, int nthreads) {
-    const int64_t in = p->h * p->w, out = p->oh * p->ow;
-    const int nt = om_threads_for(p->planes * (in + out * 4), GRAIN, nthreads);
-    int64_t pl;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (pl = 0; pl < p->planes; pl++) {
-        float *plane = gx + pl * in;
-        memset(plane, 0, (size_t)in * sizeof(float));
-        for (int64_t i = 0; i < p->oh; i++)
-            for (int64_t j = 0; j < p->ow; j++) {
-                const float g = gy[pl * out + i * p->ow + j] / (float)(dh[i] * dw[j]);
-                for (int64_t r = p->hs[i]; r < p->he[i]; r++)
-                    for (int64_t c = p->ws[j]; c < p->we[j]; c++) plane[r * p->w + c] += g;
-            }
-    }
-}
-
-/* ---- batch norm ------------------------------------------------------------------------ */
-
-void om_batch_norm_stats_f32(const float *x, int64_t n, int64_t c, int64_t s, double eps,
-                             float *mean, float *var, float *var_unbiased, float *invstd,
-                             int nthreads) {
-    const double count = (double)(n * s);
-    const int nt = om_threads_for(n * c * s * 2, GRAIN, nthreads);
-    int64_t ch;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (ch = 0; ch < c; ch++) {
-        double acc[LANES] = {0};
-        for (int64_t i = 0; i < n; i++) lanes_add(acc, x + (i * c + ch) * s, s);
-        const double m = lanes_total(acc) / count;
-        double dev[LANES] = {0};
-        for (int64_t i = 0; i < n; i++) lanes_add_sqdev(dev, x + (i * c + ch) * s, s, m);
-        const double ss = lanes_total(dev), v = ss / count;
-        mean[ch] = (float)m;
-        var[ch] = (float)v;
-        var_unbiased[ch] = count > 1.0 ? (float)(ss / (count - 1.0)) : INFINITY;
-        invstd[ch] = (float)(1.0 / sqrt(v + eps));
-    }
-}
-
-void om_batch_norm_apply_f32(const float *x, const float *mean, const float *invstd,
-                             const float *w, const float *b, float *y, int64_t n, int64_t c,
-                             int64_t s, int nthreads) {
-    const int nt = om_threads_for(n * c * s, GRAIN, nthreads);
-    int64_t row;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (row = 0; row < n * c; row++) {
-        const int64_t ch = row % c;
-        const float m = mean[ch], scale = invstd[ch] * w[ch], shift = b[ch];
-        const float *src = x + row * s;
-        float *dst = y + row * s;
-        for (int64_t t = 0; t < s; t++) dst[t] = (src[t] - m) * scale + shift;
-    }
-}
-
-void om_batch_norm_backward_f32(const float *x, const float *gy, const float *mean,
-                                const float *invstd, const float *w, float *gx, float *gw,
-                                float *gb, int64_t n, int64_t c, int64_t s, int batch_stats,
-                                int nthreads) {
-    const double count = (double)(n * s);
-    const int nt = om_threads_for(n * c * s * 2, GRAIN, nthreads);
-    int64_t ch;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (ch = 0; ch < c; ch++) {
-        const double m = (double)mean[ch], is = (double)invstd[ch];
-        double sg[LANES] = {0}, sgx[LANES] = {0};
-        for (int64_t i = 0; i < n; i++) {
-            lanes_add(sg, gy + (i * c + ch) * s, s);
-            lanes_add_prod(sgx, gy + (i * c + ch) * s, x + (i * c + ch) * s, s, m);
-        }
-        const double sum_g = lanes_total(sg), sum_gx = lanes_total(sgx);
-        if (gb) gb[ch] = (float)sum_g;
-        if (gw) gw[ch] = (float)(sum_gx * is);
-        if (!gx) continue;
-        /* PyTorch's formula: dx = (g - mean(g) - (x - mean) * invstd^2 * mean(g (x - mean)))
-         * * invstd * w; without batch statistics only the last factor remains. */
-        const float fm = mean[ch], scale = invstd[ch] * w[ch];
-        const float mg = batch_stats ? (float)(sum_g / count) : 0.0f;
-        const float k = batch_stats ? (float)(sum_gx / count * is * is) : 0.0f;
-        for (int64_t i = 0; i < n; i++) {
-            const float *g = gy + (i * c + ch) * s, *xs = x + (i * c + ch) * s;
-            float *d = gx + (i * c + ch) * s;
-            if (batch_stats) {
-                for (int64_t t = 0; t < s; t++) d[t] = ((g[t] - mg) - (xs[t] - fm) * k) * scale;
-            } else {
-                for (int64_t t = 0; t < s; t++) d[t] = g[t] * scale;
-            }
-        }
-    }
 }
