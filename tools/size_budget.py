@@ -1,0 +1,77 @@
+"""The code's size against its budget (in the manner of tinygrad's sz.py): lines of code, not
+counting blank lines, comments and docstrings, per part of the package. Fails (exit 1) when a
+part outgrows its budget: a new feature pays for itself by simplifying something else, or the
+budget is raised in review with the reason.
+
+Run: python tools/size_budget.py   (from the clone's root; .ci/run calls it)
+"""
+from __future__ import annotations
+
+import io
+import pathlib
+import re
+import sys
+import tokenize
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "onemodel"
+# part -> (files, budget in lines of code)
+BUDGETS = {
+    "python (onemodel/, without examples)": (
+        [p for p in ROOT.rglob("*.py") if "examples" not in p.parts], 9000),
+    "cython (onemodel/_kernels/*.pyx, *.pxd)": (
+        sorted(ROOT.glob("_kernels/*.pyx")) + sorted(ROOT.glob("_kernels/*.pxd")), 1350),
+    "c (onemodel/_kernels/csrc/)": (sorted(ROOT.glob("_kernels/csrc/*.[ch]")), 6500),
+}
+SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+        tokenize.ENDMARKER, tokenize.ENCODING}
+
+
+def python_lines(text: str) -> int:
+    """Lines holding a token other than comments and docstrings (a statement that is only a
+    string)."""
+    lines: set[int] = set()
+    statement: list[tokenize.TokenInfo] = []
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type in SKIP:
+            if tok.type == tokenize.NEWLINE and statement:
+                if not all(t.type == tokenize.STRING for t in statement):
+                    for t in statement:
+                        lines.update(range(t.start[0], t.end[0] + 1))
+                statement = []
+            continue
+        statement.append(tok)
+    return len(lines)
+
+
+def cython_lines(text: str) -> int:
+    """Non-blank lines that are not comments, nor inside a docstring (a triple-quoted string
+    that opens a line): Python's tokenizer does not read Cython."""
+    text = re.sub(r'^\s*("""|\'\'\').*?\1', lambda m: "\n" * m.group().count("\n"), text,
+                  flags=re.S | re.M)
+    return sum(1 for line in text.splitlines()
+               if line.strip() and not line.lstrip().startswith("#"))
+
+
+def c_lines(text: str) -> int:
+    """Non-blank lines left once /* */ and // comments are removed."""
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group().count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
+COUNTERS = {".py": python_lines, ".pyx": cython_lines, ".pxd": cython_lines, ".c": c_lines,
+            ".h": c_lines}
+
+
+def main() -> int:
+    over = False
+    print(f"{'part':<42} {'lines':>7} {'budget':>7}")
+    for part, (files, budget) in BUDGETS.items():
+        count = sum(COUNTERS[p.suffix](p.read_text(encoding="utf-8")) for p in files)
+        over |= count > budget
+        print(f"{part:<42} {count:>7} {budget:>7}{'  OVER' if count > budget else ''}")
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
