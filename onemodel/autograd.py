@@ -146,8 +146,9 @@ def register_post_accumulate_grad_hook(t: "Tensor", hook: Callable[["Tensor"], N
     key = id(t)
     entry = _post_hooks.get(key)
     if entry is None or entry[0]() is not t:
-        entry = (weakref.ref(t, lambda _, key=key, hooks=_post_hooks: hooks.pop(key, None)),
-                 [])
+        def forget(_: object, key: int = key, hooks: dict = _post_hooks) -> None:
+            hooks.pop(key, None)  # the leaf died: its hooks go with it
+        entry = (weakref.ref(t, forget), [])
         _post_hooks[key] = entry
     entry[1].append(hook)
     return RemovableHandle(entry[1], hook)

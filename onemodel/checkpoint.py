@@ -91,8 +91,8 @@ MAX_EXTRA_TEXT = MANIFEST_MARGIN // 2
 # Without an optimizer the target cannot say how long a saved optimizer section is; optimizers
 # keep a few state tensors per parameter, so this many times the model's part bounds it.
 OPTIMIZER_ALLOWANCE = 8
-DTYPES = {"f32": np.dtype("<f4"), "i32": np.dtype("<i4"), "i64": np.dtype("<i8"),
-          "u8": np.dtype("u1")}
+DTYPES: dict[str, np.dtype] = {"f32": np.dtype("<f4"), "i32": np.dtype("<i4"),
+                               "i64": np.dtype("<i8"), "u8": np.dtype("u1")}
 _DTYPE_NAMES = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32",
                 np.dtype(np.int64): "i64", np.dtype(np.uint8): "u8"}
 _I64 = (-(1 << 63), 1 << 63)
@@ -553,7 +553,7 @@ def _field(obj: dict, key: str, kind: type, where: str) -> Any:
         return _integer(value, f"{where}.{key}")
     if not isinstance(value, kind):
         raise BadManifest(f"{where}.{key}: expected {kind.__name__}, got {type(value).__name__}")
-    if kind is str and _has_surrogate(value):
+    if isinstance(value, str) and _has_surrogate(value):
         raise BadManifest(f"{where}.{key}: string holds a lone surrogate")
     return value
 

@@ -5,6 +5,7 @@ may require gradients. The math lives in onemodel.functional; the operators here
 """
 from __future__ import annotations
 
+import builtins
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -215,7 +216,7 @@ class Tensor:
                              "ambiguous")
         return bool(self._data.reshape(()))
 
-    def __float__(self) -> float:
+    def __float__(self) -> builtins.float:  # the method float() shadows the name here
         return float(self.item())
 
     def __int__(self) -> int:
@@ -308,7 +309,7 @@ class Tensor:
     def sub(self, other: Any, *, alpha: Any = 1) -> "Tensor":
         return F.sub(self, other, alpha=alpha)
 
-    def add_(self, other: Any, alpha: float = 1.0) -> "Tensor":
+    def add_(self, other: Any, alpha: builtins.float = 1.0) -> "Tensor":
         o = self._other(other)
         return self._update("add_", np.add, o if alpha == 1.0 else o * np.float32(alpha))
 
