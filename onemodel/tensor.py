@@ -6,7 +6,7 @@ may require gradients. The math lives in onemodel.functional; the operators here
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from ._ieee import quiet
 float32 = np.dtype(np.float32)
 int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
+_T = TypeVar("_T", bound="Tensor")  # _wrap returns the subclass it is called on
 bool_ = np.dtype(np.bool_)
 _DTYPES = (float32, int32, int64, bool_)
 
@@ -76,7 +77,7 @@ class Tensor:
         self.requires_grad = requires_grad
 
     @classmethod
-    def _wrap(cls, arr: np.ndarray, requires_grad: bool = False) -> "Tensor":
+    def _wrap(cls: type[_T], arr: np.ndarray, requires_grad: bool = False) -> _T:
         """Takes ownership of an array the caller will not touch again (no copy)."""
         t = cls.__new__(cls)
         t._data = arr

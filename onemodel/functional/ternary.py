@@ -14,6 +14,8 @@ a float convolution with the ternary weight (the conv kernels of functional.conv
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from .._kernels import _conv, _sr4
@@ -31,6 +33,10 @@ class TernaryWeight(Tensor):
     """
 
     __slots__ = ("packed", "theta", "_plan", "_plan_of")
+    packed: np.ndarray
+    theta: int
+    _plan: Optional[np.ndarray]
+    _plan_of: Optional[tuple[int, np.ndarray]]  # (theta, q) the plan was built from
 
     @classmethod
     def zeros(cls, shape: tuple) -> "TernaryWeight":
@@ -49,16 +55,17 @@ class TernaryWeight(Tensor):
         costs little next to one product. A rebuilt plan also rewrites the float values, so
         they follow q; graphs already recorded stay valid, as the values only repeat q.
         """
-        if self._plan_of is None or self._plan_of[0] != self.theta \
+        plan = self._plan
+        if plan is None or self._plan_of is None or self._plan_of[0] != self.theta \
                 or not np.array_equal(self._plan_of[1], self.packed):
             n = self.shape[0]
             k = self._data.size // n
-            if self._plan is None:
-                self._plan = np.empty(_sr4.plan_size(n, k), np.uint8)
-            _sr4.ternary_plan(self.packed, n, k, self.theta, self._plan, nthreads)
+            if plan is None:
+                plan = self._plan = np.empty(_sr4.plan_size(n, k), np.uint8)
+            _sr4.ternary_plan(self.packed, n, k, self.theta, plan, nthreads)
             _sr4.materialize(self.packed, self._data.reshape(-1), self.theta, nthreads)
             self._plan_of = (self.theta, self.packed.copy())
-        return self._plan
+        return plan
 
     def __repr__(self) -> str:
         return "TernaryWeight containing:\n" + super().__repr__()

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import _config
 from .._kernels import _sr4
+from ..functional.ternary import TernaryWeight
 from ..tensor import Tensor
 from .optimizer import GroupSetting, Optimizer, check_number, f32
 
@@ -85,11 +86,11 @@ class SR4(Optimizer):
             n = p._data.size
             if not p._data.flags.c_contiguous:
                 raise ValueError(f"SR4: a parameter of shape {p.shape} is not C-contiguous")
-            q = getattr(p, "packed", None)
-            if q is None:
-                q = np.zeros((n + 1) // 2, np.uint8)
-            else:  # a TernaryWeight: the layer reads the same packed array
+            if isinstance(p, TernaryWeight):  # the layer reads the same packed array
+                q = p.packed
                 p.theta = theta
+            else:
+                q = np.zeros((n + 1) // 2, np.uint8)
             _sr4.init(q, n, seed, base, magnitude)
             _sr4.materialize(q, p._data.reshape(-1), theta, _config.num_threads())
             p._version += 1
