@@ -117,13 +117,16 @@ class GradScaler:
                 "growth_tracker": self._growth_tracker}
 
     def load_state_dict(self, state: Mapping[str, int]) -> None:
-        bits, tracker = state.get("scale_bits"), state.get("growth_tracker")
-        for name, value, high in (("scale_bits", bits, 1 << 32),
-                                  ("growth_tracker", tracker, self.growth_interval)):
+        def integer(name: str, high: int) -> int:
+            value = state.get(name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
                     or not 0 <= value < high:
                 raise ValueError(f"GradScaler.load_state_dict: {name} = {value!r} is not an "
                                  f"integer in [0, {high})")
+            return int(value)
+
+        bits = integer("scale_bits", 1 << 32)
+        tracker = integer("growth_tracker", self.growth_interval)
         scale = np.uint32(bits).view(np.float32)
         if not (math.isfinite(scale) and scale > 0):
             raise ValueError(f"GradScaler.load_state_dict: scale {float(scale)!r} is not "

@@ -499,7 +499,7 @@ def _reject_duplicates(pairs: list) -> dict:
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set = set()
-        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
         raise BadManifest(f"duplicate key {_short(key)} in an object")
     return out
 

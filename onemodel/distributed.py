@@ -96,16 +96,16 @@ def init(timeout: Optional[float] = None) -> tuple[int, int]:
         _initialised = True
         if timeout is None:
             _timeout = float(os.environ.get("ONEMODEL_DIST_TIMEOUT", _timeout))
+        mpi: Any = None
         try:
-            from mpi4py import MPI
+            from mpi4py import MPI as mpi
         except ImportError:
             if launched():
                 raise RuntimeError("distributed.init: started by mpiexec with "
                                    f"{_launcher_size()} processes but mpi4py is not installed "
                                    "(pip install mpi4py mpich)") from None
-            MPI = None
-        if MPI is not None and MPI.COMM_WORLD.Get_size() > 1:
-            _comm, _MPI = MPI.COMM_WORLD, MPI
+        if mpi is not None and mpi.COMM_WORLD.Get_size() > 1:
+            _comm, _MPI = mpi.COMM_WORLD, mpi
             _install_hook()
     return rank(), world_size()
 
@@ -210,7 +210,8 @@ def broadcast_bytes(data: Optional[bytes], what: str, root: int = 0) -> bytes:
     n = broadcast_int(-1 if data is None else len(data), what, root) if _comm else len(data or b"")
     if n < 0:
         return None  # type: ignore[return-value]
-    buf = np.frombuffer(bytearray(data), np.uint8) if rank() == root else np.empty(n, np.uint8)
+    buf = np.frombuffer(bytearray(data or b""), np.uint8) if rank() == root \
+        else np.empty(n, np.uint8)
     return broadcast(buf, what, root).tobytes()
 
 
@@ -500,10 +501,12 @@ class ExactSum:
         a = self.offsets[k]
         b = a + self.sizes[k]
         hi = None if self._packed[self.bucket_of[k]] else self.hi[a:b]
-        if reuse and self._out is None:
-            self._out = np.empty(self.total, np.float32)
-        out, top = _round(hi, self.lo[a:b], self.grid(k), count,
-                          self._out[a:b] if reuse else None)
+        into = None
+        if reuse:
+            if self._out is None:
+                self._out = np.empty(self.total, np.float32)
+            into = self._out[a:b]
+        out, top = _round(hi, self.lo[a:b], self.grid(k), count, into)
         if self.codes is not None:
             code = self.codes[a:b]
             if code.any():
@@ -675,14 +678,14 @@ class OptimizerShards:
             at += a.size
         wait([_comm.Iallgatherv(_MPI.IN_PLACE, [self.flat, self.counts, self.displs,
                                                 _MPI.FLOAT])], what)
-        at = [*self.displs]
+        next_of = [*self.displs]  # per rank: where its next parameter starts in flat
         for i, p in enumerate(params):
             r = self.owner[i]
             if r != rank():
                 n = p._data.size
-                p._data.reshape(-1)[...] = self.flat[at[r]:at[r] + n]
+                p._data.reshape(-1)[...] = self.flat[next_of[r]:next_of[r] + n]
                 p._version += 1
-            at[r] += p._data.size
+            next_of[r] += p._data.size
 
     def gather_state(self, what: str = "gathering the optimizer state") -> None:
         """Every parameter's optimizer state from its owner, on every worker (materialised:

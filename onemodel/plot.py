@@ -19,7 +19,8 @@ from .train import METRICS_LOG
 def read_log(run_dir: str) -> tuple[list[dict], list[dict]]:
     """The step rows and the evaluation rows of a run folder's metrics log."""
     path = os.path.join(run_dir, METRICS_LOG)
-    steps, evals = [], []
+    steps: list[dict] = []
+    evals: list[dict] = []
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():

@@ -322,8 +322,9 @@ class Trainer:
         if self._sum is None:
             self._sum = distributed.ExactSum([int(np.prod(p.shape, dtype=np.int64))
                                               for p in params])
-            if getattr(self, "_priors", None):
-                self._sum.exponents = list(self._priors)
+            priors = getattr(self, "_priors", None)
+            if priors:
+                self._sum.exponents = list(priors)
             for k, p in enumerate(params):
                 self._hook_gradient(k, p)
         acc = self._sum
@@ -351,7 +352,9 @@ class Trainer:
                 self._collecting = None
             slots[index] = (n, np.float64(loss.item()).view(np.int64))
         self._position(start, total, counters)  # where one worker accumulating M would be
-        slots = acc.reduce(slots, "reducing the gradients of a step")
+        reduced = acc.reduce(slots, "reducing the gradients of a step")
+        assert reduced is not None  # reduce returns the slots it was given, summed
+        slots = reduced
         samples = int(slots[:, 0].sum())
         means = acc.results(samples, reuse=True)  # views, as DDP's gradient_as_bucket_view
         for p, g in zip(params, means):
@@ -504,7 +507,8 @@ class Trainer:
         scale and the default generator. Returns False when there is none."""
         found: Optional[str] = path
         if self.rank == 0 and (path is None or os.path.isdir(path)):
-            folder = path if path is not None else (self.manager and self.manager.folder)
+            folder = path if path is not None else (
+                self.manager.folder if self.manager is not None else None)
             if folder is None:
                 raise ValueError("Trainer.resume: no checkpoint_dir and no path")
             found = checkpoint.CheckpointManager(folder).latest()

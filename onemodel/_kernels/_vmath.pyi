@@ -5,7 +5,7 @@ import numpy.typing as npt
 
 Op = Literal["exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh",
              "relu"]
-OPS: tuple[str, ...]
+OPS: tuple[Op, ...]
 
 def set_isa(isa: int) -> None: ...
 def saves_output(op: Op) -> bool: ...

@@ -103,8 +103,9 @@ def main(argv: Optional[list[str]] = None) -> float:
         f"{om.get_mode()} mode; {len(data['train'][1])} training images, {total} steps")
     seconds = fit_run(trainer, total, folder, resumed, p, say)
     test = trainer.evaluate(DataLoader(data["test"], 512, shuffle=False))["accuracy"]
-    print(f"test accuracy {100 * test:.1f}% (best validation "
-          f"{100 * trainer.manager.best_metric:.1f}%) in {seconds:.1f} s; "
+    best = trainer.manager.best_metric if trainer.manager is not None else None
+    best_text = "none" if best is None else f"{100 * best:.1f}%"
+    print(f"test accuracy {100 * test:.1f}% (best validation {best_text}) in {seconds:.1f} s; "
           f"run folder {folder}")
     return test
 

@@ -18,7 +18,7 @@ import onemodel as om
 import onemodel.functional as F
 from onemodel import checkpoint, nn
 from onemodel.optim import SGD, AdamW, Optimizer, clip_grad_norm
-from onemodel.optim.lr import CosineLR, WarmupCosineLR
+from onemodel.optim.lr import CosineLR, Schedule, WarmupCosineLR
 
 
 @dataclass
@@ -26,7 +26,7 @@ class Training:
     """A model, its optimizer and schedule, and a function that yields batch k's loss."""
     model: nn.Module
     optimizer: Optimizer
-    schedule: object
+    schedule: Schedule
     loss_at: Callable[[int], om.Tensor]
     clip: float = 1.0
 

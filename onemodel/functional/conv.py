@@ -139,6 +139,7 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
     args = (stride, padding, dilation, groups)
     half = _autocast.half_code()
     x_keep, save_x = _autocast.saved_operand(x, x4, half, True)
+    assert x_keep is not None  # needed: the weight's gradient reads it
     _conv.conv2d_forward(x4, w4, None if b is None else b._data, y, *args, _core.threads(),
                          half, save_x)
     out_shape = (xs[0], k) + out[2 - n:] if batched else (k,) + out[2 - n:]
@@ -242,7 +243,10 @@ def max_pool2d(input: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = 
     return (out, Tensor._wrap(idx.reshape(out_shape))) if return_indices else out
 
 
-def _average(x: Tensor, op: str, windows: tuple, dh: np.ndarray, dw: np.ndarray) -> Tensor:
+Windows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (hs, he, ws, we)
+
+
+def _average(x: Tensor, op: str, windows: Windows, dh: np.ndarray, dw: np.ndarray) -> Tensor:
     xp = _planes(x)
     y = np.empty((xp.shape[0], dh.shape[0], dw.shape[0]), np.float32)
     _conv.avg_pool2d(xp, y, *windows, dh, dw, _core.threads())
@@ -292,15 +296,15 @@ def _avg_pool(op: str, x: Tensor, kernel_size: IntPair, stride: Optional[IntPair
     d = divisor_override
     if d is not None and (isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d == 0):
         raise ValueError(f"{op}: divisor_override must be a non-zero integer or None, got {d!r}")
-    kernel, padding, _, (hs, he, h0, _), (ws, we, w0, _) = _pool_args(x, kernel_size, stride,
-                                                                   padding, op, bool(ceil_mode))
+    kernel, pad, _, (hs, he, h0, _), (ws, we, w0, _) = _pool_args(x, kernel_size, stride,
+                                                               padding, op, bool(ceil_mode))
     if d is not None:
         # The kernel divides by positive counts; a negative divisor negates the mean.
         dh, dw = np.full(hs.shape, abs(int(d)), np.int64), np.ones_like(ws)
     elif count_include_pad:
         # PyTorch's divisor: the window clipped to the padded input, not to the input.
-        dh = np.minimum(h0 + kernel[0], x.shape[-2] + padding[0]) - h0
-        dw = np.minimum(w0 + kernel[1], x.shape[-1] + padding[1]) - w0
+        dh = np.minimum(h0 + kernel[0], x.shape[-2] + pad[0]) - h0
+        dw = np.minimum(w0 + kernel[1], x.shape[-1] + pad[1]) - w0
     else:
         dh, dw = he - hs, we - ws
     y = _average(x, op, (hs, he, ws, we), dh, dw)
@@ -317,8 +321,8 @@ def adaptive_avg_pool2d(input: Tensor,
         else tuple(output_size)
     if len(sizes) != 2:
         raise ValueError(f"{op}: output_size must be an int or a pair, got {output_size!r}")
-    sizes = tuple(x.shape[-2 + i] if s is None else s for i, s in enumerate(sizes))
-    _pair(sizes, "output_size", op, 1)
+    out_hw = tuple(x.shape[-2 + i] if s is None else s for i, s in enumerate(sizes))
+    _pair(out_hw, "output_size", op, 1)
     if x.shape[-2] < 1 or x.shape[-1] < 1:
         raise ValueError(f"{op}: input {x.shape} has an empty spatial dimension")
 
@@ -326,7 +330,7 @@ def adaptive_avg_pool2d(input: Tensor,
         i = np.arange(out, dtype=np.int64)
         return (i * size) // out, -((-(i + 1) * size) // out)
 
-    (hs, he), (ws, we) = axis(x.shape[-2], int(sizes[0])), axis(x.shape[-1], int(sizes[1]))
+    (hs, he), (ws, we) = axis(x.shape[-2], int(out_hw[0])), axis(x.shape[-1], int(out_hw[1]))
     return _average(x, op, (hs, he, ws, we), he - hs, we - ws)
 
 
@@ -382,11 +386,13 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
         mean, var, var_unbiased, invstd = (np.empty(c, np.float32) for _ in range(4))
         _conv.batch_norm_stats(x3, float(eps), mean, var, var_unbiased, invstd, threads)
         if rm is not None:
+            assert rv is not None  # both or neither (checked above)
             m = float(momentum)
             for buf, batch in ((rm, mean), (rv, var_unbiased)):
                 new = m * batch.astype(np.float64) + (1.0 - m) * buf._data.astype(np.float64)
                 buf.copy_(new.astype(np.float32))
     else:
+        assert rm is not None and rv is not None  # evaluation needs them (checked above)
         mean = rm._data.copy()
         invstd = (1.0 / np.sqrt(rv._data.astype(np.float64) + float(eps))).astype(np.float32)
     wd = np.ones(c, np.float32) if w is None else w._data

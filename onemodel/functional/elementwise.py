@@ -27,7 +27,7 @@ _ONE = np.float32(1.0)
 _SAVES_OUTPUT = {op: _vmath.saves_output(op) for op in _vmath.OPS}
 
 
-def _vm(op: str, x: np.ndarray) -> np.ndarray:
+def _vm(op: _vmath.Op, x: np.ndarray) -> np.ndarray:
     """One transcendental over a C-contiguous float32 array, by the exact kernel."""
     out = np.empty(x.shape, float32)
     _vmath.unary(op, x, out, threads())
@@ -352,7 +352,7 @@ def sqrt(input: Tensor) -> Tensor:
     return record("sqrt", out, (x,), lambda g: (g / (out + out),))
 
 
-def _transcendental(op: str, input: Any, kernel: str, promote: bool = False) -> Tensor:
+def _transcendental(op: str, input: Any, kernel: _vmath.Op, promote: bool = False) -> Tensor:
     """An op of _vmath: forward and backward by the exact kernels."""
     x = _float_input(input, op, promote)
     out = _vm(kernel, x._data)
@@ -483,6 +483,7 @@ def clamp(input: Tensor, min: Bound = None, max: Bound = None) -> Tensor:
         keep = a >= lo._data
     if hi is not None:
         keep = a <= hi._data if keep is None else keep & (a <= hi._data)
+    assert keep is not None  # min or max is given (checked above)
     bounds = tuple(t for t in (lo, hi) if t is not None)
 
     def backward(g: np.ndarray) -> tuple:

@@ -91,8 +91,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             g_rows = g.reshape(rows, n)
             ga = gb = None
             if grad_a:
+                assert b_keep is not None  # kept for a's gradient
                 ga = _product(g_rows, b_keep, trans_b=True, half=half).reshape(sa)
             if grad_b:
+                assert a_keep is not None
                 gb = _product(a_keep, g_rows, trans_a=True, half=half).reshape(sb)
             return ga, gb
 
@@ -112,18 +114,21 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     out = _product(a3, b3, half=half, save_a=save_a, save_b=save_b)
     shape_a, shape_b = a2.shape, b2.shape
 
-    def backward(g: np.ndarray):
+    def batched_backward(g: np.ndarray):
         g3 = g.reshape((_rows(batch), m, n))
         ga = gb = None
         if grad_a:
+            assert b_keep is not None  # kept for a's gradient
             ga = _product(g3, b_keep, trans_b=True, half=half).reshape(batch + (m, k))
             ga = _core.sum_to_shape(ga, shape_a).reshape(sa)
         if grad_b:
+            assert a_keep is not None
             gb = _product(a_keep, g3, trans_a=True, half=half).reshape(batch + (k, n))
             gb = _core.sum_to_shape(gb, shape_b).reshape(sb)
         return ga, gb
 
-    return _record("matmul", out.reshape(out_shape), (a, b), backward, (save_a, save_b))
+    return _record("matmul", out.reshape(out_shape), (a, b), batched_backward,
+                   (save_a, save_b))
 
 
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
@@ -153,7 +158,7 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     half = _autocast.half_code()
     grad_x, grad_w = x.requires_grad, w.requires_grad   # read by the closure, as in matmul
     has_bias = b is not None
-    grad_b = has_bias and b.requires_grad
+    grad_b = b is not None and b.requires_grad
     x_rows = np.ascontiguousarray(x._data if len(sx) == 2
                                   else x._data.reshape(_rows(sx[:-1]), n_in))
     w_data = np.ascontiguousarray(w._data)
@@ -167,8 +172,13 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
 
     def backward(g: np.ndarray):
         g_rows = g.reshape(rows, n_out)
-        gx = _product(g_rows, w_keep, half=half).reshape(sx) if grad_x else None
-        gw = _product(g_rows, x_keep, trans_a=True, half=half) if grad_w else None
+        gx = gw = None
+        if grad_x:
+            assert w_keep is not None  # kept for x's gradient
+            gx = _product(g_rows, w_keep, half=half).reshape(sx)
+        if grad_w:
+            assert x_keep is not None
+            gw = _product(g_rows, x_keep, trans_a=True, half=half)
         if not has_bias:
             return gx, gw
         return gx, gw, (_core.sum_axis(g_rows, 0) if grad_b else None)

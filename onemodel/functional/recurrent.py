@@ -163,7 +163,7 @@ def _run(cell: str, dirs: list, lengths: Any) -> list:
 
 def lstm_directions(xws: Sequence[Tensor], w_hhs: Sequence[Tensor],
                     b_hhs: Sequence[Optional[Tensor]], h0s: Sequence[Tensor],
-                    c0s: Sequence[Tensor], lengths: Any = None,
+                    c0s: Sequence[Optional[Tensor]], lengths: Any = None,
                     reverses: Sequence[bool] = (False, True)) -> list:
     """Several LSTM directions over the same steps (a bidirectional layer), run together:
     [(y, h_n, c_n) per direction]."""
@@ -220,8 +220,9 @@ def _projected_direction(xw: Tensor, w_hh: Tensor, b_hh: Optional[Tensor], w_hr:
 
 
 def lstm_projected_directions(xws: Sequence[Tensor], w_hhs: Sequence[Tensor],
-                              b_hhs: Sequence[Optional[Tensor]], w_hrs: Sequence[Tensor],
-                              h0s: Sequence[Tensor], c0s: Sequence[Tensor], lengths: Any = None,
+                              b_hhs: Sequence[Optional[Tensor]], w_hrs: Sequence[Any],
+                              h0s: Sequence[Tensor], c0s: Sequence[Optional[Tensor]],
+                              lengths: Any = None,
                               reverses: Sequence[bool] = (False, True)) -> list:
     """Directions of an LSTM layer with projections w_hr (P, H): [(y, h_n, c_n) per direction],
     y (T, B, P), h_n (B, P), c_n (B, H); xw (T, B, 4H) is the input projection as for

@@ -21,8 +21,8 @@ from .elementwise import maximum, minimum
 Dim = Union[None, int, Sequence[int]]
 
 # torch.return_types.max (and .min): a named pair, also unpackable as a tuple.
-MaxResult = namedtuple("max", ["values", "indices"])
-MinResult = namedtuple("min", ["values", "indices"])
+MaxResult = namedtuple("max", ["values", "indices"])  # type: ignore[name-match]
+MinResult = namedtuple("min", ["values", "indices"])  # type: ignore[name-match]
 
 
 def _axes(dim: Dim, ndim: int, op: str) -> tuple:
@@ -154,14 +154,14 @@ def _extreme(op: str, input: Tensor, dim: Optional[int], keepdim: bool, pick: An
     out_shape = work.shape[:axis] + work.shape[axis + 1:] if a.ndim and not keepdim \
         else (idx.shape if a.ndim else ())
 
-    def backward(g: np.ndarray) -> tuple:
+    def along_backward(g: np.ndarray) -> tuple:
         grad = np.zeros(work.shape, float32)
         np.put_along_axis(grad, idx, g.reshape(idx.shape), axis)
         return (grad.reshape(a.shape),)
 
     indices = Tensor._wrap(idx.reshape(out_shape).astype(int64))
     result = MaxResult if op == "max" else MinResult
-    return result(record(op, values.reshape(out_shape), (x,), backward), indices)
+    return result(record(op, values.reshape(out_shape), (x,), along_backward), indices)
 
 
 def cumsum(input: Tensor, dim: int) -> Tensor:

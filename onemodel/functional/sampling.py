@@ -33,7 +33,7 @@ _F = np.float32
 _CUBIC_A = _F(-0.75)  # PyTorch's bicubic; antialiasing uses Keys' -0.5, as PIL
 
 
-def _per_axis(value: Any, name: str, spatial: int, kind: type) -> tuple:
+def _per_axis(value: Any, name: str, spatial: int, kind: tuple[type, ...]) -> tuple:
     items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * spatial
     if len(items) != spatial or any(isinstance(v, bool) or not isinstance(v, kind)
                                     for v in items):
@@ -118,13 +118,13 @@ def _antialias_taps(out: int, size: int, scale: Optional[float], align_corners: 
     1. Outputs with fewer inputs than the widest are padded with weight-0 taps."""
     ratio = _ratio(size, out, align_corners, scale)
     if ratio >= 1:
-        support, inverse = _F(support) * ratio, _F(1.0 / float(ratio))
+        reach, inverse = _F(support) * ratio, _F(1.0 / float(ratio))
     else:
-        support, inverse = _F(support), _F(1)
+        reach, inverse = _F(support), _F(1)
     # float32 sums with a double + 0.5 after them, as ATen's mixed-precision expressions.
     center = (ratio * (np.arange(out) + 0.5)).astype(_F)
-    first = np.maximum(((center - support).astype(np.float64) + 0.5).astype(np.int64), 0)
-    count = np.minimum(((center + support).astype(np.float64) + 0.5).astype(np.int64),
+    first = np.maximum(((center - reach).astype(np.float64) + 0.5).astype(np.int64), 0)
+    count = np.minimum(((center + reach).astype(np.float64) + 0.5).astype(np.int64),
                        size) - first
     j = np.arange(int(count.max()))[:, None]
     offset = ((j + first).astype(_F) - center).astype(np.float64) + 0.5
@@ -140,11 +140,12 @@ def _blend(x: Tensor, axis: int, taps: list) -> Tensor:
     """Σ_k x[..., idx_k, ...] · w_k along `axis`, the terms added in tap order."""
     lead = (slice(None),) * axis
     trail = (1,) * (x.ndim - 1 - axis)
-    out = None
+    out: Optional[Tensor] = None
     for idx, w in taps:
         term = mul(index(x, lead + (idx,)), Tensor._wrap(np.ascontiguousarray(
             w, _F).reshape((-1,) + trail)))
         out = term if out is None else add(out, term)
+    assert out is not None  # every output has at least one tap
     return out
 
 

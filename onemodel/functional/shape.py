@@ -199,9 +199,9 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError(f"gather: index {bad} is out of bounds for dim {dim} with size "
                          f"{xs[d]} (input shape {x.shape}, index shape {idx.shape})")
     # Open-mesh coordinates of every output element, with dim's coordinate taken from index.
-    coords = list(np.ix_(*[np.arange(s) for s in ishape]))
-    coords[d] = idx.reshape(ishape)
-    coords = tuple(coords)
+    mesh = list(np.ix_(*[np.arange(s) for s in ishape]))
+    mesh[d] = idx.reshape(ishape)
+    coords = tuple(mesh)
     out = x._data.reshape(xs)[coords].reshape(idx.shape)
     shape = x.shape
 
@@ -354,7 +354,7 @@ def _pad_indexed(x: Tensor, amounts: tuple, mode: str) -> Tensor:
     def backward(g: np.ndarray) -> tuple:
         for d, idx in reversed(maps):
             acc = np.zeros(g.shape[:d] + (shape[d],) + g.shape[d + 1:], np.float32)
-            np.add.at(acc, (slice(None),) * d + (idx,), g)
+            np.add.at(acc, (slice(None),) * d + (idx,), g)  # type: ignore[arg-type]
             g = acc
         return (g,)
 

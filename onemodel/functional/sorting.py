@@ -14,8 +14,9 @@ from ..tensor import Tensor, float32
 from ._core import as_tensor, normalize_dim, record
 
 # torch.return_types.sort / topk: named pairs, also unpackable as tuples.
-SortResult = namedtuple("sort", ["values", "indices"])
-TopkResult = namedtuple("topk", ["values", "indices"])
+# torch's type names, which their repr shows: sort(values=..., indices=...).
+SortResult = namedtuple("sort", ["values", "indices"])  # type: ignore[name-match]
+TopkResult = namedtuple("topk", ["values", "indices"])  # type: ignore[name-match]
 
 
 def _order(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:
@@ -31,7 +32,7 @@ def _order(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     return np.moveaxis(order, -1, axis)
 
 
-def _pick(op: str, x: Tensor, axis: int, idx: np.ndarray) -> tuple:
+def _pick(op: str, x: Tensor, axis: int, idx: np.ndarray) -> tuple[Tensor, Tensor]:
     """(values, indices) of x at idx along axis, differentiable in the values."""
     values = np.take_along_axis(x._data, idx, axis)
     shape = x.shape

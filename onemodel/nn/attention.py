@@ -168,6 +168,7 @@ class MultiheadAttention(Module):
         if is_causal and key_padding_mask is None and not need_weights:
             # Where PyTorch trusts the hint, it attends causally and ignores attn_mask itself.
             mask = causal_mask(lq, lk)
+        weights: Optional[Tensor]
         out, weights = attend(self._heads(q, b, lq), self._heads(k, b, lk),
                               self._heads(v, b, lk), mask, 1.0 / math.sqrt(self.head_dim),
                               self.dropout)
@@ -175,7 +176,7 @@ class MultiheadAttention(Module):
         out = self.o(out)
         if not need_weights:
             weights = None
-        elif average_attn_weights:
+        elif average_attn_weights and weights is not None:
             weights = F.mean(weights, 1)
         if unbatched:
             return F.squeeze(out, 0), None if weights is None else F.squeeze(weights, 0)

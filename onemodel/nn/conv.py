@@ -55,6 +55,7 @@ class _ConvNd(Module):
         self.kernel_size = C._ints(kernel_size, "kernel_size", layer, 1, n)
         self.stride = C._ints(stride, "stride", layer, 1, n)
         self.dilation = C._ints(dilation, "dilation", layer, 1, n)
+        self.padding: Union[str, tuple[int, ...]]
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"{layer}: padding must be 'same', 'valid' or ints, got "
@@ -286,7 +287,7 @@ class Upsample(Module):
         if isinstance(scale_factor, tuple):  # stored as floats, as PyTorch's
             scale_factor = tuple(float(f) for f in scale_factor)
         elif scale_factor:
-            scale_factor = float(scale_factor)
+            scale_factor = float(scale_factor)  # type: ignore[arg-type]  # a number here
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 

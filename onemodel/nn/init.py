@@ -44,11 +44,12 @@ def fan_in_bound(fan_in: int) -> np.float32:
 EMBEDDING_BOUND = np.float32(math.sqrt(3.0))  # Uniform(-√3, √3) has unit variance
 
 
-def uniform_parameter(shape: Sequence[int], bound: np.float32,
+def uniform_parameter(shape: Sequence[int], bound: float | np.floating,
                       generator: Generator) -> Parameter:
-    """A Parameter drawn from Uniform(-bound, +bound) in row-major order, advancing generator."""
-    bound = np.float32(bound)
-    return Parameter(generator.uniform(-bound, bound, tuple(shape)))
+    """A Parameter drawn from Uniform(-bound, +bound) in row-major order, advancing generator
+    (bound rounded to float32 first)."""
+    b = float(np.float32(bound))
+    return Parameter(generator.uniform(-b, b, tuple(shape)))
 
 
 # -- torch.nn.init: in-place initialisers ----------------------------------------------------

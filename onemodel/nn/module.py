@@ -234,7 +234,9 @@ class Module:
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
         """Parameters in the state order; a parameter shared by two names appears once."""
-        yield from self._named_members(True, prefix, recurse, remove_duplicate)
+        for name, t in self._named_members(True, prefix, recurse, remove_duplicate):
+            assert isinstance(t, Parameter)
+            yield name, t
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, p in self.named_parameters(recurse=recurse):

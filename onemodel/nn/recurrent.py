@@ -67,7 +67,8 @@ class _Recurrent(Module):
         for k in range(self.num_layers):
             width = self.input_size if k == 0 else out * self.directions
             for suffix in self._suffixes():
-                shapes = [("weight_ih", (gh, width)), ("weight_hh", (gh, out))]
+                shapes: list[tuple[str, tuple[int, ...]]] = [("weight_ih", (gh, width)),
+                                                             ("weight_hh", (gh, out))]
                 if self.bias:
                     shapes += [("bias_ih", (gh,)), ("bias_hh", (gh,))]
                 if self.proj_size:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import MutableMapping
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -287,7 +287,7 @@ class Optimizer:
         """Name -> value (a float32 value as a Python float; flags as 0.0 or 1.0), in order."""
         return self._flat_hyper(self.param_groups)
 
-    def _flat_hyper(self, groups: list) -> "OrderedDict[str, float]":
+    def _flat_hyper(self, groups: Sequence) -> "OrderedDict[str, float]":
         out: OrderedDict[str, float] = OrderedDict()
         for g, group in enumerate(groups):
             if g:

@@ -55,7 +55,7 @@ class SGD(Optimizer):
                 nthreads: int) -> None:
         one_minus_d = float(np.float32(1.0) - np.float32(group["dampening"]))
         buf, flag = self._buffers[i], self._initialized[i]
-        if buf is None:
+        if buf is None or flag is None:
             _optim.sgd_step(p, g, None, group["lr"], 0.0, one_minus_d, group["weight_decay"],
                             False, False, nthreads)
             return
@@ -66,7 +66,7 @@ class SGD(Optimizer):
     def state_tensors(self) -> "OrderedDict[str, np.ndarray]":
         state: OrderedDict[str, np.ndarray] = OrderedDict()
         for i, (buf, flag) in enumerate(zip(self._buffers, self._initialized)):
-            if buf is not None:
+            if buf is not None and flag is not None:
                 state[f"momentum_buffer.{i}"] = buf
                 state[f"initialized.{i}"] = flag
         return state
