@@ -23,11 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_norm.h"
 #include "conv.h"
 #include "ctc.h"
 #include "gemm.h"
 #include "isa.h"
 #include "optim.h"
+#include "pool.h"
 #include "reduce.h"
 #include "rnn.h"
 #include "sr4.h"
