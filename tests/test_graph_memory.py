@@ -99,6 +99,29 @@ def test_a_large_relu_keeps_a_mask_not_its_output() -> None:
                                   np.where(leaf.detach().numpy() > 0, np.float32(6), np.float32(0)))
 
 
+def test_a_large_relu_gives_the_kernels_gradient_bits_on_special_values() -> None:
+    """The mask path (2^16 elements and more) against the small path's kernel rule, y <= 0 ? +0
+    : g, element by element: NaN passes the gradient, -0 and +0 stop it, also for inf or NaN
+    gradients."""
+    n = 1 << 16
+    x = RNG.standard_normal(n).astype(np.float32)
+    x[:8] = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1e-45, -1e-45, 3.0]
+    g = RNG.standard_normal(n).astype(np.float32)
+    g[8:16] = [np.nan, np.inf, -np.inf, -0.0, 0.0, np.nan, -1.0, 2.0]
+    g[16:24] = g[8:16]
+    x[16:24] = x[:8]
+    leaf = om.from_numpy(x).requires_grad_()
+    y = F.relu(leaf)
+    y.backward(om.from_numpy(g))
+    out = y.detach().numpy()
+    want = np.where(out <= 0, np.float32(0), g)
+    np.testing.assert_array_equal(leaf.grad.numpy().view(np.uint32), want.view(np.uint32))
+    small = om.from_numpy(x[:1024]).requires_grad_()  # the kernel's own backward
+    F.relu(small).backward(om.from_numpy(g[:1024]))
+    np.testing.assert_array_equal(small.grad.numpy().view(np.uint32),
+                                  leaf.grad.numpy()[:1024].view(np.uint32))
+
+
 def test_gradients_are_unchanged_by_what_the_graph_keeps() -> None:
     """The same gradients whether the program holds the intermediates or drops them."""
     leaf = _leaf(4, 12)
