@@ -5,7 +5,10 @@ name picks its instruction-set flags (``*_avx2.c`` with AVX2+FMA+F16C, ``*_avx51
 AVX-512 F/BW/VL/DQ, ``*_avx512bf16.c`` with AVX512_BF16 besides, ``*_sse2.c``, ``*_neon.c``;
 anything else is baseline). Files of an ISA the target architecture (or, for AVX512_BF16, the
 compiler) lacks are skipped; ``csrc/isa.h`` tells the code which ones were built.
-Each Cython module links all objects, so the dispatch tables live next to the kernels.
+The Cython modules' C and the kernels are linked into one shared object, ``onemodel._kernels._lib``,
+that holds every module's init function: the package loads each module from it
+(``onemodel/_kernels/__init__.py``), so the library, its selected path and its dispatch tables
+exist once.
 
 Every compilation uses contraction off and no fast-math: exact mode depends on it
 (docs/spec/engine.md section 4). OpenMP is probed; a compiler without it builds a serial library.
@@ -95,12 +98,8 @@ def opt_flag() -> str:
 
 
 class BuildExt(build_ext):
-    """Compiles the C kernels per ISA with their own flags, then the Cython modules."""
-
-    def finalize_options(self) -> None:
-        super().finalize_options()
-        if not self.parallel:  # the Cython modules too, one per core, unless -j says otherwise
-            self.parallel = os.cpu_count() or 1
+    """Compiles the C kernels per ISA with their own flags and the Cython modules' C, and links
+    them into one shared object."""
 
     def build_extensions(self) -> None:
         msvc = self.compiler.compiler_type == "msvc"
@@ -116,28 +115,33 @@ class BuildExt(build_ext):
             macros.append(("OM_BUILD_" + isa.upper(), "1"))
 
         def compile_one(source: Path) -> list[str]:
-            isa = isa_of(source)
-            flags = (MSVC_ISA_FLAGS if msvc else GNU_ISA_FLAGS).get(isa, []) if isa else []
+            flags = []
+            if source.parent == ROOT / CSRC:  # a kernel: C11 and its path's instructions
+                isa = isa_of(source)
+                flags = kernel_only + ((MSVC_ISA_FLAGS if msvc else GNU_ISA_FLAGS)[isa]
+                                       if isa else [])
             return self.compiler.compile(
                 [str(source.relative_to(ROOT))], output_dir=self.build_temp, macros=macros,
-                include_dirs=[str(CSRC)], extra_postargs=base + kernel_only + flags + omp_compile,
+                include_dirs=[str(CSRC), numpy.get_include()],
+                extra_postargs=base + flags + omp_compile,
                 depends=[str(p) for p in (ROOT / CSRC).glob("*.h")])
 
-        sources = [s for s in sorted((ROOT / CSRC).glob("*.c"))
-                   if isa_of(s) is None or isa_of(s) in isas]
-        # The kernel objects are independent compiler processes: one per core at a time (the
-        # build takes half as long on two cores). The object list keeps the sources' order.
+        (lib,) = self.extensions
+        sources = [ROOT / s for s in lib.module_sources] + [
+            s for s in sorted((ROOT / CSRC).glob("*.c")) if isa_of(s) is None or isa_of(s) in isas]
+        # Every object is an independent compiler process: one per core at a time (the build
+        # takes half as long on two cores). The object list keeps the sources' order.
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             objects = [obj for objs in pool.map(compile_one, sources) for obj in objs]
-        kernel_sources = [str(p.relative_to(ROOT)) for p in (ROOT / CSRC).glob("*.[ch]")]
-        for ext in self.extensions:
-            ext.extra_objects = objects
-            ext.depends = kernel_sources  # relink every module when a kernel changes
-            ext.define_macros = macros
-            ext.include_dirs = [str(CSRC), numpy.get_include()]
-            ext.extra_compile_args = base + omp_compile
-            ext.extra_link_args = omp_link
+        lib.extra_objects = objects
+        lib.depends = lib.module_sources + [str(p.relative_to(ROOT))
+                                            for p in (ROOT / CSRC).glob("*.[ch]")]
+        lib.extra_link_args = omp_link
         super().build_extensions()
+
+    def get_export_symbols(self, ext: Extension) -> list[str]:
+        """The init function of every module the shared object holds (MSVC exports only these)."""
+        return [f"PyInit_{Path(source).stem}" for source in ext.module_sources]
 
     def _is_clang_cl(self) -> bool:
         """Whether the MSVC-style compiler is clang-cl (its executable, known once initialised)."""
@@ -189,12 +193,16 @@ class BuildExt(build_ext):
 
 
 def extensions() -> list[Extension]:
+    """The one shared object; its sources, the Cython modules' C, BuildExt compiles itself."""
     pyx = sorted((ROOT / KERNELS).glob("*.pyx"))
-    exts = [Extension("onemodel._kernels." + p.stem, [str(p.relative_to(ROOT))]) for p in pyx]
+    modules = [Extension("onemodel._kernels." + p.stem, [str(p.relative_to(ROOT))]) for p in pyx]
     debug = os.environ.get("ONEMODEL_DEBUG_KERNELS") == "1"
-    return cythonize(exts, language_level=3, compiler_directives={
+    modules = cythonize(modules, language_level=3, compiler_directives={
         "boundscheck": debug, "wraparound": debug, "initializedcheck": debug,
         "cdivision": True, "nonecheck": False, "embedsignature": True})
+    lib = Extension("onemodel._kernels._lib", sources=[])
+    lib.module_sources = [source for module in modules for source in module.sources]
+    return [lib]
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})

@@ -61,14 +61,14 @@ def _env_isa() -> str:
     return raw
 
 
-_isa = _env_isa()
-_kernels.select_isa(_isa)
+_kernels.select_isa(_env_isa())
 _num_threads = _env_threads()
 _mode = _env_mode()
 
 
 def isa() -> str:
-    return _isa
+    """The path the kernels run now (the library's own state, not a copy of it)."""
+    return _kernels.selected_isa()
 
 
 def num_threads() -> int:
@@ -112,9 +112,9 @@ def mode(name: str) -> Iterator[None]:
 def config() -> dict:
     from . import __version__
     return {
-        "isa": _isa,
+        "isa": isa(),
         "isas_available": _kernels.available_isas(),
-        "bf16_dot": _isa == "avx512" and _kernels._gemm.bf16_dot(),
+        "bf16_dot": isa() == "avx512" and _kernels._gemm.bf16_dot(),
         "mode": _mode,
         "fast_kernels": list(FAST_KERNELS),
         "num_threads": _num_threads,

@@ -17,13 +17,13 @@ CHILD = textwrap.dedent("""
     import hashlib, importlib.util, os, sys, threading
 
     if FIRST == "onemodel":
-        # Load a kernel module's shared library, and with it its OpenMP runtime, before numpy
+        # Load the kernels' shared library, and with it its OpenMP runtime, before numpy
         # (importing the package itself would import numpy first).
         import ctypes
         kernels = os.path.join(os.path.dirname(importlib.util.find_spec("onemodel").origin),
                                "_kernels")
         lib = next(f for f in sorted(os.listdir(kernels))
-                   if f.startswith("_gemm.") and f.endswith((".so", ".pyd")))
+                   if f.startswith("_lib.") and f.endswith((".so", ".pyd")))
         ctypes.CDLL(os.path.join(kernels, lib))
     import numpy as np
     a = np.random.default_rng(0).standard_normal((400, 400))

@@ -3,11 +3,12 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import onemodel as om
-from onemodel import _kernels
+from onemodel import _config, _kernels
 from onemodel.examples import reference
 
 REPORT = "import json, onemodel as om; print(json.dumps(om.config()))"
@@ -124,6 +125,40 @@ def test_selected_isa_is_the_path_last_chosen():
         assert _kernels.selected_isa() == _kernels.available_isas()[-1]
     finally:
         _kernels.select_isa(previous)
+
+
+# Families without an SSE2 translation run their scalar code on the SSE2 path (csrc/isa.h).
+SCALAR_ON_SSE2 = {"exact", "sr4"}
+
+
+def test_every_family_runs_the_selected_path():
+    """One library, one selected path: after select_isa every kernel family's dispatch reaches
+    the code compiled for that path, and config() reports it (it reads the library's state)."""
+    previous = _kernels.selected_isa()
+    try:
+        for isa in _kernels.available_isas():
+            _kernels.select_isa(isa)
+            index = _kernels.ISA_NAMES.index(isa)
+            ran = _kernels._cpu.kernel_paths()
+            assert sorted(ran) == ["conv", "ctc", "exact", "gemm", "optim", "reduce", "rnn",
+                                   "sr4", "vmath"]
+            expected = {family: 0 if isa == "sse2" and family in SCALAR_ON_SSE2 else index
+                        for family in ran}
+            assert ran == expected, isa
+            assert _kernels._cpu.active_isa() == index
+            assert om.config()["isa"] == isa and _config.isa() == isa
+    finally:
+        _kernels.select_isa(previous)
+    assert _kernels._cpu.kernel_paths()["gemm"] == _kernels.ISA_NAMES.index(previous)
+
+
+def test_every_kernel_module_shares_one_library():
+    """Every compiled module is loaded from the one shared object, so there is one copy of the
+    kernels and of their selected path."""
+    files = {getattr(_kernels, name).__file__ for name in _kernels._MODULE_NAMES}
+    assert len(files) == 1 and Path(files.pop()).name.startswith("_lib.")
+    assert [n for n in _kernels._MODULE_NAMES if hasattr(getattr(_kernels, n), "set_isa")] == [
+        "_cpu"]
 
 
 def test_select_isa_refuses_unknown_and_missing_paths():

@@ -14,7 +14,7 @@ import pytest
 
 from onemodel import _kernels
 
-MODULES = sorted(_kernels._MODULE_NAMES + ("_crc",))
+MODULES = sorted(_kernels._MODULE_NAMES)
 
 
 def stub_of(module: ModuleType) -> ast.Module:

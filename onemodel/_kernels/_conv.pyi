@@ -6,7 +6,6 @@ import numpy.typing as npt
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 
-def set_isa(isa: int) -> None: ...
 def conv2d_forward(x: F32 | npt.NDArray[np.uint16], w: F32, b: Optional[F32], y: F32,
                    stride: tuple[int, int], padding: tuple[int, int],
                    dilation: tuple[int, int], groups: int, nthreads: int, half: int = 0,

@@ -10,7 +10,6 @@ bounds. Arrays are float32 (int64 for indices and windows), C-contiguous; under 
 import numpy as np
 
 cimport numpy as cnp
-from onemodel._kernels._isa cimport om_set_isa
 from libc.stdint cimport int64_t, uint16_t
 
 cnp.import_array()
@@ -52,10 +51,6 @@ cdef extern from "batch_norm.h" nogil:
                                     const float *invstd, const float *w, float *gx, float *gw,
                                     float *gb, int64_t n, int64_t c, int64_t s,
                                     int batch_stats, int nthreads)
-
-
-def set_isa(int isa) -> None:
-    om_set_isa(isa)
 
 
 cdef _require(str op, str name, a, tuple shape, dtype=np.float32):

@@ -4,7 +4,6 @@ import numpy.typing as npt
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 
-def set_isa(isa: int) -> None: ...
 def forward(log_probs: F32, targets: I64, offsets: I64, input_lengths: I64,
             target_lengths: I64, blank: int, alpha: F32, nll: F32, nthreads: int) -> None: ...
 def backward(log_probs: F32, targets: I64, offsets: I64, input_lengths: I64,

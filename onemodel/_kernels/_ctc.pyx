@@ -8,7 +8,6 @@ C-contiguous.
 """
 import numpy as np
 
-from onemodel._kernels._isa cimport om_set_isa
 from libc.stdint cimport int64_t
 
 cdef extern from "ctc.h" nogil:
@@ -23,10 +22,6 @@ cdef extern from "ctc.h" nogil:
     void om_ctc_backward_f32(const om_ctc_shape *s, const float *log_probs, const float *alpha,
                              const float *nll, const float *scale, int zero_infinity,
                              float *beta, int64_t *lab, float *skip, float *grad, int nthreads)
-
-
-def set_isa(int isa) -> None:
-    om_set_isa(isa)
 
 
 cdef om_ctc_shape _shape(const float[:, :, ::1] log_probs, const int64_t[::1] targets,

@@ -2,7 +2,6 @@ from typing import Optional
 
 import numpy as np
 
-def set_isa(isa: int) -> None: ...
 def add(g: np.ndarray, scale: float, limit: float, hi: np.ndarray, lo: np.ndarray,
         codes: Optional[np.ndarray] = None, fresh: bool = False,
         pack_bits: int = 0) -> tuple[int, int, int, int]: ...

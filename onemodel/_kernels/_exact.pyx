@@ -4,7 +4,6 @@ limbs and rounding the limbs back to float32. Exact operations only: every instr
 path gives the same bits."""
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
-from onemodel._kernels._isa cimport om_set_isa
 
 cdef extern from "exact.h" nogil:
     size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
@@ -14,10 +13,6 @@ cdef extern from "exact.h" nogil:
     int64_t om_exact_pack(int64_t *hi, int64_t *lo, size_t n, int bits)
     void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid,
                         int64_t count, uint64_t magic, int l, float *out, uint32_t *top)
-
-
-def set_isa(int isa) -> None:
-    om_set_isa(isa)
 
 
 def add(const float[::1] g, double scale, double limit, int64_t[::1] hi, int64_t[::1] lo,

@@ -1,7 +1,6 @@
 import numpy as np
 import numpy.typing as npt
 
-def set_isa(isa: int) -> None: ...
 def bf16_dot(on: bool | None = None) -> bool: ...
 HALF_NAMES: tuple[None | str, ...]
 

@@ -16,7 +16,6 @@ import numpy as np
 
 cimport numpy as cnp
 from onemodel._kernels._arrays cimport data_of, f32_array, overlap
-from onemodel._kernels._isa cimport om_set_isa
 from libc.stdint cimport int64_t, uint16_t
 
 cnp.import_array()
@@ -35,10 +34,6 @@ cdef extern from "gemm.h" nogil:
     int om_gemm_bf16_dot()
 
 HALF_NAMES = (None, "bf16", "fp16")
-
-
-def set_isa(int isa) -> None:
-    om_set_isa(isa)
 
 
 def bf16_dot(on=None) -> bool:

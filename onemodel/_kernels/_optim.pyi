@@ -5,7 +5,6 @@ import numpy.typing as npt
 
 F32 = npt.NDArray[np.float32]
 
-def set_isa(isa: int) -> None: ...
 def sgd_step(p: F32, g: F32, buf: Optional[F32], lr: float, momentum: float, dampening_c: float,
              weight_decay: float, nesterov: bool, first: bool, nthreads: int) -> None: ...
 def adam_step(p: F32, g: F32, m: F32, v: F32, vmax: Optional[F32], beta1: float, beta2: float,

@@ -5,7 +5,6 @@ Every array is a 1-D C-contiguous float32 view of a parameter, its gradient or i
 Python layer (onemodel.optim) checks shapes, dtypes and aliasing before calling. Each update is
 one pass over memory, the same bits on every instruction-set path and thread count.
 """
-from onemodel._kernels._isa cimport om_set_isa
 from libc.stdint cimport int64_t
 
 cdef extern from "optim.h" nogil:
@@ -23,10 +22,6 @@ cdef extern from "optim.h" nogil:
     void om_clamp_inplace_f32(float *g, int64_t n, float c, int nthreads)
     double om_sumsq_seq_f64(const float *g, int64_t n, double acc)
     float om_absmax_f32(const float *g, int64_t n)
-
-
-def set_isa(int isa) -> None:
-    om_set_isa(isa)
 
 
 cdef inline void _same_size(str op, Py_ssize_t n, Py_ssize_t m, str what) except *:

@@ -16,7 +16,6 @@ import numpy as np
 
 cimport numpy as cnp
 from onemodel._kernels._arrays cimport data_of, f32_array, overlap, size_of
-from onemodel._kernels._isa cimport om_set_isa
 from libc.stdint cimport int64_t
 
 cnp.import_array()
@@ -35,10 +34,6 @@ cdef extern from "reduce.h" nogil:
                                     float *db, int64_t rows, int64_t n, int nthreads)
     int om_index_add_rows_f32(const int64_t *index, int64_t n, const float *rows, int64_t width,
                               float *out, int64_t out_rows, int nthreads)
-
-
-def set_isa(int isa) -> None:
-    om_set_isa(isa)
 
 
 # Where an empty array points: kernels never read it, but they get a valid address.

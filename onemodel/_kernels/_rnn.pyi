@@ -4,7 +4,6 @@ import numpy.typing as npt
 CELLS: tuple[str, str]
 DIRECTIONS_MAX: int
 
-def set_isa(isa: int) -> None: ...
 def forward(cell: str, dirs: list[dict[str, npt.NDArray[np.float32]]],
             lengths: npt.NDArray[np.int64], nthreads: int) -> None: ...
 def backward(cell: str, dirs: list[dict[str, npt.NDArray[np.float32]]],

@@ -8,7 +8,6 @@ again that every array agrees with the others (shapes, float32/int64, C-contiguo
 import numpy as np
 
 from libc.stdint cimport int64_t
-from onemodel._kernels._isa cimport om_set_isa
 
 cdef extern from "rnn.h" nogil:
     int OM_RNN_LSTM
@@ -51,10 +50,6 @@ cdef extern from "rnn.h" nogil:
 
 DIRECTIONS_MAX = 2
 CELLS = ("lstm", "gru")
-
-
-def set_isa(int isa) -> None:
-    om_set_isa(isa)
 
 
 cdef _require(str op, str name, a, tuple shape, dtype=np.float32):

@@ -6,7 +6,6 @@ q arrays are the packed state: uint8, (n + 1) // 2 bytes for n weights, two per 
 nibble first. The Python layer (onemodel.optim.sr4, onemodel.nn.ternary) checks arguments;
 these wrappers check only the sizes they index with, and run without the GIL.
 """
-from onemodel._kernels._isa cimport om_set_isa
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 cdef extern from "sr4.h" nogil:
@@ -29,10 +28,6 @@ cdef extern from "sr4.h" nogil:
                              uint8_t *codes, int nthreads)
     int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x,
                               const uint8_t *codes, float *out, int nthreads)
-
-
-def set_isa(int isa) -> None:
-    om_set_isa(isa)
 
 
 cdef inline void _packed(str op, Py_ssize_t nbytes, Py_ssize_t n) except *:

@@ -13,7 +13,6 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint32_t
 from onemodel._kernels._arrays cimport data_of, f32_array, size_of
-from onemodel._kernels._isa cimport om_set_isa
 
 cnp.import_array()
 
@@ -26,10 +25,6 @@ cdef extern from "vmath_kernels.h" nogil:
                             uint32_t *worst_bits, int64_t *mismatches)
 
 OPS = ("exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh", "relu")
-
-
-def set_isa(int isa):
-    om_set_isa(isa)
 
 
 def saves_output(str op) -> bool:

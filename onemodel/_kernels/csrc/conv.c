@@ -917,3 +917,5 @@ int om_conv2d_backward_f32(const om_conv2d_shape *s, const void *x, const float 
     free_operand(wr, w);
     return status;
 }
+
+OM_PATH_DISPATCH(conv, OM_ISA_TABLE)

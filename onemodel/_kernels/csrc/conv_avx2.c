@@ -35,3 +35,5 @@ void om_conv_tap_sums_f32_avx2(const float *g, const int64_t *off, const int32_t
     }
     om_conv_tap_sums_f32_scalar(g + f, off, keep + f, koff, taps, n - f, d + f);
 }
+
+OM_PATH_PROBE(conv, avx2)

@@ -44,3 +44,5 @@ void om_conv_tap_sums_f32_avx512(const float *g, const int64_t *off, const int32
         _mm512_mask_storeu_ps(d + f, in, acc);
     }
 }
+
+OM_PATH_PROBE(conv, avx512)

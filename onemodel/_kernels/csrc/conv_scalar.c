@@ -13,3 +13,5 @@ void om_conv_tap_sums_f32_scalar(const float *g, const int64_t *off, const int32
         d[f] = acc;
     }
 }
+
+OM_PATH_PROBE(conv, scalar)

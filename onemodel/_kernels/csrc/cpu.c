@@ -96,6 +96,8 @@ int om_set_isa(int isa) {
     return 0;
 }
 
+int om_active_isa(void) { return om_isa; }
+
 const char *om_compiler(void) {
     static char name[64];
 #if defined(__clang__)

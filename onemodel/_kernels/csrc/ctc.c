@@ -83,3 +83,5 @@ void om_ctc_backward_f32(const om_ctc_shape *s, const float *log_probs, const fl
         bwd(s, log_probs, b, alpha, nll[b], scale[b], zero_infinity, beta + b * 3 * s->width,
             lab + b * s->width, skip + b * s->width, grad);
 }
+
+OM_PATH_DISPATCH(ctc, OM_ISA_TABLE)

@@ -5,6 +5,7 @@
  * path gives the same bits. Design note in ctc.c. Include after defining OM_CTC_FN(name).
  */
 #include "ctc.h"
+#include "isa.h"
 #include "vmath.h"
 
 #define NEG_INF (-om_u2f(OM_INF_BITS))

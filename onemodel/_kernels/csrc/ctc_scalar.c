@@ -1,3 +1,5 @@
 /* CTC row kernels, scalar path: ctc_impl.h compiled with this path's flags. */
 #define OM_CTC_FN(name) name##_scalar
 #include "ctc_impl.h"
+
+OM_PATH_PROBE(ctc, scalar)

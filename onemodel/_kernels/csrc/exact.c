@@ -1,5 +1,5 @@
 /* The exact sum's entry points: the selected path's loops (exact_impl.h). The SSE2 entry is
- * the scalar function (x86-64's baseline is SSE2 already). */
+ * the scalar function (isa.h). */
 #include "exact.h"
 #include "isa.h"
 
@@ -15,27 +15,6 @@ EXACT_DECLARE(avx2)
 EXACT_DECLARE(avx512)
 EXACT_DECLARE(neon)
 
-#if OM_BUILD_AVX2
-#define EXACT_AVX2(f) f##_avx2
-#else
-#define EXACT_AVX2(f) NULL
-#endif
-#if OM_BUILD_AVX512
-#define EXACT_AVX512(f) f##_avx512
-#else
-#define EXACT_AVX512(f) NULL
-#endif
-#if OM_BUILD_SSE2
-#define EXACT_SSE2(f) f##_scalar
-#else
-#define EXACT_SSE2(f) NULL
-#endif
-#if OM_BUILD_NEON
-#define EXACT_NEON(f) f##_neon
-#else
-#define EXACT_NEON(f) NULL
-#endif
-#define EXACT_TABLE(f) { f##_scalar, EXACT_SSE2(f), EXACT_AVX2(f), EXACT_AVX512(f), EXACT_NEON(f) }
 
 typedef size_t (*add_fn)(const float *, size_t, double, double, int64_t *, int64_t *,
                          uint8_t *, int64_t *, int64_t *, int, int, int64_t *);
@@ -43,10 +22,10 @@ typedef void (*normalise_fn)(int64_t *, int64_t *, size_t);
 typedef int64_t (*pack_fn)(int64_t *, int64_t *, size_t, int);
 typedef void (*round_fn)(const int64_t *, const int64_t *, size_t, int, int64_t, uint64_t,
                          int, float *, uint32_t *);
-static const add_fn add_table[OM_ISA_COUNT] = EXACT_TABLE(om_exact_add);
-static const normalise_fn normalise_table[OM_ISA_COUNT] = EXACT_TABLE(om_exact_normalise);
-static const pack_fn pack_table[OM_ISA_COUNT] = EXACT_TABLE(om_exact_pack);
-static const round_fn round_table[OM_ISA_COUNT] = EXACT_TABLE(om_exact_round);
+static const add_fn add_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_add);
+static const normalise_fn normalise_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_normalise);
+static const pack_fn pack_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_pack);
+static const round_fn round_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_round);
 
 size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
                     int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad, int fresh,
@@ -67,3 +46,5 @@ void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid, in
                     uint64_t magic, int l, float *out, uint32_t *top) {
     round_table[om_isa](hi, lo, n, grid, count, magic, l, out, top);
 }
+
+OM_PATH_DISPATCH(exact, OM_ISA_TABLE_SCALAR_SSE2)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exact.h"
+#include "isa.h"
 
 #define LIMB 56
 #define MASK ((UINT64_C(1) << LIMB) - 1)

@@ -572,3 +572,5 @@ int om_gemm_packed_f32(int64_t m, const float *a, int trans_a, const om_gemm_pac
     om_gemm_operand av = {a, 0, trans_a, OM_F32, NULL}, bv = {b->b, 0, b->trans_b, OM_F32, NULL};
     return product(1, m, b->n, b->k, av, bv, b->panels, c, nthreads);
 }
+
+OM_PATH_DISPATCH(gemm, OM_ISA_TABLE)

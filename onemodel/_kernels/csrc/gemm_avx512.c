@@ -87,3 +87,5 @@ const om_gemm_ukernel *om_gemm_ukernel_f32_avx512(void) {
     static const om_gemm_ukernel u = {MR, NR, kernel, transpose, convert};
     return &u;
 }
+
+OM_PATH_PROBE(gemm, avx512)

@@ -34,3 +34,5 @@ const om_gemm_ukernel *om_gemm_ukernel_f32_neon(void) {
     static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32, convert};
     return &u;
 }
+
+OM_PATH_PROBE(gemm, neon)

@@ -3,7 +3,7 @@
  * Every kernel family provides one function per path with the same signature and the suffix
  * of its path (_scalar, _sse2, _avx2, _avx512, _neon). The scalar one is the reference; the
  * others are translations of it that give the same bits in exact mode. om_isa is chosen once
- * at import (onemodel/_kernels/__init__.py) and only ever names a path this CPU has.
+ * at import (onemodel/_config.py) and only ever names a path this CPU has.
  */
 #ifndef OM_ISA_H
 #define OM_ISA_H
@@ -73,6 +73,8 @@ int om_isa_available(int isa);
 int om_bf16_dot_available(void);
 /* Sets om_isa; returns 0, or -1 when the path is not available. */
 int om_set_isa(int isa);
+/* The selected path: the one every kernel family dispatches to. */
+int om_active_isa(void);
 /* Short name of the compiler that built the kernels, e.g. "gcc 12.2.0". */
 const char *om_compiler(void);
 /* 64-byte aligned scratch, for the packed panels the micro-kernels load with aligned loads
@@ -87,13 +89,42 @@ typedef int (*om_team_fn)(const void *ctx, int rank, int size);
 int om_run_team(int threads, om_team_fn fn, const void *ctx);
 
 /* A dispatch table of one function per path; paths that were not built are NULL and never
- * selected because om_isa_available() refuses them. */
+ * selected because om_isa_available() refuses them. A family without an SSE2 translation
+ * (the exact sum, sr4: they need 64-bit lane multiplies) runs its scalar function there,
+ * which on x86-64 is SSE2 code already. */
 #define OM_ISA_TABLE(name) {                        \
         name##_scalar,                              \
         OM_ISA_ENTRY_SSE2(name##_sse2),             \
         OM_ISA_ENTRY_AVX2(name##_avx2),             \
         OM_ISA_ENTRY_AVX512(name##_avx512),         \
         OM_ISA_ENTRY_NEON(name##_neon) }
+#define OM_ISA_TABLE_SCALAR_SSE2(name) {            \
+        name##_scalar,                              \
+        OM_ISA_ENTRY_SSE2(name##_scalar),           \
+        OM_ISA_ENTRY_AVX2(name##_avx2),             \
+        OM_ISA_ENTRY_AVX512(name##_avx512),         \
+        OM_ISA_ENTRY_NEON(name##_neon) }
+
+/* For tests, which path a family's kernels run: each of the family's per-path objects states
+ * its path with OM_PATH_PROBE(family, path), and the family's dispatch file defines
+ * om_<family>_path(), which calls the selected path's probe through a table built as the
+ * family's kernel tables are (OM_PATH_DISPATCH(family, OM_ISA_TABLE) or ..._SCALAR_SSE2). */
+enum { OM_ISA_ID_scalar = OM_ISA_SCALAR, OM_ISA_ID_sse2 = OM_ISA_SSE2,
+       OM_ISA_ID_avx2 = OM_ISA_AVX2, OM_ISA_ID_avx512 = OM_ISA_AVX512,
+       OM_ISA_ID_neon = OM_ISA_NEON };
+#define OM_PATH_PROBE(family, path) \
+    int om_##family##_path_##path(void) { return OM_ISA_ID_##path; }
+#define OM_PATH_DISPATCH(family, table)                                                       \
+    int om_##family##_path_scalar(void), om_##family##_path_sse2(void),                      \
+        om_##family##_path_avx2(void), om_##family##_path_avx512(void),                      \
+        om_##family##_path_neon(void);                                                       \
+    int om_##family##_path(void) {                                                           \
+        static int (*const paths[OM_ISA_COUNT])(void) = table(om_##family##_path);          \
+        return paths[om_isa]();                                                              \
+    }
+int om_conv_path(void), om_ctc_path(void), om_exact_path(void), om_gemm_path(void),
+    om_optim_path(void), om_reduce_path(void), om_rnn_path(void), om_sr4_path(void),
+    om_vmath_path(void);
 
 #if OM_BUILD_SSE2
 #define OM_ISA_ENTRY_SSE2(f) f

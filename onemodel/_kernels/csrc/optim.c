@@ -95,3 +95,5 @@ float om_absmax_f32(const float *g, int64_t n) {
     }
     return nan ? NAN : m;
 }
+
+OM_PATH_DISPATCH(optim, OM_ISA_TABLE)

@@ -18,3 +18,5 @@ enum { W = 8 };
 #define OM_NAME(f) f##_avx2
 
 #include "optim_simd.h"
+
+OM_PATH_PROBE(optim, avx2)

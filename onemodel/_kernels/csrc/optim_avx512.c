@@ -18,3 +18,5 @@ enum { W = 16 };
 #define OM_NAME(f) f##_avx512
 
 #include "optim_simd.h"
+
+OM_PATH_PROBE(optim, avx512)

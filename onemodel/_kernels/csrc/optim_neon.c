@@ -24,3 +24,5 @@ enum { W = 4 };
 #define OM_NAME(f) f##_neon
 
 #include "optim_simd.h"
+
+OM_PATH_PROBE(optim, neon)

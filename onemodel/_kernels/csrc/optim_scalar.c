@@ -18,3 +18,5 @@ void om_scale_f32_scalar(float *g, int64_t n, float coef) {
 void om_clamp_f32_scalar(float *g, int64_t n, float c) {
     for (int64_t i = 0; i < n; i++) g[i] = om_clamp_elem(g[i], c);
 }
+
+OM_PATH_PROBE(optim, scalar)

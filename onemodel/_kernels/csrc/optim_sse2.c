@@ -18,3 +18,5 @@ enum { W = 4 };
 #define OM_NAME(f) f##_sse2
 
 #include "optim_simd.h"
+
+OM_PATH_PROBE(optim, sse2)

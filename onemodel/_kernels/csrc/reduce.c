@@ -216,3 +216,5 @@ int om_index_add_rows_f32(const int64_t *index, int64_t n, const float *rows, in
     }
     return 0;
 }
+
+OM_PATH_DISPATCH(reduce, OM_ISA_TABLE)

@@ -55,3 +55,5 @@ OM_LANEWISE(vf_max, _mm256_max_ps)
 static inline vf vf_exp(vf a) { return (vf){{om_exp_ps_avx2(a.h[0]), om_exp_ps_avx2(a.h[1])}}; }
 
 #include "reduce_impl.h"
+
+OM_PATH_PROBE(reduce, avx2)

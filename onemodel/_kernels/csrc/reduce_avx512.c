@@ -31,3 +31,5 @@ static inline vf vf_max(vf a, vf b) { return _mm512_max_ps(a, b); }
 static inline vf vf_exp(vf a) { return om_exp_ps_avx512(a); }
 
 #include "reduce_impl.h"
+
+OM_PATH_PROBE(reduce, avx512)

@@ -25,6 +25,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "isa.h"
 #include "reduce.h"
 #include "vmath.h"
 

@@ -57,3 +57,5 @@ static inline vf vf_exp(vf a) {
 }
 
 #include "reduce_impl.h"
+
+OM_PATH_PROBE(reduce, neon)

@@ -207,3 +207,5 @@ int om_rnn_backward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
     const directions d = {cell, 1, ndir, t, b, h, lengths, dirs, nthreads};
     return om_run_team(direction_threads(ndir, nthreads), run_dirs, &d) ? -1 : 0;
 }
+
+OM_PATH_DISPATCH(rnn, OM_ISA_TABLE)

@@ -14,3 +14,5 @@
 #define RNN_TANH(x) om_tanh_ps_avx2(x)
 #define RNN_KERNEL(name) name##_avx2
 #include "rnn_impl.h"
+
+OM_PATH_PROBE(rnn, avx2)

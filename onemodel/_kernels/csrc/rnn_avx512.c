@@ -14,3 +14,5 @@
 #define RNN_TANH(x) om_tanh_ps_avx512(x)
 #define RNN_KERNEL(name) name##_avx512
 #include "rnn_impl.h"
+
+OM_PATH_PROBE(rnn, avx512)

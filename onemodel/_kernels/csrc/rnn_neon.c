@@ -14,3 +14,5 @@
 #define RNN_TANH(x) om_tanh_ps_neon(x)
 #define RNN_KERNEL(name) name##_neon
 #include "rnn_impl.h"
+
+OM_PATH_PROBE(rnn, neon)

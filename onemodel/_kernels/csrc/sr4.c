@@ -17,8 +17,7 @@
  * row block.
  * Threads split the outputs into contiguous ranges (independent sums); each thread builds its
  * own tables (a small cost next to its adds), so threads never wait for one another.
- * The SSE2 entry of every table is the scalar function (the vector paths need 64-bit lane
- * multiplies for the hash; the scalar code compiled for the x86-64 baseline is SSE2 code).
+ * The SSE2 entry of every table is the scalar function (isa.h).
  */
 #include "sr4.h"
 
@@ -29,34 +28,12 @@
 enum { OM_SR4_CHUNK = 1 << 14 };
 #define OM_SR4_GRAIN (1 << 15)
 
-#if OM_BUILD_AVX2
-#define SR4_AVX2(f) f##_avx2
-#else
-#define SR4_AVX2(f) NULL
-#endif
-#if OM_BUILD_AVX512
-#define SR4_AVX512(f) f##_avx512
-#else
-#define SR4_AVX512(f) NULL
-#endif
-#if OM_BUILD_SSE2
-#define SR4_SSE2(f) f##_scalar
-#else
-#define SR4_SSE2(f) NULL
-#endif
-#if OM_BUILD_NEON
-#define SR4_NEON(f) f##_neon
-#else
-#define SR4_NEON(f) NULL
-#endif
-#define SR4_TABLE(f) { f##_scalar, SR4_SSE2(f), SR4_AVX2(f), SR4_AVX512(f), SR4_NEON(f) }
-
-static const om_sr4_step_fn step_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_step);
-static const om_sr4_materialize_fn mat_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_materialize);
-static const om_sr4_pairs_fn pairs_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_pairs);
-static const om_sr4_abs_sum_fn abs_sum_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_abs_sum);
-static const om_sr4_table_fn table_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_table);
-static const om_sr4_plan_fn plan_table[OM_ISA_COUNT] = SR4_TABLE(om_sr4_plan_bytes);
+static const om_sr4_step_fn step_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_step);
+static const om_sr4_materialize_fn mat_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_materialize);
+static const om_sr4_pairs_fn pairs_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_pairs);
+static const om_sr4_abs_sum_fn abs_sum_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_abs_sum);
+static const om_sr4_table_fn table_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_table);
+static const om_sr4_plan_fn plan_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_plan_bytes);
 
 void om_sr4_init(uint8_t *q, int64_t n, uint64_t seed, uint64_t idx_base, int32_t mag) {
     uint64_t x = om_sr4_mix(seed ^ idx_base ^ OM_SR4_C0);
@@ -216,3 +193,5 @@ int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const
     }
     return failed ? -1 : 0;
 }
+
+OM_PATH_DISPATCH(sr4, OM_ISA_TABLE_SCALAR_SSE2)

@@ -233,3 +233,5 @@ void om_sr4_plan_bytes_avx512(const uint8_t *q, int64_t pairs, int32_t theta, ui
         _mm512_mask_storeu_epi8(codes + p, m, _mm512_add_epi8(_mm512_add_epi8(a, c), base));
     }
 }
+
+OM_PATH_PROBE(sr4, avx512)

@@ -138,3 +138,5 @@ void om_sr4_plan_bytes_neon(const uint8_t *q, int64_t pairs, int32_t theta, uint
     }
     if (p < pairs) om_sr4_plan_bytes_scalar(q + p, pairs - p, theta, codes + p);
 }
+
+OM_PATH_PROBE(sr4, neon)

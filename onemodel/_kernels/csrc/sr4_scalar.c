@@ -87,3 +87,5 @@ void om_sr4_plan_bytes_scalar(const uint8_t *q, int64_t pairs, int32_t theta, ui
     for (int64_t p = 0; p < pairs; p++)
         codes[p] = (uint8_t)((p % OM_SR4_PB) * 9 + lo[q[p] & 15] + hi[q[p] >> 4]);
 }
+
+OM_PATH_PROBE(sr4, scalar)

@@ -162,3 +162,5 @@ void om_vmath_ulp_sweep(int op, int64_t start, int64_t stop, int nthreads, doubl
     *worst_bits = best_bits;
     *mismatches = diff;
 }
+
+OM_PATH_DISPATCH(vmath, OM_ISA_TABLE)

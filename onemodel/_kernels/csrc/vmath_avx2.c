@@ -10,3 +10,5 @@
 #define OML_OP(name) om_##name##_ps_avx2
 #define OML_KERNEL(name) name##_avx2
 #include "vmath_loops.h"
+
+OM_PATH_PROBE(vmath, avx2)

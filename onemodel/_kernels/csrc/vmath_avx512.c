@@ -10,3 +10,5 @@
 #define OML_OP(name) om_##name##_ps_avx512
 #define OML_KERNEL(name) name##_avx512
 #include "vmath_loops.h"
+
+OM_PATH_PROBE(vmath, avx512)

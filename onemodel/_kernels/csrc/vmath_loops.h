@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "isa.h"
+
 #define OML_UNARY(op)                                                                   \
     void OML_KERNEL(om_##op##_f32)(const float *x, float *y, int64_t n) {               \
         int64_t i = 0;                                                                  \

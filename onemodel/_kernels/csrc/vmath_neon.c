@@ -10,3 +10,5 @@
 #define OML_OP(name) om_##name##_ps_neon
 #define OML_KERNEL(name) name##_neon
 #include "vmath_loops.h"
+
+OM_PATH_PROBE(vmath, neon)

@@ -10,3 +10,5 @@
 #define OML_OP(name) om_##name##f
 #define OML_KERNEL(name) name##_scalar
 #include "vmath_loops.h"
+
+OM_PATH_PROBE(vmath, scalar)
