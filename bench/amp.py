@@ -1,13 +1,14 @@
 """Autocast against float32, one training step (forward, loss, backward), in one process.
 
-The MLP, the transformer classifier and the convnet of bench/models.py, each run in float32,
+The MLP, the transformer classifier, the convnet and the LSTM language model of
+bench/models.py, each run in float32,
 under autocast("bf16") and under autocast("fp16"), the three in turns (best of interleaved
 runs, so a burst of load hits all alike), at 1 and 2 threads; beside them torch's CPU autocast
 (bfloat16) on the same architecture. Peak memory is tracemalloc's peak during one step above
 what was allocated before it (numpy reports its arrays to tracemalloc): the step's activations,
 saved operands and gradients, not the weights. Ratios are against the float32 step of the same
 library.
-Run: python bench/amp.py [--quick] [--threads 1 2] [--widen]
+Run: python bench/amp.py [--quick] [--threads 1 2] [--widen] [--model LSTM]
 (--widen: bf16 products widen as on a CPU without AVX512_BF16, which gives the same bits.)
 """
 from __future__ import annotations
@@ -19,7 +20,8 @@ import tracemalloc
 
 import torch
 from _timing import best_seconds
-from models import convnet, image_steps, mlp, transformer_om, transformer_torch
+from models import (convnet, image_steps, lm_om, lm_torch, mlp, transformer_om,
+                    transformer_torch)
 
 import onemodel as om
 from onemodel import amp
@@ -28,6 +30,7 @@ MODELS = {
     "MLP 784-1024-1024-10 b256": lambda: image_steps(mlp, (256, 784)),
     "Transformer cls b32 L64": lambda: (transformer_om(), transformer_torch()),
     "ConvNet [64,3,32,32]": lambda: image_steps(convnet, (64, 3, 32, 32)),
+    "LSTM LM b32 L64 V5000": lambda: (lm_om(), lm_torch()),
 }
 CASTS = (None, "bf16", "fp16")
 
@@ -60,6 +63,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--widen", action="store_true")
+    p.add_argument("--model", default="", help="only the models whose name contains this")
     args = p.parse_args()
     if args.widen:
         from onemodel._kernels import _gemm
@@ -74,6 +78,8 @@ def main() -> None:
         om.set_num_threads(threads)
         torch.set_num_threads(threads)
         for name, build in MODELS.items():
+            if args.model not in name:
+                continue
             om_step, torch_step = build()
             fns = [under(om_step, c) for c in CASTS]
             fns += [under(torch_step, None, True), under(torch_step, "bf16", True)]

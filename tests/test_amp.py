@@ -10,6 +10,7 @@ import onemodel as om
 import onemodel.functional as F
 from onemodel import _config, amp
 from onemodel._kernels import _gemm
+from onemodel.functional import recurrent
 from onemodel.optim import SGD
 
 torch = pytest.importorskip("torch")
@@ -227,6 +228,112 @@ def test_attention_and_lstm_agree_on_every_path(dtype, isa, same_bits_everywhere
         plain = om.nn.MultiheadAttention(16, 4, batch_first=True, seed=1)(x, x, x)[0]
     assert not np.array_equal(results[0], plain.detach().numpy())  # the rounding did happen
     np.testing.assert_allclose(results[0], plain.detach().numpy(), rtol=0.1, atol=0.05)
+
+
+def _kernel_fn(fn, x):
+    """The library's own element function (the recurrent row kernels call the same ones)."""
+    return fn(om.from_numpy(np.ascontiguousarray(x, np.float32))).numpy()
+
+
+def ref_lstm(xw, w_hh, b, h0, c0, gy, dtype):
+    """An LSTM direction as the kernel computes it under autocast: per step hw = h·W_hhᵀ by
+    ref_product (operands rounded), the gates in float32 in the kernel's order; backward by
+    the cell's formulas, dh_prev = dgates·W_hh and dW_hh = dgatesᵀ·h_prev by ref_product.
+    Returns (y, dW_hh, dh0) for the loss sum(y * gy)."""
+    sig, tanh = (lambda x: _kernel_fn(F.sigmoid, x)), (lambda x: _kernel_fn(F.tanh, x))
+    steps, hidden = xw.shape[0], h0.shape[1]
+    h, c, ys, cs, gates, prevs = h0, c0, [], [], [], []
+    for t in range(steps):
+        pre = xw[t] + (ref_product(h, w_hh.T, dtype) + b)
+        i, f, o = (sig(pre[:, k * hidden:(k + 1) * hidden]) for k in (0, 1, 3))
+        g = tanh(pre[:, 2 * hidden:3 * hidden])
+        prevs.append((h, c))
+        c = f * c + i * g
+        h = o * tanh(c)
+        ys.append(h), cs.append(c), gates.append((i, f, g, o))
+    one = np.float32(1.0)
+    dh, dc = np.zeros_like(h0), np.zeros_like(c0)
+    dgs = [None] * steps
+    for t in reversed(range(steps)):
+        i, f, g, o = gates[t]
+        d, tc = dh + gy[t], tanh(cs[t])
+        dct = dc + (d * o) * (one - tc * tc)
+        dgs[t] = np.concatenate([((dct * g) * (one - i)) * i,
+                                 ((dct * prevs[t][1]) * (one - f)) * f,
+                                 (dct * i) * (one - g * g), ((d * tc) * (one - o)) * o], 1)
+        dc = dct * f
+        dh = ref_product(dgs[t], w_hh, dtype)
+    dg = np.concatenate(dgs)
+    h_prev = np.concatenate([p[0] for p in prevs])
+    return np.stack(ys), ref_product(dg.T, h_prev, dtype), dh
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_lstm_recurrent_products_are_the_reference(dtype, isa, same_bits_everywhere):
+    """Under autocast the recurrent products take rounded operands too (as torch's CPU autocast
+    runs the whole LSTM in low precision): outputs and gradients equal the reference bit for
+    bit on every path and thread count."""
+    rng = np.random.default_rng(8)
+    steps, batch, hidden = 5, 3, 12
+    xw = rng.normal(size=(steps, batch, 4 * hidden)).astype(np.float32)
+    w_hh = (rng.normal(size=(4 * hidden, hidden)) * 0.4).astype(np.float32)
+    b = rng.normal(size=4 * hidden).astype(np.float32)
+    h0, c0 = (rng.normal(size=(batch, hidden)).astype(np.float32) for _ in range(2))
+    gy = rng.normal(size=(steps, batch, hidden)).astype(np.float32)
+
+    def run(_):
+        w, h = om.tensor(w_hh, requires_grad=True), om.tensor(h0, requires_grad=True)
+        with amp.autocast(dtype):
+            y, _, _ = recurrent.lstm_layer(om.from_numpy(xw), w, om.from_numpy(b), h,
+                                   om.from_numpy(c0))
+        (y * om.from_numpy(gy)).sum().backward()
+        return [y.detach().numpy(), w.grad.numpy(), h.grad.numpy()]
+
+    y, dw, dh0 = same_bits_everywhere(run)
+    ref_y, ref_dw, ref_dh0 = ref_lstm(xw, w_hh, b, h0, c0, gy, dtype)
+    _same_bits(y, ref_y)
+    _same_bits(dw, ref_dw)
+    _same_bits(dh0, ref_dh0)
+    plain = recurrent.lstm_layer(om.from_numpy(xw), om.from_numpy(w_hh), om.from_numpy(b),
+                         om.from_numpy(h0), om.from_numpy(c0))[0].numpy()
+    assert not np.array_equal(y, plain)  # the rounding did happen
+    np.testing.assert_allclose(y, plain, atol=0.05)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_gru_recurrent_product_is_the_reference(dtype, isa, same_bits_everywhere):
+    """The GRU's forward under autocast: per step hw = h·W_hhᵀ by ref_product, the cell in
+    float32 (n = tanh(x_n + r·(hw_n + b_n))); its gradients, from rounded products too, stay
+    close to float32's."""
+    rng = np.random.default_rng(9)
+    steps, batch, hidden = 4, 3, 10
+    xw = rng.normal(size=(steps, batch, 3 * hidden)).astype(np.float32)
+    w_hh = (rng.normal(size=(3 * hidden, hidden)) * 0.4).astype(np.float32)
+    b = rng.normal(size=3 * hidden).astype(np.float32)
+    h0 = rng.normal(size=(batch, hidden)).astype(np.float32)
+
+    def run(half):
+        w = om.tensor(w_hh, requires_grad=True)
+        with amp.autocast(dtype, enabled=half):
+            y = recurrent.gru_layer(om.from_numpy(xw), w, om.from_numpy(b), om.from_numpy(h0))[0]
+        (y * y).sum().backward()
+        return [y.detach().numpy(), w.grad.numpy()]
+
+    y, dw = same_bits_everywhere(lambda _: run(True))
+    sig, tanh = (lambda x: _kernel_fn(F.sigmoid, x)), (lambda x: _kernel_fn(F.tanh, x))
+    h, ref = h0, []
+    for t in range(steps):
+        hw = ref_product(h, w_hh.T, dtype)
+        r, z = (sig(xw[t][:, k * hidden:(k + 1) * hidden]
+                    + (hw[:, k * hidden:(k + 1) * hidden] + b[k * hidden:(k + 1) * hidden]))
+                for k in (0, 1))
+        n = tanh(xw[t][:, 2 * hidden:] + r * (hw[:, 2 * hidden:] + b[2 * hidden:]))
+        h = n + z * (h - n)
+        ref.append(h)
+    _same_bits(y, np.stack(ref))
+    plain_y, plain_dw = run(False)
+    assert not np.array_equal(dw, plain_dw)  # the backward's products rounded too
+    np.testing.assert_allclose(dw, plain_dw, rtol=0.05, atol=0.05)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])

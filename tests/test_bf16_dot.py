@@ -207,3 +207,35 @@ def test_config_says_whether_the_instruction_runs():
     if not HAS_DOT:
         with pytest.raises(RuntimeError, match="AVX512_BF16"):
             _gemm.bf16_dot(True)
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0 ** -64])
+def test_recurrent_products_follow_the_rule(scale, isa, bf16_dot, same_bits_everywhere):
+    """An LSTM's recurrent product under bf16 autocast (W_hh packed once per call) gives the
+    unpacked product's bits, tiny sums flushed included: with x·W_ih = 0, bias 0 and c0 = 0, one
+    step's gates are h0·W_hhᵀ itself, so the float32 layer run on that product as its input
+    projection (and W_hh = 0) must give the same outputs."""
+    from onemodel import amp
+    from onemodel.functional import recurrent
+
+    rng = np.random.default_rng(21)
+    batch, hidden = 3, 12
+    h0 = bf16(rng.normal(size=(batch, hidden)) * scale)
+    w_hh = bf16(rng.normal(size=(4 * hidden, hidden)) * scale)
+    zeros = [om.from_numpy(np.zeros(s, np.float32))
+             for s in ((1, batch, 4 * hidden), (4 * hidden,), (batch, hidden))]
+
+    def run(_):
+        with amp.autocast("bf16"):
+            y = recurrent.lstm_layer(zeros[0], om.from_numpy(w_hh), zeros[1],
+                                     om.from_numpy(h0), zeros[2])[0]
+        return [y.numpy()]
+
+    (y,) = same_bits_everywhere(run)
+    hw = product(h0, w_hh, trans_b=True)
+    chain = (h0.astype(np.float64) @ w_hh.T.astype(np.float64)).astype(np.float32)
+    # the tiny case flushes sums that a plain chain keeps as subnormals
+    assert scale == 1.0 or np.count_nonzero(hw) < np.count_nonzero(chain)
+    ref = recurrent.lstm_layer(om.from_numpy(hw[None]), om.from_numpy(np.zeros_like(w_hh)),
+                               zeros[1], om.from_numpy(h0), zeros[2])[0]
+    assert np.array_equal(y.view(np.uint32), ref.numpy().view(np.uint32))

@@ -390,8 +390,8 @@ static void check_rnn(run_t *r, int nt) {
                 .dgh = lstm ? NULL : zeros(T * B * gh), .dh0 = zeros(B * H),
                 .dc0 = lstm ? zeros(B * H) : NULL};
         }
-        om_rnn_forward_f32(cell, NDIR, T, B, H, lengths, fwd, nt);
-        om_rnn_backward_f32(cell, NDIR, T, B, H, lengths, bwd, nt);
+        om_rnn_forward_f32(cell, NDIR, T, B, H, lengths, fwd, 0, nt);
+        om_rnn_backward_f32(cell, NDIR, T, B, H, lengths, bwd, 0, nt);
         char name[40];
         for (int d = 0; d < NDIR; d++) {
             const char *c = lstm ? "lstm" : "gru";

@@ -43,10 +43,10 @@ cdef extern from "rnn.h" nogil:
         float *dc0
     int om_rnn_forward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
                            const int64_t *lengths, const om_rnn_forward_args *dirs,
-                           int nthreads)
+                           int half, int nthreads)
     int om_rnn_backward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
                             const int64_t *lengths, const om_rnn_backward_args *dirs,
-                            int nthreads)
+                            int half, int nthreads)
 
 DIRECTIONS_MAX = 2
 CELLS = ("lstm", "gru")
@@ -88,9 +88,12 @@ cdef tuple _dims(str op, str cell, xw, w_hh, lengths):
     return t, b, h, g
 
 
-cdef tuple _checked(str op, str cell, list dirs, lengths, int nthreads, tuple needed):
+cdef tuple _checked(str op, str cell, list dirs, lengths, int half, int nthreads,
+                    tuple needed):
     """(T, B, H, G) after checking that every direction ({"reverse": bool, name: array, ...})
     has the `needed` arrays, and every array against the first direction's shapes."""
+    if half < 0 or half > 2:
+        raise ValueError(f"{op}: half must be 0, 1 (bf16) or 2 (fp16), got {half}")
     if not 1 <= len(dirs) <= DIRECTIONS_MAX:
         raise ValueError(f"{op}: between 1 and {DIRECTIONS_MAX} directions, got {len(dirs)}")
     for d in dirs:
@@ -122,14 +125,15 @@ cdef inline const float *_get(dict d, str name):
     return _fp(d[name]) if name in d else NULL
 
 
-def forward(str cell, list dirs, lengths, int nthreads) -> None:
+def forward(str cell, list dirs, lengths, int nthreads, int half=0) -> None:
     """Runs 1 or 2 directions (csrc/rnn.h); each a dict of arrays named as the fields of
     om_rnn_forward_args (c0, cs, c_n only for the LSTM; hn_lin only for the GRU) and an
-    optional bool "reverse"."""
+    optional bool "reverse". half 1 or 2: the recurrent products take bfloat16 or float16
+    operands (autocast), rounded as their packing reads them."""
     op = cell + "_forward"
     needed = ("xw", "w_hh", "bias", "h0", "y", "gates", "h_n") + (
         ("c0", "cs", "c_n") if cell == "lstm" else ("hn_lin",))
-    t, b, h, g = _checked(op, cell, dirs, lengths, nthreads, needed)
+    t, b, h, g = _checked(op, cell, dirs, lengths, half, nthreads, needed)
     cdef om_rnn_forward_args args[2]
     cdef int i
     for i in range(len(dirs)):
@@ -151,18 +155,18 @@ def forward(str cell, list dirs, lengths, int nthreads) -> None:
     cdef const int64_t *p_len = _ip(lengths)
     cdef int status
     with nogil:
-        status = om_rnn_forward_f32(kind, nd, ct, cb, ch, p_len, args, nthreads)
+        status = om_rnn_forward_f32(kind, nd, ct, cb, ch, p_len, args, half, nthreads)
     if status != 0:
         raise MemoryError(f"{op}: out of memory for scratch of shape ({b}, {g * h})")
 
 
-def backward(str cell, list dirs, lengths, int nthreads) -> None:
+def backward(str cell, list dirs, lengths, int nthreads, int half=0) -> None:
     """Gradients of 1 or 2 directions from their saved forward values (csrc/rnn.h); each a
-    dict of arrays named as the fields of om_rnn_backward_args."""
+    dict of arrays named as the fields of om_rnn_backward_args; half as the forward's."""
     op = cell + "_backward"
     needed = ("w_hh", "h0", "y", "gates", "gy", "g_hn", "dgx", "dh0") + (
         ("c0", "cs", "g_cn", "dc0") if cell == "lstm" else ("hn_lin", "dgh"))
-    t, b, h, _ = _checked(op, cell, dirs, lengths, nthreads, needed)
+    t, b, h, _ = _checked(op, cell, dirs, lengths, half, nthreads, needed)
     cdef om_rnn_backward_args args[2]
     cdef int i
     for i in range(len(dirs)):
@@ -187,6 +191,6 @@ def backward(str cell, list dirs, lengths, int nthreads) -> None:
     cdef const int64_t *p_len = _ip(lengths)
     cdef int status
     with nogil:
-        status = om_rnn_backward_f32(kind, nd, ct, cb, ch, p_len, args, nthreads)
+        status = om_rnn_backward_f32(kind, nd, ct, cb, ch, p_len, args, half, nthreads)
     if status != 0:
         raise MemoryError(f"{op}: out of memory for scratch of shape ({b}, {h})")

@@ -12,6 +12,10 @@ the state at its last valid step. `reverse=True` runs each row backwards from it
 step, starting from h0; the kernel reads and writes every array in time order, so nothing is
 permuted.
 
+Under autocast the recurrent products (h·W_hhᵀ per step, and in backward the gate gradients'
+products with W_hh and dW_hh) take bfloat16 or float16 operands as linear does (the kernel's
+packing rounds them); the state, the gates and the gradients stay float32.
+
 `lstm_projected_directions` is PyTorch's LSTM with proj_size (h_t = W_hr·(o_t * tanh(c_t))),
 which the fused kernel does not take: it composes each step of differentiable ops (linear,
 sigmoid, tanh, where) in a loop over time. That is slow, but this is a rare case and every op
@@ -23,6 +27,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from .. import _autocast
 from .._kernels import _rnn
 from ..tensor import Tensor, float32, int64
 from . import _core
@@ -110,7 +115,8 @@ def _run(cell: str, dirs: list, lengths: Any) -> list:
         else:
             arrays["hn_lin"] = np.empty((steps, batch, h), float32)
         saved.append(arrays)
-    _rnn.forward(cell, saved, full, _core.threads())
+    half = _autocast.half_code()
+    _rnn.forward(cell, saved, full, _core.threads(), half)
     for arrays in saved:
         del arrays["xw"], arrays["bias"], arrays["h_n"]
         arrays.pop("c_n", None)
@@ -141,13 +147,14 @@ def _run(cell: str, dirs: list, lengths: Any) -> list:
             else:
                 job["dgh"] = np.empty((steps, batch, gh), float32)
             jobs.append(job)
-        _rnn.backward(cell, jobs, full, _core.threads())
+        _rnn.backward(cell, jobs, full, _core.threads(), half)
         grads = []
         for d, job in zip(dirs, jobs):
             dg = (job["dgx"] if lstm else job["dgh"]).reshape(steps * batch, gh)
             dw = db = None
             if d.w_hh.requires_grad:
-                dw = _product(dg, previous_state(d, job["y"], job["h0"]), trans_a=True)
+                dw = _product(dg, previous_state(d, job["y"], job["h0"]), trans_a=True,
+                              half=half)
             if d.b is not None and d.b.requires_grad:
                 db = _core.sum_axis(dg, 0)
             grads += [job["dgx"], dw] + ([db] if d.b is not None else []) + [job["dh0"]]

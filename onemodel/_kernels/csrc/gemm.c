@@ -25,7 +25,7 @@
  * the threads split the columns of one product and op(A) packed whole fits in L2, they first
  * pack it together into one shared buffer (one barrier), instead of each packing all of it.
  * A caller that multiplies by the same op(B) many times (a recurrent weight, once per step)
- * packs it once (om_gemm_pack_b_f32) and passes the panels in place of packing per call.
+ * packs it once (om_gemm_pack_b) and passes the panels in place of packing per call.
  *
  * bfloat16 products (both operands bf16, under autocast) follow VDPBF16PS, the AVX512_BF16
  * dot-product instruction, on every path: measured against the instruction on random,
@@ -141,6 +141,7 @@ typedef struct {
     int bf16;               /* a bfloat16 product: depths padded to even, the dot rule */
     int pairs;              /* its panels are pairs for the dot-product kernel u */
     const int *amin, *bmin; /* the widening paths' smallest exponent per micro-panel */
+    const int *packed_bmin; /* packed_b's, per (K block, panel) */
 } ctx;
 
 void om_gemm_transpose_f32(int64_t depth, int rows, const float *src, int64_t rs, float *dst,
@@ -381,10 +382,14 @@ static void block(const ctx *x, view a, view b, float *c, int64_t m0, int64_t m1
             view bv = shifted(b, pc, jc, 1);
             ctx xi = *x;
             xi.bmin = bmin;
-            if (x->packed_b)   /* the K block at pc, then column jc: nr-column panels of kc */
-                xi.bbuf = (float *)x->packed_b + pc * round_up(x->n, x->u->nr) + jc * kc;
-            else
+            if (x->packed_b) { /* the K block at pc, then column jc: nr-column panels */
+                const int64_t panels = (x->n + x->u->nr - 1) / x->u->nr;
+                xi.bbuf = (float *)x->packed_b + pc * panels * x->u->nr + jc * depth;
+                if (x->packed_bmin)
+                    xi.bmin = x->packed_bmin + pc / OM_GEMM_KC * panels + jc / x->u->nr;
+            } else {
                 pack_b(x, kc, nc, bv, x->bbuf, bmin);
+            }
             for (int64_t ic = m0; ic < m1; ic += x->mc) {
                 int64_t mc = m1 - ic < x->mc ? m1 - ic : x->mc;
                 view av = shifted(a, ic, pc, jc == n0);
@@ -434,6 +439,7 @@ typedef struct {
     float *shared_a;               /* all of op(A) packed together, or NULL */
     int *shared_amin;              /* its smallest exponents, one per micro-panel */
     const float *packed_b;         /* all of op(B) packed by the caller, or NULL */
+    const int *packed_bmin;        /* its smallest exponents, or NULL */
     int bf16;                      /* a bfloat16 product (ctx.bf16) */
     int dot;                       /* u's kernel is the dot-product one (ctx.pairs) */
 } plan;
@@ -449,7 +455,7 @@ static int run_jobs(const void *product_plan, int rank, int size) {
     const int64_t a_panels = (m + u->mr - 1) / u->mr, k_blocks = (k + OM_GEMM_KC - 1) / OM_GEMM_KC;
     const int64_t jobs = pl->batch * pl->gm * pl->gn;
     ctx x = {u, m, n, k, pl->mc, pl->nc, NULL, NULL, pl->shared_a, pl->packed_b, pl->bf16,
-             pl->dot, pl->shared_amin, NULL};
+             pl->dot, pl->shared_amin, NULL, pl->packed_bmin};
     const int64_t kc = packed_depth(&x, min64(k, OM_GEMM_KC));
     const size_t abytes = (size_t)(round_up(pl->mc, u->mr) * kc) * sizeof(float);
     const size_t bbytes = (size_t)(round_up(pl->nc, u->nr) * kc) * sizeof(float);
@@ -487,9 +493,9 @@ static int run_jobs(const void *product_plan, int rank, int size) {
     return failed;
 }
 
-/* om_gemm, with op(B) already packed (packed_b, batch 1) or packed here. */
+/* om_gemm, with op(B) already packed (packed, batch 1) or packed here. */
 static int product(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
-                   om_gemm_operand b, const float *packed_b, float *c, int nthreads) {
+                   om_gemm_operand b, const om_gemm_packed *packed, float *c, int nthreads) {
     if (batch <= 0 || m <= 0 || n <= 0) return 0;
     if (k == 0) {
         memset(c, 0, (size_t)(batch * m * n) * sizeof(float));
@@ -500,13 +506,14 @@ static int product(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_opera
     const int dot = bf16 && bf16_dot_kernel(&dot_set);
     const om_gemm_ukernel *u = dot ? &dot_set : ukernels[om_isa]();
     plan pl = {u, batch, m, n, k, a.batch_stride, b.batch_stride, operand_view(a, m, k),
-               operand_view(b, k, n), c, 1, 1, 0, 0, 0, 0, NULL, NULL, packed_b, bf16, dot};
+               operand_view(b, k, n), c, 1, 1, 0, 0, 0, 0, NULL, NULL,
+               packed ? packed->panels : NULL, packed ? packed->bmin : NULL, bf16, dot};
 
     /* Whole products per thread when the batch divides evenly, else sub-blocks of each. */
     int t = om_threads_for(batch * m * n * k, GRAIN_FMAS, nthreads);
     if (batch % t)
         choose_grid(m, n, u->mr, u->nr, a.trans ? PACK_COPY : PACK_TRANSPOSE,
-                    b.trans && !packed_b ? PACK_TRANSPOSE : PACK_COPY, t, &pl.gm, &pl.gn);
+                    b.trans && !packed ? PACK_TRANSPOSE : PACK_COPY, t, &pl.gm, &pl.gn);
     pl.bm = round_up((m + pl.gm - 1) / pl.gm, u->mr);
     pl.bn = round_up((n + pl.gn - 1) / pl.gn, u->nr);
     pl.mc = min64(u->mr * MC_TILES, pl.bm);
@@ -542,35 +549,51 @@ int om_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
     return product(batch, m, n, k, a, b, NULL, c, nthreads);
 }
 
-int om_gemm_pack_b_f32(int64_t k, int64_t n, const float *b, int trans_b, om_gemm_packed *out) {
-    const om_gemm_ukernel *u = ukernels[om_isa]();
-    const int64_t npad = round_up(n, u->nr);
-    out->k = k;
-    out->n = n;
-    out->isa = om_isa;
-    out->b = b;
-    out->trans_b = trans_b;
-    out->panels = om_aligned_alloc((size_t)(npad * k > 0 ? npad * k : 1) * sizeof(float));
-    if (!out->panels) return -1;
-    const om_gemm_operand src = {b, 0, trans_b, OM_F32, NULL};
-    const view bv = operand_view(src, k, n);
-    const ctx x = {u, 0, n, k, 0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL};
+int om_gemm_pack_b(int64_t k, int64_t n, om_gemm_operand b, om_gemm_packed *out) {
+    om_gemm_ukernel dot_set;
+    const int bf16 = is_bf16(b.fmt), dot = bf16 && bf16_dot_kernel(&dot_set);
+    const om_gemm_ukernel *u = dot ? &dot_set : ukernels[om_isa]();
+    const int64_t panels = (n + u->nr - 1) / u->nr, k_blocks = (k + OM_GEMM_KC - 1) / OM_GEMM_KC;
+    /* Every K block but the last is OM_GEMM_KC deep (even): only the last is padded. */
+    const int64_t depth = k + (bf16 & k);
+    const om_gemm_packed packed = {k, n, om_isa, b.trans, b.fmt, dot, b.p,
+                                   om_aligned_alloc((size_t)(panels * u->nr * depth > 0 ?
+                                                             panels * u->nr * depth : 1) *
+                                                    sizeof(float)),
+                                   bf16 && !dot ? malloc((size_t)(panels * k_blocks > 0 ?
+                                                                  panels * k_blocks : 1) *
+                                                         sizeof(int)) : NULL};
+    *out = packed;
+    if (!out->panels || (bf16 && !dot && !out->bmin)) {
+        om_gemm_packed_free(out);
+        return -1;
+    }
+    b.save = NULL;
+    const view bv = operand_view(b, k, n);
+    const ctx x = {u, 0, n, k, 0, 0, NULL, NULL, NULL, NULL, bf16, dot, NULL, NULL, NULL};
     for (int64_t pc = 0; pc < k && n > 0; pc += OM_GEMM_KC)
-        pack_b(&x, min64(k - pc, OM_GEMM_KC), n, shifted(bv, pc, 0, 0), out->panels + pc * npad,
-               NULL);
+        pack_b(&x, min64(k - pc, OM_GEMM_KC), n, shifted(bv, pc, 0, 0),
+               out->panels + pc * panels * u->nr,
+               out->bmin ? out->bmin + pc / OM_GEMM_KC * panels : NULL);
     return 0;
 }
 
 void om_gemm_packed_free(om_gemm_packed *p) {
     om_aligned_free(p->panels);
+    free(p->bmin);
     p->panels = NULL;
+    p->bmin = NULL;
 }
 
-int om_gemm_packed_f32(int64_t m, const float *a, int trans_a, const om_gemm_packed *b, float *c,
-                       int nthreads) {
-    if (b->isa != om_isa) return -1;
-    om_gemm_operand av = {a, 0, trans_a, OM_F32, NULL}, bv = {b->b, 0, b->trans_b, OM_F32, NULL};
-    return product(1, m, b->n, b->k, av, bv, b->panels, c, nthreads);
+int om_gemm_packed_product(int64_t m, om_gemm_operand a, const om_gemm_packed *b, float *c,
+                           int nthreads) {
+    om_gemm_ukernel dot_set;
+    const int bf16 = is_bf16(b->fmt);
+    if (b->isa != om_isa || is_bf16(a.fmt) != bf16 || b->pairs != (bf16 && bf16_dot_kernel(&dot_set)))
+        return -1;
+    a.batch_stride = 0;
+    const om_gemm_operand bv = {b->b, 0, b->trans_b, b->fmt, NULL};
+    return product(1, m, b->n, b->k, a, bv, b, c, nthreads);
 }
 
 OM_PATH_DISPATCH(gemm, OM_ISA_TABLE)

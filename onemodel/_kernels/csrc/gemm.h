@@ -93,20 +93,24 @@ typedef struct {
 int om_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
             om_gemm_operand b, float *c, int nthreads);
 
-/* op(B) packed once for many products with it, on the path selected when packing. */
+/* op(B) packed once for many products with it, on the path (and with the bf16 kernel choice)
+ * in force when packing. */
 typedef struct {
     int64_t k, n;
-    int isa, trans_b;
-    const float *b;     /* the source, which must stay unchanged while the packing is used */
+    int isa, trans_b, fmt, pairs;
+    const void *b;      /* the source, which must stay unchanged while the packing is used */
     float *panels;
+    int *bmin;          /* a widening bfloat16 product's smallest exponent per panel, or NULL */
 } om_gemm_packed;
 
-/* Packs op(B) (k x n, stored as for om_gemm_f32). Returns 0, or -1 when out of memory. */
-int om_gemm_pack_b_f32(int64_t k, int64_t n, const float *b, int trans_b, om_gemm_packed *out);
+/* Packs op(B) (k x n, stored and converted as om_gemm's operand b; its save is not written).
+ * Returns 0, or -1 when out of memory. */
+int om_gemm_pack_b(int64_t k, int64_t n, om_gemm_operand b, om_gemm_packed *out);
 void om_gemm_packed_free(om_gemm_packed *p);
-/* C (m x n) = op(A) * the packed op(B): om_gemm_f32's result, bit for bit. Returns -1 when
- * scratch memory could not be allocated or the packing was made on another path. */
-int om_gemm_packed_f32(int64_t m, const float *a, int trans_a, const om_gemm_packed *b, float *c,
-                       int nthreads);
+/* C (m x n) = op(A) * the packed op(B): om_gemm's result, bit for bit (batch 1). Returns -1
+ * when scratch memory could not be allocated, when the packing was made on another path or
+ * kernel choice, or when one operand is bfloat16 and the other is not. */
+int om_gemm_packed_product(int64_t m, om_gemm_operand a, const om_gemm_packed *b, float *c,
+                           int nthreads);
 
 #endif

@@ -19,7 +19,11 @@
  *
  * Scratch: one (B, G·H) buffer for hw in the forward; in the backward one (B, G·H) for the
  * step's gate gradients and one (B, H) for their product with W_hh. W_hh is packed for the
- * products once per call (om_gemm_pack_b_f32), not once per step.
+ * products once per call (om_gemm_pack_b), not once per step.
+ *
+ * Under autocast (half 1 or 2) both recurrent products take bfloat16 or float16 operands,
+ * rounded by their packing as om_gemm's (W_hh once, when packed; h or the gate gradients per
+ * step), with float32 results: the state, the gates and every gradient stay float32.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,16 +47,23 @@ static inline int64_t time_at(int reverse, int64_t s, int64_t len) {
     return reverse && s < len ? len - 1 - s : s;
 }
 
+/* The packing format of a recurrent product's operands under `half` (om_rnn_forward_f32). */
+static int operand_format(int half) {
+    return half == 1 ? OM_F32_TO_BF16 : half == 2 ? OM_F32_TO_F16 : OM_F32;
+}
+
 static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t *lengths,
-                       const om_rnn_forward_args *a, int nthreads) {
+                       const om_rnn_forward_args *a, int fmt, int nthreads) {
     const float *xw = a->xw, *w_hh = a->w_hh, *bias = a->bias, *h0 = a->h0, *c0 = a->c0;
     float *y = a->y, *gates = a->gates, *cs = a->cs, *hn_lin = a->hn_lin;
     float *h_n = a->h_n, *c_n = a->c_n;
     const int64_t gh = gates_of(cell) * h;
     float *hw = malloc((size_t)(b * gh > 0 ? b * gh : 1) * sizeof(float));
-    om_gemm_packed w_packed;  /* op(B) = W_hhᵀ, H x G·H */
-    if (hw == NULL || om_gemm_pack_b_f32(h, gh, w_hh, 1, &w_packed) != 0) {
+    const om_gemm_operand w_op = {w_hh, 0, 1, fmt, NULL}, h_op = {h_n, 0, 0, fmt, NULL};
+    om_gemm_packed w_packed = {0};  /* op(B) = W_hhᵀ, H x G·H */
+    if (hw == NULL || om_gemm_pack_b(h, gh, w_op, &w_packed) != 0) {
         free(hw);
+        om_gemm_packed_free(&w_packed);
         return -1;
     }
     memcpy(h_n, h0, (size_t)(b * h) * sizeof(float));
@@ -62,7 +73,7 @@ static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t 
     const om_gru_row_fn gru = gru_row[om_isa];
     int status = 0;
     for (int64_t s = 0; s < t && status == 0; s++) {
-        if (om_gemm_packed_f32(b, h_n, 0, &w_packed, hw, nthreads) != 0) {
+        if (om_gemm_packed_product(b, h_op, &w_packed, hw, nthreads) != 0) {
             status = -1;
             break;
         }
@@ -94,7 +105,7 @@ static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t 
 }
 
 static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t *lengths,
-                        const om_rnn_backward_args *a, int nthreads) {
+                        const om_rnn_backward_args *a, int fmt, int nthreads) {
     const float *w_hh = a->w_hh, *h0 = a->h0, *c0 = a->c0, *y = a->y, *gates = a->gates;
     const float *cs = a->cs, *hn_lin = a->hn_lin, *gy = a->gy, *g_hn = a->g_hn;
     const float *g_cn = a->g_cn;
@@ -104,8 +115,9 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
      * rows' time indices differ when reversed); tmp: that product, (B, H). */
     float *dstep = malloc((size_t)(b * gh > 0 ? b * gh : 1) * sizeof(float));
     float *tmp = malloc((size_t)(b * h > 0 ? b * h : 1) * sizeof(float));
+    const om_gemm_operand w_op = {w_hh, 0, 0, fmt, NULL}, d_op = {dstep, 0, 0, fmt, NULL};
     om_gemm_packed w_packed = {0};  /* op(B) = W_hh, G·H x H */
-    if (dstep == NULL || tmp == NULL || om_gemm_pack_b_f32(gh, h, w_hh, 0, &w_packed) != 0) {
+    if (dstep == NULL || tmp == NULL || om_gemm_pack_b(gh, h, w_op, &w_packed) != 0) {
         free(dstep);
         free(tmp);
         om_gemm_packed_free(&w_packed);
@@ -144,7 +156,7 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
             }
             memcpy(dg_all + row * gh, ds, (size_t)gh * sizeof(float));
         }
-        if (om_gemm_packed_f32(b, dstep, 0, &w_packed, tmp, nthreads) != 0) {
+        if (om_gemm_packed_product(b, d_op, &w_packed, tmp, nthreads) != 0) {
             status = -1;
             break;
         }
@@ -171,7 +183,7 @@ typedef struct {
     int64_t ndir, t, b, h;
     const int64_t *lengths;
     const void *dirs;  /* ndir om_rnn_forward_args, or om_rnn_backward_args if backward */
-    int nthreads;
+    int fmt, nthreads;
 } directions;
 
 /* Thread `rank` of `size` runs directions rank, rank + size, ...: alone (size 1) each with all
@@ -184,9 +196,9 @@ static int run_dirs(const void *ctx, int rank, int size) {
     for (int64_t i = rank; i < d->ndir; i += size)
         failed |= (d->backward
                        ? backward_one(d->cell, d->t, d->b, d->h, d->lengths,
-                                      (const om_rnn_backward_args *)d->dirs + i, nt)
+                                      (const om_rnn_backward_args *)d->dirs + i, d->fmt, nt)
                        : forward_one(d->cell, d->t, d->b, d->h, d->lengths,
-                                     (const om_rnn_forward_args *)d->dirs + i, nt)) != 0;
+                                     (const om_rnn_forward_args *)d->dirs + i, d->fmt, nt)) != 0;
     return failed;
 }
 
@@ -196,15 +208,16 @@ static int direction_threads(int64_t ndir, int nthreads) {
 }
 
 int om_rnn_forward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
-                       const int64_t *lengths, const om_rnn_forward_args *dirs, int nthreads) {
-    const directions d = {cell, 0, ndir, t, b, h, lengths, dirs, nthreads};
+                       const int64_t *lengths, const om_rnn_forward_args *dirs, int half,
+                       int nthreads) {
+    const directions d = {cell, 0, ndir, t, b, h, lengths, dirs, operand_format(half), nthreads};
     return om_run_team(direction_threads(ndir, nthreads), run_dirs, &d) ? -1 : 0;
 }
 
 int om_rnn_backward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
-                        const int64_t *lengths, const om_rnn_backward_args *dirs,
+                        const int64_t *lengths, const om_rnn_backward_args *dirs, int half,
                         int nthreads) {
-    const directions d = {cell, 1, ndir, t, b, h, lengths, dirs, nthreads};
+    const directions d = {cell, 1, ndir, t, b, h, lengths, dirs, operand_format(half), nthreads};
     return om_run_team(direction_threads(ndir, nthreads), run_dirs, &d) ? -1 : 0;
 }
 

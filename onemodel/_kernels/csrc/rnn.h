@@ -78,11 +78,13 @@ typedef struct {
 /* Runs `ndir` independent directions (the two of a bidirectional layer) over T steps, with the
  * same lengths (B) in [0, T]. With two or more threads the directions run concurrently, each on
  * one thread (no barrier per step); a single direction uses every thread inside its steps.
+ * half: 0, or 1 (2) for autocast's bfloat16 (float16) operands of the recurrent products.
  * Returns 0, or -1 when scratch memory could not be allocated. */
 int om_rnn_forward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
-                       const int64_t *lengths, const om_rnn_forward_args *dirs, int nthreads);
+                       const int64_t *lengths, const om_rnn_forward_args *dirs, int half,
+                       int nthreads);
 int om_rnn_backward_f32(int cell, int64_t ndir, int64_t t, int64_t b, int64_t h,
-                        const int64_t *lengths, const om_rnn_backward_args *dirs,
+                        const int64_t *lengths, const om_rnn_backward_args *dirs, int half,
                         int nthreads);
 
 #endif
