@@ -20,8 +20,7 @@ import tracemalloc
 
 import torch
 from _timing import best_seconds
-from models import (convnet, image_steps, lm_om, lm_torch, mlp, transformer_om,
-                    transformer_torch)
+from models import convnet, image_steps, lm_om, lm_torch, mlp, transformer_om, transformer_torch
 
 import onemodel as om
 from onemodel import amp

@@ -21,7 +21,7 @@ static inline float ctc_select(uint32_t mask, float a, float b) {
 /* om_logf restricted to what lse3 passes it: 0, [1, 3] or NaN (its denormal and infinity
  * cases cannot occur). */
 static inline float ctc_log(float x) {
-    float y = om_log_core(x, 0);
+    float y = om_log_coref(x, 0);
     y = ctc_select(ctc_mask(x == 0.0f), NEG_INF, y);
     return ctc_select(ctc_mask(x != x), x, y);
 }

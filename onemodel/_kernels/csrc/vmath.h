@@ -1,15 +1,18 @@
-/* Exact-mode transcendentals, float32: the scalar reference.
+/* Exact-mode transcendentals, float32: their constants and tables, and the scalar path.
  *
- * Every function here is built from + - * /, comparisons and bit manipulation only: no libm
+ * The functions are written once, in vmath_simd.h, over a small set of vector macros; this
+ * header instantiates them on single floats (om_expf, om_tanhf, ...: the scalar path, which the
+ * other kernel families call too), and vmath_sse2.h, vmath_avx2.h, vmath_avx512.h and
+ * vmath_neon.h on their vectors (om_exp_ps_avx2, ...). Every path thus evaluates the same
+ * operations in the same order, with the same range reduction and the same special cases, and
+ * gives the same bits on every input. Branches are selects (compute every candidate, then pick);
+ * the vector code may skip a group of selects when a test shows they keep every lane.
+ *
+ * Every function is built from + - * /, comparisons and bit manipulation only: no libm
  * transcendental. FMA policy: a*b + c is a rounded product, then a rounded sum, except where a
- * function calls fmaf (log's polynomial and tail, shared by softplus, tanh's polynomial and
- * sigmoid's division): fmaf is correctly rounded, and every SIMD path translates it to its fused
- * multiply-add (OMV_FMA; SSE2, which has none, calls fmaf per lane), so the bits stay the same.
- * The SIMD translations (vmath_simd.h through vmath_sse2.h, vmath_avx2.h, vmath_avx512.h and
- * vmath_neon.h) evaluate the same operations in the same order, with the same range reduction and
- * the same special cases, so they give the same bits on every input. Branches are written as
- * selects (compute every candidate, then pick) so the vector code reads the same way; the vector
- * code may skip a group of selects when a test shows they keep every lane.
+ * function calls OMV_FMA (log's polynomial and tail, shared by softplus, tanh's polynomial and
+ * sigmoid's division): fmaf here, correctly rounded, and every SIMD path's fused multiply-add
+ * (SSE2, which has none, calls fmaf per lane), so the bits stay the same.
  *
  * Denormal inputs and results are handled without flush-to-zero: results underflow gradually
  * (a scale by 2^n is split into two exact-or-once-rounded multiplies) and overflow to inf.
@@ -58,54 +61,6 @@ static inline float om_u2f(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 static inline float om_minf(float a, float b) { return a < b ? a : b; }
 static inline float om_maxf(float a, float b) { return a > b ? a : b; }
 
-/* n = round(x / ln2) and r = x - n ln2 (Cody-Waite), for x in [OM_EXP_MIN, OM_EXP_MAX]. */
-static inline float om_exp_reduce(float x, float *n_out) {
-    float n = (x * OM_LOG2E + OM_ROUND_MAGIC) - OM_ROUND_MAGIC;
-    *n_out = n;
-    float r = x - n * OM_LN2_HI;
-    return r - n * OM_LN2_LO;
-}
-
-/* exp(r) - 1 on the reduced range, as r + r^2 P(r) (Horner, no fma). */
-static inline float om_expm1_poly(float r) {
-    float y = OM_EXP_P4 * r + OM_EXP_P3;
-    y = y * r + OM_EXP_P2;
-    y = y * r + OM_EXP_P1;
-    y = y * r + OM_EXP_P0;
-    return y * (r * r) + r;
-}
-
-/* A NaN becomes OM_EXP_MAX (om_minf), a finite argument whose result the caller replaces. */
-static inline float om_exp_clamp(float x) { return om_maxf(om_minf(x, OM_EXP_MAX), OM_EXP_MIN); }
-
-/* exp(hi + lo) = (1 + q) 2^n, returning q = expm1 of the reduced argument, in about
- * [-0.3, 0.42]: the caller scales (om_ldexp2f), possibly after multiplying by a factor m as
- * m + m q, which rounds once where m (1 + q) would round twice, and so that a denormal result
- * is rounded only once. lo is a small correction (|lo| < 2^-10) carrying the low part of an
- * argument known more precisely than one float; n is derived from hi alone. */
-static inline float om_expm1_parts(float hi, float lo, float *n_out) {
-    return om_expm1_poly(om_exp_reduce(om_exp_clamp(hi), n_out) + lo);
-}
-
-/* p * 2^n, n an integer in [-159, 128], rounded once: two factors 2^(n>>1) and 2^(n - (n>>1)),
- * both normal; the first product is exact for every p the callers pass (|p| >= 2^-40), so only
- * the second rounds (gradual underflow, or inf). That is the one rounding of AVX-512's scalef. */
-static inline float om_ldexp2f(float p, float n) {
-    int32_t n1 = (int32_t)n >> 1;
-    int32_t n2 = (int32_t)n - n1;
-    float s1 = om_u2f((uint32_t)(n1 + 127) << 23);
-    float s2 = om_u2f((uint32_t)(n2 + 127) << 23);
-    return p * s1 * s2;
-}
-
-/* exp: max error 0.989 ulp (exhaustive sweep, at -27.379). */
-static inline float om_expf(float x) {
-    float n;
-    float p = om_expm1_poly(om_exp_reduce(om_exp_clamp(x), &n)) + 1.0f;
-    float y = om_ldexp2f(p, n);
-    return x != x ? x + x : y;
-}
-
 /* ---- log ------------------------------------------------------------------------------- */
 
 /* log(1+f) = f - f^2/2 + f^3 P(f) on f in [sqrt(2)/2-1, sqrt(2)-1], P a degree-7 fit of
@@ -126,71 +81,13 @@ static inline float om_expf(float x) {
 /* 0x3f3504f3 = sqrt(2)/2: mantissas at or above it belong to the exponent below. */
 #define OM_SQRT_HALF_BITS 0x3f3504f3u
 
-/* log(1+f) - f + lo = f^2 (f P(f) - 1/2) + lo for the reduced f, every step fused: lo (the
- * caller's small terms: k LN2_LO, softplus's correction) is added to the exact f^2 product. */
-static inline float om_log_kernel(float f, float lo) {
-    float p = OM_LOG_P7;
-    p = fmaf(p, f, OM_LOG_P6);
-    p = fmaf(p, f, OM_LOG_P5);
-    p = fmaf(p, f, OM_LOG_P4);
-    p = fmaf(p, f, OM_LOG_P3);
-    p = fmaf(p, f, OM_LOG_P2);
-    p = fmaf(p, f, OM_LOG_P1);
-    p = fmaf(p, f, OM_LOG_P0);
-    return fmaf(f * f, fmaf(f, p, -0.5f), lo);
-}
-
-/* log(xs) + kbias ln2 for xs positive, finite and normal: xs = 2^k m with m in [sqrt(2)/2,
- * sqrt(2)), k = (bits(xs) - bits(sqrt(2)/2)) >> 23 (an arithmetic shift; written here with an
- * unsigned one and a bias). The small terms are summed before f, and k LN2_HI (exact) last, in
- * a fused step that rounds only the sum. */
-static inline float om_log_core(float xs, int32_t kbias) {
-    uint32_t ix = om_f2u(xs) - OM_SQRT_HALF_BITS;
-    int32_t k = (int32_t)((ix + 0x3f800000u) >> 23) - 127 + kbias;
-    float m = om_u2f((ix & 0x007fffffu) + OM_SQRT_HALF_BITS);
-    float f = m - 1.0f;
-    float dk = (float)k;
-    return fmaf(dk, OM_LOG_LN2_HI, om_log_kernel(f, dk * OM_LOG_LN2_LO) + f);
-}
-
 #define OM_FLT_MIN 1.17549435e-38f
 #define OM_LOG_DENORMAL_SCALE 33554432.0f /* 2^25 */
 #define OM_LOG_DENORMAL_KBIAS (-25)
 
-/* log: max error 0.876 ulp (exhaustive sweep, at 1.27433). */
-static inline float om_logf(float x) {
-    int sub = x < OM_FLT_MIN; /* denormals: scaled into the normal range first */
-    float y = om_log_core(sub ? x * OM_LOG_DENORMAL_SCALE : x, sub ? OM_LOG_DENORMAL_KBIAS : 0);
-    y = x == om_u2f(OM_INF_BITS) ? x : y;
-    y = x == 0.0f ? -om_u2f(OM_INF_BITS) : y;
-    y = x < 0.0f ? om_u2f(OM_NAN_BITS) : y;
-    return x != x ? x + x : y;
-}
-
 /* ---- helpers: sign, exact products ------------------------------------------------------ */
 
 #define OM_SIGN_BITS 0x80000000u
-
-static inline float om_absf(float x) { return om_u2f(om_f2u(x) & ~OM_SIGN_BITS); }
-/* x with the sign of s xored in (s carries only a sign bit) */
-static inline float om_xorsignf(float x, float sign) { return om_u2f(om_f2u(x) ^ om_f2u(sign)); }
-static inline float om_signf(float x) { return om_u2f(om_f2u(x) & OM_SIGN_BITS); }
-
-/* a * b = *hi + *lo exactly (Dekker's product with Veltkamp's split by 2^12 + 1; no fma).
- * Valid while |a|, |b| < 2^100 and the product stays normal. */
-static inline void om_split(float a, float *hi, float *lo) {
-    float c = 4097.0f * a;
-    *hi = c - (c - a);
-    *lo = a - *hi;
-}
-static inline void om_two_prod(float a, float b, float *hi, float *lo) {
-    float ah, al, bh, bl;
-    om_split(a, &ah, &al);
-    om_split(b, &bh, &bl);
-    float p = a * b;
-    *hi = p;
-    *lo = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
-}
 
 /* ---- tanh ------------------------------------------------------------------------------ */
 
@@ -278,40 +175,10 @@ static inline void om_two_prod(float a, float b, float *hi, float *lo) {
 static const float om_tanh_rows[OM_TANH_LUT][8] = {OM_TANH_INTERVALS(OM_TANH_ROW)};
 #undef OM_TANH_ROW
 
-/* tanh: max error 1.167 ulp (exhaustive sweep, at 0.549124). */
-static inline float om_tanhf(float x) {
-    float a = om_minf(OM_TANH_AMAX, om_absf(x));
-    uint32_t i = (om_f2u(om_maxf(a, OM_TANH_LO)) - om_f2u(OM_TANH_LO)) >> 21;
-    const float *c = om_tanh_rows[i];
-    float d = a - c[0];
-    float y = c[OM_TANH_DEG + 1];
-    for (int k = OM_TANH_DEG; k >= 1; k--) y = fmaf(y, d, c[k]);
-    return om_xorsignf(y, om_signf(x));
-}
-
 /* ---- sigmoid --------------------------------------------------------------------------- */
-
-/* num / (1 + e) for e <= 1 with one division (it costs as much as the rest): d = 1 + e and its
- * rounding error derr (d + derr = 1 + e exactly), r = 1 / d, q = num r; then one correction by
- * the remainder num - q (d + derr), which the fused multiply-adds form almost exactly. */
-static inline float om_div_one_plus(float num, float e) {
-    float d = 1.0f + e;
-    float derr = (1.0f - d) + e;
-    float r = 1.0f / d;
-    float q = num * r;
-    float rem = fmaf(-q, derr, fmaf(-q, d, num));
-    return fmaf(rem, r, q);
-}
 
 /* 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, e = exp(-|x|) <= 1: no overflow, and the
  * negative side keeps full relative accuracy down to the denormals. */
-/* sigmoid: max error 1.480 ulp (exhaustive sweep, at -4.84646). */
-static inline float om_sigmoidf(float x) {
-    float e = om_expf(-om_absf(x));
-    float num = x < 0.0f ? e : 1.0f;
-    float y = om_div_one_plus(num, e);
-    return x != x ? x + x : y;
-}
 
 /* ---- softplus -------------------------------------------------------------------------- */
 
@@ -319,24 +186,6 @@ static inline float om_sigmoidf(float x) {
  * is not formed (f = e exactly); above it u = 1 + e lies in [sqrt(2), 2], log(u) = ln2 +
  * log(u/2) with u/2 - 1 exact, and c/u corrects for the rounding of 1 + e. */
 #define OM_LOG1P_SPLIT 0.414213538f /* 0x3ed413d0 */
-
-static inline float om_log1p_unit(float e) {
-    int big = e >= OM_LOG1P_SPLIT;
-    float u = 1.0f + e;
-    float c = (e - (u - 1.0f)) / u;
-    c = big ? c : 0.0f;
-    float f = big ? u * 0.5f - 1.0f : e;
-    float dk = big ? 1.0f : 0.0f;
-    return fmaf(dk, OM_LOG_LN2_HI, om_log_kernel(f, dk * OM_LOG_LN2_LO + c) + f);
-}
-
-/* softplus(x) = max(x, 0) + log(1 + exp(-|x|)): max error 1.711 ulp (exhaustive sweep, at
- * -1.26046). */
-static inline float om_softplusf(float x) {
-    float m = x > 0.0f ? x : 0.0f;
-    float y = m + om_log1p_unit(om_expf(-om_absf(x)));
-    return x != x ? x + x : y;
-}
 
 /* ---- erf, erfc ------------------------------------------------------------------------- */
 
@@ -365,92 +214,12 @@ static inline float om_softplusf(float x) {
 #define OM_ERFC_Q8 0.6783584356307983f
 #define OM_ERFC_Q9 -0.32319480180740356f
 #define OM_ERFC_Q10 0.061551906168460846f
-
-/* x R(x^2) (erf(x) = x + this, for |x| < OM_ERF_SMALL) */
-static inline float om_erf_small_tail(float x) {
-    float z = x * x;
-    float r = OM_ERF_R6 * z + OM_ERF_R5;
-    r = r * z + OM_ERF_R4;
-    r = r * z + OM_ERF_R3;
-    r = r * z + OM_ERF_R2;
-    r = r * z + OM_ERF_R1;
-    r = r * z + OM_ERF_R0;
-    return x * r;
-}
-
-/* m * erfc(z) for z in [0.5, OM_ERFC_ZMAX], given z^2 = sqh + sql exactly; m scales the
- * result before its final rounding, so a denormal m erfc(z) is rounded once. */
-static inline float om_erfc_scaled(float z, float sqh, float sql, float m) {
-    float t = 1.0f / (1.0f + 0.5f * z);
-    float q = OM_ERFC_Q10 * t + OM_ERFC_Q9;
-    q = q * t + OM_ERFC_Q8;
-    q = q * t + OM_ERFC_Q7;
-    q = q * t + OM_ERFC_Q6;
-    q = q * t + OM_ERFC_Q5;
-    q = q * t + OM_ERFC_Q4;
-    q = q * t + OM_ERFC_Q3;
-    q = q * t + OM_ERFC_Q2;
-    q = q * t + OM_ERFC_Q1;
-    q = q * t + OM_ERFC_Q0;
-    q = q * t;
-    float n;
-    float qe = om_expm1_parts(-sqh, -sql, &n);
-    float mq = m * q;
-    return om_ldexp2f(mq + mq * qe, n);
-}
-
 /* 2^n as a double for an integral n in [-1022, 1023]: the low mantissa bits of n + 2^52 + 1023
  * hold n + 1023, which a shift by 52 moves into the exponent field. */
 #define OM_POW2_MAGIC 4503599627370496.0 /* 2^52 */
-static inline double om_pow2d(float n) {
-    double d = (double)n + (OM_POW2_MAGIC + 1023.0);
-    uint64_t u;
-    memcpy(&u, &d, 8);
-    u <<= 52;
-    memcpy(&d, &u, 8);
-    return d;
-}
 
 #define OM_SQRT1_2 0.707106781f
 #define OM_SQRT1_2_D 0.70710678118654752440
-/* m * erfc(z), z = axc / sqrt(2) in [0.5, OM_ERFC_ZMAX], given z^2 = sqh + sql exactly: as
- * om_erfc_scaled, with z, t, Q and the products in double and one rounding to float at the
- * end (exp's argument reduction and polynomial stay in float; t is refined from a float
- * quotient, as a double division costs several times more). Where a result is m erfc(z)
- * itself (gelu below -1/sqrt(2)), the float32 Q costs up to 6.6 ulp; this way the error is
- * exp's and that rounding. */
-static inline float om_erfc_scaled_wide(float axc, float sqh, float sql, float m) {
-    float tf = 1.0f / (1.0f + 0.5f * (axc * OM_SQRT1_2));
-    double z = (double)axc * OM_SQRT1_2_D;
-    double t0 = (double)tf; /* t = 1 / (1 + z/2): one Newton step from the float quotient */
-    double t = t0 + t0 * (1.0 - (1.0 + 0.5 * z) * t0);
-    double q = (double)OM_ERFC_Q10 * t + (double)OM_ERFC_Q9;
-    q = q * t + (double)OM_ERFC_Q8;
-    q = q * t + (double)OM_ERFC_Q7;
-    q = q * t + (double)OM_ERFC_Q6;
-    q = q * t + (double)OM_ERFC_Q5;
-    q = q * t + (double)OM_ERFC_Q4;
-    q = q * t + (double)OM_ERFC_Q3;
-    q = q * t + (double)OM_ERFC_Q2;
-    q = q * t + (double)OM_ERFC_Q1;
-    q = q * t + (double)OM_ERFC_Q0;
-    q = q * t;
-    float n;
-    float qe = om_expm1_parts(-sqh, -sql, &n);
-    return (float)((double)m * q * (1.0 + (double)qe) * om_pow2d(n));
-}
-
-/* erf: max error 1.496 ulp (exhaustive sweep, at 0.932987). */
-static inline float om_erff(float x) {
-    float ax = om_absf(x);
-    float az = ax < OM_ERFC_ZMAX ? ax : OM_ERFC_ZMAX; /* also maps inf to a finite argument */
-    float sqh, sql;
-    om_two_prod(az, az, &sqh, &sql);
-    float large = om_xorsignf(1.0f - om_erfc_scaled(az, sqh, sql, 1.0f), om_signf(x));
-    float small = x + om_erf_small_tail(x);
-    float y = ax < OM_ERF_SMALL ? small : large;
-    return x != x ? x + x : y;
-}
 
 /* ---- gelu (erf form) ------------------------------------------------------------------- */
 
@@ -460,30 +229,6 @@ static inline float om_erff(float x) {
 /* Below x = -1/sqrt(2) (z = x/sqrt(2) < -0.5), 1 + erf(z) = erfc(-z) is computed directly:
  * the sum would cancel. */
 #define OM_GELU_NEG -0.707106781f
-
-/* 1 + erf(x / sqrt(2)) = 2 Phi(x) for x >= OM_GELU_NEG; for x below it, m erfc(-x/sqrt(2))
- * (the caller's factor m applied before the final rounding). */
-static inline float om_gelu_cdf2(float x, float m) {
-    float xc = x < OM_GELU_XMAX ? x : OM_GELU_XMAX;
-    xc = xc > -OM_GELU_XMAX ? xc : -OM_GELU_XMAX;
-    float z = xc * OM_SQRT1_2;
-    float sqh, sql;
-    om_two_prod(xc, xc, &sqh, &sql);
-    int neg = x < OM_GELU_NEG;
-    float e = om_erfc_scaled_wide(om_absf(xc), 0.5f * sqh, 0.5f * sql, neg ? m : 1.0f);
-    float mid = 1.0f + (z + om_erf_small_tail(z));
-    float y = z < OM_ERF_SMALL ? mid : 2.0f - e;
-    return neg ? e : y;
-}
-
-/* gelu(x) = x Phi(x) = x (1 + erf(x/sqrt(2))) / 2: max error 1.939 ulp (exhaustive sweep, at
- * -0.656271, where 1 + erf(z) cancels; below -1/sqrt(2) the double erfc keeps it lower). */
-static inline float om_geluf(float x) {
-    float xc = x > -OM_GELU_XMAX ? x : -OM_GELU_XMAX;
-    float c = om_gelu_cdf2(x, 0.5f * xc);
-    float y = x < OM_GELU_NEG ? c : x * (0.5f * c);
-    return x != x ? x + x : y;
-}
 
 /* ---- gelu (tanh form) ------------------------------------------------------------------ */
 
@@ -498,88 +243,76 @@ static inline float om_geluf(float x) {
 /* Beyond +-20, v has saturated the sigmoid; clamping keeps x^3 finite. */
 #define OM_GELU_T_XMAX 20.0f
 
-/* gelu_tanh: max error 1.513 ulp (exhaustive sweep, at -2.74753). */
-static inline float om_gelu_tanhf(float x) {
-    float xc = x < OM_GELU_T_XMAX ? x : OM_GELU_T_XMAX;
-    xc = xc > -OM_GELU_T_XMAX ? xc : -OM_GELU_T_XMAX;
-    float sh, sl, ph, pl, vh, vl;
-    om_two_prod(xc, xc, &sh, &sl);                       /* x^2 */
-    om_two_prod(OM_GELU_T_C2_HI, sh, &ph, &pl);          /* C2 x^2 */
-    pl = pl + (OM_GELU_T_C2_HI * sl + OM_GELU_T_C2_LO * sh);
-    float w = OM_GELU_T_C1_HI + ph;                      /* C1 + C2 x^2, two-sum */
-    float bv = w - OM_GELU_T_C1_HI;
-    float wl = (OM_GELU_T_C1_HI - (w - bv)) + (ph - bv);
-    wl = wl + (pl + OM_GELU_T_C1_LO);
-    om_two_prod(xc, w, &vh, &vl);                        /* v = x (C1 + C2 x^2) */
-    vl = vl + xc * wl;
-    float a = vh + vl;                                   /* renormalise */
-    float al = vl - (a - vh);
-    float sign = om_signf(a);
-    float n;
-    float q = om_expm1_parts(-om_absf(a), om_xorsignf(-al, sign), &n); /* exp(-|v|) */
-    float e = om_ldexp2f(q + 1.0f, n);
-    /* x / (1 + e) for v >= 0, and (x + x q) 2^n / (1 + e) below, as N / (d + derr): N = nh + nl
-     * and d + derr = 1 + e exactly. One division y0 = nh / d, then the residual
-     * N - y0 (d + derr) = (nh - y0 d) + nl - nh derr to first order, with y0 d an exact product,
-     * divided by d approximately: 1.5 - d/2 is within 12% of 1/d on [1, 2], on a term below
-     * 2^-22 of y0. The quotient is rounded once more, in the final sum, not twice. */
-    int neg = a < 0.0f;
-    float t = xc * q;
-    float th = xc + t;
-    float nh = neg ? th : xc;
-    float nl = neg ? t - (th - xc) : 0.0f; /* exact: |t| < |xc| */
-    float d = 1.0f + e;
-    float derr = (1.0f - d) + e;
-    float y0 = nh / d;
-    float yh, yl;
-    om_two_prod(y0, d, &yh, &yl);
-    float res = (((nh - yh) - yl) + nl) - nh * derr;
-    float y = om_ldexp2f(y0 + res * (1.5f - 0.5f * d), neg ? n : 0.0f);
-    y = x > OM_GELU_T_XMAX ? x : y; /* gelu_tanh(x) = x there, and inf stays inf */
-    y = x == 0.0f ? x : y;          /* keeps -0 */
-    return x != x ? x + x : y;
-}
-
 /* ---- backward: grad_in from the saved tensor and the incoming gradient ------------------ */
 /* The formulas and their evaluation order are PyTorch's. */
 
-/* relu(x) = x < 0 ? +0 : x (so -0 and NaN pass through, as PyTorch's); its gradient is g
- * where the output is > 0 or NaN and +0 elsewhere (also where g is inf). */
-static inline float om_reluf(float x) { return x < 0.0f ? 0.0f : x; }
-static inline float om_relu_gradf(float y, float g) { return y <= 0.0f ? 0.0f : g; }
-
-static inline float om_exp_gradf(float y, float g) { return g * y; }
-static inline float om_log_gradf(float x, float g) { return g / x; }
-static inline float om_tanh_gradf(float y, float g) { return g * (1.0f - y * y); }
-static inline float om_sigmoid_gradf(float y, float g) { return g * (1.0f - y) * y; }
-static inline float om_softplus_gradf(float x, float g) { return g * om_sigmoidf(x); }
-
 #define OM_2_SQRTPI 1.12837917f
-static inline float om_erf_gradf(float x, float g) {
-    return OM_2_SQRTPI * om_expf(-(x * x)) * g;
-}
-
 #define OM_GELU_BETA 0.398942280f /* 1/sqrt(2 pi) */
-static inline float om_gelu_gradf(float x, float g) {
-    float cdf = 0.5f * om_gelu_cdf2(x, 1.0f);
-    float pdf = om_expf(x * x * -0.5f) * OM_GELU_BETA;
-    return g * (cdf + x * pdf);
-}
 
 #define OM_GELU_T_BETA 0.797884561f /* sqrt(2/pi) */
 #define OM_GELU_T_KAPPA 0.044715f
-static inline float om_gelu_tanh_gradf(float x, float g) {
-    float x_sq = x * x;
-    float x_cube = x_sq * x;
-    float inner = OM_GELU_T_BETA * (x + OM_GELU_T_KAPPA * x_cube);
-    float th = om_tanhf(inner);
-    float left = 0.5f * x;
-    float right = 1.0f + th;
-    float left_derivative = 0.5f * right;
-    float tanh_derivative = 1.0f - th * th;
-    float inner_derivative = OM_GELU_T_BETA * (1.0f + 3.0f * OM_GELU_T_KAPPA * x_sq);
-    float right_derivative = left * tanh_derivative * inner_derivative;
-    return g * (left_derivative + right_derivative);
+
+/* ---- the scalar path: vmath_simd.h on single floats ------------------------------------ */
+
+static inline void om_tanh_lookupf(int32_t i, float *c) {
+    memcpy(c, om_tanh_rows[i], sizeof om_tanh_rows[i]);
 }
+static inline double om_bits_sll52(double d) {
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    u <<= 52;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+#define OMV float
+#define OMM int
+#define OMI int32_t
+#define OMV_FN(name) name##f
+#define OMV_SET1(c) ((float)(c))
+#define OMV_ADD(a, b) ((a) + (b))
+#define OMV_SUB(a, b) ((a) - (b))
+#define OMV_MUL(a, b) ((a) * (b))
+#define OMV_DIV(a, b) ((a) / (b))
+#define OMV_FMA(a, b, c) fmaf(a, b, c)
+#define OMV_LT(a, b) ((a) < (b))
+#define OMV_LE(a, b) ((a) <= (b))
+#define OMV_EQ(a, b) ((a) == (b))
+#define OMV_ISNAN(a) ((a) != (a))
+#define OMV_NLT(a, b) (!((a) < (b)))
+#define OMV_MIN(a, b) om_minf(a, b)
+#define OMV_MAX(a, b) om_maxf(a, b)
+#define OMV_F2I(a) ((int32_t)(a))
+#define OMM_OR(a, b) ((a) | (b))
+#define OMV_NONE(m) (!(m))
+#define OMV_SEL(m, a, b) ((m) ? (a) : (b))
+#define OMV_AND(a, b) om_u2f(om_f2u(a) & om_f2u(b))
+#define OMV_XOR(a, b) om_u2f(om_f2u(a) ^ om_f2u(b))
+#define OMV_AS_I(a) ((int32_t)om_f2u(a))
+#define OMV_AS_F(a) om_u2f((uint32_t)(a))
+#define OMV_I2F(a) ((float)(a))
+#define OMI_SET1(c) ((int32_t)(c))
+#define OMI_ADD(a, b) ((int32_t)((uint32_t)(a) + (uint32_t)(b)))
+#define OMI_SUB(a, b) ((int32_t)((uint32_t)(a) - (uint32_t)(b)))
+#define OMI_AND(a, b) ((a) & (b))
+#define OMI_SRL(a, k) ((int32_t)((uint32_t)(a) >> (k)))
+#define OMI_SRA(a, k) ((a) >> (k))
+#define OMI_SLL(a, k) ((int32_t)((uint32_t)(a) << (k)))
+#define OMI_LT(a, b) ((a) < (b))
+#define OMI_SEL(m, a, b) ((m) ? (a) : (b))
+
+/* A double "vector" of one lane: both halves are the lane, and narrowing keeps the low one. */
+#define OMD double
+#define OMD_SET1(c) ((double)(c))
+#define OMD_ADD(a, b) ((a) + (b))
+#define OMD_MUL(a, b) ((a) * (b))
+#define OMD_SUB(a, b) ((a) - (b))
+#define OMD_LO(v) ((double)(v))
+#define OMD_HI(v) ((double)(v))
+#define OMD_NARROW(lo, hi) ((void)(hi), (float)(lo))
+#define OMD_BITS_SLL52(d) om_bits_sll52(d)
+
+#include "vmath_simd.h"
+#include "vmath_undef.h"
 
 #endif

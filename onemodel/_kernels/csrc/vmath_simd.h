@@ -1,11 +1,9 @@
-/* The transcendentals of vmath.h on SIMD vectors, written once over a small set of macros.
+/* The transcendentals, written once over a small set of vector macros, for every path.
  *
- * Not a standalone header: vmath_sse2.h, vmath_avx2.h and vmath_avx512.h define the OMV_
- * macros for their vector type and include this file (so it has no include guard). Each
- * function is a line-by-line translation of its scalar reference in vmath.h: the same
- * operations in the same order, the same constants, selects where the scalar code has a
- * conditional expression, OMV_FMA exactly where vmath.h calls fmaf. Results are bit-identical
- * to vmath.h.
+ * Not a standalone header: vmath.h (the scalar path: single floats) and vmath_sse2.h,
+ * vmath_avx2.h, vmath_avx512.h and vmath_neon.h define the OMV_ macros for their vector type and
+ * include this file (so it has no include guard); the constants, the tables and the notes on
+ * each method are in vmath.h.
  *
  * Macros: OMV (float vector), OMM (comparison mask), OMI (int32 vector), OMV_FN(name) (the
  * function name with its ISA suffix), OMV_SET1, OMV_ADD/SUB/MUL/DIV, OMV_FMA(a, b, c) (a*b + c
@@ -20,12 +18,13 @@
  * half of a float vector, widened), OMD_NARROW(lo, hi) (back to one float vector, rounded to
  * nearest) and OMD_BITS_SLL52(d) (the bits of each double shifted left by 52), and optionally
  * OMV_SCALEF(p, n) (p 2^n for integral n, one rounding) and OMV_NOT_POSITIVE_NORMAL(x) (the
- * mask of lanes that are not positive, normal and finite). The ISA header also defines
- * om_tanh_lookup_ps_<isa>(i, c): c[k] = om_tanh_rows[i][k] per lane, for k in [0, 8).
+ * mask of lanes that are not positive, normal and finite). The including header also defines
+ * OMV_FN(om_tanh_lookup)(i, c): c[k] = om_tanh_rows[i][k] per lane, for k in [0, 8).
  */
 
 #define OMV_C(c) OMV_SET1(c)
 
+/* n = round(x / ln2) and r = x - n ln2 (Cody-Waite), for x in [OM_EXP_MIN, OM_EXP_MAX]. */
 static inline OMV OMV_FN(om_exp_reduce)(OMV x, OMV *n_out) {
     OMV n = OMV_SUB(OMV_ADD(OMV_MUL(x, OMV_C(OM_LOG2E)), OMV_C(OM_ROUND_MAGIC)),
                     OMV_C(OM_ROUND_MAGIC));
@@ -34,6 +33,7 @@ static inline OMV OMV_FN(om_exp_reduce)(OMV x, OMV *n_out) {
     return OMV_SUB(r, OMV_MUL(n, OMV_C(OM_LN2_LO)));
 }
 
+/* exp(r) - 1 on the reduced range, as r + r^2 P(r) (Horner, no fma). */
 static inline OMV OMV_FN(om_expm1_poly)(OMV r) {
     OMV y = OMV_ADD(OMV_MUL(OMV_C(OM_EXP_P4), r), OMV_C(OM_EXP_P3));
     y = OMV_ADD(OMV_MUL(y, r), OMV_C(OM_EXP_P2));
@@ -42,10 +42,16 @@ static inline OMV OMV_FN(om_expm1_poly)(OMV r) {
     return OMV_ADD(OMV_MUL(y, OMV_MUL(r, r)), r);
 }
 
+/* A NaN becomes OM_EXP_MAX (om_minf), a finite argument whose result the caller replaces. */
 static inline OMV OMV_FN(om_exp_clamp)(OMV x) {
     return OMV_MAX(OMV_MIN(x, OMV_C(OM_EXP_MAX)), OMV_C(OM_EXP_MIN));
 }
 
+/* exp(hi + lo) = (1 + q) 2^n, returning q = expm1 of the reduced argument, in about
+ * [-0.3, 0.42]: the caller scales (om_ldexp2f), possibly after multiplying by a factor m as
+ * m + m q, which rounds once where m (1 + q) would round twice, and so that a denormal result
+ * is rounded only once. lo is a small correction (|lo| < 2^-10) carrying the low part of an
+ * argument known more precisely than one float; n is derived from hi alone. */
 static inline OMV OMV_FN(om_expm1_parts)(OMV hi, OMV lo, OMV *n_out) {
     OMV r = OMV_FN(om_exp_reduce)(OMV_FN(om_exp_clamp)(hi), n_out);
     return OMV_FN(om_expm1_poly)(OMV_ADD(r, lo));
@@ -55,6 +61,9 @@ static inline OMV OMV_FN(om_expm1_parts)(OMV hi, OMV lo, OMV *n_out) {
 /* p 2^n rounded once, which is what the two products of om_ldexp2f give (vmath.h). */
 static inline OMV OMV_FN(om_ldexp2)(OMV p, OMV n) { return OMV_SCALEF(p, n); }
 #else
+/* p * 2^n, n an integer in [-159, 128], rounded once: two factors 2^(n>>1) and 2^(n - (n>>1)),
+ * both normal; the first product is exact for every p the callers pass (|p| >= 2^-40), so only
+ * the second rounds (gradual underflow, or inf). That is the one rounding of AVX-512's scalef. */
 static inline OMV OMV_FN(om_ldexp2)(OMV p, OMV n) {
     OMI ni = OMV_F2I(n);
     OMI n1 = OMI_SRA(ni, 1);
@@ -65,6 +74,7 @@ static inline OMV OMV_FN(om_ldexp2)(OMV p, OMV n) {
 }
 #endif
 
+/* exp: max error 0.989 ulp (exhaustive sweep, at -27.379). */
 static inline OMV OMV_FN(om_exp)(OMV x) {
     OMV n;
     OMV r = OMV_FN(om_exp_reduce)(OMV_FN(om_exp_clamp)(x), &n);
@@ -72,6 +82,8 @@ static inline OMV OMV_FN(om_exp)(OMV x) {
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
 }
 
+/* log(1+f) - f + lo = f^2 (f P(f) - 1/2) + lo for the reduced f, every step fused: lo (the
+ * caller's small terms: k LN2_LO, softplus's correction) is added to the exact f^2 product. */
 static inline OMV OMV_FN(om_log_kernel)(OMV f, OMV lo) {
     OMV p = OMV_C(OM_LOG_P7);
     p = OMV_FMA(p, f, OMV_C(OM_LOG_P6));
@@ -84,6 +96,10 @@ static inline OMV OMV_FN(om_log_kernel)(OMV f, OMV lo) {
     return OMV_FMA(OMV_MUL(f, f), OMV_FMA(f, p, OMV_C(-0.5f)), lo);
 }
 
+/* log(xs) + kbias ln2 for xs positive, finite and normal: xs = 2^k m with m in [sqrt(2)/2,
+ * sqrt(2)), k = (bits(xs) - bits(sqrt(2)/2)) >> 23 (an arithmetic shift; written here with an
+ * unsigned one and a bias). The small terms are summed before f, and k LN2_HI (exact) last, in
+ * a fused step that rounds only the sum. */
 static inline OMV OMV_FN(om_log_core)(OMV xs, OMI kbias) {
     OMI ix = OMI_SUB(OMV_AS_I(xs), OMI_SET1(OM_SQRT_HALF_BITS));
     OMI k = OMI_ADD(OMI_SRA(ix, 23), kbias);
@@ -107,8 +123,9 @@ static inline OMV OMV_FN(om_log_core)(OMV xs, OMI kbias) {
     OMI_LT(OMI_SET1(OM_LOG_RANGE_END - 1), OMI_ADD(OMV_AS_I(x), OMI_SET1(OM_LOG_RANGE_SHIFT)))
 #endif
 
-/* When every lane is positive, normal and finite (the common case), the selects for denormals
- * and special values would all keep y: they are skipped, with the same bits. */
+/* log: max error 0.876 ulp (exhaustive sweep, at 1.27433). When every lane is positive, normal
+ * and finite (the common case), the selects for denormals and special values would all keep y:
+ * they are skipped, with the same bits. */
 static inline OMV OMV_FN(om_log)(OMV x) {
     if (OMV_NONE(OM_LOG_SPECIAL(x))) return OMV_FN(om_log_core)(x, OMI_SET1(0));
     OMV inf = OMV_AS_F(OMI_SET1(OM_INF_BITS));
@@ -126,6 +143,8 @@ static inline OMV OMV_FN(om_log)(OMV x) {
 static inline OMV OMV_FN(om_abs)(OMV x) { return OMV_AND(x, OMV_AS_F(OMI_SET1(~OM_SIGN_BITS))); }
 static inline OMV OMV_FN(om_sign)(OMV x) { return OMV_AND(x, OMV_AS_F(OMI_SET1(OM_SIGN_BITS))); }
 
+/* a * b = *hi + *lo exactly (Dekker's product with Veltkamp's split by 2^12 + 1; no fma).
+ * Valid while |a|, |b| < 2^100 and the product stays normal. */
 static inline void OMV_FN(om_split)(OMV a, OMV *hi, OMV *lo) {
     OMV c = OMV_MUL(OMV_C(4097.0f), a);
     *hi = OMV_SUB(c, OMV_SUB(c, a));
@@ -144,6 +163,7 @@ static inline void OMV_FN(om_two_prod)(OMV a, OMV b, OMV *hi, OMV *lo) {
 
 /* ---- tanh ---- */
 
+/* tanh: max error 1.167 ulp (exhaustive sweep, at 0.549124). */
 static inline OMV OMV_FN(om_tanh)(OMV x) {
     OMV a = OMV_MIN(OMV_C(OM_TANH_AMAX), OMV_FN(om_abs)(x));
     OMI i = OMI_SRL(OMI_SUB(OMV_AS_I(OMV_MAX(a, OMV_C(OM_TANH_LO))),
@@ -158,6 +178,9 @@ static inline OMV OMV_FN(om_tanh)(OMV x) {
 
 /* ---- sigmoid ---- */
 
+/* num / (1 + e) for e <= 1 with one division (it costs as much as the rest): d = 1 + e and its
+ * rounding error derr (d + derr = 1 + e exactly), r = 1 / d, q = num r; then one correction by
+ * the remainder num - q (d + derr), which the fused multiply-adds form almost exactly. */
 static inline OMV OMV_FN(om_div_one_plus)(OMV num, OMV e) {
     OMV d = OMV_ADD(OMV_C(1.0f), e);
     OMV derr = OMV_ADD(OMV_SUB(OMV_C(1.0f), d), e);
@@ -168,6 +191,7 @@ static inline OMV OMV_FN(om_div_one_plus)(OMV num, OMV e) {
     return OMV_FMA(rem, r, q);
 }
 
+/* sigmoid: max error 1.480 ulp (exhaustive sweep, at -4.84646). */
 static inline OMV OMV_FN(om_sigmoid)(OMV x) {
     OMV e = OMV_FN(om_exp)(OMV_XOR(OMV_FN(om_abs)(x), OMV_C(-0.0f)));
     OMV num = OMV_SEL(OMV_LT(x, OMV_C(0.0f)), e, OMV_C(1.0f));
@@ -188,6 +212,8 @@ static inline OMV OMV_FN(om_log1p_unit)(OMV e) {
     return OMV_FMA(dk, OMV_C(OM_LOG_LN2_HI), OMV_ADD(y, f));
 }
 
+/* softplus(x) = max(x, 0) + log(1 + exp(-|x|)): max error 1.711 ulp (exhaustive sweep, at
+ * -1.26046). */
 static inline OMV OMV_FN(om_softplus)(OMV x) {
     OMV m = OMV_SEL(OMV_LT(OMV_C(0.0f), x), x, OMV_C(0.0f));
     OMV e = OMV_FN(om_exp)(OMV_XOR(OMV_FN(om_abs)(x), OMV_C(-0.0f)));
@@ -197,6 +223,7 @@ static inline OMV OMV_FN(om_softplus)(OMV x) {
 
 /* ---- erf, erfc ---- */
 
+/* x R(x^2) (erf(x) = x + this, for |x| < OM_ERF_SMALL) */
 static inline OMV OMV_FN(om_erf_small_tail)(OMV x) {
     OMV z = OMV_MUL(x, x);
     OMV r = OMV_ADD(OMV_MUL(OMV_C(OM_ERF_R6), z), OMV_C(OM_ERF_R5));
@@ -208,6 +235,8 @@ static inline OMV OMV_FN(om_erf_small_tail)(OMV x) {
     return OMV_MUL(x, r);
 }
 
+/* m * erfc(z) for z in [0.5, OM_ERFC_ZMAX], given z^2 = sqh + sql exactly; m scales the
+ * result before its final rounding, so a denormal m erfc(z) is rounded once. */
 static inline OMV OMV_FN(om_erfc_scaled)(OMV z, OMV sqh, OMV sql, OMV m) {
     OMV t = OMV_DIV(OMV_C(1.0f), OMV_ADD(OMV_C(1.0f), OMV_MUL(OMV_C(0.5f), z)));
     OMV q = OMV_ADD(OMV_MUL(OMV_C(OM_ERFC_Q10), t), OMV_C(OM_ERFC_Q9));
@@ -228,6 +257,7 @@ static inline OMV OMV_FN(om_erfc_scaled)(OMV z, OMV sqh, OMV sql, OMV m) {
     return OMV_FN(om_ldexp2)(OMV_ADD(mq, OMV_MUL(mq, qe)), n);
 }
 
+/* erf: max error 1.496 ulp (exhaustive sweep, at 0.932987). */
 static inline OMV OMV_FN(om_erf)(OMV x) {
     OMV ax = OMV_FN(om_abs)(x);
     OMV az = OMV_SEL(OMV_LT(ax, OMV_C(OM_ERFC_ZMAX)), ax, OMV_C(OM_ERFC_ZMAX));
@@ -262,6 +292,12 @@ static inline OMD OMV_FN(om_erfc_wide_half)(OMD axc, OMD t0, OMD m, OMD qe, OMD 
     return OMD_MUL(OMD_MUL(OMD_MUL(m, q), OMD_ADD(OMD_SET1(1.0), qe)), pow2);
 }
 
+/* m * erfc(z), z = axc / sqrt(2) in [0.5, OM_ERFC_ZMAX], given z^2 = sqh + sql exactly: as
+ * om_erfc_scaled, with z, t, Q and the products in double and one rounding to float at the
+ * end (exp's argument reduction and polynomial stay in float; t is refined from a float
+ * quotient, as a double division costs several times more). Where a result is m erfc(z)
+ * itself (gelu below -1/sqrt(2)), the float32 Q costs up to 6.6 ulp; this way the error is
+ * exp's and that rounding. */
 static inline OMV OMV_FN(om_erfc_scaled_wide)(OMV axc, OMV sqh, OMV sql, OMV m) {
     OMV n;
     OMV neg = OMV_C(-0.0f);
@@ -273,6 +309,8 @@ static inline OMV OMV_FN(om_erfc_scaled_wide)(OMV axc, OMV sqh, OMV sql, OMV m) 
     return OMD_NARROW(lo, hi);
 }
 
+/* 1 + erf(x / sqrt(2)) = 2 Phi(x) for x >= OM_GELU_NEG; for x below it, m erfc(-x/sqrt(2))
+ * (the caller's factor m applied before the final rounding). */
 static inline OMV OMV_FN(om_gelu_cdf2)(OMV x, OMV m) {
     OMV xc = OMV_SEL(OMV_LT(x, OMV_C(OM_GELU_XMAX)), x, OMV_C(OM_GELU_XMAX));
     xc = OMV_SEL(OMV_LT(OMV_C(-OM_GELU_XMAX), xc), xc, OMV_C(-OM_GELU_XMAX));
@@ -287,6 +325,8 @@ static inline OMV OMV_FN(om_gelu_cdf2)(OMV x, OMV m) {
     return OMV_SEL(neg, e, y);
 }
 
+/* gelu(x) = x Phi(x) = x (1 + erf(x/sqrt(2))) / 2: max error 1.939 ulp (exhaustive sweep, at
+ * -0.656271, where 1 + erf(z) cancels; below -1/sqrt(2) the double erfc keeps it lower). */
 static inline OMV OMV_FN(om_gelu)(OMV x) {
     OMV xc = OMV_SEL(OMV_LT(OMV_C(-OM_GELU_XMAX), x), x, OMV_C(-OM_GELU_XMAX));
     OMV c = OMV_FN(om_gelu_cdf2)(x, OMV_MUL(OMV_C(0.5f), xc));
@@ -296,6 +336,7 @@ static inline OMV OMV_FN(om_gelu)(OMV x) {
 
 /* ---- gelu (tanh form) ---- */
 
+/* gelu_tanh: max error 1.513 ulp (exhaustive sweep, at -2.74753). */
 static inline OMV OMV_FN(om_gelu_tanh)(OMV x) {
     OMV xc = OMV_SEL(OMV_LT(x, OMV_C(OM_GELU_T_XMAX)), x, OMV_C(OM_GELU_T_XMAX));
     xc = OMV_SEL(OMV_LT(OMV_C(-OM_GELU_T_XMAX), xc), xc, OMV_C(-OM_GELU_T_XMAX));
@@ -337,6 +378,8 @@ static inline OMV OMV_FN(om_gelu_tanh)(OMV x) {
 
 /* ---- backward ---- */
 
+/* relu(x) = x < 0 ? +0 : x (so -0 and NaN pass through, as PyTorch's); its gradient is g
+ * where the output is > 0 or NaN and +0 elsewhere (also where g is inf). */
 static inline OMV OMV_FN(om_relu)(OMV x) {
     return OMV_SEL(OMV_LT(x, OMV_C(0.0f)), OMV_C(0.0f), x);
 }
