@@ -23,7 +23,8 @@ typedef int64_t (*pack_fn)(int64_t *, int64_t *, size_t, int);
 typedef void (*round_fn)(const int64_t *, const int64_t *, size_t, int, int64_t, uint64_t,
                          int, float *, uint32_t *);
 static const add_fn add_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_add);
-static const normalise_fn normalise_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_normalise);
+static const normalise_fn normalise_table[OM_ISA_COUNT] =
+    OM_ISA_TABLE_SCALAR_SSE2(om_exact_normalise);
 static const pack_fn pack_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_pack);
 static const round_fn round_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_round);
 

@@ -554,16 +554,13 @@ int om_gemm_pack_b(int64_t k, int64_t n, om_gemm_operand b, om_gemm_packed *out)
     const int bf16 = is_bf16(b.fmt), dot = bf16 && bf16_dot_kernel(&dot_set);
     const om_gemm_ukernel *u = dot ? &dot_set : ukernels[om_isa]();
     const int64_t panels = (n + u->nr - 1) / u->nr, k_blocks = (k + OM_GEMM_KC - 1) / OM_GEMM_KC;
-    /* Every K block but the last is OM_GEMM_KC deep (even): only the last is padded. */
-    const int64_t depth = k + (bf16 & k);
-    const om_gemm_packed packed = {k, n, om_isa, b.trans, b.fmt, dot, b.p,
-                                   om_aligned_alloc((size_t)(panels * u->nr * depth > 0 ?
-                                                             panels * u->nr * depth : 1) *
-                                                    sizeof(float)),
-                                   bf16 && !dot ? malloc((size_t)(panels * k_blocks > 0 ?
-                                                                  panels * k_blocks : 1) *
-                                                         sizeof(int)) : NULL};
+    /* Only the last K block can be padded (OM_GEMM_KC is even). */
+    const int64_t floats = panels * u->nr * (k + (bf16 & k));
+    const om_gemm_packed packed = {k, n, om_isa, b.trans, b.fmt, dot, b.p, NULL, NULL};
     *out = packed;
+    out->panels = om_aligned_alloc((size_t)(floats > 0 ? floats : 1) * sizeof(float));
+    if (bf16 && !dot)
+        out->bmin = malloc((size_t)(panels * k_blocks > 0 ? panels * k_blocks : 1) * sizeof(int));
     if (!out->panels || (bf16 && !dot && !out->bmin)) {
         om_gemm_packed_free(out);
         return -1;
@@ -589,8 +586,8 @@ int om_gemm_packed_product(int64_t m, om_gemm_operand a, const om_gemm_packed *b
                            int nthreads) {
     om_gemm_ukernel dot_set;
     const int bf16 = is_bf16(b->fmt);
-    if (b->isa != om_isa || is_bf16(a.fmt) != bf16 || b->pairs != (bf16 && bf16_dot_kernel(&dot_set)))
-        return -1;
+    const int pairs = bf16 && bf16_dot_kernel(&dot_set);
+    if (b->isa != om_isa || is_bf16(a.fmt) != bf16 || b->pairs != pairs) return -1;
     a.batch_stride = 0;
     const om_gemm_operand bv = {b->b, 0, b->trans_b, b->fmt, NULL};
     return product(1, m, b->n, b->k, a, bv, b, c, nthreads);

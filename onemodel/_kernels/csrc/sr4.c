@@ -29,9 +29,11 @@ enum { OM_SR4_CHUNK = 1 << 14 };
 #define OM_SR4_GRAIN (1 << 15)
 
 static const om_sr4_step_fn step_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_step);
-static const om_sr4_materialize_fn mat_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_materialize);
+static const om_sr4_materialize_fn mat_table[OM_ISA_COUNT] =
+    OM_ISA_TABLE_SCALAR_SSE2(om_sr4_materialize);
 static const om_sr4_pairs_fn pairs_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_pairs);
-static const om_sr4_abs_sum_fn abs_sum_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_abs_sum);
+static const om_sr4_abs_sum_fn abs_sum_table[OM_ISA_COUNT] =
+    OM_ISA_TABLE_SCALAR_SSE2(om_sr4_abs_sum);
 static const om_sr4_table_fn table_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_table);
 static const om_sr4_plan_fn plan_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_sr4_plan_bytes);
 
