@@ -56,11 +56,6 @@
 #include "isa.h"
 #include "lane_sums.h"
 
-#if !OM_HAVE_OPENMP && defined(__GNUC__)
-/* Thread counts feed only OpenMP pragmas, which a serial build ignores. */
-#pragma GCC diagnostic ignored "-Wunused-variable"
-#endif
-
 /* Below this many elements per thread, one thread is faster. */
 #define GRAIN 32768
 
@@ -162,31 +157,6 @@ static void free_operand(const float *r, const float *v) {
     if (r != v) om_aligned_free((void *)r);
 }
 
-/* Images [n0, n0 + m) of x into src (layout l, its margins zero since allocation). */
-static void load_images(const om_conv2d_shape *s, const layout *l, const void *x, int64_t n0,
-                        int64_t m, float *src, int nthreads) {
-    const int64_t hw = s->h * s->w, wp = padded_w(s), planes = m * s->c;
-    const int nt = om_threads_for(planes * l->plane, GRAIN, nthreads);
-    int64_t pl;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (pl = 0; pl < planes; pl++) {
-        float *d = src + l->margin + pl * l->plane;
-        const int64_t xp = (n0 * s->c + pl) * hw;
-        if (l->flat) {
-            load_run(s, x, xp, hw, d);
-            continue;
-        }
-        memset(d, 0, (size_t)(s->ph * wp) * sizeof(float));
-        for (int64_t y = 0; y < s->h; y++) {
-            float *row = d + (y + s->ph) * wp;
-            memset(row, 0, (size_t)s->pw * sizeof(float));
-            load_run(s, x, xp + y * s->w, s->w, row + s->pw);
-            memset(row + s->pw + s->w, 0, (size_t)s->pw * sizeof(float));
-        }
-        memset(d + (s->ph + s->h) * wp, 0, (size_t)(s->ph * wp) * sizeof(float));
-    }
-}
-
 /* Masks of the taps' columns: keep[j·count + e] = -1 when tap column j of element e lies
  * inside, else 0 (in the padding). For the outputs q < P of the forward pass (dir = 1: the tap
  * reads input column q mod ow + j·dw - pw) or the pixels f < h·w of the input gradient
@@ -230,6 +200,51 @@ static void free_plan(col_plan *p) {
     p->runs = NULL;
     p->base = NULL;
     p->keep = NULL;
+}
+
+/* The arguments of the loops below over planes, rows or channels, for the threads' shares
+ * (each loop's function names what it reads). */
+typedef struct {
+    const om_conv2d_shape *s;
+    const layout *l;
+    const col_plan *p;
+    const void *x;
+    const float *src;
+    float *dst, *pad;
+    const int64_t *off;
+    const int32_t *keep;
+    int64_t n0, r0, npos, ld;
+} conv_job;
+
+/* Planes [begin, end) of the images from n0 on of x into dst (layout l). */
+static void load_planes(const void *ctx, int64_t begin, int64_t end) {
+    const conv_job *a = ctx;
+    const om_conv2d_shape *s = a->s;
+    const int64_t hw = s->h * s->w, wp = padded_w(s);
+    for (int64_t pl = begin; pl < end; pl++) {
+        float *d = a->dst + a->l->margin + pl * a->l->plane;
+        const int64_t xp = (a->n0 * s->c + pl) * hw;
+        if (a->l->flat) {
+            load_run(s, a->x, xp, hw, d);
+            continue;
+        }
+        memset(d, 0, (size_t)(s->ph * wp) * sizeof(float));
+        for (int64_t y = 0; y < s->h; y++) {
+            float *row = d + (y + s->ph) * wp;
+            memset(row, 0, (size_t)s->pw * sizeof(float));
+            load_run(s, a->x, xp + y * s->w, s->w, row + s->pw);
+            memset(row + s->pw + s->w, 0, (size_t)s->pw * sizeof(float));
+        }
+        memset(d + (s->ph + s->h) * wp, 0, (size_t)(s->ph * wp) * sizeof(float));
+    }
+}
+
+/* Images [n0, n0 + m) of x into src (layout l, its margins zero since allocation). */
+static void load_images(const om_conv2d_shape *s, const layout *l, const void *x, int64_t n0,
+                        int64_t m, float *src, int nthreads) {
+    const conv_job a = {.s = s, .l = l, .x = x, .dst = src, .n0 = n0};
+    om_run_range(om_threads_for(m * s->c * l->plane, GRAIN, nthreads), m * s->c, load_planes,
+                 &a);
 }
 
 /* 0, or -1 when out of memory. */
@@ -293,22 +308,25 @@ static inline void gather_run(const om_conv2d_shape *s, const float *src, const 
     }
 }
 
+/* Rows [r0 + begin, r0 + end) for gather_rows(). */
+static void gather_share(const void *ctx, int64_t begin, int64_t end) {
+    const conv_job *a = ctx;
+    const col_plan *p = a->p;
+    for (int64_t r = a->r0 + begin; r < a->r0 + end; r++)
+        for (int64_t t = 0; t < p->nruns && p->runs[t].pos < a->npos; t++)
+            gather_run(a->s, a->src, p, &p->runs[t], r, r % a->s->kw,
+                       a->dst + (r - a->r0) * a->ld + p->runs[t].dst);
+}
+
 /* Rows [r0, r1) of the column matrix of a batch's first npos outputs (a multiple of P), read
  * from src, row r written at dst + (r - r0) * row_step along the runs. Rows outer, runs inner:
  * a row reads its plane in order. Threads split the rows. */
 static void gather_rows(const om_conv2d_shape *s, const float *src, const col_plan *p,
                         int64_t r0, int64_t r1, int64_t npos, float *dst, int64_t row_step,
                         int nthreads) {
-    const int nt = om_threads_for((r1 - r0) * npos, GRAIN, nthreads);
-    int th;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (th = 0; th < nt; th++) {
-        const int64_t a = r0 + (r1 - r0) * th / nt, e = r0 + (r1 - r0) * (th + 1) / nt;
-        for (int64_t r = a; r < e; r++)
-            for (int64_t t = 0; t < p->nruns && p->runs[t].pos < npos; t++)
-                gather_run(s, src, p, &p->runs[t], r, r % s->kw,
-                           dst + (r - r0) * row_step + p->runs[t].dst);
-    }
+    const conv_job a = {.s = s, .p = p, .src = src, .dst = dst, .r0 = r0, .npos = npos,
+                        .ld = row_step};
+    om_run_range(om_threads_for((r1 - r0) * npos, GRAIN, nthreads), r1 - r0, gather_share, &a);
 }
 
 static inline void add_run(float *restrict d, const float *restrict v, int64_t len) {
@@ -318,22 +336,21 @@ static inline void add_run(float *restrict d, const float *restrict v, int64_t l
     for (; e < len; e++) d[e] += v[e];
 }
 
-/* One image's dx from its column-matrix gradient dcol (rows of P, row stride ld), general
- * shapes (p: a plan of width P over one image): each padded plane starts at +0 and adds its
- * taps' values in row order (c, i, j), each tap along its runs (a pixel gets at most one value
- * per tap); the border is then dropped. */
-static void scatter_rows(const om_conv2d_shape *s, const float *dcol, int64_t ld,
-                         const col_plan *p, float *pad, float *x, int nthreads) {
+/* Channels [begin, end) of one image's dx (dst) from its column-matrix gradient dcol (src, rows
+ * of P, row stride ld), general shapes (p: a plan of width P over one image): each padded plane
+ * (in pad) starts at +0 and adds its taps' values in row order (c, i, j), each tap along its
+ * runs (a pixel gets at most one value per tap); the border is then dropped. */
+static void scatter_rows(const void *ctx, int64_t begin, int64_t end) {
+    const conv_job *a = ctx;
+    const om_conv2d_shape *s = a->s;
+    const col_plan *p = a->p;
     const int64_t hp = padded_h(s), wp = padded_w(s), taps = s->kh * s->kw, sw = s->sw;
-    const int nt = om_threads_for(s->c * taps * s->oh * s->ow, GRAIN, nthreads);
-    int64_t c;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (c = 0; c < s->c; c++) {
-        float *plane = pad + c * hp * wp;
+    for (int64_t c = begin; c < end; c++) {
+        float *plane = a->pad + c * hp * wp;
         memset(plane, 0, (size_t)(hp * wp) * sizeof(float));
         for (int64_t r = c * taps; r < (c + 1) * taps; r++) {
-            float *base = pad + p->base[r];
-            const float *g = dcol + r * ld;
+            float *base = a->pad + p->base[r];
+            const float *g = a->src + r * a->ld;
             for (int64_t t = 0; t < p->nruns; t++) {
                 const run rn = p->runs[t];
                 if (sw == 1) {
@@ -344,7 +361,7 @@ static void scatter_rows(const om_conv2d_shape *s, const float *dcol, int64_t ld
             }
         }
         for (int64_t y = 0; y < s->h; y++)
-            memcpy(x + (c * s->h + y) * s->w, plane + (y + s->ph) * wp + s->pw,
+            memcpy(a->dst + (c * s->h + y) * s->w, plane + (y + s->ph) * wp + s->pw,
                    (size_t)s->w * sizeof(float));
     }
 }
@@ -362,22 +379,19 @@ static int64_t *tap_offsets(const om_conv2d_shape *s, int64_t ld) {
     return off;
 }
 
-/* scatter_rows() for flat_rows() shapes, straight into x: pixel f of plane c is the sum from +0
+/* scatter_rows() for flat_rows() shapes, straight into dst: pixel f of plane c is the sum from +0
  * over the taps t in order of dcol row (c, t) at f - tap_shift(t) (off: tap_offsets()), read
  * as +0 where the tap's column is in the padding (keep: column_masks(s, -1)) and found +0 in
  * dcol's margins where its row is. The sum never holds -0 (it starts at +0), so adding +0
  * changes no bit: every pixel gets the same values in the same order as from scatter_rows().
  * The sums run on the path's tap_sums (conv_impl.h), each pixel's in a register while the
  * taps pass. */
-static void scatter_flat(const om_conv2d_shape *s, const float *dcol, int64_t ld,
-                         const int64_t *off, const int32_t *keep, float *x, int nthreads) {
-    const int64_t taps = s->kh * s->kw, hw = s->h * s->w;
-    const int nt = om_threads_for(s->c * taps * hw, GRAIN, nthreads);
-    const om_conv_tap_sums_fn tap_sums = tap_sums_fns[om_isa];
-    int64_t c;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (c = 0; c < s->c; c++)
-        tap_sums(dcol + c * taps * ld, off, keep, off + taps, taps, hw, x + c * hw);
+static void scatter_flat(const void *ctx, int64_t begin, int64_t end) {
+    const conv_job *a = ctx;
+    const int64_t taps = a->s->kh * a->s->kw, hw = a->s->h * a->s->w;
+    for (int64_t c = begin; c < end; c++)
+        tap_sums_fns[om_isa](a->src + c * taps * a->ld, a->off, a->keep, a->off + taps, taps, hw,
+                             a->dst + c * hw);
 }
 
 /* The micro-kernels of gemm.c, one per path (gemm.h). */
@@ -478,40 +492,58 @@ static void tile_kernel(const om_gemm_ukernel *u, int64_t kc, const float *ap, c
     tile_copy(c, i0, h, j0, w, edge, nr, 0);
 }
 
+/* The arguments of product() and forward_panels(), for the threads' shares of their panels:
+ * c (m x n) from a and b over depth d; forward_panels() gathers b from the source images (s,
+ * plan), the group's rows from r0 on. */
+typedef struct {
+    const om_gemm_ukernel *u;
+    const om_conv2d_shape *s;
+    const col_plan *plan;
+    const float *a, *b;
+    const seg_matrix *c;
+    int64_t m, n, d, r0;
+    int accumulate;
+} product_job;
+
 /* c (m x n) = a · b, or c += a · b with accumulate, a packed by pack_rows in panels of mr rows
  * and b by pack_cols in panels of nr columns, both over depth d. Each element is the
  * micro-kernel's fma chain over k ascending, from +0 or continued from the stored value:
  * blocking the depth changes no bit. Each micro-panel of b (in L1) meets the thread's row
  * panels of a in turn (streamed from L2: a is the smaller operand here). Tiles cut by the edge
- * of c or by a segment boundary run in a local tile. Threads split the row panels of a. */
-static void product(const om_gemm_ukernel *u, int64_t m, int64_t n, int64_t d, const float *a,
-                    const float *b, const seg_matrix *c, int accumulate, int nthreads) {
+ * of c or by a segment boundary run in a local tile. Threads split the row panels of a
+ * (here [q0, q1)). */
+static void product_panels(const void *ctx, int64_t q0, int64_t q1) {
+    const product_job *p = ctx;
+    const om_gemm_ukernel *u = p->u;
     const int mr = u->mr, nr = u->nr;
-    const int64_t panels = (m + mr - 1) / mr, blocks = d > DEPTH_MAX ? (d - 1) / DEPTH_MAX + 1 : 1;
+    const int64_t m = p->m, n = p->n, d = p->d;
+    const int64_t blocks = d > DEPTH_MAX ? (d - 1) / DEPTH_MAX + 1 : 1;
     const int64_t kmax = (d + blocks - 1) / blocks;
     const int64_t nc = B_BLOCK_FLOATS / (kmax > 0 ? kmax : 1) / nr * nr;
-    const int nt = om_threads_for(m * n * d, GRAIN_FMAS, nthreads);
-    int t;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (t = 0; t < nt; t++) {
-        OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
-        const int64_t q0 = panels * t / nt, q1 = panels * (t + 1) / nt;
-        for (int64_t jb = 0; jb < n; jb += nc)
-            for (int64_t kb = 0; kb < blocks; kb++) {
-                const int64_t k0 = d * kb / blocks, kc = d * (kb + 1) / blocks - k0;
-                const int64_t je = min64(n, jb + nc);
-                const int acc = accumulate || kb > 0;
-                for (int64_t j0 = jb; j0 < je; j0 += nr) {
-                    const int64_t w = min64(je - j0, nr);
-                    const float *bp = b + j0 * d + k0 * nr;
-                    for (int64_t q = q0; q < q1; q++) {
-                        const int64_t i0 = q * mr;
-                        tile_kernel(u, kc, a + i0 * d + k0 * mr, bp, c, i0, min64(m - i0, mr), j0,
-                                    w, acc, edge);
-                    }
+    OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
+    for (int64_t jb = 0; jb < n; jb += nc)
+        for (int64_t kb = 0; kb < blocks; kb++) {
+            const int64_t k0 = d * kb / blocks, kc = d * (kb + 1) / blocks - k0;
+            const int64_t je = min64(n, jb + nc);
+            const int acc = p->accumulate || kb > 0;
+            for (int64_t j0 = jb; j0 < je; j0 += nr) {
+                const int64_t w = min64(je - j0, nr);
+                const float *bp = p->b + j0 * d + k0 * nr;
+                for (int64_t q = q0; q < q1; q++) {
+                    const int64_t i0 = q * mr;
+                    tile_kernel(u, kc, p->a + i0 * d + k0 * mr, bp, p->c, i0, min64(m - i0, mr),
+                                j0, w, acc, edge);
                 }
             }
-    }
+        }
+}
+
+static void product(const om_gemm_ukernel *u, int64_t m, int64_t n, int64_t d, const float *a,
+                    const float *b, const seg_matrix *c, int accumulate, int nthreads) {
+    const product_job p = {.u = u, .a = a, .b = b, .c = c, .m = m, .n = n, .d = d,
+                           .accumulate = accumulate};
+    om_run_range(om_threads_for(m * n * d, GRAIN_FMAS, nthreads), (m + u->mr - 1) / u->mr,
+                 product_panels, &p);
 }
 
 /* Images per job of `per_image` floats: at most `floats` of them and, when the batch allows, at
@@ -556,45 +588,47 @@ static int outer_threads(int64_t jobs, int nthreads) {
  * gathered into a buffer that stays in L1 and met at once by every row panel of the packed
  * weight wp, so the column matrix never goes through L2. Each element is the micro-kernel's
  * fma chain over the group's taps from +0 (depth-blocked as in product()). Threads split the
- * panels. 0, or -1 when out of memory. */
+ * panels, each with its own buffer. forward_panels(): 0, or -1 when out of memory. */
+static int panels_share(const void *ctx, int rank, int size) {
+    const product_job *f = ctx;
+    const om_gemm_ukernel *u = f->u;
+    const om_conv2d_shape *s = f->s;
+    const col_plan *plan = f->plan;
+    const int mr = u->mr, nr = u->nr;
+    const int64_t kg = f->m, npos = f->n, rg = f->d, r0 = f->r0;
+    const int64_t blocks = rg > DEPTH_MAX ? (rg - 1) / DEPTH_MAX + 1 : 1;
+    const om_range share = om_share((npos + nr - 1) / nr, rank, size);
+    OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
+    float *b = scratch(rg * nr);
+    int64_t t = 0;
+    if (!b) return 1;
+    while (t < plan->nruns && plan->runs[t].pos < share.begin * nr) t++;
+    for (int64_t pn = share.begin; pn < share.end; pn++) {
+        const int64_t j0 = pn * nr, w = min64(npos - j0, nr);
+        for (int64_t r = 0; r < rg && w < nr; r++)
+            memset(b + r * nr + w, 0, (size_t)(nr - w) * sizeof(float));
+        for (; t < plan->nruns && plan->runs[t].pos < j0 + w; t++)
+            for (int64_t r = r0; r < r0 + rg; r++)
+                gather_run(s, f->b, plan, &plan->runs[t], r, r % s->kw,
+                           b + (r - r0) * nr + (plan->runs[t].pos - j0));
+        for (int64_t i0 = 0; i0 < kg; i0 += mr)
+            for (int64_t kb = 0; kb < blocks; kb++) {
+                const int64_t k0 = rg * kb / blocks, kc = rg * (kb + 1) / blocks - k0;
+                tile_kernel(u, kc, f->a + i0 * rg + k0 * mr, b + k0 * nr, f->c, i0,
+                            min64(kg - i0, mr), j0, w, kb > 0, edge);
+            }
+    }
+    om_aligned_free(b);
+    return 0;
+}
+
 static int forward_panels(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *src,
                           const col_plan *plan, int64_t g, int64_t npos, const float *wp,
                           const seg_matrix *y, int nthreads) {
-    const int mr = u->mr, nr = u->nr;
-    const int64_t rg = s->c / s->groups * s->kh * s->kw, kg = s->k / s->groups, r0 = g * rg;
-    const int64_t panels = (npos + nr - 1) / nr;
-    const int64_t blocks = rg > DEPTH_MAX ? (rg - 1) / DEPTH_MAX + 1 : 1;
-    const int nt = om_threads_for(kg * npos * rg, GRAIN_FMAS, nthreads);
-    int failed = 0, th;
-    #pragma omp parallel for schedule(static) num_threads(nt) reduction(|: failed)
-    for (th = 0; th < nt; th++) {
-        OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
-        const int64_t p0 = panels * th / nt, p1 = panels * (th + 1) / nt;
-        float *b = scratch(rg * nr);
-        int64_t t = 0;
-        if (!b) {
-            failed = 1;
-            continue;
-        }
-        while (t < plan->nruns && plan->runs[t].pos < p0 * nr) t++;
-        for (int64_t pn = p0; pn < p1; pn++) {
-            const int64_t j0 = pn * nr, w = min64(npos - j0, nr);
-            for (int64_t r = 0; r < rg && w < nr; r++)
-                memset(b + r * nr + w, 0, (size_t)(nr - w) * sizeof(float));
-            for (; t < plan->nruns && plan->runs[t].pos < j0 + w; t++)
-                for (int64_t r = r0; r < r0 + rg; r++)
-                    gather_run(s, src, plan, &plan->runs[t], r, r % s->kw,
-                               b + (r - r0) * nr + (plan->runs[t].pos - j0));
-            for (int64_t i0 = 0; i0 < kg; i0 += mr)
-                for (int64_t kb = 0; kb < blocks; kb++) {
-                    const int64_t k0 = rg * kb / blocks, kc = rg * (kb + 1) / blocks - k0;
-                    tile_kernel(u, kc, wp + i0 * rg + k0 * mr, b + k0 * nr, y, i0,
-                                min64(kg - i0, mr), j0, w, kb > 0, edge);
-                }
-        }
-        om_aligned_free(b);
-    }
-    return failed ? -1 : 0;
+    const int64_t rg = s->c / s->groups * s->kh * s->kw, kg = s->k / s->groups;
+    const product_job f = {u, s, plan, wp, src, y, kg, npos, rg, g * rg, 0};
+    return om_run_team(om_threads_for(kg * npos * rg, GRAIN_FMAS, nthreads), panels_share, &f)
+               ? -1 : 0;
 }
 
 /* The forward pass's batches of images, each with `inner` threads. */
@@ -617,8 +651,8 @@ static int forward_share(const void *ctx, int rank, int size) {
     const int64_t G = s->groups, P = s->oh * s->ow, kg = s->k / G;
     float *src = zeroed_scratch(f->l->size);
     int failed = !src;
-    for (int64_t t = f->batches * rank / size; t < f->batches * (rank + 1) / size && !failed;
-         t++) {
+    const om_range share = om_share(f->batches, rank, size);
+    for (int64_t t = share.begin; t < share.end && !failed; t++) {
         const int64_t n0 = t * f->nb, m = min64(f->nb, s->n - n0);
         float *yb = f->y + n0 * s->k * P;
         load_images(s, f->l, f->x, n0, m, src, f->inner);
@@ -778,8 +812,8 @@ static int weight_share(const void *ctx, int rank, int size) {
     float *src = zeroed_scratch(c->l->size), *col = scratch(by_tap(s) ? 1 : rows * P);
     float *cp = scratch(panel_rows(c->u, rg) * P), *gp = scratch(panel_rows(c->u, kg) * P);
     int failed = !src || !col || !cp || !gp;
-    for (int64_t t = c->nchunks * rank / size; t < c->nchunks * (rank + 1) / size && !failed;
-         t++) {
+    const om_range share = om_share(c->nchunks, rank, size);
+    for (int64_t t = share.begin; t < share.end && !failed; t++) {
         const int64_t n0 = t * c->nb, m = min64(c->nb, s->n - n0);
         float *part = c->parts + (c->outer > 1 ? t : t > 0) * c->wsize;
         weight_part(c->u, s, c->l, c->x, c->gy, c->plan, n0, m, part, src, col, cp, gp,
@@ -841,8 +875,8 @@ static int input_share(const void *ctx, int rank, int size) {
     float *pad = l->flat ? NULL : scratch(l->size), *dcol = zeroed_scratch(c->dsize);
     float *gp = scratch(kg * round_up(c->nb * P, c->u->nr));
     int failed = (!l->flat && !pad) || !dcol || !gp;
-    for (int64_t t = c->batches * rank / size; t < c->batches * (rank + 1) / size && !failed;
-         t++) {
+    const om_range share = om_share(c->batches, rank, size);
+    for (int64_t t = share.begin; t < share.end && !failed; t++) {
         const int64_t n0 = t * c->nb, m = min64(c->nb, s->n - n0);
         for (int64_t g = 0; g < G; g++) {
             const seg_matrix dg = {dcol + l->margin + g * rg * ld, ld, P, rows * ld};
@@ -850,12 +884,11 @@ static int input_share(const void *ctx, int rank, int size) {
             product(c->u, rg, m * P, kg, c->wt + g * c->wpanel, gp, &dg, 0, c->inner);
         }
         for (int64_t i = 0; i < m; i++) {
-            const float *di = dcol + l->margin + i * rows * ld;
-            float *xi = c->gx + (n0 + i) * s->c * hw;
-            if (l->flat)
-                scatter_flat(s, di, ld, c->off, c->keep, xi, c->inner);
-            else
-                scatter_rows(s, di, ld, c->plan, pad, xi, c->inner);
+            const conv_job a = {.s = s, .p = c->plan, .src = dcol + l->margin + i * rows * ld,
+                                .dst = c->gx + (n0 + i) * s->c * hw, .pad = pad, .off = c->off,
+                                .keep = c->keep, .ld = ld};
+            om_run_range(om_threads_for(rows * (l->flat ? hw : P), GRAIN, c->inner), s->c,
+                         l->flat ? scatter_flat : scatter_rows, &a);
         }
     }
     om_aligned_free(pad);
@@ -889,19 +922,25 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
     return failed ? -1 : 0;
 }
 
+/* The bias gradient of the output channels [begin, end). */
+static void bias_channels(const void *ctx, int64_t begin, int64_t end) {
+    const conv_job *a = ctx;
+    const om_conv2d_shape *s = a->s;
+    const int64_t P = s->oh * s->ow;
+    for (int64_t k = begin; k < end; k++) {
+        double acc[LANES] = {0};
+        for (int64_t i = 0; i < s->n; i++) lanes_add(acc, a->src + (i * s->k + k) * P, P);
+        a->dst[k] = (float)lanes_total(acc);
+    }
+}
+
 int om_conv2d_backward_f32(const om_conv2d_shape *s, const void *x, const float *w,
                            const float *gy, float *gx, float *gw, float *gb, int nthreads) {
     const om_gemm_ukernel *u = ukernels[om_isa]();
     const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     if (gb) {
-        const int nt = om_threads_for(s->k * s->n * P, GRAIN, nthreads);
-        int64_t k;
-        #pragma omp parallel for schedule(static) num_threads(nt)
-        for (k = 0; k < s->k; k++) {
-            double acc[LANES] = {0};
-            for (int64_t i = 0; i < s->n; i++) lanes_add(acc, gy + (i * s->k + k) * P, P);
-            gb[k] = (float)lanes_total(acc);
-        }
+        const conv_job a = {.s = s, .src = gy, .dst = gb};
+        om_run_range(om_threads_for(s->k * s->n * P, GRAIN, nthreads), s->k, bias_channels, &a);
     }
     if (s->n * P == 0) {
         if (gw) memset(gw, 0, (size_t)(s->k * (rows / s->groups)) * sizeof(float));

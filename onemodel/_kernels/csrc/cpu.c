@@ -132,3 +132,22 @@ int om_run_team(int threads, om_team_fn fn, const void *ctx) {
     failed |= fn(ctx, om_team_rank(), om_team_size());
     return failed;
 }
+
+/* om_run_range's loop. */
+typedef struct {
+    om_range_fn fn;
+    const void *ctx;
+    int64_t n;
+} range_loop;
+
+static int range_share(const void *loop, int rank, int size) {
+    const range_loop *l = loop;
+    const om_range r = om_share(l->n, rank, size);
+    l->fn(l->ctx, r.begin, r.end);
+    return 0;
+}
+
+void om_run_range(int threads, int64_t n, om_range_fn fn, const void *ctx) {
+    const range_loop l = {fn, ctx, n};
+    om_run_team(n < threads ? (int)n : threads, range_share, &l);  /* a thread per item at most */
+}

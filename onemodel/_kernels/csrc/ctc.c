@@ -29,9 +29,9 @@
  * per ISA path only so that the loops over states and classes vectorize as wide as the path
  * allows; the per-element operations are identical, so every path gives the same bits.
  *
- * Threads: one batch row per iteration (rows are independent; dynamic schedule since rows
- * differ in length). A row's arithmetic does not depend on who runs it, so the bits do not
- * depend on the thread count.
+ * Threads: whole batch rows (rows are independent), dealt out in turn since rows differ in
+ * length. A row's arithmetic does not depend on who runs it, so the bits do not depend on the
+ * thread count.
  */
 #include "ctc.h"
 
@@ -62,26 +62,45 @@ static const forward_row_fn forward_table[OM_ISA_COUNT] = OM_ISA_TABLE(om_ctc_fo
 static const backward_row_fn backward_table[OM_ISA_COUNT] =
     OM_ISA_TABLE(om_ctc_backward_row_f32);
 
+/* A call's arguments (alpha_out, nll_out: the forward pass's; grad: the backward pass's). */
+typedef struct {
+    const om_ctc_shape *s;
+    const float *log_probs, *alpha, *nll, *scale;
+    float *alpha_out, *nll_out, *beta, *skip, *grad;
+    int64_t *lab;
+    int zero_infinity;
+} ctc_job;
+
+/* Rows rank, rank + size, ...: rows differ in length, and a long row next to a long one
+ * (targets sorted by length) would otherwise fall in one thread's share. */
+static int ctc_rows(const void *ctx, int rank, int size) {
+    const ctc_job *a = ctx;
+    const int64_t w = a->s->width;
+    for (int64_t b = rank; b < a->s->b; b += size) {
+        if (a->grad)
+            backward_table[om_isa](a->s, a->log_probs, b, a->alpha, a->nll[b], a->scale[b],
+                                   a->zero_infinity, a->beta + b * 3 * w, a->lab + b * w,
+                                   a->skip + b * w, a->grad);
+        else
+            forward_table[om_isa](a->s, a->log_probs, b, a->alpha_out, a->lab + b * w,
+                                  a->skip + b * w, a->nll_out + b);
+    }
+    return 0;
+}
+
 void om_ctc_forward_f32(const om_ctc_shape *s, const float *log_probs, float *alpha,
                         int64_t *lab, float *skip, float *nll, int nthreads) {
-    const int nt = om_threads_for(s->b * s->t * s->width, CTC_GRAIN, nthreads);
-    const forward_row_fn fwd = forward_table[om_isa];
-    int64_t b;
-    #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (b = 0; b < s->b; b++)
-        fwd(s, log_probs, b, alpha, lab + b * s->width, skip + b * s->width, nll + b);
+    const ctc_job a = {.s = s, .log_probs = log_probs, .alpha_out = alpha, .lab = lab,
+                       .skip = skip, .nll_out = nll};
+    om_run_team(om_threads_for(s->b * s->t * s->width, CTC_GRAIN, nthreads), ctc_rows, &a);
 }
 
 void om_ctc_backward_f32(const om_ctc_shape *s, const float *log_probs, const float *alpha,
                          const float *nll, const float *scale, int zero_infinity, float *beta,
                          int64_t *lab, float *skip, float *grad, int nthreads) {
-    const int nt = om_threads_for(s->b * s->t * s->width, CTC_GRAIN, nthreads);
-    const backward_row_fn bwd = backward_table[om_isa];
-    int64_t b;
-    #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (b = 0; b < s->b; b++)
-        bwd(s, log_probs, b, alpha, nll[b], scale[b], zero_infinity, beta + b * 3 * s->width,
-            lab + b * s->width, skip + b * s->width, grad);
+    const ctc_job a = {s, log_probs, alpha, nll, scale, NULL, NULL, beta, skip, grad, lab,
+                       zero_infinity};
+    om_run_team(om_threads_for(s->b * s->t * s->width, CTC_GRAIN, nthreads), ctc_rows, &a);
 }
 
 OM_PATH_DISPATCH(ctc, OM_ISA_TABLE)

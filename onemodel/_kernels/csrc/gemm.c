@@ -464,8 +464,8 @@ static int run_jobs(const void *product_plan, int rank, int size) {
     int failed = 0;
     int64_t j;
     if (pl->shared_a) {    /* every (K block, mr-row panel) of op(A), as block() would pack it */
-        const int64_t panels = k_blocks * a_panels;
-        for (j = panels * rank / size; j < panels * (rank + 1) / size; j++) {
+        const om_range panels = om_share(k_blocks * a_panels, rank, size);
+        for (j = panels.begin; j < panels.end; j++) {
             int64_t pc = j / a_panels * OM_GEMM_KC, i0 = j % a_panels * u->mr;
             int64_t depth = min64(k - pc, OM_GEMM_KC), rows = min64(m - i0, u->mr);
             view panel = shifted(pl->a, i0, pc, 1);
@@ -475,7 +475,8 @@ static int run_jobs(const void *product_plan, int rank, int size) {
         }
 #pragma omp barrier
     }
-    for (j = jobs * rank / size; j < jobs * (rank + 1) / size; j++) {
+    const om_range share = om_share(jobs, rank, size);
+    for (j = share.begin; j < share.end; j++) {
         const int gm = pl->gm, gn = pl->gn;
         int64_t p = j / (gm * gn), m0 = (j % (gm * gn)) / gn * pl->bm, n0 = j % gn * pl->bn;
         if ((!x.abuf && !pl->shared_a) || (!x.bbuf && !pl->packed_b)) {

@@ -82,11 +82,22 @@ const char *om_compiler(void);
  * does nothing. */
 void *om_aligned_alloc(size_t bytes);
 void om_aligned_free(void *p);
-/* fn(ctx, rank, size) on `threads` threads (rank = 0..size-1), their results OR-ed. One thread
- * runs it without a parallel region: entering one costs ~0.3 us even alone, and a region
- * opened inside such an inactive one is a nested team that libgomp builds anew (~135 us). */
+/* fn(ctx, rank, size) on `threads` threads (rank = 0..size-1), their results OR-ed: the one way
+ * a kernel enters threads (om_run_range is built on it). One thread runs it without a parallel
+ * region: entering one costs ~0.3 us even alone, and a region opened inside such an inactive
+ * one is a nested team that libgomp builds anew (~135 us). */
 typedef int (*om_team_fn)(const void *ctx, int rank, int size);
 int om_run_team(int threads, om_team_fn fn, const void *ctx);
+/* Rank `rank` of `size`'s share of n items: [begin, end), the shares contiguous in rank order. */
+typedef struct { int64_t begin, end; } om_range;
+static inline om_range om_share(int64_t n, int rank, int size) {
+    const om_range r = {n * rank / size, n * (rank + 1) / size};
+    return r;
+}
+/* fn(ctx, begin, end) on up to `threads` threads (om_run_team), each over its share of the
+ * items [0, n) of a loop whose iterations are independent. */
+typedef void (*om_range_fn)(const void *ctx, int64_t begin, int64_t end);
+void om_run_range(int threads, int64_t n, om_range_fn fn, const void *ctx);
 
 /* A dispatch table of one function per path; paths that were not built are NULL and never
  * selected because om_isa_available() refuses them. A family without an SSE2 translation

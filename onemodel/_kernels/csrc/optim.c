@@ -1,10 +1,8 @@
 /* Optimizer and clipping entry points: dispatch and threads (design note in optim.h).
  *
  * Threads: the n elements are cut into chunks of OM_OPTIM_CHUNK elements (a fixed size, not a
- * function of the thread count) that the threads take in turn (dynamic schedule: a thread
- * delayed by another process does not hold the step back by a whole static share); each
- * element is updated alone, so any split gives the same bits. Small parameters run on the
- * calling thread.
+ * function of the thread count), each thread a contiguous share of them; each element is
+ * updated alone, so any split gives the same bits. Small parameters run on the calling thread.
  */
 #include "optim.h"
 
@@ -24,57 +22,58 @@ static const adam_fn adam_table[OM_ISA_COUNT] = OM_ISA_TABLE(om_adam_f32);
 static const unary_fn scale_table[OM_ISA_COUNT] = OM_ISA_TABLE(om_scale_f32);
 static const unary_fn clamp_table[OM_ISA_COUNT] = OM_ISA_TABLE(om_clamp_f32);
 
-/* The loop over chunks; each caller names its thread count nt. */
-#if OM_HAVE_OPENMP
-#define PARALLEL_CHUNKS OM_PRAGMA(omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1))
-#else
-#define PARALLEL_CHUNKS (void)nt;
-#endif
-#define CHUNKS(n) (((n) + OM_OPTIM_CHUNK - 1) / OM_OPTIM_CHUNK)
-#define CHUNK_LEN(n, c) ((n) - (c) * OM_OPTIM_CHUNK < OM_OPTIM_CHUNK ? \
-                         (n) - (c) * OM_OPTIM_CHUNK : OM_OPTIM_CHUNK)
+/* A call's arguments, for the threads' shares of its chunks: an SGD step (sgd set), an Adam
+ * step (adam set), or unary on p in place. */
+typedef struct {
+    float *p, *buf, *m, *v, *vmax;
+    const float *g;
+    const om_sgd_hyper *sgd;
+    const om_adam_hyper *adam;
+    unary_fn unary;
+    float x;
+    int64_t n;
+} optim_job;
+
+static void optim_chunks(const void *ctx, int64_t begin, int64_t end) {
+    const optim_job *a = ctx;
+    for (int64_t c = begin; c < end; c++) {
+        const int64_t o = c * OM_OPTIM_CHUNK;
+        const int64_t len = a->n - o < OM_OPTIM_CHUNK ? a->n - o : OM_OPTIM_CHUNK;
+        if (a->sgd)
+            sgd_table[om_isa](a->p + o, a->g + o, a->buf ? a->buf + o : NULL, len, a->sgd);
+        else if (a->adam)
+            adam_table[om_isa](a->p + o, a->g + o, a->m + o, a->v + o,
+                               a->vmax ? a->vmax + o : NULL, len, a->adam);
+        else
+            a->unary(a->p + o, len, a->x);
+    }
+}
+
+static void run_chunks(const optim_job *a, int nthreads) {
+    om_run_range(om_threads_for(a->n, OM_OPTIM_GRAIN, nthreads),
+                 (a->n + OM_OPTIM_CHUNK - 1) / OM_OPTIM_CHUNK, optim_chunks, a);
+}
 
 void om_sgd_step_f32(float *p, const float *g, float *buf, int64_t n, const om_sgd_hyper *h,
                      int nthreads) {
-    const sgd_fn f = sgd_table[om_isa];
-    const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
-    const int64_t chunks = CHUNKS(n);
-    int64_t c;
-    PARALLEL_CHUNKS
-    for (c = 0; c < chunks; c++) {
-        const int64_t o = c * OM_OPTIM_CHUNK;
-        f(p + o, g + o, buf ? buf + o : NULL, CHUNK_LEN(n, c), h);
-    }
+    const optim_job a = {.p = p, .g = g, .buf = buf, .sgd = h, .n = n};
+    run_chunks(&a, nthreads);
 }
 
 void om_adam_step_f32(float *p, const float *g, float *m, float *v, float *vmax, int64_t n,
                       const om_adam_hyper *h, int nthreads) {
-    const adam_fn f = adam_table[om_isa];
-    const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
-    const int64_t chunks = CHUNKS(n);
-    int64_t c;
-    PARALLEL_CHUNKS
-    for (c = 0; c < chunks; c++) {
-        const int64_t o = c * OM_OPTIM_CHUNK;
-        f(p + o, g + o, m + o, v + o, vmax ? vmax + o : NULL, CHUNK_LEN(n, c), h);
-    }
-}
-
-static void unary_inplace(const unary_fn f, float *g, int64_t n, float x, int nthreads) {
-    const int nt = om_threads_for(n, OM_OPTIM_GRAIN, nthreads);
-    const int64_t chunks = CHUNKS(n);
-    int64_t c;
-    PARALLEL_CHUNKS
-    for (c = 0; c < chunks; c++)
-        f(g + c * OM_OPTIM_CHUNK, CHUNK_LEN(n, c), x);
+    const optim_job a = {.p = p, .g = g, .m = m, .v = v, .vmax = vmax, .adam = h, .n = n};
+    run_chunks(&a, nthreads);
 }
 
 void om_scale_inplace_f32(float *g, int64_t n, float coef, int nthreads) {
-    unary_inplace(scale_table[om_isa], g, n, coef, nthreads);
+    const optim_job a = {.p = g, .unary = scale_table[om_isa], .x = coef, .n = n};
+    run_chunks(&a, nthreads);
 }
 
 void om_clamp_inplace_f32(float *g, int64_t n, float c, int nthreads) {
-    unary_inplace(clamp_table[om_isa], g, n, c, nthreads);
+    const optim_job a = {.p = g, .unary = clamp_table[om_isa], .x = c, .n = n};
+    run_chunks(&a, nthreads);
 }
 
 double om_sumsq_seq_f64(const float *g, int64_t n, double acc) {

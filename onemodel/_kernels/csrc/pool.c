@@ -12,24 +12,36 @@
 
 #include "isa.h"
 
-#if !OM_HAVE_OPENMP && defined(__GNUC__)
-/* Thread counts feed only OpenMP pragmas, which a serial build ignores. */
-#pragma GCC diagnostic ignored "-Wunused-variable"
-#endif
-
 /* Below this many elements per thread, one thread is faster. */
 #define GRAIN 32768
 
-void om_max_pool2d_f32(const om_pool_windows *p, const float *x, float *y, int64_t *idx,
-                       int nthreads) {
+/* A call's arguments, for the threads' shares of the planes: src and dst are x and y forward,
+ * gy and gx backward. Max pooling writes the argmax idx, which its backward pass reads (at);
+ * average pooling divides by dh[i] * dw[j]. */
+typedef struct {
+    const om_pool_windows *p;
+    const float *src;
+    float *dst;
+    int64_t *idx;
+    const int64_t *at, *dh, *dw;
+} pool_job;
+
+static void pool_planes(const void *ctx, int64_t begin, int64_t end) {
+    const pool_job *a = ctx;
+    const om_pool_windows *p = a->p;
     const int64_t in = p->h * p->w, out = p->oh * p->ow;
-    const int nt = om_threads_for(p->planes * out * 4, GRAIN, nthreads);
-    int64_t pl;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (pl = 0; pl < p->planes; pl++) {
-        const float *plane = x + pl * in;
+    for (int64_t pl = begin; pl < end; pl++) {
+        const float *plane = a->src + pl * in;
         for (int64_t i = 0; i < p->oh; i++)
             for (int64_t j = 0; j < p->ow; j++) {
+                const int64_t o = pl * out + i * p->ow + j;
+                if (!a->idx) {  /* average pooling */
+                    float sum = 0.0f;
+                    for (int64_t r = p->hs[i]; r < p->he[i]; r++)
+                        for (int64_t c = p->ws[j]; c < p->we[j]; c++) sum += plane[r * p->w + c];
+                    a->dst[o] = sum / (float)(a->dh[i] * a->dw[j]);
+                    continue;
+                }
                 int64_t best_at = p->hs[i] * p->w + p->ws[j];
                 float best = -INFINITY;
                 for (int64_t r = p->hs[i]; r < p->he[i]; r += p->sh)
@@ -40,57 +52,56 @@ void om_max_pool2d_f32(const om_pool_windows *p, const float *x, float *y, int64
                             best_at = r * p->w + c;
                         }
                     }
-                y[pl * out + i * p->ow + j] = best;
-                idx[pl * out + i * p->ow + j] = best_at;
+                a->dst[o] = best;
+                a->idx[o] = best_at;
             }
     }
 }
 
-void om_max_pool2d_backward_f32(const om_pool_windows *p, const float *gy, const int64_t *idx,
-                                float *gx, int nthreads) {
+static void pool_backward_planes(const void *ctx, int64_t begin, int64_t end) {
+    const pool_job *a = ctx;
+    const om_pool_windows *p = a->p;
     const int64_t in = p->h * p->w, out = p->oh * p->ow;
-    const int nt = om_threads_for(p->planes * (in + out), GRAIN, nthreads);
-    int64_t pl;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (pl = 0; pl < p->planes; pl++) {
-        float *plane = gx + pl * in;
+    for (int64_t pl = begin; pl < end; pl++) {
+        float *plane = a->dst + pl * in;
         memset(plane, 0, (size_t)in * sizeof(float));
-        for (int64_t o = 0; o < out; o++) plane[idx[pl * out + o]] += gy[pl * out + o];
-    }
-}
-
-void om_avg_pool2d_f32(const om_pool_windows *p, const int64_t *dh, const int64_t *dw,
-                       const float *x, float *y, int nthreads) {
-    const int64_t in = p->h * p->w, out = p->oh * p->ow;
-    const int nt = om_threads_for(p->planes * out * 4, GRAIN, nthreads);
-    int64_t pl;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (pl = 0; pl < p->planes; pl++) {
-        const float *plane = x + pl * in;
+        if (a->at) {  /* max pooling */
+            for (int64_t o = 0; o < out; o++) plane[a->at[pl * out + o]] += a->src[pl * out + o];
+            continue;
+        }
         for (int64_t i = 0; i < p->oh; i++)
             for (int64_t j = 0; j < p->ow; j++) {
-                float sum = 0.0f;
-                for (int64_t r = p->hs[i]; r < p->he[i]; r++)
-                    for (int64_t c = p->ws[j]; c < p->we[j]; c++) sum += plane[r * p->w + c];
-                y[pl * out + i * p->ow + j] = sum / (float)(dh[i] * dw[j]);
-            }
-    }
-}
-
-void om_avg_pool2d_backward_f32(const om_pool_windows *p, const int64_t *dh, const int64_t *dw,
-                                const float *gy, float *gx, int nthreads) {
-    const int64_t in = p->h * p->w, out = p->oh * p->ow;
-    const int nt = om_threads_for(p->planes * (in + out * 4), GRAIN, nthreads);
-    int64_t pl;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (pl = 0; pl < p->planes; pl++) {
-        float *plane = gx + pl * in;
-        memset(plane, 0, (size_t)in * sizeof(float));
-        for (int64_t i = 0; i < p->oh; i++)
-            for (int64_t j = 0; j < p->ow; j++) {
-                const float g = gy[pl * out + i * p->ow + j] / (float)(dh[i] * dw[j]);
+                const float g = a->src[pl * out + i * p->ow + j] / (float)(a->dh[i] * a->dw[j]);
                 for (int64_t r = p->hs[i]; r < p->he[i]; r++)
                     for (int64_t c = p->ws[j]; c < p->we[j]; c++) plane[r * p->w + c] += g;
             }
     }
+}
+
+void om_max_pool2d_f32(const om_pool_windows *p, const float *x, float *y, int64_t *idx,
+                       int nthreads) {
+    const pool_job a = {p, x, y, idx, NULL, NULL, NULL};
+    om_run_range(om_threads_for(p->planes * p->oh * p->ow * 4, GRAIN, nthreads), p->planes,
+                 pool_planes, &a);
+}
+
+void om_max_pool2d_backward_f32(const om_pool_windows *p, const float *gy, const int64_t *idx,
+                                float *gx, int nthreads) {
+    const pool_job a = {p, gy, gx, NULL, idx, NULL, NULL};
+    om_run_range(om_threads_for(p->planes * (p->h * p->w + p->oh * p->ow), GRAIN, nthreads),
+                 p->planes, pool_backward_planes, &a);
+}
+
+void om_avg_pool2d_f32(const om_pool_windows *p, const int64_t *dh, const int64_t *dw,
+                       const float *x, float *y, int nthreads) {
+    const pool_job a = {p, x, y, NULL, NULL, dh, dw};
+    om_run_range(om_threads_for(p->planes * p->oh * p->ow * 4, GRAIN, nthreads), p->planes,
+                 pool_planes, &a);
+}
+
+void om_avg_pool2d_backward_f32(const om_pool_windows *p, const int64_t *dh, const int64_t *dw,
+                                const float *gy, float *gx, int nthreads) {
+    const pool_job a = {p, gy, gx, NULL, NULL, dh, dw};
+    om_run_range(om_threads_for(p->planes * (p->h * p->w + p->oh * p->ow * 4), GRAIN, nthreads),
+                 p->planes, pool_backward_planes, &a);
 }

@@ -80,140 +80,175 @@ static int64_t block_width(int64_t inner, int64_t b) {
 }
 
 /* One long vector: chunk sums in parallel, a batch of chunks at a time, then added in order. */
+typedef struct {
+    vsum_fn vsum;
+    const float *x;
+    int64_t n, c0;
+    float *part;
+} chunk_job;
+
+static void chunk_sums(const void *ctx, int64_t begin, int64_t end) {
+    const chunk_job *a = ctx;
+    for (int64_t c = begin; c < end; c++) {
+        const int64_t start = (a->c0 + c) * OM_CHUNK;
+        a->part[c] = a->vsum(a->x + start, a->n - start < OM_CHUNK ? a->n - start : OM_CHUNK);
+    }
+}
+
 static float sum_long_vector(vsum_fn vsum, const float *x, int64_t n, int nthreads) {
     enum { BATCH = 64 };
     float part[BATCH], total = 0.0f;
     int64_t chunks = (n + OM_CHUNK - 1) / OM_CHUNK;
     for (int64_t c0 = 0; c0 < chunks; c0 += BATCH) {
-        int64_t nc = chunks - c0 < BATCH ? chunks - c0 : BATCH;
-        int t = om_threads_for(nc, 1, nthreads);
-        int64_t c;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-        for (c = 0; c < nc; c++) {
-            int64_t start = (c0 + c) * OM_CHUNK;
-            part[c] = vsum(x + start, n - start < OM_CHUNK ? n - start : OM_CHUNK);
-        }
-        for (c = 0; c < nc; c++) total += part[c];
+        const int64_t nc = chunks - c0 < BATCH ? chunks - c0 : BATCH;
+        const chunk_job a = {vsum, x, n, c0, part};
+        om_run_range(om_threads_for(nc, 1, nthreads), nc, chunk_sums, &a);
+        for (int64_t c = 0; c < nc; c++) total += part[c];
     }
     return total;
 }
 
+/* A call's arguments, for the threads' shares of its items. Over (outer, n, inner) an item is
+ * row i (inner 1) or column block i mod nb of outer index i / nb; layer norm's are rows of n,
+ * or blocks of OM_COL_BLOCK columns for its weight and bias gradients. g is NULL forward. */
+typedef struct {
+    const float *x, *g, *w, *b, *mean, *rstd;
+    float *y, *dw, *db, *mean_out, *rstd_out;
+    int64_t rows, n, inner, nb;
+    float eps;
+    int is_log;
+} reduce_job;
+
+static void sum_items(const void *ctx, int64_t begin, int64_t end) {
+    const reduce_job *a = ctx;
+    const int64_t n = a->n, inner = a->inner, nb = a->nb;
+    for (int64_t i = begin; i < end; i++) {
+        const int64_t o = i / nb, b = i % nb;
+        if (inner == 1)
+            a->y[i] = vsum_table[om_isa](a->x + i * n, n);
+        else
+            sum_cols_table[om_isa](a->x + o * n * inner + b * OM_COL_BLOCK, n, inner,
+                                   block_width(inner, b), a->y + o * inner + b * OM_COL_BLOCK);
+    }
+}
+
 void om_sum_axis_f32(const float *x, float *out, int64_t outer, int64_t n, int64_t inner,
                      int nthreads) {
-    if (inner == 1) {
-        vsum_fn vsum = vsum_table[om_isa];
-        if (outer == 1) {
-            out[0] = sum_long_vector(vsum, x, n, nthreads);
-            return;
-        }
-        int t = om_threads_for(outer * n, OM_REDUCE_GRAIN, nthreads);
-        int64_t o;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-        for (o = 0; o < outer; o++) out[o] = vsum(x + o * n, n);
+    if (inner == 1 && outer == 1) {
+        out[0] = sum_long_vector(vsum_table[om_isa], x, n, nthreads);
         return;
     }
-    sum_cols_fn sum_cols = sum_cols_table[om_isa];
-    int64_t nb = col_blocks(inner);
-    int t = om_threads_for(outer * n * inner, OM_REDUCE_GRAIN, nthreads);
-    int64_t item;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (item = 0; item < outer * nb; item++) {
-        int64_t o = item / nb, b = item % nb;
-        sum_cols(x + o * n * inner + b * OM_COL_BLOCK, n, inner, block_width(inner, b),
-                 out + o * inner + b * OM_COL_BLOCK);
+    const reduce_job a = {.x = x, .y = out, .n = n, .inner = inner, .nb = col_blocks(inner)};
+    om_run_range(om_threads_for(outer * n * inner, OM_REDUCE_GRAIN, nthreads), outer * a.nb,
+                 sum_items, &a);
+}
+
+/* Softmax forward (y from x) or backward (y = dx from x = y and g). */
+static void softmax_items(const void *ctx, int64_t begin, int64_t end) {
+    const reduce_job *a = ctx;
+    const int64_t n = a->n, inner = a->inner, nb = a->nb;
+    for (int64_t i = begin; i < end; i++) {
+        const int64_t off = i / nb * n * inner + i % nb * OM_COL_BLOCK;
+        const int64_t w = block_width(inner, i % nb);
+        const float *x = a->x + off;
+        float *y = a->y + off;
+        if (!a->g && inner == 1)
+            softmax_row_table[om_isa](x, y, n, a->is_log);
+        else if (!a->g)
+            softmax_cols_table[om_isa](x, y, n, inner, w, a->is_log);
+        else if (inner == 1)
+            softmax_bwd_row_table[om_isa](x, a->g + off, y, n, a->is_log);
+        else
+            softmax_bwd_cols_table[om_isa](x, a->g + off, y, n, inner, w, a->is_log);
     }
 }
 
 void om_softmax_f32(const float *x, float *y, int64_t outer, int64_t n, int64_t inner, int is_log,
                     int nthreads) {
-    int t = om_threads_for(outer * n * inner, OM_REDUCE_GRAIN, nthreads);
-    if (inner == 1) {
-        softmax_row_fn row = softmax_row_table[om_isa];
-        int64_t o;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-        for (o = 0; o < outer; o++) row(x + o * n, y + o * n, n, is_log);
-        return;
-    }
-    softmax_cols_fn cols = softmax_cols_table[om_isa];
-    int64_t nb = col_blocks(inner);
-    int64_t item;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (item = 0; item < outer * nb; item++) {
-        int64_t off = item / nb * n * inner + item % nb * OM_COL_BLOCK;
-        cols(x + off, y + off, n, inner, block_width(inner, item % nb), is_log);
-    }
+    const reduce_job a = {.x = x, .y = y, .n = n, .inner = inner, .nb = col_blocks(inner),
+                   .is_log = is_log};
+    om_run_range(om_threads_for(outer * n * inner, OM_REDUCE_GRAIN, nthreads), outer * a.nb,
+                 softmax_items, &a);
 }
 
 void om_softmax_backward_f32(const float *y, const float *g, float *dx, int64_t outer, int64_t n,
                              int64_t inner, int is_log, int nthreads) {
-    int t = om_threads_for(outer * n * inner, OM_REDUCE_GRAIN, nthreads);
-    if (inner == 1) {
-        softmax_bwd_row_fn row = softmax_bwd_row_table[om_isa];
-        int64_t o;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-        for (o = 0; o < outer; o++) row(y + o * n, g + o * n, dx + o * n, n, is_log);
-        return;
-    }
-    softmax_bwd_cols_fn cols = softmax_bwd_cols_table[om_isa];
-    int64_t nb = col_blocks(inner);
-    int64_t item;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (item = 0; item < outer * nb; item++) {
-        int64_t off = item / nb * n * inner + item % nb * OM_COL_BLOCK;
-        cols(y + off, g + off, dx + off, n, inner, block_width(inner, item % nb), is_log);
+    const reduce_job a = {.x = y, .g = g, .y = dx, .n = n, .inner = inner, .nb = col_blocks(inner),
+                   .is_log = is_log};
+    om_run_range(om_threads_for(outer * n * inner, OM_REDUCE_GRAIN, nthreads), outer * a.nb,
+                 softmax_items, &a);
+}
+
+/* Layer norm forward or backward, rows [begin, end). */
+static void norm_rows(const void *ctx, int64_t begin, int64_t end) {
+    const reduce_job *a = ctx;
+    const int64_t n = a->n;
+    for (int64_t r = begin; r < end; r++) {
+        if (a->g)
+            layer_norm_bwd_row_table[om_isa](a->g + r * n, a->x + r * n, a->mean[r], a->rstd[r],
+                                             a->w, a->y + r * n, n);
+        else
+            layer_norm_row_table[om_isa](a->x + r * n, a->w, a->b, a->eps, a->y + r * n, n,
+                                         a->mean_out + r, a->rstd_out + r);
     }
 }
 
 void om_layer_norm_f32(const float *x, const float *w, const float *b, float eps, float *y,
                        float *mean, float *rstd, int64_t rows, int64_t n, int nthreads) {
-    layer_norm_row_fn row = layer_norm_row_table[om_isa];
-    int t = om_threads_for(rows * n, OM_REDUCE_GRAIN, nthreads);
-    int64_t r;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (r = 0; r < rows; r++)
-        row(x + r * n, w, b, eps, y + r * n, n, mean + r, rstd + r);
+    const reduce_job a = {.x = x, .w = w, .b = b, .eps = eps, .y = y, .mean_out = mean,
+                   .rstd_out = rstd, .n = n};
+    om_run_range(om_threads_for(rows * n, OM_REDUCE_GRAIN, nthreads), rows, norm_rows, &a);
+}
+
+static void dwdb_blocks(const void *ctx, int64_t begin, int64_t end) {
+    const reduce_job *a = ctx;
+    for (int64_t b = begin; b < end; b++) {
+        const int64_t off = b * OM_COL_BLOCK;
+        layer_norm_dwdb_table[om_isa](a->g + off, a->x + off, a->mean, a->rstd, a->rows, a->n,
+                                      block_width(a->n, b), a->dw ? a->dw + off : NULL,
+                                      a->db ? a->db + off : NULL);
+    }
 }
 
 void om_layer_norm_backward_f32(const float *g, const float *x, const float *mean,
                                 const float *rstd, const float *w, float *dx, float *dw,
                                 float *db, int64_t rows, int64_t n, int nthreads) {
-    int t = om_threads_for(rows * n, OM_REDUCE_GRAIN, nthreads);
+    const int t = om_threads_for(rows * n, OM_REDUCE_GRAIN, nthreads);
+    const reduce_job a = {.x = x, .g = g, .w = w, .mean = mean, .rstd = rstd, .y = dx, .dw = dw,
+                   .db = db, .rows = rows, .n = n};
     /* Weight and bias gradients first, so that dx may overwrite g. */
-    if (dw || db) {
-        layer_norm_dwdb_fn dwdb = layer_norm_dwdb_table[om_isa];
-        int64_t nb = col_blocks(n);
-        int64_t b;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-        for (b = 0; b < nb; b++) {
-            int64_t off = b * OM_COL_BLOCK;
-            dwdb(g + off, x + off, mean, rstd, rows, n, block_width(n, b), dw ? dw + off : NULL,
-                 db ? db + off : NULL);
+    if (dw || db) om_run_range(t, col_blocks(n), dwdb_blocks, &a);
+    om_run_range(t, rows, norm_rows, &a);
+}
+
+/* The embedding gradient's column blocks [begin, end) (index: g's rows, x: the added rows). */
+typedef struct {
+    const int64_t *index;
+    const float *rows;
+    float *out;
+    int64_t n, width;
+} index_job;
+
+static void index_add_blocks(const void *ctx, int64_t begin, int64_t end) {
+    const index_job *a = ctx;
+    for (int64_t b = begin; b < end; b++) {
+        const int64_t j0 = b * OM_COL_BLOCK;
+        const int64_t j1 = a->width - j0 < OM_COL_BLOCK ? a->width : j0 + OM_COL_BLOCK;
+        for (int64_t p = 0; p < a->n; p++) {
+            float *dst = a->out + a->index[p] * a->width;
+            const float *src = a->rows + p * a->width;
+            for (int64_t j = j0; j < j1; j++) dst[j] += src[j];
         }
     }
-    layer_norm_bwd_row_fn row = layer_norm_bwd_row_table[om_isa];
-    int64_t r;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (r = 0; r < rows; r++)
-        row(g + r * n, x + r * n, mean[r], rstd[r], w, dx + r * n, n);
 }
 
 int om_index_add_rows_f32(const int64_t *index, int64_t n, const float *rows, int64_t width,
                           float *out, int64_t out_rows, int nthreads) {
     for (int64_t p = 0; p < n; p++)
         if (index[p] < 0 || index[p] >= out_rows) return -1;
-    const int64_t nb = (width + OM_COL_BLOCK - 1) / OM_COL_BLOCK;
-    const int t = om_threads_for(n * width, OM_REDUCE_GRAIN, nthreads < nb ? nthreads : (int)nb);
-    int64_t b;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-    for (b = 0; b < nb; b++) {
-        const int64_t j0 = b * OM_COL_BLOCK;
-        const int64_t j1 = width - j0 < OM_COL_BLOCK ? width : j0 + OM_COL_BLOCK;
-        for (int64_t p = 0; p < n; p++) {
-            float *dst = out + index[p] * width;
-            const float *src = rows + p * width;
-            for (int64_t j = j0; j < j1; j++) dst[j] += src[j];
-        }
-    }
+    const index_job a = {index, rows, out, n, width};
+    om_run_range(om_threads_for(n * width, OM_REDUCE_GRAIN, nthreads), col_blocks(width),
+                 index_add_blocks, &a);
     return 0;
 }
 

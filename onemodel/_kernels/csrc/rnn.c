@@ -52,70 +52,129 @@ static int operand_format(int half) {
     return half == 1 ? OM_F32_TO_BF16 : half == 2 ? OM_F32_TO_F16 : OM_F32;
 }
 
+/* One step's rows, for the threads' shares: the direction's arrays (fwd or bwd), the step s and
+ * the step's product hw (h·W_hhᵀ forward; the gate gradients' product with W_hh backward, whose
+ * gate gradients go to dstep). */
+typedef struct {
+    int cell;
+    int64_t s, b, h;
+    const int64_t *lengths;
+    const om_rnn_forward_args *fwd;
+    const om_rnn_backward_args *bwd;
+    const float *hw;
+    float *dstep;
+} step_rows;
+
+static void forward_rows(const void *ctx, int64_t begin, int64_t end) {
+    const step_rows *st = ctx;
+    const om_rnn_forward_args *a = st->fwd;
+    const int64_t s = st->s, b = st->b, h = st->h, gh = gates_of(st->cell) * h;
+    const size_t hb = (size_t)h * sizeof(float);
+    for (int64_t r = begin; r < end; r++) {
+        const int64_t row = time_at(a->reverse, s, st->lengths[r]) * b + r;
+        float *yr = a->y + row * h, *gr = a->gates + row * gh;
+        if (s >= st->lengths[r]) {  /* past the row's end: state carried, output zero */
+            memset(yr, 0, hb);
+            memset(gr, 0, (size_t)gh * sizeof(float));
+            if (st->cell == OM_RNN_LSTM) memcpy(a->cs + row * h, a->c_n + r * h, hb);
+            else memset(a->hn_lin + row * h, 0, hb);
+            continue;
+        }
+        if (st->cell == OM_RNN_LSTM) {
+            lstm_row[om_isa](h, a->xw + row * gh, st->hw + r * gh, a->bias, a->c_n + r * h, gr,
+                             a->cs + row * h, yr);
+            memcpy(a->c_n + r * h, a->cs + row * h, hb);
+        } else {
+            gru_row[om_isa](h, a->xw + row * gh, st->hw + r * gh, a->bias, a->h_n + r * h, gr,
+                            a->hn_lin + row * h, yr);
+        }
+        memcpy(a->h_n + r * h, yr, hb);
+    }
+}
+
 static int forward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t *lengths,
                        const om_rnn_forward_args *a, int fmt, int nthreads) {
-    const float *xw = a->xw, *w_hh = a->w_hh, *bias = a->bias, *h0 = a->h0, *c0 = a->c0;
-    float *y = a->y, *gates = a->gates, *cs = a->cs, *hn_lin = a->hn_lin;
-    float *h_n = a->h_n, *c_n = a->c_n;
     const int64_t gh = gates_of(cell) * h;
     float *hw = malloc((size_t)(b * gh > 0 ? b * gh : 1) * sizeof(float));
-    const om_gemm_operand w_op = {w_hh, 0, 1, fmt, NULL}, h_op = {h_n, 0, 0, fmt, NULL};
+    const om_gemm_operand w_op = {a->w_hh, 0, 1, fmt, NULL}, h_op = {a->h_n, 0, 0, fmt, NULL};
     om_gemm_packed w_packed = {0};  /* op(B) = W_hhᵀ, H x G·H */
     if (hw == NULL || om_gemm_pack_b(h, gh, w_op, &w_packed) != 0) {
         free(hw);
         om_gemm_packed_free(&w_packed);
         return -1;
     }
-    memcpy(h_n, h0, (size_t)(b * h) * sizeof(float));
-    if (cell == OM_RNN_LSTM) memcpy(c_n, c0, (size_t)(b * h) * sizeof(float));
+    memcpy(a->h_n, a->h0, (size_t)(b * h) * sizeof(float));
+    if (cell == OM_RNN_LSTM) memcpy(a->c_n, a->c0, (size_t)(b * h) * sizeof(float));
     const int nt = om_threads_for(b * gh, OM_RNN_GRAIN, nthreads);
-    const om_lstm_row_fn lstm = lstm_row[om_isa];
-    const om_gru_row_fn gru = gru_row[om_isa];
     int status = 0;
     for (int64_t s = 0; s < t && status == 0; s++) {
         if (om_gemm_packed_product(b, h_op, &w_packed, hw, nthreads) != 0) {
             status = -1;
             break;
         }
-        int64_t r;
-        #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-        for (r = 0; r < b; r++) {
-            const int64_t row = time_at(a->reverse, s, lengths[r]) * b + r;
-            float *yr = y + row * h, *gr = gates + row * gh;
-            const size_t hb = (size_t)h * sizeof(float);
-            if (s >= lengths[r]) {  /* past the row's end: state carried, output zero */
-                memset(yr, 0, hb);
-                memset(gr, 0, (size_t)gh * sizeof(float));
-                if (cell == OM_RNN_LSTM) memcpy(cs + row * h, c_n + r * h, hb);
-                else memset(hn_lin + row * h, 0, hb);
-                continue;
-            }
-            if (cell == OM_RNN_LSTM) {
-                lstm(h, xw + row * gh, hw + r * gh, bias, c_n + r * h, gr, cs + row * h, yr);
-                memcpy(c_n + r * h, cs + row * h, (size_t)h * sizeof(float));
-            } else {
-                gru(h, xw + row * gh, hw + r * gh, bias, h_n + r * h, gr, hn_lin + row * h, yr);
-            }
-            memcpy(h_n + r * h, yr, (size_t)h * sizeof(float));
-        }
+        const step_rows rows = {cell, s, b, h, lengths, a, NULL, hw, NULL};
+        om_run_range(nt, b, forward_rows, &rows);
     }
     free(hw);
     om_gemm_packed_free(&w_packed);
     return status;
 }
 
+/* The gate gradients of a step's rows (into dstep, and dgx, dgh), dh0 and dc0 updated. */
+static void backward_rows(const void *ctx, int64_t begin, int64_t end) {
+    const step_rows *st = ctx;
+    const om_rnn_backward_args *a = st->bwd;
+    const int64_t s = st->s, b = st->b, h = st->h, gh = gates_of(st->cell) * h;
+    float *dg_all = st->cell == OM_RNN_LSTM ? a->dgx : a->dgh;
+    for (int64_t r = begin; r < end; r++) {
+        const int64_t row = time_at(a->reverse, s, st->lengths[r]) * b + r;
+        float *ds = st->dstep + r * gh;
+        if (s >= st->lengths[r]) {  /* padded step: no gate gradient, state gradient carried */
+            memset(ds, 0, (size_t)gh * sizeof(float));
+            memset(a->dgx + row * gh, 0, (size_t)gh * sizeof(float));
+            if (st->cell == OM_RNN_GRU) memset(a->dgh + row * gh, 0, (size_t)gh * sizeof(float));
+            continue;
+        }
+        const int64_t prev = s > 0 ? time_at(a->reverse, s - 1, st->lengths[r]) * b + r : -1;
+        float *d = a->dh0 + r * h;
+        const float *g = a->gy + row * h;
+        for (int64_t j = 0; j < h; j++) d[j] += g[j];
+        if (st->cell == OM_RNN_LSTM) {
+            const float *c_prev = prev >= 0 ? a->cs + prev * h : a->c0 + r * h;
+            lstm_row_bwd[om_isa](h, a->gates + row * gh, c_prev, a->cs + row * h, d,
+                                 a->dc0 + r * h, ds);
+        } else {
+            const float *h_prev = prev >= 0 ? a->y + prev * h : a->h0 + r * h;
+            gru_row_bwd[om_isa](h, a->gates + row * gh, a->hn_lin + row * h, h_prev, d,
+                                a->dgx + row * gh, ds);
+        }
+        memcpy(dg_all + row * gh, ds, (size_t)gh * sizeof(float));
+    }
+}
+
+/* dh0 of a step's rows from the gate gradients' product with W_hh. */
+static void backward_rows_dh(const void *ctx, int64_t begin, int64_t end) {
+    const step_rows *st = ctx;
+    const int64_t h = st->h;
+    for (int64_t r = begin; r < end; r++) {
+        if (st->s >= st->lengths[r]) continue;
+        float *d = st->bwd->dh0 + r * h;
+        const float *m = st->hw + r * h;
+        /* The LSTM's h reaches h_prev only through the gates; the GRU adds its direct
+         * part d·z, which the row kernel left in d. */
+        if (st->cell == OM_RNN_LSTM) memcpy(d, m, (size_t)h * sizeof(float));
+        else for (int64_t j = 0; j < h; j++) d[j] += m[j];
+    }
+}
+
 static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t *lengths,
                         const om_rnn_backward_args *a, int fmt, int nthreads) {
-    const float *w_hh = a->w_hh, *h0 = a->h0, *c0 = a->c0, *y = a->y, *gates = a->gates;
-    const float *cs = a->cs, *hn_lin = a->hn_lin, *gy = a->gy, *g_hn = a->g_hn;
-    const float *g_cn = a->g_cn;
-    float *dgx = a->dgx, *dgh = a->dgh, *dh0 = a->dh0, *dc0 = a->dc0;
     const int64_t gh = gates_of(cell) * h;
     /* dstep: the step's gate gradients as one (B, G·H) matrix for the product with W_hh (the
      * rows' time indices differ when reversed); tmp: that product, (B, H). */
     float *dstep = malloc((size_t)(b * gh > 0 ? b * gh : 1) * sizeof(float));
     float *tmp = malloc((size_t)(b * h > 0 ? b * h : 1) * sizeof(float));
-    const om_gemm_operand w_op = {w_hh, 0, 0, fmt, NULL}, d_op = {dstep, 0, 0, fmt, NULL};
+    const om_gemm_operand w_op = {a->w_hh, 0, 0, fmt, NULL}, d_op = {dstep, 0, 0, fmt, NULL};
     om_gemm_packed w_packed = {0};  /* op(B) = W_hh, G·H x H */
     if (dstep == NULL || tmp == NULL || om_gemm_pack_b(gh, h, w_op, &w_packed) != 0) {
         free(dstep);
@@ -124,52 +183,18 @@ static int backward_one(int cell, int64_t t, int64_t b, int64_t h, const int64_t
         return -1;
     }
     /* dh0 and dc0 hold the running gradients of h and c, from the final state down. */
-    memcpy(dh0, g_hn, (size_t)(b * h) * sizeof(float));
-    if (cell == OM_RNN_LSTM) memcpy(dc0, g_cn, (size_t)(b * h) * sizeof(float));
-    float *dg_all = cell == OM_RNN_LSTM ? dgx : dgh;
+    memcpy(a->dh0, a->g_hn, (size_t)(b * h) * sizeof(float));
+    if (cell == OM_RNN_LSTM) memcpy(a->dc0, a->g_cn, (size_t)(b * h) * sizeof(float));
     const int nt = om_threads_for(b * gh, OM_RNN_GRAIN, nthreads);
-    const om_lstm_row_bwd_fn lstm = lstm_row_bwd[om_isa];
-    const om_gru_row_bwd_fn gru = gru_row_bwd[om_isa];
     int status = 0;
     for (int64_t s = t - 1; s >= 0; s--) {
-        int64_t r;
-        #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-        for (r = 0; r < b; r++) {
-            const int64_t row = time_at(a->reverse, s, lengths[r]) * b + r;
-            float *ds = dstep + r * gh;
-            if (s >= lengths[r]) {  /* padded step: no gate gradient, state gradient carried */
-                memset(ds, 0, (size_t)gh * sizeof(float));
-                memset(dgx + row * gh, 0, (size_t)gh * sizeof(float));
-                if (cell == OM_RNN_GRU) memset(dgh + row * gh, 0, (size_t)gh * sizeof(float));
-                continue;
-            }
-            const int64_t prev = s > 0 ? time_at(a->reverse, s - 1, lengths[r]) * b + r : -1;
-            float *d = dh0 + r * h;
-            const float *g = gy + row * h;
-            for (int64_t j = 0; j < h; j++) d[j] += g[j];
-            if (cell == OM_RNN_LSTM) {
-                const float *c_prev = prev >= 0 ? cs + prev * h : c0 + r * h;
-                lstm(h, gates + row * gh, c_prev, cs + row * h, d, dc0 + r * h, ds);
-            } else {
-                const float *h_prev = prev >= 0 ? y + prev * h : h0 + r * h;
-                gru(h, gates + row * gh, hn_lin + row * h, h_prev, d, dgx + row * gh, ds);
-            }
-            memcpy(dg_all + row * gh, ds, (size_t)gh * sizeof(float));
-        }
+        const step_rows rows = {cell, s, b, h, lengths, NULL, a, tmp, dstep};
+        om_run_range(nt, b, backward_rows, &rows);
         if (om_gemm_packed_product(b, d_op, &w_packed, tmp, nthreads) != 0) {
             status = -1;
             break;
         }
-        #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-        for (r = 0; r < b; r++) {
-            if (s >= lengths[r]) continue;
-            float *d = dh0 + r * h;
-            const float *m = tmp + r * h;
-            /* The LSTM's h reaches h_prev only through the gates; the GRU adds its direct
-             * part d·z, which the row kernel left in d. */
-            if (cell == OM_RNN_LSTM) memcpy(d, m, (size_t)h * sizeof(float));
-            else for (int64_t j = 0; j < h; j++) d[j] += m[j];
-        }
+        om_run_range(nt, b, backward_rows_dh, &rows);
     }
     free(dstep);
     free(tmp);
@@ -187,7 +212,7 @@ typedef struct {
 } directions;
 
 /* Thread `rank` of `size` runs directions rank, rank + size, ...: alone (size 1) each with all
- * the threads, else each on its own thread (regions nested inside then run on that thread, so
+ * the threads, else each on its own thread (its products and rows then run on that thread, so
  * each direction computes exactly what it computes alone). */
 static int run_dirs(const void *ctx, int rank, int size) {
     const directions *d = ctx;

@@ -57,11 +57,25 @@ static double abs_sum_sequential(const float *g, int64_t n) {
     return acc;
 }
 
-#if OM_HAVE_OPENMP
-#define PARALLEL_FOR OM_PRAGMA(omp parallel for schedule(static) num_threads(nt) if (nt > 1))
-#else
-#define PARALLEL_FOR (void)nt;
-#endif
+/* A call's arguments, for the threads' shares of its parts, chunks or outputs. */
+typedef struct {
+    const float *g, *x;
+    const uint8_t *q_in, *codes;
+    uint8_t *q, *plan;
+    float *w, *out;
+    double *part;
+    const om_sr4_step_args *step;
+    int64_t m, n, k, parts, rb;
+    int32_t theta;
+} sr4_job;
+
+static void abs_sum_parts(const void *ctx, int64_t begin, int64_t end) {
+    const sr4_job *a = ctx;
+    for (int64_t c = begin; c < end; c++) {
+        const om_range r = om_share(a->n, (int)c, (int)a->parts);
+        a->part[c] = abs_sum_table[om_isa](a->g + r.begin, r.end - r.begin);
+    }
+}
 
 /* The sequential sum is a chain of dependent additions (one per element, latency-bound). Its
  * result differs from the exact sum by at most (n - 1) u S (u = 2^-53, S the exact sum, every
@@ -73,14 +87,12 @@ static double abs_sum_sequential(const float *g, int64_t n) {
  * the path or the thread count. */
 float om_sr4_abs_mean(const float *g, int64_t n, int nthreads) {
     enum { MAX_PARTS = 64 };
-    const om_sr4_abs_sum_fn f = abs_sum_table[om_isa];
     int nt = om_threads_for(n, OM_SR4_GRAIN, nthreads);
     if (nt > MAX_PARTS) nt = MAX_PARTS;
     double part[MAX_PARTS], fast = 0.0;
-    int c;
-    PARALLEL_FOR
-    for (c = 0; c < nt; c++) part[c] = f(g + n * c / nt, n * (c + 1) / nt - n * c / nt);
-    for (c = 0; c < nt; c++) fast += part[c];
+    const sr4_job a = {.g = g, .part = part, .n = n, .parts = nt};
+    om_run_range(nt, nt, abs_sum_parts, &a);
+    for (int c = 0; c < nt; c++) fast += part[c];
     const double mean = fast / (double)n;
     if (!isfinite(mean)) return (float)mean;
     const double margin = 4.0 * ((double)n + 4.0) * 0x1p-53;
@@ -89,30 +101,30 @@ float om_sr4_abs_mean(const float *g, int64_t n, int nthreads) {
     return (float)(abs_sum_sequential(g, n) / (double)n);
 }
 
-void om_sr4_step(uint8_t *q, const float *g, float *w, int64_t n, const om_sr4_step_args *a,
-                 int nthreads) {
-    const om_sr4_step_fn f = step_table[om_isa];
-    const int nt = om_threads_for(n, OM_SR4_GRAIN, nthreads);
-    const int64_t chunks = (n + OM_SR4_CHUNK - 1) / OM_SR4_CHUNK;
-    int64_t c;
-    PARALLEL_FOR
-    for (c = 0; c < chunks; c++) {
+/* The step (step set) or the materialisation of the chunks [begin, end). */
+static void sr4_chunks(const void *ctx, int64_t begin, int64_t end) {
+    const sr4_job *a = ctx;
+    for (int64_t c = begin; c < end; c++) {
         const int64_t o = c * OM_SR4_CHUNK;
-        const int64_t len = n - o < OM_SR4_CHUNK ? n - o : OM_SR4_CHUNK;
-        f(q + o / 2, g + o, w ? w + o : NULL, o, len, a);
+        const int64_t len = a->n - o < OM_SR4_CHUNK ? a->n - o : OM_SR4_CHUNK;
+        if (a->step)
+            step_table[om_isa](a->q + o / 2, a->g + o, a->w ? a->w + o : NULL, o, len, a->step);
+        else
+            mat_table[om_isa](a->q_in + o / 2, len, a->theta, a->w + o);
     }
 }
 
+void om_sr4_step(uint8_t *q, const float *g, float *w, int64_t n, const om_sr4_step_args *a,
+                 int nthreads) {
+    const sr4_job job = {.q = q, .g = g, .w = w, .n = n, .step = a};
+    om_run_range(om_threads_for(n, OM_SR4_GRAIN, nthreads), (n + OM_SR4_CHUNK - 1) / OM_SR4_CHUNK,
+                 sr4_chunks, &job);
+}
+
 void om_sr4_materialize(const uint8_t *q, int64_t n, int32_t theta, float *w, int nthreads) {
-    const om_sr4_materialize_fn f = mat_table[om_isa];
-    const int nt = om_threads_for(n, OM_SR4_GRAIN, nthreads);
-    const int64_t chunks = (n + OM_SR4_CHUNK - 1) / OM_SR4_CHUNK;
-    int64_t c;
-    PARALLEL_FOR
-    for (c = 0; c < chunks; c++) {
-        const int64_t o = c * OM_SR4_CHUNK;
-        f(q + o / 2, n - o < OM_SR4_CHUNK ? n - o : OM_SR4_CHUNK, theta, w + o);
-    }
+    const sr4_job a = {.q_in = q, .n = n, .theta = theta, .w = w};
+    om_run_range(om_threads_for(n, OM_SR4_GRAIN, nthreads), (n + OM_SR4_CHUNK - 1) / OM_SR4_CHUNK,
+                 sr4_chunks, &a);
 }
 
 static int64_t pair_blocks(int64_t k) {
@@ -127,18 +139,16 @@ static inline int32_t weight_code(const uint8_t *q, int64_t i, int32_t theta) {
     return om_sr4_nibble_code((q[i >> 1] >> ((i & 1) * 4)) & 15, theta);
 }
 
-void om_sr4_ternary_plan(const uint8_t *q, int64_t n, int64_t k, int32_t theta, uint8_t *codes,
-                         int nthreads) {
-    const om_sr4_plan_fn plan_bytes = plan_table[om_isa];
-    const int64_t stride = pair_blocks(k) * OM_SR4_PB, pairs = (k + 1) / 2;
-    const int nt = om_threads_for(n * k, OM_SR4_GRAIN, nthreads);
-    int64_t j;
-    PARALLEL_FOR
-    for (j = 0; j < n; j++) {
-        uint8_t *c = codes + j * stride;
+static void plan_outputs(const void *ctx, int64_t begin, int64_t end) {
+    const sr4_job *a = ctx;
+    const uint8_t *q = a->q_in;
+    const int32_t theta = a->theta;
+    const int64_t k = a->k, stride = pair_blocks(k) * OM_SR4_PB, pairs = (k + 1) / 2;
+    for (int64_t j = begin; j < end; j++) {
+        uint8_t *c = a->plan + j * stride;
         int64_t p = 0;
         if (k % 2 == 0) {  /* every pair is one byte of q */
-            plan_bytes(q + j * k / 2, pairs, theta, c);
+            plan_table[om_isa](q + j * k / 2, pairs, theta, c);
             p = pairs;
         } else {
             for (const int64_t row = j * k; p < pairs; p++) {
@@ -151,49 +161,53 @@ void om_sr4_ternary_plan(const uint8_t *q, int64_t n, int64_t k, int32_t theta, 
     }
 }
 
+void om_sr4_ternary_plan(const uint8_t *q, int64_t n, int64_t k, int32_t theta, uint8_t *codes,
+                         int nthreads) {
+    const sr4_job a = {.q_in = q, .n = n, .k = k, .theta = theta, .plan = codes};
+    om_run_range(om_threads_for(n * k, OM_SR4_GRAIN, nthreads), n, plan_outputs, &a);
+}
+
+/* Thread `rank` of `size`'s share of the outputs, with its own tables and accumulators. */
+static int matmul_share(const void *ctx, int rank, int size) {
+    const sr4_job *a = ctx;
+    const int64_t m = a->m, n = a->n, k = a->k, rb = a->rb;
+    const int64_t nblocks = pair_blocks(k), stride = nblocks * OM_SR4_PB;
+    /* The gathers index rows with 32-bit offsets; any path gives the same table. */
+    const om_sr4_table_fn table_of = k < (1 << 26) ? table_table[om_isa] : om_sr4_table_scalar;
+    const om_range share = om_share(n, rank, size);
+    const int64_t j0 = share.begin, nj = share.end - share.begin;
+    float *out = a->out;
+    const size_t table = sizeof(float) * OM_SR4_PB * 9 * OM_SR4_RB;
+    float *T = om_aligned_alloc(table);
+    float *acc = om_aligned_alloc(sizeof(float) * (size_t)(nj > 0 ? nj : 1) * rb);
+    const int failed = !T || !acc;
+    for (int64_t r0 = 0; r0 < m && !failed && nj > 0; r0 += rb) {
+        const int64_t rows = m - r0 < rb ? m - r0 : rb;
+        memset(acc, 0, sizeof(float) * (size_t)nj * rb);  /* +0 starts each sum */
+        for (int64_t b = 0; b < nblocks; b++) {
+            table_of(a->x + r0 * k, rows, k, b * 2 * OM_SR4_PB, T, rb);
+            pairs_table[om_isa](a->codes + j0 * stride + b * OM_SR4_PB, stride, nj, T, acc, rb);
+        }
+        /* Transposed by tiles of 16 outputs, whose accumulators stay in L1. */
+        for (int64_t jt = 0; jt < nj; jt += 16)
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t j = jt; j < nj && j < jt + 16; j++)
+                    out[(r0 + r) * n + j0 + j] = acc[j * rb + r];
+    }
+    om_aligned_free(T);
+    om_aligned_free(acc);
+    return failed;
+}
+
 int om_sr4_ternary_matmul(int64_t m, int64_t n, int64_t k, const float *x, const uint8_t *codes,
                           float *out, int nthreads) {
     if (m == 0 || n == 0) return 0;
-    const om_sr4_pairs_fn pairs = pairs_table[om_isa];
-    /* The gathers index rows with 32-bit offsets; any path gives the same table. */
-    const om_sr4_table_fn table_of = k < (1 << 26) ? table_table[om_isa] : om_sr4_table_scalar;
-    const int64_t nblocks = pair_blocks(k), stride = nblocks * OM_SR4_PB;
     /* Rows per block: a small batch pays for 16 or 32 rows, not 64 (the bits do not depend on
      * it: each output is its own sum). */
-    const int64_t rb = m <= 16 ? 16 : m <= 32 ? 32 : OM_SR4_RB;
-    const int nt = om_threads_for(m * n * (k > 0 ? k : 1), 1 << 20, nthreads);
-    int failed = 0;
-    (void)nt;
-#if OM_HAVE_OPENMP
-#pragma omp parallel num_threads(nt) if (nt > 1) reduction(| : failed)
-#endif
-    {
-        const int tid = om_team_rank(), count = om_team_size();
-        const int64_t j0 = n * tid / count, j1 = n * (tid + 1) / count, nj = j1 - j0;
-        const size_t table = sizeof(float) * OM_SR4_PB * 9 * OM_SR4_RB;
-        float *T = om_aligned_alloc(table);
-        float *acc = om_aligned_alloc(sizeof(float) * (size_t)(nj > 0 ? nj : 1) * rb);
-        if (!T || !acc) {
-            failed = 1;
-        } else if (nj > 0) {
-            for (int64_t r0 = 0; r0 < m; r0 += rb) {
-                const int64_t rows = m - r0 < rb ? m - r0 : rb;
-                memset(acc, 0, sizeof(float) * (size_t)nj * rb);  /* +0 starts each sum */
-                for (int64_t b = 0; b < nblocks; b++) {
-                    table_of(x + r0 * k, rows, k, b * 2 * OM_SR4_PB, T, rb);
-                    pairs(codes + j0 * stride + b * OM_SR4_PB, stride, nj, T, acc, rb);
-                }
-                /* Transposed by tiles of 16 outputs, whose accumulators stay in L1. */
-                for (int64_t jt = 0; jt < nj; jt += 16)
-                    for (int64_t r = 0; r < rows; r++)
-                        for (int64_t j = jt; j < nj && j < jt + 16; j++)
-                            out[(r0 + r) * n + j0 + j] = acc[j * rb + r];
-            }
-        }
-        om_aligned_free(T);
-        om_aligned_free(acc);
-    }
-    return failed ? -1 : 0;
+    const sr4_job a = {.x = x, .codes = codes, .out = out, .m = m, .n = n, .k = k,
+                       .rb = m <= 16 ? 16 : m <= 32 ? 32 : OM_SR4_RB};
+    return om_run_team(om_threads_for(m * n * (k > 0 ? k : 1), 1 << 20, nthreads), matmul_share,
+                       &a) ? -1 : 0;
 }
 
 OM_PATH_DISPATCH(sr4, OM_ISA_TABLE_SCALAR_SSE2)

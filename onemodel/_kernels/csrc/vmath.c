@@ -38,37 +38,39 @@ int om_vmath_saves_output(int op) {
            op == OM_VMATH_RELU;
 }
 
+/* A call's arguments: op's function on x into y, or (s set) its backward function on s and g
+ * into y; the threads take contiguous shares of the chunks, each share in one call. */
+typedef struct {
+    int op;
+    const float *x, *s, *g;
+    float *y;
+    int64_t n;
+} vmath_job;
+
+static void vmath_chunks(const void *ctx, int64_t begin, int64_t end) {
+    const vmath_job *a = ctx;
+    const int64_t i = begin * OM_VMATH_CHUNK;
+    const int64_t len = (end * OM_VMATH_CHUNK < a->n ? end * OM_VMATH_CHUNK : a->n) - i;
+    if (a->s)
+        backward_table[a->op][om_isa](a->s + i, a->g + i, a->y + i, len);
+    else
+        unary_table[a->op][om_isa](a->x + i, a->y + i, len);
+}
+
+static void run_chunks(const vmath_job *a, int nthreads) {
+    om_run_range(om_threads_for(a->n, OM_VMATH_GRAIN, nthreads),
+                 (a->n + OM_VMATH_CHUNK - 1) / OM_VMATH_CHUNK, vmath_chunks, a);
+}
+
 void om_vmath_unary(int op, const float *x, float *y, int64_t n, int nthreads) {
-    om_unary_fn f = unary_table[op][om_isa];
-    int t = om_threads_for(n, OM_VMATH_GRAIN, nthreads);
-    if (t == 1) { /* no parallel region at all: the same elementwise work, in one call */
-        f(x, y, n);
-        return;
-    }
-    int64_t chunks = (n + OM_VMATH_CHUNK - 1) / OM_VMATH_CHUNK;
-    int64_t c;
-#pragma omp parallel for schedule(static) num_threads(t)
-    for (c = 0; c < chunks; c++) {
-        int64_t i = c * OM_VMATH_CHUNK;
-        f(x + i, y + i, n - i < OM_VMATH_CHUNK ? n - i : OM_VMATH_CHUNK);
-    }
+    const vmath_job a = {.op = op, .x = x, .y = y, .n = n};
+    run_chunks(&a, nthreads);
 }
 
 void om_vmath_backward(int op, const float *s, const float *g, float *out, int64_t n,
                        int nthreads) {
-    om_backward_fn f = backward_table[op][om_isa];
-    int t = om_threads_for(n, OM_VMATH_GRAIN, nthreads);
-    if (t == 1) {
-        f(s, g, out, n);
-        return;
-    }
-    int64_t chunks = (n + OM_VMATH_CHUNK - 1) / OM_VMATH_CHUNK;
-    int64_t c;
-#pragma omp parallel for schedule(static) num_threads(t)
-    for (c = 0; c < chunks; c++) {
-        int64_t i = c * OM_VMATH_CHUNK;
-        f(s + i, g + i, out + i, n - i < OM_VMATH_CHUNK ? n - i : OM_VMATH_CHUNK);
-    }
+    const vmath_job a = {.op = op, .s = s, .g = g, .y = out, .n = n};
+    run_chunks(&a, nthreads);
 }
 
 /* ---- the exhaustive accuracy sweep ----------------------------------------------------- */
@@ -115,52 +117,62 @@ static double ulp_error(float y, double ref) {
 
 #define OM_SWEEP_BLOCK 4096
 
-void om_vmath_ulp_sweep(int op, int64_t start, int64_t stop, int nthreads, double *max_ulp,
-                        uint32_t *worst_bits, int64_t *mismatches) {
-    om_unary_fn f = unary_table[op][om_isa];
-    double (*ref)(double) = ref_table[op];
-    float (*scalar)(float) = scalar_table[op];
+/* The sweep's range and its result, into which each thread merges its own. */
+typedef struct {
+    int op;
+    int64_t start, stop;
+    double *max_ulp;
+    uint32_t *worst_bits;
+    int64_t *mismatches;
+} sweep_job;
+
+/* Blocks rank, rank + size, ...: the cost varies along the range of inputs. */
+static int sweep_blocks(const void *ctx, int rank, int size) {
+    const sweep_job *a = ctx;
+    om_unary_fn f = unary_table[a->op][om_isa];
+    double (*ref)(double) = ref_table[a->op];
+    float (*scalar)(float) = scalar_table[a->op];
+    const int64_t start = a->start, stop = a->stop;
     int64_t blocks = stop > start ? (stop - start + OM_SWEEP_BLOCK - 1) / OM_SWEEP_BLOCK : 0;
-    double best = 0.0;
-    uint32_t best_bits = (uint32_t)start;
-    int64_t diff = 0;
-#pragma omp parallel num_threads(nthreads > 0 ? nthreads : 1)
-    {
-        float x[OM_SWEEP_BLOCK], y[OM_SWEEP_BLOCK];
-        double local = 0.0;
-        uint32_t local_bits = (uint32_t)start;
-        int64_t local_diff = 0;
-        int64_t b;
-#pragma omp for schedule(dynamic, 64)
-        for (b = 0; b < blocks; b++) {
-            int64_t lo = start + b * OM_SWEEP_BLOCK;
-            int64_t len = stop - lo < OM_SWEEP_BLOCK ? stop - lo : OM_SWEEP_BLOCK;
-            for (int64_t i = 0; i < len; i++) x[i] = om_u2f((uint32_t)(lo + i));
-            f(x, y, len);
-            for (int64_t i = 0; i < len; i++) {
-                float s = scalar(x[i]);
-                local_diff += memcmp(&s, &y[i], sizeof s) != 0;
-                double e = ulp_error(y[i], ref((double)x[i]));
-                uint32_t bits = (uint32_t)(lo + i);
-                /* ties go to the lowest input, so the answer does not depend on threads */
-                if (e > local || (e == local && bits < local_bits && e > 0.0)) {
-                    local = e;
-                    local_bits = bits;
-                }
+    float x[OM_SWEEP_BLOCK], y[OM_SWEEP_BLOCK];
+    double local = 0.0;
+    uint32_t local_bits = (uint32_t)start;
+    int64_t local_diff = 0;
+    for (int64_t b = rank; b < blocks; b += size) {
+        int64_t lo = start + b * OM_SWEEP_BLOCK;
+        int64_t len = stop - lo < OM_SWEEP_BLOCK ? stop - lo : OM_SWEEP_BLOCK;
+        for (int64_t i = 0; i < len; i++) x[i] = om_u2f((uint32_t)(lo + i));
+        f(x, y, len);
+        for (int64_t i = 0; i < len; i++) {
+            float s = scalar(x[i]);
+            local_diff += memcmp(&s, &y[i], sizeof s) != 0;
+            double e = ulp_error(y[i], ref((double)x[i]));
+            uint32_t bits = (uint32_t)(lo + i);
+            /* ties go to the lowest input, so the answer does not depend on threads */
+            if (e > local || (e == local && bits < local_bits && e > 0.0)) {
+                local = e;
+                local_bits = bits;
             }
-        }
-#pragma omp critical
-        {
-            if (local > best || (local == best && local_bits < best_bits)) {
-                best = local;
-                best_bits = local_bits;
-            }
-            diff += local_diff;
         }
     }
-    *max_ulp = best;
-    *worst_bits = best_bits;
-    *mismatches = diff;
+#pragma omp critical
+    {
+        if (local > *a->max_ulp || (local == *a->max_ulp && local_bits < *a->worst_bits)) {
+            *a->max_ulp = local;
+            *a->worst_bits = local_bits;
+        }
+        *a->mismatches += local_diff;
+    }
+    return 0;
+}
+
+void om_vmath_ulp_sweep(int op, int64_t start, int64_t stop, int nthreads, double *max_ulp,
+                        uint32_t *worst_bits, int64_t *mismatches) {
+    const sweep_job a = {op, start, stop, max_ulp, worst_bits, mismatches};
+    *max_ulp = 0.0;
+    *worst_bits = (uint32_t)start;
+    *mismatches = 0;
+    om_run_team(om_threads_for(stop - start, OM_VMATH_GRAIN, nthreads), sweep_blocks, &a);
 }
 
 OM_PATH_DISPATCH(vmath, OM_ISA_TABLE)
