@@ -239,7 +239,7 @@ def ref_lstm(xw, w_hh, b, h0, c0, gy, dtype):
     """An LSTM direction as the kernel computes it under autocast: per step hw = h·W_hhᵀ by
     ref_product (operands rounded), the gates in float32 in the kernel's order; backward by
     the cell's formulas, dh_prev = dgates·W_hh and dW_hh = dgatesᵀ·h_prev by ref_product.
-    Returns (y, dW_hh, dh0) for the loss sum(y * gy)."""
+    Returns (y, dxw, dW_hh, dh0) for the loss sum(y * gy)."""
     sig, tanh = (lambda x: _kernel_fn(F.sigmoid, x)), (lambda x: _kernel_fn(F.tanh, x))
     steps, hidden = xw.shape[0], h0.shape[1]
     h, c, ys, cs, gates, prevs = h0, c0, [], [], [], []
@@ -265,7 +265,7 @@ def ref_lstm(xw, w_hh, b, h0, c0, gy, dtype):
         dh = ref_product(dgs[t], w_hh, dtype)
     dg = np.concatenate(dgs)
     h_prev = np.concatenate([p[0] for p in prevs])
-    return np.stack(ys), ref_product(dg.T, h_prev, dtype), dh
+    return np.stack(ys), dg.reshape(xw.shape), ref_product(dg.T, h_prev, dtype), dh
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
@@ -282,58 +282,77 @@ def test_lstm_recurrent_products_are_the_reference(dtype, isa, same_bits_everywh
     gy = rng.normal(size=(steps, batch, hidden)).astype(np.float32)
 
     def run(_):
-        w, h = om.tensor(w_hh, requires_grad=True), om.tensor(h0, requires_grad=True)
+        x, w, h = (om.tensor(a, requires_grad=True) for a in (xw, w_hh, h0))
         with amp.autocast(dtype):
-            y, _, _ = recurrent.lstm_layer(om.from_numpy(xw), w, om.from_numpy(b), h,
-                                   om.from_numpy(c0))
+            y, _, _ = recurrent.lstm_layer(x, w, om.from_numpy(b), h, om.from_numpy(c0))
         (y * om.from_numpy(gy)).sum().backward()
-        return [y.detach().numpy(), w.grad.numpy(), h.grad.numpy()]
+        return [y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), h.grad.numpy()]
 
-    y, dw, dh0 = same_bits_everywhere(run)
-    ref_y, ref_dw, ref_dh0 = ref_lstm(xw, w_hh, b, h0, c0, gy, dtype)
-    _same_bits(y, ref_y)
-    _same_bits(dw, ref_dw)
-    _same_bits(dh0, ref_dh0)
+    results = same_bits_everywhere(run)
+    for got, want in zip(results, ref_lstm(xw, w_hh, b, h0, c0, gy, dtype)):
+        _same_bits(got, want)
+    y = results[0]
     plain = recurrent.lstm_layer(om.from_numpy(xw), om.from_numpy(w_hh), om.from_numpy(b),
                          om.from_numpy(h0), om.from_numpy(c0))[0].numpy()
     assert not np.array_equal(y, plain)  # the rounding did happen
     np.testing.assert_allclose(y, plain, atol=0.05)
 
 
+def ref_gru(xw, w_hh, b, h0, gy, dtype):
+    """A GRU direction as the kernel computes it under autocast (as ref_lstm): per step
+    hw = h·W_hhᵀ by ref_product, the cell in float32 in the kernel's order
+    (n = tanh(x_n + r·(hw_n + b_n)), h = n + z·(h_prev - n)); backward by the cell's formulas,
+    dh_prev = d·z + dgates_h·W_hh and dW_hh = dgates_hᵀ·h_prev by ref_product. Returns
+    (y, dxw, dW_hh, dh0) for the loss sum(y * gy)."""
+    sig, tanh = (lambda x: _kernel_fn(F.sigmoid, x)), (lambda x: _kernel_fn(F.tanh, x))
+    steps, hidden = xw.shape[0], h0.shape[1]
+    parts = [slice(k * hidden, (k + 1) * hidden) for k in range(3)]
+    h, ys, saved = h0, [], []
+    for t in range(steps):
+        hw = ref_product(h, w_hh.T, dtype)
+        r, z = (sig(xw[t][:, p] + (hw[:, p] + b[p])) for p in parts[:2])
+        hl = hw[:, parts[2]] + b[parts[2]]
+        n = tanh(xw[t][:, parts[2]] + r * hl)
+        saved.append((h, r, z, n, hl))
+        h = n + z * (h - n)
+        ys.append(h)
+    one = np.float32(1.0)
+    dh = np.zeros_like(h0)
+    dgx, dgh = [None] * steps, [None] * steps
+    for t in reversed(range(steps)):
+        h_prev, r, z, n, hl = saved[t]
+        d = dh + gy[t]
+        dnp = (d * (one - z)) * (one - n * n)
+        drp = ((dnp * hl) * (one - r)) * r
+        dzp = ((d * (h_prev - n)) * (one - z)) * z
+        dgx[t] = np.concatenate([drp, dzp, dnp], 1)
+        dgh[t] = np.concatenate([drp, dzp, dnp * r], 1)
+        dh = d * z + ref_product(dgh[t], w_hh, dtype)
+    h_prev = np.concatenate([s[0] for s in saved])
+    return (np.stack(ys), np.stack(dgx), ref_product(np.concatenate(dgh).T, h_prev, dtype), dh)
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-def test_gru_recurrent_product_is_the_reference(dtype, isa, same_bits_everywhere):
-    """The GRU's forward under autocast: per step hw = h·W_hhᵀ by ref_product, the cell in
-    float32 (n = tanh(x_n + r·(hw_n + b_n))); its gradients, from rounded products too, stay
-    close to float32's."""
+def test_gru_recurrent_products_are_the_reference(dtype, isa, same_bits_everywhere):
+    """The GRU under autocast: outputs and gradients (xw, W_hh, h0) equal ref_gru bit for bit
+    on every path and thread count."""
     rng = np.random.default_rng(9)
     steps, batch, hidden = 4, 3, 10
     xw = rng.normal(size=(steps, batch, 3 * hidden)).astype(np.float32)
     w_hh = (rng.normal(size=(3 * hidden, hidden)) * 0.4).astype(np.float32)
     b = rng.normal(size=3 * hidden).astype(np.float32)
     h0 = rng.normal(size=(batch, hidden)).astype(np.float32)
+    gy = rng.normal(size=(steps, batch, hidden)).astype(np.float32)
 
-    def run(half):
-        w = om.tensor(w_hh, requires_grad=True)
-        with amp.autocast(dtype, enabled=half):
-            y = recurrent.gru_layer(om.from_numpy(xw), w, om.from_numpy(b), om.from_numpy(h0))[0]
-        (y * y).sum().backward()
-        return [y.detach().numpy(), w.grad.numpy()]
+    def run(_):
+        x, w, h = (om.tensor(a, requires_grad=True) for a in (xw, w_hh, h0))
+        with amp.autocast(dtype):
+            y = recurrent.gru_layer(x, w, om.from_numpy(b), h)[0]
+        (y * om.from_numpy(gy)).sum().backward()
+        return [y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), h.grad.numpy()]
 
-    y, dw = same_bits_everywhere(lambda _: run(True))
-    sig, tanh = (lambda x: _kernel_fn(F.sigmoid, x)), (lambda x: _kernel_fn(F.tanh, x))
-    h, ref = h0, []
-    for t in range(steps):
-        hw = ref_product(h, w_hh.T, dtype)
-        r, z = (sig(xw[t][:, k * hidden:(k + 1) * hidden]
-                    + (hw[:, k * hidden:(k + 1) * hidden] + b[k * hidden:(k + 1) * hidden]))
-                for k in (0, 1))
-        n = tanh(xw[t][:, 2 * hidden:] + r * (hw[:, 2 * hidden:] + b[2 * hidden:]))
-        h = n + z * (h - n)
-        ref.append(h)
-    _same_bits(y, np.stack(ref))
-    plain_y, plain_dw = run(False)
-    assert not np.array_equal(dw, plain_dw)  # the backward's products rounded too
-    np.testing.assert_allclose(dw, plain_dw, rtol=0.05, atol=0.05)
+    for got, want in zip(same_bits_everywhere(run), ref_gru(xw, w_hh, b, h0, gy, dtype)):
+        _same_bits(got, want)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
