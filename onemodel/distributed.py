@@ -35,6 +35,9 @@ int64), 2x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float3
 integers per parameter (16 per element in a step with wide sums). Memory: two int64 limbs per
 element whatever M is (and a float32 result buffer the Trainer reuses), no scratch: quantising
 (packing too, in a parameter's last add) and rounding are one pass each in C (csrc/exact.c).
+A worker's only micro-batch of a step is written packed directly, without its hi limbs (8
+bytes an element written instead of 16), when its integers lie inside 2^(bits - 1); should a
+bucket's sum turn out wide, such a parameter adds zero high limbs, which is exact too.
 
 Overlap: the buckets are laid out in reverse parameter order, of about 25 MB of float32
 (DDP's size); `ExactSum.add_one(..., final=True)` quantises one gradient as
@@ -336,6 +339,7 @@ class ExactSum:
         self._final = [False] * n
         self._fresh = [True] * n  # no integers yet this step: the limbs hold old ones
         self._wide = [-1] * n  # packed parameters: their integers too wide to pack
+        self._hi_skipped = [False] * n  # packed directly: hi limbs not written (lo >> 56)
         self._requests: list[Any] = []
         self._packed = [False] * len(self.buckets)  # lo holds the whole (summed) integers
         self._out: Optional[np.ndarray] = None  # results(reuse=True) write here
@@ -353,6 +357,7 @@ class ExactSum:
         self._final = [False] * len(self.sizes)
         self._fresh = [True] * len(self.sizes)
         self._wide = [-1] * len(self.sizes)
+        self._hi_skipped = [False] * len(self.sizes)
         self._requests = []
         self._packed = [False] * len(self.buckets)
 
@@ -414,13 +419,13 @@ class ExactSum:
         codes = None if self.codes is None else self.codes[base:base + a.size]
         fresh = self._fresh[k]
         self._fresh[k] = False
-        done, clamped, bad, wide = _exact.add(a, scale, limit, hi, lo, codes, fresh,
-                                              pack_bits)
+        done, clamped, bad, wide, self._hi_skipped[k] = _exact.add(a, scale, limit, hi, lo,
+                                                                   codes, fresh, pack_bits)
         if done < a.size:  # a first non-finite element: the codes exist from here on
             self.codes = np.zeros(self.total, np.uint8)
             rest = slice(base + done, base + a.size)
-            _, more, bad, wider = _exact.add(a[done:], scale, limit, self.hi[rest],
-                                             self.lo[rest], self.codes[rest], fresh, pack_bits)
+            _, more, bad, wider, _ = _exact.add(a[done:], scale, limit, self.hi[rest],
+                                                self.lo[rest], self.codes[rest], fresh, pack_bits)
             clamped += more
             wide += wider
         return clamped, bad, wide
@@ -478,6 +483,11 @@ class ExactSum:
         # A bucket with integers too wide for one int64: its hi limbs too; the sum of the lo
         # limbs is then the packed sum less the hi sum times 2^56, modulo 2^64 (below 2^63).
         wide = [j for j in range(len(self.buckets)) if meta[3 * n + j]]
+        # A parameter packed directly (its hi limbs not written, every integer inside
+        # 2^(bits - 1)) adds zero high limbs: the sum of the lo limbs then stays inside int64
+        # (below W·2^(bits - 1) + W·2^56 < 2^63 in magnitude), which is all the rounding needs.
+        for k in (k for j in wide for k in self.members[j] if self._hi_skipped[k]):
+            self.hi[self.offsets[k]:self.offsets[k] + self.sizes[k]] = 0
         wait([_comm.Iallreduce(_MPI.IN_PLACE, self.hi[a:b], op=_MPI.SUM)
               for a, b in (self.buckets[j] for j in wide)], what + " (wide sums)")
         for j in wide:

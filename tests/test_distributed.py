@@ -240,9 +240,11 @@ def test_dropout_counters_follow_the_global_position():
     assert int(model[2].draws._data) == 24
 
 
-# Gradients of 12 micro-batches for three parameters, summed by each worker's share of them
-# with small buckets (one parameter each); `wide` makes one parameter's sums too wide for one
-# int64 (a stale prior 2^30 below them), the others fit: both ways of the all-reduce.
+# Gradients of M micro-batches for three parameters (M = 12, or one a worker), summed by each
+# worker's share of them with small buckets (one parameter each) or one bucket; `wide` makes
+# one parameter's sums too wide for one int64 (a stale prior 2^30 below them), the others fit:
+# both ways of the all-reduce (with one micro-batch a worker and one bucket, the parameters
+# that fit were packed directly, without their high limbs, which the wide sum then needs).
 # `missing`: the odd micro-batches have no gradient for the last parameter (at W = 2 rank 1
 # never completes the first bucket, rank 0 does: the buckets must still start in one order).
 SUM = textwrap.dedent("""
@@ -251,23 +253,31 @@ SUM = textwrap.dedent("""
     from onemodel import distributed
     distributed.init()
     rng = np.random.default_rng(7)
-    sizes = [300, 40, 5]
+    sizes = [3000, 40, 5]
+    M, bucket_bytes = int(sys.argv[3]), int(sys.argv[4])
     rows = [[(rng.standard_normal(s) * 2.0 ** rng.integers(-30, -3, s)).astype(np.float32)
-             for s in sizes] for _ in range(12)]
-    rows[3][1][:4] = [np.inf, np.nan, -np.inf, 1.0]
-    acc = distributed.ExactSum(sizes, bucket_bytes=1)
+             for s in sizes] for _ in range(M)]
+    rows[M // 4][1][:4] = [np.inf, np.nan, -np.inf, 1.0]
+    acc = distributed.ExactSum(sizes, bucket_bytes=bucket_bytes)
     acc.exponents = [4, 4, 4]
     if sys.argv[2] == "wide":
         for r in rows:
             r[0] *= np.float32(2.0 ** 30)
     W, me = distributed.world_size(), distributed.rank()
-    mine = list(range(me, 12, W))
+    mine = list(range(me, M, W))
+    # A step before, whose integers are wide (its high limbs nonzero): what it leaves in the
+    # limbs must not reach the next step's sums.
+    for k in (2, 1, 0):
+        acc.add_one(k, rows[me][k] * np.float32(2.0 ** 20), 1, final=True)
+    acc.reduce()
+    acc.results(1, update_priors=False)
+    acc.reset()
     for i in mine:
         for k in (2, 1, 0):  # as backward completes them
             if sys.argv[2] != "missing" or k != 2 or i % 2 == 0:
                 acc.add_one(k, rows[i][k], 3 + i, final=i == mine[-1])
     acc.reduce()
-    out = acc.results(sum(3 + i for i in range(12)))
+    out = acc.results(sum(3 + i for i in range(M)))
     with open(f"{sys.argv[1]}.{me}", "wb") as f:
         f.write(b"".join(r.tobytes() for r in out) + repr(acc._packed).encode())
 """)
@@ -277,16 +287,21 @@ SUM = textwrap.dedent("""
 @pytest.mark.parametrize("world", [2, 3])
 def test_packed_and_wide_sums_give_the_bits_of_one_process(tmp_path, world):
     pytest.importorskip("mpi4py")
-    for kind in ("fits", "wide", "missing"):
-        one = _mpirun(tmp_path, 1, SUM, str(tmp_path / f"one-{kind}"), kind)
-        run = _mpirun(tmp_path, world, SUM, str(tmp_path / f"out-{kind}"), kind)
+    cases = [(kind, "12", "1") for kind in ("fits", "wide", "missing")]
+    cases += [(kind, str(world), "1000000") for kind in ("fits", "wide")]  # one bucket
+    for kind, m, bucket in cases:
+        name = f"{kind}-{m}-{bucket}"
+        one = _mpirun(tmp_path, 1, SUM, str(tmp_path / f"one-{name}"), kind, m, bucket)
+        run = _mpirun(tmp_path, world, SUM, str(tmp_path / f"out-{name}"), kind, m, bucket)
         assert one.returncode == 0 and run.returncode == 0, run.stderr[-3000:] + one.stderr
-        want = (tmp_path / f"one-{kind}.0").read_bytes()
-        got = [(tmp_path / f"out-{kind}.{r}").read_bytes() for r in range(world)]
-        tail = b"[True, True, False]" if kind == "wide" else b"[True, True, True]"
-        assert want.endswith(b"[False, False, False]")  # one process: no packing
+        want = (tmp_path / f"one-{name}.0").read_bytes()
+        got = [(tmp_path / f"out-{name}.{r}").read_bytes() for r in range(world)]
+        unpacked = b"[False, False, False]" if bucket == "1" else b"[False]"
+        tail = {("wide", "1"): b"[True, True, False]", ("wide", "1000000"): b"[False]"}.get(
+            (kind, bucket), unpacked.replace(b"False", b"True"))
+        assert want.endswith(unpacked)  # one process: no packing
         for g in got:
-            assert g[:-len(tail)] == want[:-len(b"[False, False, False]")] and g.endswith(tail)
+            assert g[:-len(tail)] == want[:-len(unpacked)] and g.endswith(tail), name
 
 
 @needs_mpi

@@ -248,7 +248,7 @@ def test_the_c_passes_equal_the_numpy_reference(seed, isa):
         scale = weight * 2.0 ** -grid
         for i in (3, 0, 1, 2, 4, 5, 6, 7):  # a row with non-finite elements first
             r = rows[i]
-            done, clamped, bad, wide = _exact.add(r, scale, 2.0 ** 98 - 2.0 ** 45, hi, lo,
+            done, clamped, bad, wide, _ = _exact.add(r, scale, 2.0 ** 98 - 2.0 ** 45, hi, lo,
                                                   codes, fresh=i == 3)
             assert (done, clamped, bad, wide) == ((r.size,) + ref_quantise(r, scale, rh, rl,
                                                                            rcodes) + (0,))
@@ -367,7 +367,7 @@ def test_adding_and_packing_in_one_pass_is_adding_then_packing(bits, isa):
     for r in rows[:2]:
         _exact.add(r, 2.0 ** 70, 2.0 ** 98, hi, lo)
         _exact.add(r, 2.0 ** 70, 2.0 ** 98, hi2, lo2)
-    done, _, _, wide = _exact.add(rows[2], 2.0 ** 70, 2.0 ** 98, hi, lo, pack_bits=bits)
+    done, _, _, wide, _ = _exact.add(rows[2], 2.0 ** 70, 2.0 ** 98, hi, lo, pack_bits=bits)
     codes = np.zeros(2000 - done, np.uint8)
     more = _exact.add(rows[2][done:], 2.0 ** 70, 2.0 ** 98, hi[done:], lo[done:], codes,
                       pack_bits=bits)
@@ -376,3 +376,37 @@ def test_adding_and_packing_in_one_pass_is_adding_then_packing(bits, isa):
     _exact.add(rows[2], 2.0 ** 70, 2.0 ** 98, hi2, lo2, codes2)
     assert wide + more[3] == _exact.pack(hi2, lo2, bits) > 0
     assert hi.tobytes() == hi2.tobytes() and lo.tobytes() == lo2.tobytes()
+
+
+@pytest.mark.parametrize("bits", [56, 62])
+def test_fresh_limbs_packed_directly_are_those_added_then_packed(bits, isa):
+    # A worker's only micro-batch is written as packed integers without the hi limbs when every
+    # integer lies inside 2^(bits - 1); a block beyond that (here the third of four, 512 each)
+    # makes the pass write every hi limb, the skipped ones too; a non-finite element stopping
+    # the pass leaves every hi limb before it written. Either way the packed integers are
+    # those of adding, then packing.
+    from onemodel._kernels import _exact
+    rng = np.random.default_rng(bits)
+    g = (rng.standard_normal(2000) * 2.0 ** rng.integers(-30, 0, 2000)).astype(np.float32)
+    g[:8] = [0.0, -0.0, 1e-45, -1e-45, 0.75, -0.75, 2.5, -2.5]  # ties, signs, subnormals
+    scale = 2.0 ** (bits - 3)
+    for case in ("inside", "beyond", "stopped"):
+        r = g.copy()
+        if case == "beyond":
+            r[1100] = 2.0 ** 3  # the integer 2^bits: outside the packing range too
+        if case == "stopped":
+            r[1300] = np.nan
+        hi, lo = rng.integers(-(1 << 62), 1 << 62, (2, r.size))  # stale limbs
+        done, _, _, wide, skipped = _exact.add(r, scale, 2.0 ** 98, hi, lo, fresh=True,
+                                               pack_bits=bits)
+        want_hi, want_lo = np.zeros(r.size, np.int64), np.zeros(r.size, np.int64)
+        _, _, _, want_wide, _ = _exact.add(r[:done], scale, 2.0 ** 98, want_hi[:done],
+                                           want_lo[:done])
+        assert want_wide == 0 and wide == _exact.pack(want_hi[:done], want_lo[:done], bits)
+        assert (done, skipped) == {"inside": (2000, True), "beyond": (2000, False),
+                                   "stopped": (1300, False)}[case]
+        assert lo[:done].tobytes() == want_lo[:done].tobytes()
+        if skipped:
+            assert ((lo >> 56) != hi).any()  # stale: not written, and lo >> 56 gives them
+        else:
+            assert hi[:done].tobytes() == want_hi[:done].tobytes()

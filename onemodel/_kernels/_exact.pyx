@@ -8,7 +8,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 cdef extern from "exact.h" nogil:
     size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
                         int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad,
-                        int fresh, int pack_bits, int64_t *wide)
+                        int fresh, int pack_bits, int64_t *wide, int *hi_skipped)
     void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n)
     int64_t om_exact_pack(int64_t *hi, int64_t *lo, size_t n, int bits)
     void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid,
@@ -19,8 +19,9 @@ def add(const float[::1] g, double scale, double limit, int64_t[::1] hi, int64_t
         uint8_t[::1] codes=None, bint fresh=False, int pack_bits=0) -> tuple:
     """Adds round_half_even(g * scale), |g * scale| clamped to limit, into the limbs (see
     exact.h; `fresh`: as into zero limbs, which are not read; `pack_bits`: then packed as by
-    pack()). Returns (elements done, clamped, non-finite, wide): fewer than len(g) done only
-    when codes is None and a non-finite element stopped the pass there."""
+    pack()). Returns (elements done, clamped, non-finite, wide, hi skipped): fewer than len(g)
+    done only when codes is None and a non-finite element stopped the pass there; hi skipped
+    when the hi limbs were left unwritten (fresh and packed: then lo >> 56 gives them)."""
     cdef size_t n = g.shape[0]
     if hi.shape[0] != <Py_ssize_t>n or lo.shape[0] != <Py_ssize_t>n or (
             codes is not None and codes.shape[0] != <Py_ssize_t>n):
@@ -28,16 +29,17 @@ def add(const float[::1] g, double scale, double limit, int64_t[::1] hi, int64_t
     if pack_bits and not 56 <= pack_bits <= 63:
         raise ValueError(f"exact.add: pack_bits must be 0 or in [56, 63], got {pack_bits}")
     cdef int64_t clamped = 0, bad = 0, wide = 0
+    cdef int skipped = 0
     cdef size_t done = 0
     cdef uint8_t *c = NULL
     if n == 0:
-        return 0, 0, 0, 0
+        return 0, 0, 0, 0, False
     if codes is not None:
         c = &codes[0]
     with nogil:
         done = om_exact_add(&g[0], n, scale, limit, &hi[0], &lo[0], c, &clamped, &bad, fresh,
-                            pack_bits, &wide)
-    return done, clamped, bad, wide
+                            pack_bits, &wide, &skipped)
+    return done, clamped, bad, wide, bool(skipped)
 
 
 def normalise(int64_t[::1] hi, int64_t[::1] lo) -> None:

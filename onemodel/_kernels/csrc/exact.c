@@ -5,7 +5,7 @@
 
 #define EXACT_DECLARE(p)                                                                      \
     size_t om_exact_add_##p(const float *, size_t, double, double, int64_t *, int64_t *,       \
-                            uint8_t *, int64_t *, int64_t *, int, int, int64_t *);             \
+                            uint8_t *, int64_t *, int64_t *, int, int, int64_t *, int *);      \
     void om_exact_normalise_##p(int64_t *, int64_t *, size_t);                                 \
     int64_t om_exact_pack_##p(int64_t *, int64_t *, size_t, int);                              \
     void om_exact_round_##p(const int64_t *, const int64_t *, size_t, int, int64_t, uint64_t,  \
@@ -17,7 +17,7 @@ EXACT_DECLARE(neon)
 
 
 typedef size_t (*add_fn)(const float *, size_t, double, double, int64_t *, int64_t *,
-                         uint8_t *, int64_t *, int64_t *, int, int, int64_t *);
+                         uint8_t *, int64_t *, int64_t *, int, int, int64_t *, int *);
 typedef void (*normalise_fn)(int64_t *, int64_t *, size_t);
 typedef int64_t (*pack_fn)(int64_t *, int64_t *, size_t, int);
 typedef void (*round_fn)(const int64_t *, const int64_t *, size_t, int, int64_t, uint64_t,
@@ -30,9 +30,9 @@ static const round_fn round_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_ex
 
 size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
                     int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad, int fresh,
-                    int pack_bits, int64_t *wide) {
+                    int pack_bits, int64_t *wide, int *hi_skipped) {
     return add_table[om_isa](g, n, scale, limit, hi, lo, codes, clamped, bad, fresh,
-                             pack_bits, wide);
+                             pack_bits, wide, hi_skipped);
 }
 
 void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n) {

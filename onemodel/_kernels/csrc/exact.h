@@ -20,10 +20,11 @@
  * non-finite g[i] * scale adds nothing, is counted in *bad and ORs its code into codes[i] (+inf
  * 1, -inf 2, NaN 4). With codes NULL the pass stops before the first non-finite element.
  * Returns the number of elements done (n unless it stopped). lo must hold at most 2^63 - 2^56
- * on entry. */
+ * on entry. *hi_skipped is set to 1 when the hi limbs were left unwritten (fresh and packing
+ * with codes NULL, every integer done inside 2^(pack_bits - 1): lo >> 56 gives them), else 0. */
 size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
                     int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad, int fresh,
-                    int pack_bits, int64_t *wide);
+                    int pack_bits, int64_t *wide, int *hi_skipped);
 
 /* Carries lo into hi: lo back in [0, 2^56). */
 void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n);

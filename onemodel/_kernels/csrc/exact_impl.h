@@ -82,8 +82,17 @@ static inline void set_one(double v, int64_t *hi, int64_t *lo) {
     *lo = r & (int64_t)MASK;
 }
 
-/* 1 when every |g[i]| * scale is finite and at most limit: the largest magnitude's bits. */
-static inline int add_block_clean(const float *g, size_t n, double scale, double limit) {
+/* Writes the element as one packed integer (what set_one then pack_range give, for an integer
+ * inside the packing range), without the hi limb. */
+static inline int64_t packed_one(double v) {
+    int64_t r, f = split(v, &r);
+    return (int64_t)(((uint64_t)f << LIMB) + (uint64_t)r);
+}
+
+/* 0 when some |g[i]| * scale is non-finite or above limit; else 2 when every one is also below
+ * `packable` (its integer then lies well inside the packing range), else 1. */
+static inline int add_block_clean(const float *g, size_t n, double scale, double limit,
+                                  double packable) {
     uint32_t top = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t b;
@@ -95,7 +104,7 @@ static inline int add_block_clean(const float *g, size_t n, double scale, double
     memcpy(&f, &top, 4);
     if (top >= 0x7f800000u) return 0;
     double v = (double)f * scale;
-    return v - v == 0.0 && v <= limit;
+    return v - v == 0.0 && v <= limit ? 1 + (v < packable) : 0;
 }
 
 /* om_exact_pack's loop (exact.h): the integers outside [-2^bits, 2^bits) counted. */
@@ -113,17 +122,42 @@ static inline int64_t pack_range(int64_t *restrict hi, int64_t *restrict lo, siz
     return wide;
 }
 
+/* hi[0 .. n) from the packed integers lo, none wide. */
+static void high_limbs(int64_t *restrict hi, const int64_t *restrict lo, size_t n) {
+    for (size_t i = 0; i < n; i++) hi[i] = lo[i] >> LIMB;
+}
+
 size_t OM_EXACT_FN(om_exact_add)(const float *g, size_t n, double scale, double limit,
                                  int64_t *hi, int64_t *lo, uint8_t *codes, int64_t *clamped,
-                                 int64_t *bad, int fresh, int pack_bits, int64_t *wide) {
+                                 int64_t *bad, int fresh, int pack_bits, int64_t *wide,
+                                 int *hi_skipped) {
     int64_t nclamped = 0, nbad = 0, nwide = 0;
     size_t i = 0, start = 0;
+    /* Packing fresh limbs (a worker's only micro-batch) before any non-finite element, blocks
+     * whose integers lie inside 2^(pack_bits - 1) are written packed directly, without their
+     * hi limbs (half the memory traffic); the first other block writes the skipped ones' hi
+     * limbs, and every later block writes its own. */
+    const int direct = fresh && pack_bits && !codes;
+    const double packable = direct ? (double)((int64_t)1 << (pack_bits - 1)) : 0.0;
+    int skipping = direct;
     while (i < n) {
         size_t m = n - i < OM_EXACT_BLOCK ? n - i : OM_EXACT_BLOCK;
         const float *restrict gb = g + i;
         int64_t *restrict hb = hi + i;
         int64_t *restrict lb = lo + i;
-        if (add_block_clean(gb, m, scale, limit)) {
+        int clean = add_block_clean(gb, m, scale, limit, packable);
+        if (clean == 2 && direct) {
+            for (size_t j = 0; j < m; j++) lb[j] = packed_one((double)gb[j] * scale);
+            if (!skipping) high_limbs(hb, lb, m);
+            i += m;
+            start = i;
+            continue;
+        }
+        if (skipping) {
+            high_limbs(hi, lo, i);
+            skipping = 0;
+        }
+        if (clean) {
             if (fresh) {
                 for (size_t j = 0; j < m; j++) set_one((double)gb[j] * scale, hb + j, lb + j);
             } else {
@@ -152,6 +186,7 @@ size_t OM_EXACT_FN(om_exact_add)(const float *g, size_t n, double scale, double 
     }
 stop:
     if (pack_bits) nwide += pack_range(hi + start, lo + start, i - start, pack_bits);
+    *hi_skipped = skipping;
     *clamped += nclamped;
     *bad += nbad;
     *wide += nwide;
