@@ -173,6 +173,12 @@ static void transpose_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t 
         u->transpose(depth, rows, shifted(v, r, c, 0).p, dr * v.rs + dc * v.cs, dst, width);
         return;
     }
+    /* The runs are short (a K block), too short for the hardware to prefetch each in time:
+     * every line is asked for first, so the misses overlap. */
+    const int64_t bytes = depth * (is_2byte(v.fmt) ? 2 : 4);
+    for (int i = 0; i < rows; i++)
+        for (int64_t at = 0; at < bytes; at += 64)
+            PREFETCH((const char *)shifted(v, r + i * dr, c + i * dc, 0).p + at);
     for (int i = 0; i < rows; i++) {
         view run = shifted(v, r + i * dr, c + i * dc, 1);
         u->convert(depth, run.p, v.fmt, rowbuf + i * depth, run.save);
@@ -242,7 +248,11 @@ static void pack_a(const ctx *x, int64_t rows, int64_t kc, view a, float *dst, i
         if (a.cs == 1) {   /* rows of A contiguous along k: a transpose (mr <= 16) */
             transpose_runs(u, a, i0, 0, 1, 0, kc, h, rowbuf, dst, mr);
         } else {           /* op(A) = transpose: each k holds the mr values contiguously */
-            for (int64_t k = 0; k < kc; k++) load(u, a, i0, k, h, dst + k * mr);
+            for (int64_t k = 0; k < kc; k++) {
+                /* A stride of a row of A between loads: fetched some rows ahead. */
+                PREFETCH(shifted(a, i0, k + 8, 0).p);
+                load(u, a, i0, k, h, dst + k * mr);
+            }
         }
         for (int64_t k = 0; k < kc && h < mr; k++)
             for (int i = h; i < mr; i++) dst[k * mr + i] = 0.0f;
