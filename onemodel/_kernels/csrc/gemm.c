@@ -34,13 +34,14 @@
  * appended to an odd depth, bf16 subnormals read as zero (packing does that), and every sum
  * that is tiny after rounding (below FLT_MIN when rounded with an unbounded exponent) replaced
  * by a zero of its sign.
- * Where the CPU has the instruction, the avx512 path runs it on panels rewritten as such
- * pairs. The other paths run their fma chain on a tile when no sum can be that small, which
- * holds when every product and the partial sum carried in are multiples of 2^-126: the sums
- * are then multiples of 2^-126 too. The products are when the smallest exponents of the tile's
- * rows of op(A) and columns of op(B) (from a scan of the packed panels) add up to at least 142;
- * the carried sum is when the earlier K blocks ran the fma chain too, or when it is zero or at
- * least 2^-103. Otherwise the tile runs dot_step(), the instruction's rule in C.
+ * Where the CPU has the instruction, the avx512 path runs it on panels packed as such pairs
+ * (rounded and paired in one pass from the operand). The other paths run their fma chain on a tile
+ * when no sum can be that small, which holds when every product and the partial sum carried in are
+ * multiples of 2^-126: the sums are then multiples of 2^-126 too. The products are when the
+ * smallest exponents of the tile's rows of op(A) and columns of op(B) (from a scan of the packed
+ * panels) add up to at least 142; the carried sum is when the earlier K blocks ran the fma chain
+ * too, or when it is zero or at least 2^-103. Otherwise the tile runs dot_step(), the
+ * instruction's rule in C.
  */
 #include "gemm.h"
 
@@ -165,6 +166,17 @@ static void load(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int n, 
         u->convert(n, at.p, v.fmt, dst, at.save);
 }
 
+/* The runs of a converting transpose are short (a K block), too short for the hardware to
+ * prefetch each in time: every line of the `rows` runs from element (r + i * dr, c + i * dc) is
+ * asked for first, so the misses overlap. */
+static void prefetch_runs(view v, int64_t r, int64_t c, int dr, int dc, int64_t depth,
+                          int rows) {
+    const int64_t bytes = depth * (is_2byte(v.fmt) ? 2 : 4);
+    for (int i = 0; i < rows; i++)
+        for (int64_t at = 0; at < bytes; at += 64)
+            PREFETCH((const char *)shifted(v, r + i * dr, c + i * dc, 0).p + at);
+}
+
 /* The transposing step over `rows` <= 16 runs of depth contiguous values, run i from element
  * (r + i * dr, c + i * dc); other formats are converted into `rowbuf` first (it stays in L1). */
 static void transpose_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int dr,
@@ -173,12 +185,7 @@ static void transpose_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t 
         u->transpose(depth, rows, shifted(v, r, c, 0).p, dr * v.rs + dc * v.cs, dst, width);
         return;
     }
-    /* The runs are short (a K block), too short for the hardware to prefetch each in time:
-     * every line is asked for first, so the misses overlap. */
-    const int64_t bytes = depth * (is_2byte(v.fmt) ? 2 : 4);
-    for (int i = 0; i < rows; i++)
-        for (int64_t at = 0; at < bytes; at += 64)
-            PREFETCH((const char *)shifted(v, r + i * dr, c + i * dc, 0).p + at);
+    prefetch_runs(v, r, c, dr, dc, depth, rows);
     for (int i = 0; i < rows; i++) {
         view run = shifted(v, r + i * dr, c + i * dc, 1);
         u->convert(depth, run.p, v.fmt, rowbuf + i * depth, run.save);
@@ -205,35 +212,59 @@ static int min_exponent(const float *x, int64_t n) {
     return (int)lowest;
 }
 
-/* A packed micro-panel of `depth` (even) groups of `width` floats, rewritten in place as
- * depth / 2 groups of `width` words: the word of depths (k, k + 1) holds bf16(k) in its high
- * half and bf16(k + 1) in its low half (the values are bf16 already: the low halves are 0).
- * Word (p, j) only overwrites floats that are read before it, so one forward pass suffices. */
-static void to_pairs(float *panel, int64_t depth, int width) {
-    uint32_t *word = (uint32_t *)panel;
-    for (int64_t p = 0; p < depth / 2; p++)
-        for (int j = 0; j < width; j++) {
-            const uint32_t hi = om_f32_bits(panel[2 * p * width + j]);
-            const uint32_t lo = om_f32_bits(panel[(2 * p + 1) * width + j]);
-            word[p * width + j] = (hi & 0xFFFF0000u) | lo >> 16;
-        }
-}
-
 /* The depth of a packed K block of kc depths: a bfloat16 product pads odd ones with zeros. */
 static int64_t packed_depth(const ctx *x, int64_t kc) { return x->bf16 ? kc + (kc & 1) : kc; }
 
-/* Finishes a packed micro-panel of a bfloat16 product: the padding depths (from kc to depth)
- * zeroed, then the panel made pairs for the dot-product kernel, or its smallest exponent
- * stored in *emin (if not NULL) for a widening path's choice of tile rule. */
+/* Finishes a packed micro-panel of a widening bfloat16 product: the padding depths (from kc
+ * to depth) zeroed, and its smallest exponent stored in *emin (if not NULL) for the choice of
+ * tile rule. */
 static void finish_panel(const ctx *x, float *panel, int64_t kc, int64_t depth, int width,
                          int *emin) {
     if (!x->bf16) return;
     for (int64_t k = kc; k < depth; k++)
         for (int j = 0; j < width; j++) panel[k * width + j] = 0.0f;
-    if (x->pairs)
-        to_pairs(panel, depth, width);
-    else if (emin)
-        *emin = min_exponent(panel, depth * width);
+    if (emin) *emin = min_exponent(panel, depth * width);
+}
+
+/* The dot-product kernel's panels: per pair of depths (k, k + 1), words of bf16(k) in the high
+ * half and bf16(k + 1) in the low half (a zero past an odd kc), `width` words apart, written
+ * straight from the operand by the path's pair converters (gemm_convert.h). The packers below
+ * fill lanes 0 .. fill - 1 of a panel: lane i from element (r + i * dr, c + i * dc) for i <
+ * lanes, zeros after. */
+static void zero_lanes(uint32_t *dst, int64_t words, int lanes, int fill, int width) {
+    for (int64_t p = 0; p < words && lanes < fill; p++)
+        for (int i = lanes; i < fill; i++) dst[p * width + i] = 0;
+}
+
+/* Lanes that are runs along the depth (contiguous in memory; lanes <= 16): each run made words
+ * in `rowbuf`, then transposed into the panel. */
+static void pairs_from_runs(const ctx *x, view v, int64_t r, int64_t c, int dr, int dc,
+                            int64_t kc, int lanes, int fill, uint32_t *rowbuf, float *dst,
+                            int width) {
+    const int64_t words = (kc + 1) / 2;
+    prefetch_runs(v, r, c, dr, dc, kc, lanes);
+    for (int i = 0; i < lanes; i++) {
+        view run = shifted(v, r + i * dr, c + i * dc, 1);
+        x->u->convert_run_pairs(kc, run.p, v.fmt, rowbuf + i * words, run.save);
+    }
+    x->u->transpose(words, lanes, (const float *)rowbuf, words, dst, width);
+    zero_lanes((uint32_t *)dst, words, lanes, fill, width);
+}
+
+/* Lanes contiguous in memory at each depth (the depth steps by (sr, sc)): two depths a word. */
+static void pairs_from_rows(const ctx *x, view v, int64_t r, int64_t c, int sr, int sc,
+                            int64_t kc, int lanes, float *dst, int width) {
+    for (int64_t p = 0; 2 * p < kc; p++) {
+        PREFETCH(shifted(v, r + (2 * p + 8) * sr, c + (2 * p + 8) * sc, 0).p);  /* as pack_a's */
+        PREFETCH(shifted(v, r + (2 * p + 9) * sr, c + (2 * p + 9) * sc, 0).p);
+        const view even = shifted(v, r + 2 * p * sr, c + 2 * p * sc, 1);
+        const int has_odd = 2 * p + 1 < kc;
+        const view odd = has_odd ? shifted(v, r + (2 * p + 1) * sr, c + (2 * p + 1) * sc, 1)
+                                 : even;
+        x->u->convert_pairs(lanes, even.p, has_odd ? odd.p : NULL, v.fmt,
+                            (uint32_t *)dst + p * width, even.save, has_odd ? odd.save : NULL);
+    }
+    zero_lanes((uint32_t *)dst, (kc + 1) / 2, lanes, width, width);
 }
 
 /* rows x kc block of op(A) -> micro-panels of mr rows, each packed_depth(kc) groups of mr
@@ -245,6 +276,13 @@ static void pack_a(const ctx *x, int64_t rows, int64_t kc, view a, float *dst, i
     OM_ALIGNED(64) float rowbuf[16 * OM_GEMM_KC];
     for (int64_t i0 = 0; i0 < rows; i0 += mr, dst += depth * mr) {
         int h = rows - i0 < mr ? (int)(rows - i0) : mr;
+        if (x->pairs) {
+            if (a.cs == 1)
+                pairs_from_runs(x, a, i0, 0, 1, 0, kc, h, mr, (uint32_t *)rowbuf, dst, mr);
+            else
+                pairs_from_rows(x, a, i0, 0, 0, 1, kc, h, dst, mr);
+            continue;
+        }
         if (a.cs == 1) {   /* rows of A contiguous along k: a transpose (mr <= 16) */
             transpose_runs(u, a, i0, 0, 1, 0, kc, h, rowbuf, dst, mr);
         } else {           /* op(A) = transpose: each k holds the mr values contiguously */
@@ -267,6 +305,25 @@ static void pack_b(const ctx *x, int64_t kc, int64_t cols, view b, float *dst, i
     const int nr = u->nr;
     const int64_t panels = (cols + nr - 1) / nr, last = cols - (panels - 1) * nr;
     const int64_t depth = packed_depth(x, kc);
+    if (x->pairs && b.cs == 1) {  /* two rows of B at a time, in order */
+        for (int64_t k = 0; k < kc; k += 2)
+            for (int64_t p = 0; p < panels; p++)
+                pairs_from_rows(x, shifted(b, k, p * nr, 1), 0, 0, 1, 0, kc - k < 2 ? 1 : 2,
+                                p + 1 < panels ? nr : (int)last,
+                                dst + p * depth * nr + k / 2 * nr, nr);
+        return;
+    }
+    if (x->pairs) {
+        OM_ALIGNED(64) uint32_t rowbuf[16 * OM_GEMM_KC / 2];
+        for (int64_t p = 0; p < panels; p++) {
+            const int w = p + 1 < panels ? nr : (int)last;
+            for (int j = 0; j < nr; j += 16)  /* the transpose takes 16 lanes at most */
+                pairs_from_runs(x, b, 0, p * nr + j, 0, 1, kc,
+                                j < w ? (w - j < 16 ? w - j : 16) : 0, nr - j < 16 ? nr - j : 16,
+                                rowbuf, dst + p * depth * nr + j, nr);
+        }
+        return;
+    }
     if (b.cs == 1) {       /* rows of B contiguous: read each row once, in order */
         for (int64_t k = 0; k < kc; k++) {
             for (int64_t p = 0; p < panels; p++) {

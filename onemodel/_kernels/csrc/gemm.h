@@ -8,7 +8,7 @@
  *      from the value stored in c. Element (i, j) runs acc = fma(a[k*MR+i], b[k*NR+j], acc)
  *      for k = 0..kc-1 in that order, one rounding per fused multiply-add.
  * The bfloat16 dot-product kernel (gemm_avx512bf16.c) takes the same panels after
- * packing has rewritten them as pairs of depths (gemm.c), kc even.
+ * packing has written them as pairs of depths (gemm.c), kc even.
  */
 #ifndef OM_GEMM_H
 #define OM_GEMM_H
@@ -39,11 +39,22 @@ enum { OM_F32 = 0, OM_F32_TO_BF16 = 1, OM_F32_TO_F16 = 2, OM_BF16 = 3, OM_F16 = 
 typedef void (*om_gemm_convert_fn)(int64_t n, const void *src, int fmt, float *dst,
                                    uint16_t *save);
 
+/* The converting steps of a path with a dot-product kernel (gemm_convert.h): bfloat16 words
+ * of pairs of depths, from two rows of depths (convert_pairs) or from a run along the depth
+ * (convert_run_pairs). */
+typedef void (*om_gemm_convert_pairs_fn)(int64_t n, const void *even, const void *odd, int fmt,
+                                         uint32_t *dst, uint16_t *save_even,
+                                         uint16_t *save_odd);
+typedef void (*om_gemm_convert_run_pairs_fn)(int64_t n, const void *src, int fmt, uint32_t *dst,
+                                             uint16_t *save);
+
 typedef struct {
     int mr, nr;                 /* tile shape; nr is a multiple of the vector width */
     om_gemm_ukernel_fn kernel;
     om_gemm_transpose_fn transpose;
     om_gemm_convert_fn convert;
+    om_gemm_convert_pairs_fn convert_pairs;          /* NULL on a path without a dot kernel */
+    om_gemm_convert_run_pairs_fn convert_run_pairs;
 } om_gemm_ukernel;
 
 /* The plain C transpose, for paths without a faster one (data movement only: no bits change). */

@@ -1,8 +1,9 @@
 /* AVX512_BF16 matrix-product micro-kernel for bfloat16 products: VDPBF16PS on the avx512
  * path's 8 x 32 tile, whose packing it shares.
  *
- * The panels arrive as pairs (gemm.c, to_pairs): per pair of depths, MR words of A and NR words
- * of B, each word bf16(k) in its high half and bf16(k + 1) in its low half. Per pair: two loads
+ * The panels arrive as pairs (gemm.c, pairs_from_runs and pairs_from_rows): per pair of
+ * depths, MR words of A and NR words of B, each word bf16(k) in its high half and bf16(k + 1)
+ * in its low half. Per pair: two loads
  * of B, eight broadcasts of A, 16 VDPBF16PS, each adding two products to every lane: the high
  * one first, rounded, then the low one, rounded, with the instruction's own denormal rules.
  * That is the rule every other path emulates (gemm.c's design note), so the bits are the same.

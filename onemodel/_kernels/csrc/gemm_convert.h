@@ -105,4 +105,64 @@ static void convert(int64_t n, const void *src, int fmt, float *dst, uint16_t *s
     }
 }
 
+/* The bf16 bits packing gives x as `fmt` reads it (OM_F32_TO_BF16 rounds, OM_BF16 holds the
+ * bits), a subnormal flushed; *save (if not NULL) receives the unflushed rounding. */
+static inline uint32_t bf16_word(const void *src, int64_t i, int fmt, uint16_t *save) {
+    if (fmt == OM_BF16) return bf16_flushed(((const uint16_t *)src)[i]);
+    const uint16_t r = om_bf16_round(((const float *)src)[i]);
+    if (save) save[i] = r;
+    return bf16_flushed(r);
+}
+
+#if defined(__AVX2__)
+/* bf16_word on 8 consecutive values from src + i (save + i as bf16_word's save). */
+static inline __m256i bf16_words8(const void *src, int64_t i, int fmt, uint16_t *save) {
+    if (fmt == OM_BF16)
+        return bf16_flushed8(_mm256_cvtepu16_epi32(
+            _mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))));
+    const __m256i r = bf16_round8((const float *)src + i);
+    if (save) store_halves8(save + i, r);
+    return bf16_flushed8(r);
+}
+#endif
+
+/* Packing's converting step for the dot-product kernel, a pair of depths at once: dst[j] =
+ * bf16(even[j]) << 16 | bf16(odd[j]) for j < n (odd NULL: a padding depth of zeros), what
+ * convert and gemm.c's pairing give in two passes; save_even / save_odd as convert's save. */
+static inline void convert_pairs(int64_t n, const void *even, const void *odd, int fmt,
+                                 uint32_t *dst, uint16_t *save_even, uint16_t *save_odd) {
+    int64_t j = 0;
+#if defined(__AVX2__)
+    for (; j + 8 <= n; j += 8) {
+        const __m256i hi = _mm256_slli_epi32(bf16_words8(even, j, fmt, save_even), 16);
+        const __m256i lo = odd ? bf16_words8(odd, j, fmt, save_odd) : _mm256_setzero_si256();
+        _mm256_storeu_si256((__m256i *)(dst + j), _mm256_or_si256(hi, lo));
+    }
+#endif
+    for (; j < n; j++)
+        dst[j] = bf16_word(even, j, fmt, save_even) << 16 |
+                 (odd ? bf16_word(odd, j, fmt, save_odd) : 0u);
+}
+
+/* The same for a run of n depths contiguous in memory: dst[p] = bf16(src[2p]) << 16 |
+ * bf16(src[2p + 1]) for p < (n + 1) / 2 (a zero past the end). */
+static inline void convert_run_pairs(int64_t n, const void *src, int fmt, uint32_t *dst,
+                                     uint16_t *save) {
+    int64_t i = 0;
+#if defined(__AVX2__)
+    /* 8 values, 4 pairs: as 64-bit lanes (odd << 32 | even), each word is the lane << 16 |
+     * the lane >> 32 in its low half; the four low halves are then gathered. */
+    const __m256i low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    for (; i + 8 <= n; i += 8) {
+        const __m256i v = bf16_words8(src, i, fmt, save);
+        const __m256i w = _mm256_or_si256(_mm256_slli_epi64(v, 16), _mm256_srli_epi64(v, 32));
+        _mm_storeu_si128((__m128i *)(dst + i / 2),
+                         _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(w, low_halves)));
+    }
+#endif
+    for (; i < n; i += 2)
+        dst[i / 2] = bf16_word(src, i, fmt, save) << 16 |
+                     (i + 1 < n ? bf16_word(src, i + 1, fmt, save) : 0u);
+}
+
 #endif
