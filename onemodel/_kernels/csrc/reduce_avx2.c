@@ -52,7 +52,7 @@ OM_LANEWISE(vf_mul, _mm256_mul_ps)
 OM_LANEWISE(vf_div, _mm256_div_ps)
 OM_LANEWISE(vf_max, _mm256_max_ps)
 
-static inline vf vf_exp(vf a) { return (vf){{om_exp_ps_avx2(a.h[0]), om_exp_ps_avx2(a.h[1])}}; }
+static inline vf vf_exp(vf a) { return (vf){{om_exp_avx2(a.h[0]), om_exp_avx2(a.h[1])}}; }
 
 #include "reduce_impl.h"
 

@@ -28,7 +28,7 @@ static inline vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 static inline vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
 static inline vf vf_max(vf a, vf b) { return _mm512_max_ps(a, b); }
-static inline vf vf_exp(vf a) { return om_exp_ps_avx512(a); }
+static inline vf vf_exp(vf a) { return om_exp_avx512(a); }
 
 #include "reduce_impl.h"
 

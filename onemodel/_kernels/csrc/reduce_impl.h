@@ -9,7 +9,7 @@
  *   vf_keep(v, r)              lanes 0..r-1 of v, the others +0.0f,
  *   vf_add, vf_sub, vf_mul, vf_div   IEEE, lane by lane, no fused multiply-add,
  *   vf_max(a, b)               a > b ? a : b lane by lane (a NaN in a is dropped, as x86 MAXPS),
- *   vf_exp(v)                  om_expf lane by lane (csrc/vmath*.h: the same bits on every path),
+ *   vf_exp(v)                  om_exp_scalar lane by lane (csrc/vmath*.h: the same bits on every path),
  *   vf_lanes(v, l)             the 16 lanes to l[0..15].
  * Lane j of a vector loaded from p holds p[j], so "lane j" is the same element on every path
  * (AVX-512: one register; AVX2: two; SSE2 and NEON: four; scalar: an array). Elementwise
@@ -174,7 +174,7 @@ void OM_FN(om_softmax_row_f32)(const float *x, float *y, int64_t n, int is_log) 
     if (n == 0) return;
     float m = om_vmax(x, n);
     float s = om_sum_exp(x, m, is_log ? NULL : y, n);
-    vf vm = vf_set1(m), vs = vf_set1(s), vls = vf_set1(is_log ? om_logf(s) : 0.0f);
+    vf vm = vf_set1(m), vs = vf_set1(s), vls = vf_set1(is_log ? om_log_scalar(s) : 0.0f);
     for (int64_t i = 0; i < n; i += OM_LANES) {
         int r = om_rem(n, i);
         vf v = is_log ? vf_sub(vf_sub(om_ld(x + i, r), vm), vls) : vf_div(om_ld(y + i, r), vs);
@@ -205,7 +205,7 @@ void OM_FN(om_softmax_cols_f32)(const float *x, float *y, int64_t n, int64_t str
             vf_store(s + j, vf_add(vf_load(s + j), e));
         }
     if (is_log)
-        for (int64_t j = 0; j < width; j++) s[j] = om_logf(s[j]);
+        for (int64_t j = 0; j < width; j++) s[j] = om_log_scalar(s[j]);
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < width; j += OM_LANES) {
             int r = om_rem(width, j);

@@ -52,7 +52,7 @@ OM_LANEWISE(vf_div, vdivq_f32)
 OM_LANEWISE(vf_max, max_select)
 
 static inline vf vf_exp(vf a) {
-    for (int k = 0; k < 4; k++) a.q[k] = om_exp_ps_neon(a.q[k]);
+    for (int k = 0; k < 4; k++) a.q[k] = om_exp_neon(a.q[k]);
     return a;
 }
 

@@ -50,7 +50,7 @@ OM_LANEWISE(vf_div, a.v[j] / b.v[j])
 OM_LANEWISE(vf_max, a.v[j] > b.v[j] ? a.v[j] : b.v[j])
 
 static inline vf vf_exp(vf a) {
-    for (int j = 0; j < OM_LANES; j++) a.v[j] = om_expf(a.v[j]);
+    for (int j = 0; j < OM_LANES; j++) a.v[j] = om_exp_scalar(a.v[j]);
     return a;
 }
 

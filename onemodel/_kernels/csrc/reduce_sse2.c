@@ -46,7 +46,7 @@ OM_LANEWISE(vf_div, _mm_div_ps)
 OM_LANEWISE(vf_max, _mm_max_ps)
 
 static inline vf vf_exp(vf a) {
-    for (int k = 0; k < 4; k++) a.q[k] = om_exp_ps_sse2(a.q[k]);
+    for (int k = 0; k < 4; k++) a.q[k] = om_exp_sse2(a.q[k]);
     return a;
 }
 

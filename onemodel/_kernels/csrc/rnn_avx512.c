@@ -10,8 +10,8 @@
 #define RNN_ADD(a, b) _mm512_add_ps(a, b)
 #define RNN_SUB(a, b) _mm512_sub_ps(a, b)
 #define RNN_MUL(a, b) _mm512_mul_ps(a, b)
-#define RNN_SIG(x) om_sigmoid_ps_avx512(x)
-#define RNN_TANH(x) om_tanh_ps_avx512(x)
+#define RNN_SIG(x) om_sigmoid_avx512(x)
+#define RNN_TANH(x) om_tanh_avx512(x)
 #define RNN_KERNEL(name) name##_avx512
 #include "rnn_impl.h"
 

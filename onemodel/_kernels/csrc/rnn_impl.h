@@ -19,8 +19,8 @@
 #define RB_ADD(a, b) ((a) + (b))
 #define RB_SUB(a, b) ((a) - (b))
 #define RB_MUL(a, b) ((a) * (b))
-#define RB_SIG(x) om_sigmoidf(x)
-#define RB_TANH(x) om_tanhf(x)
+#define RB_SIG(x) om_sigmoid_scalar(x)
+#define RB_TANH(x) om_tanh_scalar(x)
 #include "rnn_body.h"
 #undef RB_V
 #undef RB_FN

@@ -10,8 +10,8 @@
 #define RNN_ADD(a, b) vaddq_f32(a, b)
 #define RNN_SUB(a, b) vsubq_f32(a, b)
 #define RNN_MUL(a, b) vmulq_f32(a, b)
-#define RNN_SIG(x) om_sigmoid_ps_neon(x)
-#define RNN_TANH(x) om_tanh_ps_neon(x)
+#define RNN_SIG(x) om_sigmoid_neon(x)
+#define RNN_TANH(x) om_tanh_neon(x)
 #define RNN_KERNEL(name) name##_neon
 #include "rnn_impl.h"
 

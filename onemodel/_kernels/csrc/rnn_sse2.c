@@ -10,8 +10,8 @@
 #define RNN_ADD(a, b) _mm_add_ps(a, b)
 #define RNN_SUB(a, b) _mm_sub_ps(a, b)
 #define RNN_MUL(a, b) _mm_mul_ps(a, b)
-#define RNN_SIG(x) om_sigmoid_ps_sse2(x)
-#define RNN_TANH(x) om_tanh_ps_sse2(x)
+#define RNN_SIG(x) om_sigmoid_sse2(x)
+#define RNN_TANH(x) om_tanh_sse2(x)
 #define RNN_KERNEL(name) name##_sse2
 #include "rnn_impl.h"
 
