@@ -28,7 +28,11 @@ static inline vf vf_set1(float a) {
     for (int k = 0; k < OM_REGS; k++) v.r[k] = OMV_SET1(a);
     return v;
 }
-static inline vf vf_zero(void) { return vf_set1(0.0f); }
+static inline vf vf_zero(void) {
+    vf v;
+    for (int k = 0; k < OM_REGS; k++) v.r[k] = OMV_ZERO();
+    return v;
+}
 static inline vf vf_load(const float *p) {
     vf v;
     for (int k = 0; k < OM_REGS; k++) v.r[k] = OMV_LOAD(p + k * OMV_LANES);

@@ -30,11 +30,9 @@
 #define OMV_LE(a, b) vcleq_f32(a, b)
 #define OMV_EQ(a, b) vceqq_f32(a, b)
 #define OMV_ISNAN(a) vmvnq_u32(vceqq_f32(a, a))
-#define OMV_NLT(a, b) vmvnq_u32(vcltq_f32(a, b))
 #define OMV_MIN(a, b) vbslq_f32(vcltq_f32(a, b), a, b)
 #define OMV_MAX(a, b) vbslq_f32(vcgtq_f32(a, b), a, b)
 #define OMV_F2I(a) vcvtq_s32_f32(a)
-#define OMM_OR(a, b) vorrq_u32(a, b)
 #define OMV_NONE(m) (vmaxvq_u32(m) == 0)
 #define OMV_SEL(m, a, b) vbslq_f32(m, a, b)
 #define OMV_AND(a, b) \

@@ -16,16 +16,15 @@
  *                       elements read or written; masked where the ISA has masks), the other
  *                       lanes `fill`; OMV_KEEP(v, n): lanes below n of v, the others +0.0f,
  *   OMV_ADD/SUB/MUL/DIV, OMV_SQRT, OMV_FMA(a, b, c) (a*b + c rounded once, as fmaf),
- *   OMV_LT/LE/EQ (ordered compares, false on NaN), OMV_NLT (not less than: true on NaN),
- *   OMV_ISNAN, OMV_MIN(a, b) and OMV_MAX(a, b) (a < b ? a : b and a > b ? a : b, as x86's
- *   minps/maxps: a NaN in a gives b), OMV_SEL(mask, if_true, if_false), OMV_AND, OMV_XOR,
- *   OMV_AS_I, OMV_AS_F (bit casts), OMV_I2F (exact int to float), OMV_F2I (float holding an
- *   integer to int), OMI_SET1, OMI_ADD, OMI_SUB, OMI_AND, OMI_SRL, OMI_SRA, OMI_SLL (shifts by
- *   a constant), OMI_SEL, OMI_LT (signed, to a mask), OMM_OR (of two masks), OMV_NONE(mask) (no
- *   lane set), OMD (double vector of half the lanes) with OMD_SET1, OMD_ADD, OMD_SUB, OMD_MUL,
- *   OMD_LO(v) and OMD_HI(v) (the low and high half of a float vector, widened),
- *   OMD_NARROW(lo, hi) (back to one float vector, rounded to nearest) and OMD_BITS_SLL52(d)
- *   (the bits of each double shifted left by 52).
+ *   OMV_LT/LE/EQ (ordered compares, false on NaN), OMV_ISNAN, OMV_MIN(a, b) and OMV_MAX(a, b)
+ *   (a < b ? a : b and a > b ? a : b, as x86's minps/maxps: a NaN in a gives b),
+ *   OMV_SEL(mask, if_true, if_false), OMV_AND, OMV_XOR, OMV_AS_I, OMV_AS_F (bit casts), OMV_I2F
+ *   (exact int to float), OMV_F2I (float holding an integer to int), OMI_SET1, OMI_ADD, OMI_SUB,
+ *   OMI_AND, OMI_SRL, OMI_SRA, OMI_SLL (shifts by a constant), OMI_SEL, OMI_LT (signed, to a
+ *   mask), OMV_NONE(mask) (no lane set), OMD (double vector of half the lanes) with OMD_SET1,
+ *   OMD_ADD, OMD_SUB, OMD_MUL, OMD_LO(v) and OMD_HI(v) (the low and high half of a float vector,
+ *   widened), OMD_NARROW(lo, hi) (back to one float vector, rounded to nearest) and
+ *   OMD_BITS_SLL52(d) (the bits of each double shifted left by 52).
  */
 #include <math.h>
 #include <stdint.h>
@@ -54,11 +53,9 @@
 #define OMV_LE(a, b) ((a) <= (b))
 #define OMV_EQ(a, b) ((a) == (b))
 #define OMV_ISNAN(a) ((a) != (a))
-#define OMV_NLT(a, b) (!((a) < (b)))
 #define OMV_MIN(a, b) om_minf(a, b)
 #define OMV_MAX(a, b) om_maxf(a, b)
 #define OMV_F2I(a) ((int32_t)(a))
-#define OMM_OR(a, b) ((a) | (b))
 #define OMV_NONE(m) (!(m))
 #define OMV_SEL(m, a, b) ((m) ? (a) : (b))
 #define OMV_AND(a, b) om_u2f(om_f2u(a) & om_f2u(b))

@@ -23,11 +23,9 @@
 #undef OMV_LE
 #undef OMV_EQ
 #undef OMV_ISNAN
-#undef OMV_NLT
 #undef OMV_MIN
 #undef OMV_MAX
 #undef OMV_F2I
-#undef OMM_OR
 #undef OMV_NONE
 #undef OMV_SEL
 #undef OMV_AND
