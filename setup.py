@@ -124,7 +124,7 @@ class BuildExt(build_ext):
                 [str(source.relative_to(ROOT))], output_dir=self.build_temp, macros=macros,
                 include_dirs=[str(CSRC), numpy.get_include()],
                 extra_postargs=base + flags + omp_compile,
-                depends=[str(p) for p in (ROOT / CSRC).glob("*.h")])
+                depends=[str(p) for p in (ROOT / CSRC).rglob("*.h")])
 
         (lib,) = self.extensions
         sources = [ROOT / s for s in lib.module_sources] + [
@@ -135,7 +135,7 @@ class BuildExt(build_ext):
             objects = [obj for objs in pool.map(compile_one, sources) for obj in objs]
         lib.extra_objects = objects
         lib.depends = lib.module_sources + [str(p.relative_to(ROOT))
-                                            for p in (ROOT / CSRC).glob("*.[ch]")]
+                                            for p in (ROOT / CSRC).rglob("*.[ch]")]
         lib.extra_link_args = omp_link
         super().build_extensions()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 CSRC = Path(__file__).resolve().parent.parent / "onemodel" / "_kernels" / "csrc"
-SOURCES = sorted(CSRC.glob("*.[ch]")) if CSRC.is_dir() else []
+SOURCES = sorted(CSRC.rglob("*.[ch]")) if CSRC.is_dir() else []
 pytestmark = pytest.mark.skipif(not SOURCES, reason="kernel sources not next to the tests")
 
 OMP_FOR = re.compile(r"#\s*pragma\s+omp\s+(parallel\s+)?for\b|OM_PRAGMA\(omp\s+(parallel\s+)?for\b"
@@ -70,7 +70,7 @@ def msvc_problems(text: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.relative_to(CSRC).as_posix())
 def test_msvc_clean(path):
     problems = msvc_problems(path.read_text())
     assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)

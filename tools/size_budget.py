@@ -20,7 +20,7 @@ BUDGETS = {
         [p for p in ROOT.rglob("*.py") if "examples" not in p.parts], 9000),
     "cython (onemodel/_kernels/*.pyx, *.pxd)": (
         sorted(ROOT.glob("_kernels/*.pyx")) + sorted(ROOT.glob("_kernels/*.pxd")), 1350),
-    "c (onemodel/_kernels/csrc/)": (sorted(ROOT.glob("_kernels/csrc/*.[ch]")), 6500),
+    "c (onemodel/_kernels/csrc/)": (sorted(ROOT.glob("_kernels/csrc/**/*.[ch]")), 6500),
 }
 SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
         tokenize.ENDMARKER, tokenize.ENCODING}

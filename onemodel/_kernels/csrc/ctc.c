@@ -20,14 +20,15 @@
  * rounding). An impossible alignment gives nll = +inf and NaN gradients on the row's first Tb
  * steps (PyTorch's exp(-inf + inf)), or 0 with zero_infinity; steps from Tb on get 0.
  *
- * Exact mode: om_expf / om_logf of vmath.h (no libm; their own fused steps are fused on every
- * path), and here separate multiplies and adds (contraction off), in the order written. lse of
- * three terms is m + log(exp(a - m) + exp(b - m) + exp(c - m)), m the largest (one term is exactly
- * 1, so the sum is in [1, 3]), om_logf's operations on that range: its error is ulp(m)/2 + about
- * 2^-23 absolute (1 ulp each for om_expf and om_logf, and the rounding of the sum), the accuracy
- * of PyTorch's own float32 recursion. The row kernels are written once (ctc_impl.h) and compiled
- * per ISA path only so that the loops over states and classes vectorize as wide as the path
- * allows; the per-element operations are identical, so every path gives the same bits.
+ * Exact mode: om_exp_scalar / om_log_scalar of vmath.h (no libm; their own fused steps are
+ * fused on every path), and here separate multiplies and adds (contraction off), in the order
+ * written. lse of three terms is m + log(exp(a - m) + exp(b - m) + exp(c - m)), m the largest
+ * (one term is exactly 1, so the sum is in [1, 3]), om_log_scalar's operations on that range:
+ * its error is ulp(m)/2 + about 2^-23 absolute (1 ulp each for om_exp_scalar and
+ * om_log_scalar, and the rounding of the sum), the accuracy of PyTorch's own float32
+ * recursion. The row kernels are written once (ctc_impl.h) and compiled per ISA path only so
+ * that the loops over states and classes vectorize as wide as the path allows; the per-element
+ * operations are identical, so every path gives the same bits.
  *
  * Threads: whole batch rows (rows are independent), dealt out in turn since rows differ in
  * length. A row's arithmetic does not depend on who runs it, so the bits do not depend on the

@@ -18,10 +18,10 @@ static inline float ctc_select(uint32_t mask, float a, float b) {
     return om_u2f((om_f2u(a) & mask) | (om_f2u(b) & ~mask));
 }
 
-/* om_logf restricted to what lse3 passes it: 0, [1, 3] or NaN (its denormal and infinity
+/* om_log_scalar restricted to what lse3 passes it: 0, [1, 3] or NaN (its denormal and infinity
  * cases cannot occur). */
 static inline float ctc_log(float x) {
-    float y = om_log_coref(x, 0);
+    float y = om_log_core_scalar(x, 0);
     y = ctc_select(ctc_mask(x == 0.0f), NEG_INF, y);
     return ctc_select(ctc_mask(x != x), x, y);
 }
@@ -33,7 +33,7 @@ static inline float lse3(float a, float b, float c) {
     float m = a > b ? a : b;
     m = m > c ? m : c;
     m = ctc_select(ctc_mask(m == NEG_INF), 0.0f, m);
-    return m + ctc_log((om_expf(a - m) + om_expf(b - m)) + om_expf(c - m));
+    return m + ctc_log((om_exp_scalar(a - m) + om_exp_scalar(b - m)) + om_exp_scalar(c - m));
 }
 
 static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -121,10 +121,10 @@ void OM_CTC_FN(om_ctc_backward_row_f32)(const om_ctc_shape *sh, const float *lp,
         }
         /* next (beta at t+1) is no longer needed: it holds the state posteriors. */
         for (int64_t s = lo; s < hi; s++)
-            next[s] = om_expf(((at[s] + cur[s]) + nll) - em[s]);
+            next[s] = om_exp_scalar(((at[s] + cur[s]) + nll) - em[s]);
         for (int64_t k = 0; k < c; k++) g[k] = 0.0f;
         for (int64_t s = lo; s < hi; s++) g[lab[s]] += next[s];
-        for (int64_t k = 0; k < c; k++) g[k] = (om_expf(p[k]) - g[k]) * scale;
+        for (int64_t k = 0; k < c; k++) g[k] = (om_exp_scalar(p[k]) - g[k]) * scale;
         float *tmp = cur;
         cur = next;
         next = tmp;

@@ -1,67 +1,68 @@
 /* The vector translation of the scalar reference in optim.h, written once for every vector path.
  *
- * An ISA file defines the vector type V, its width W, the operations below (each one IEEE
- * single-precision instruction, never a fused multiply-add) and OM_NAME(f) (f with the path's
- * suffix), then includes this file. Whole vectors first, then the scalar reference for the
- * tail, so every element gets the same operations in the same order as in optim.h.
- *   LOAD(ptr) STORE(ptr, v) SET1(x) ADD SUB MUL DIV SQRT(v)
- *   MAX(a, b) = a > b ? a : b   MIN(a, b) = a < b ? a : b   (MAXPS/MINPS: b when either is NaN)
+ * optim_<isa>.c includes its simd/<isa>.h (the vocabulary: every operation one IEEE
+ * single-precision instruction, never a fused multiply-add; OMV_MAX and OMV_MIN are MAXPS and
+ * MINPS, b when either is NaN), then this file. Whole vectors first, then the scalar reference
+ * for the tail, so every element gets the same operations in the same order as in optim.h.
  */
-void OM_NAME(om_sgd_f32)(float *p, const float *g, float *buf, int64_t n,
-                         const om_sgd_hyper *h) {
-    const V lr = SET1(h->lr), mu = SET1(h->momentum), dc = SET1(h->dampening_c);
-    const V wd = SET1(h->weight_decay);
+void OMV_FN(om_sgd_f32)(float *p, const float *g, float *buf, int64_t n,
+                        const om_sgd_hyper *h) {
+    const OMV lr = OMV_SET1(h->lr), mu = OMV_SET1(h->momentum), dc = OMV_SET1(h->dampening_c);
+    const OMV wd = OMV_SET1(h->weight_decay);
     const int decay = h->weight_decay != 0.0f, momentum = h->momentum != 0.0f;
     int64_t i = 0;
-    for (; i + W <= n; i += W) {
-        V gi = LOAD(g + i);
-        const V pi = LOAD(p + i);
-        if (decay) gi = ADD(gi, MUL(wd, pi));
+    for (; i + OMV_LANES <= n; i += OMV_LANES) {
+        OMV gi = OMV_LOAD(g + i);
+        const OMV pi = OMV_LOAD(p + i);
+        if (decay) gi = OMV_ADD(gi, OMV_MUL(wd, pi));
         if (momentum) {
-            const V b = h->first ? gi : ADD(MUL(mu, LOAD(buf + i)), MUL(dc, gi));
-            STORE(buf + i, b);
-            gi = h->nesterov ? ADD(gi, MUL(mu, b)) : b;
+            const OMV b =
+                h->first ? gi : OMV_ADD(OMV_MUL(mu, OMV_LOAD(buf + i)), OMV_MUL(dc, gi));
+            OMV_STORE(buf + i, b);
+            gi = h->nesterov ? OMV_ADD(gi, OMV_MUL(mu, b)) : b;
         }
-        STORE(p + i, SUB(pi, MUL(lr, gi)));
+        OMV_STORE(p + i, OMV_SUB(pi, OMV_MUL(lr, gi)));
     }
     for (; i < n; i++) om_sgd_elem(p + i, g + i, buf ? buf + i : NULL, h);
 }
 
-void OM_NAME(om_adam_f32)(float *p, const float *g, float *m, float *v, float *vmax, int64_t n,
-                          const om_adam_hyper *h) {
-    const V b1 = SET1(h->beta1), b2 = SET1(h->beta2), b1c = SET1(h->beta1_c);
-    const V b2c = SET1(h->beta2_c), eps = SET1(h->eps), step = SET1(h->step_size);
-    const V sbc2 = SET1(h->sqrt_bc2), wd = SET1(h->weight_decay), decay = SET1(h->decay);
+void OMV_FN(om_adam_f32)(float *p, const float *g, float *m, float *v, float *vmax, int64_t n,
+                         const om_adam_hyper *h) {
+    const OMV b1 = OMV_SET1(h->beta1), b2 = OMV_SET1(h->beta2), b1c = OMV_SET1(h->beta1_c);
+    const OMV b2c = OMV_SET1(h->beta2_c), eps = OMV_SET1(h->eps), step = OMV_SET1(h->step_size);
+    const OMV sbc2 = OMV_SET1(h->sqrt_bc2), wd = OMV_SET1(h->weight_decay);
+    const OMV decay = OMV_SET1(h->decay);
     const int l2 = h->weight_decay != 0.0f;
     int64_t i = 0;
-    for (; i + W <= n; i += W) {
-        V gi = LOAD(g + i), pi = LOAD(p + i);
-        if (l2) gi = ADD(gi, MUL(wd, pi));
-        if (h->decoupled) pi = MUL(pi, decay);
-        const V mi = ADD(MUL(b1, LOAD(m + i)), MUL(b1c, gi));
-        V vi = ADD(MUL(b2, LOAD(v + i)), MUL(MUL(b2c, gi), gi));
-        STORE(m + i, mi);
-        STORE(v + i, vi);
+    for (; i + OMV_LANES <= n; i += OMV_LANES) {
+        OMV gi = OMV_LOAD(g + i), pi = OMV_LOAD(p + i);
+        if (l2) gi = OMV_ADD(gi, OMV_MUL(wd, pi));
+        if (h->decoupled) pi = OMV_MUL(pi, decay);
+        const OMV mi = OMV_ADD(OMV_MUL(b1, OMV_LOAD(m + i)), OMV_MUL(b1c, gi));
+        OMV vi = OMV_ADD(OMV_MUL(b2, OMV_LOAD(v + i)), OMV_MUL(OMV_MUL(b2c, gi), gi));
+        OMV_STORE(m + i, mi);
+        OMV_STORE(v + i, vi);
         if (h->amsgrad) {
-            vi = MAX(LOAD(vmax + i), vi);
-            STORE(vmax + i, vi);
+            vi = OMV_MAX(OMV_LOAD(vmax + i), vi);
+            OMV_STORE(vmax + i, vi);
         }
-        const V denom = ADD(DIV(SQRT(vi), sbc2), eps);
-        STORE(p + i, SUB(pi, DIV(MUL(step, mi), denom)));
+        const OMV denom = OMV_ADD(OMV_DIV(OMV_SQRT(vi), sbc2), eps);
+        OMV_STORE(p + i, OMV_SUB(pi, OMV_DIV(OMV_MUL(step, mi), denom)));
     }
     for (; i < n; i++) om_adam_elem(p + i, g + i, m + i, v + i, vmax ? vmax + i : NULL, h);
 }
 
-void OM_NAME(om_scale_f32)(float *g, int64_t n, float coef) {
-    const V c = SET1(coef);
+void OMV_FN(om_scale_f32)(float *g, int64_t n, float coef) {
+    const OMV c = OMV_SET1(coef);
     int64_t i = 0;
-    for (; i + W <= n; i += W) STORE(g + i, MUL(LOAD(g + i), c));
+    for (; i + OMV_LANES <= n; i += OMV_LANES) OMV_STORE(g + i, OMV_MUL(OMV_LOAD(g + i), c));
     for (; i < n; i++) g[i] = g[i] * coef;
 }
 
-void OM_NAME(om_clamp_f32)(float *g, int64_t n, float c) {
-    const V hi = SET1(c), lo = SET1(-c);
+void OMV_FN(om_clamp_f32)(float *g, int64_t n, float c) {
+    const OMV hi = OMV_SET1(c), lo = OMV_SET1(-c);
     int64_t i = 0;
-    for (; i + W <= n; i += W) STORE(g + i, MIN(hi, MAX(lo, LOAD(g + i))));
+    for (; i + OMV_LANES <= n; i += OMV_LANES)
+        OMV_STORE(g + i, OMV_MIN(hi, OMV_MAX(lo, OMV_LOAD(g + i))));
     for (; i < n; i++) g[i] = om_clamp_elem(g[i], c);
 }

@@ -24,7 +24,7 @@
  * over n in increasing order, vectorised across the inner columns; the layer-norm weight and
  * bias gradients are likewise sequential sums over rows in increasing order, vectorised across
  * columns. Softmax over a non-innermost axis follows that rule for its max and sums.
- * Transcendentals: om_expf and om_logf from vmath (the same bits on every path).
+ * Transcendentals: om_exp_scalar and om_log_scalar from vmath (the same bits on every path).
  *
  * Threads (OpenMP, an optimisation only): they split independent outputs — rows, or
  * (outer, block of OM_COL_BLOCK columns) pairs — and a single long vector into its chunks,

@@ -1,19 +1,11 @@
 /* The body of every reduce kernel, written once over a 16-lane float vector `vf`.
  *
- * Included by reduce_<isa>.c after it defines, for its instruction set:
- *   vf, OM_SFX (the name suffix, e.g. _avx2),
- *   vf_zero(), vf_set1(a), vf_load(p), vf_store(p, v)      16 consecutive floats,
- *   vf_load_part(p, r, fill)   lanes 0..r-1 from p, the others `fill` (0 < r < 16, reads only r),
- *   vf_store_part(p, r, v)     lanes 0..r-1 to p (writes only r); both given here instead when
- *                              the path defines OM_PART_THROUGH_BUFFER,
- *   vf_keep(v, r)              lanes 0..r-1 of v, the others +0.0f,
- *   vf_add, vf_sub, vf_mul, vf_div   IEEE, lane by lane, no fused multiply-add,
- *   vf_max(a, b)               a > b ? a : b lane by lane (a NaN in a is dropped, as x86 MAXPS),
- *   vf_exp(v)                  om_expf lane by lane (csrc/vmath*.h: the same bits on every path),
- *   vf_lanes(v, l)             the 16 lanes to l[0..15].
- * Lane j of a vector loaded from p holds p[j], so "lane j" is the same element on every path
- * (AVX-512: one register; AVX2: two; SSE2 and NEON: four; scalar: an array). Elementwise
- * steps are single IEEE operations, so they agree on every path whatever the vector width.
+ * Included by reduce_<isa>.c after its vmath header and its simd/<isa>.h (the vocabulary, whose
+ * OMV_FN gives the names their path's suffix). A vf is OM_LANES / OMV_LANES registers (AVX-512:
+ * one; AVX2: two; SSE2 and NEON: four; scalar: 16 floats) and lane j of a vector loaded from p
+ * holds p[j], so "lane j" is the same element on every path. Elementwise steps are single IEEE
+ * operations, no fused multiply-add, so they agree on every path whatever the vector width;
+ * vf_max is a > b ? a : b (a NaN in a is dropped, as x86 MAXPS), vf_exp the vmath exp.
  *
  * Order (defined in reduce.c): along a vector, 16 lanes and a fixed tree per chunk of OM_CHUNK
  * elements, chunk sums added in order; across columns, a plain sequential sum over the rows.
@@ -23,31 +15,68 @@
  * in a row then reaches every output through the sum of exponentials.
  */
 #include <math.h>
-#include <string.h>
 
 #include "isa.h"
 #include "reduce.h"
 #include "vmath.h"
 
-#ifdef OM_PART_THROUGH_BUFFER
-/* Paths without masked loads and stores (SSE2, NEON): a partial vector goes through a buffer of
- * 16 floats, so only the first r elements of p are read or written. */
-static inline vf vf_load_part(const float *p, int r, float fill) {
-    float buf[OM_LANES];
-    for (int j = 0; j < OM_LANES; j++) buf[j] = fill;
-    memcpy(buf, p, (size_t)r * sizeof(float));
-    return vf_load(buf);
-}
-static inline void vf_store_part(float *p, int r, vf a) {
-    float buf[OM_LANES];
-    vf_store(buf, a);
-    memcpy(p, buf, (size_t)r * sizeof(float));
-}
-#endif
+enum { OM_REGS = OM_LANES / OMV_LANES };
+typedef struct { OMV r[OM_REGS]; } vf;
 
-#define OM_CAT_(a, b) a##b
-#define OM_CAT(a, b) OM_CAT_(a, b)
-#define OM_FN(name) OM_CAT(name, OM_SFX)
+static inline vf vf_set1(float a) {
+    vf v;
+    for (int k = 0; k < OM_REGS; k++) v.r[k] = OMV_SET1(a);
+    return v;
+}
+static inline vf vf_zero(void) {
+    vf v;
+    for (int k = 0; k < OM_REGS; k++) v.r[k] = OMV_ZERO();
+    return v;
+}
+static inline vf vf_load(const float *p) {
+    vf v;
+    for (int k = 0; k < OM_REGS; k++) v.r[k] = OMV_LOAD(p + k * OMV_LANES);
+    return v;
+}
+static inline void vf_store(float *p, vf a) {
+    for (int k = 0; k < OM_REGS; k++) OMV_STORE(p + k * OMV_LANES, a.r[k]);
+}
+/* How many of register k's lanes lie below lane n of the vf. */
+static inline int om_part(int n, int k) {
+    int m = n - k * OMV_LANES;
+    return m < 0 ? 0 : m < OMV_LANES ? m : OMV_LANES;
+}
+/* Lanes 0..n-1 from p (only those read), the others `fill`; lanes 0..n-1 to p (only those
+ * written); lanes 0..n-1 of a, the others +0.0f. */
+static inline vf vf_load_part(const float *p, int n, float fill) {
+    vf v;
+    for (int k = 0; k < OM_REGS; k++)
+        v.r[k] = OMV_LOAD_PART(p + k * OMV_LANES, om_part(n, k), fill);
+    return v;
+}
+static inline void vf_store_part(float *p, int n, vf a) {
+    for (int k = 0; k < OM_REGS; k++) OMV_STORE_PART(p + k * OMV_LANES, om_part(n, k), a.r[k]);
+}
+static inline vf vf_keep(vf a, int n) {
+    for (int k = 0; k < OM_REGS; k++) a.r[k] = OMV_KEEP(a.r[k], om_part(n, k));
+    return a;
+}
+
+#define OM_LANEWISE(name, op)                                                          \
+    static inline vf name(vf a, vf b) {                                                \
+        for (int k = 0; k < OM_REGS; k++) a.r[k] = op(a.r[k], b.r[k]);                 \
+        return a;                                                                      \
+    }
+OM_LANEWISE(vf_add, OMV_ADD)
+OM_LANEWISE(vf_sub, OMV_SUB)
+OM_LANEWISE(vf_mul, OMV_MUL)
+OM_LANEWISE(vf_div, OMV_DIV)
+OM_LANEWISE(vf_max, OMV_MAX)
+
+static inline vf vf_exp(vf a) {
+    for (int k = 0; k < OM_REGS; k++) a.r[k] = OMV_FN(om_exp)(a.r[k]);
+    return a;
+}
 
 /* Loads, stores and masks of the r <= 16 elements left at p. */
 static inline vf om_ld(const float *p, int r) {
@@ -64,26 +93,24 @@ static inline int64_t om_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static inline float om_tree_sum(vf acc) {
     float l[OM_LANES];
-    vf_lanes(acc, l);
+    vf_store(l, acc);
     for (int j = 0; j < 8; j++) l[j] += l[j + 8];
     for (int j = 0; j < 4; j++) l[j] += l[j + 4];
     for (int j = 0; j < 2; j++) l[j] += l[j + 2];
     return l[0] + l[1];
 }
 
-static inline float om_max2(float a, float b) { return a > b ? a : b; }
-
 static inline float om_tree_max(vf acc) {
     float l[OM_LANES];
-    vf_lanes(acc, l);
-    for (int j = 0; j < 8; j++) l[j] = om_max2(l[j + 8], l[j]);
-    for (int j = 0; j < 4; j++) l[j] = om_max2(l[j + 4], l[j]);
-    for (int j = 0; j < 2; j++) l[j] = om_max2(l[j + 2], l[j]);
-    return om_max2(l[1], l[0]);
+    vf_store(l, acc);
+    for (int j = 0; j < 8; j++) l[j] = om_maxf(l[j + 8], l[j]);
+    for (int j = 0; j < 4; j++) l[j] = om_maxf(l[j + 4], l[j]);
+    for (int j = 0; j < 2; j++) l[j] = om_maxf(l[j + 2], l[j]);
+    return om_maxf(l[1], l[0]);
 }
 
 /* Σ x[0..n). */
-float OM_FN(om_vsum_f32)(const float *x, int64_t n) {
+float OMV_FN(om_vsum_f32)(const float *x, int64_t n) {
     float total = 0.0f;
     for (int64_t c = 0; c < n; c += OM_CHUNK) {
         int64_t end = om_min64(n, c + OM_CHUNK), i = c;
@@ -155,7 +182,7 @@ static float om_sum_exp(const float *x, float m, float *e, int64_t n) {
 
 /* ---- reductions over a non-innermost axis: columns [0, width) of rows i*stride ---- */
 
-void OM_FN(om_sum_cols_f32)(const float *x, int64_t n, int64_t stride, int64_t width,
+void OMV_FN(om_sum_cols_f32)(const float *x, int64_t n, int64_t stride, int64_t width,
                             float *out) {
     for (int64_t j = 0; j < width; j += OM_LANES) om_st(out + j, om_rem(width, j), vf_zero());
     for (int64_t i = 0; i < n; i++) {
@@ -170,11 +197,11 @@ void OM_FN(om_sum_cols_f32)(const float *x, int64_t n, int64_t stride, int64_t w
 /* ---- softmax, log_softmax ---- */
 
 /* y = e / s, or log_softmax y = (x - m) - log(s), with m the row max, e = exp(x - m), s = Σe. */
-void OM_FN(om_softmax_row_f32)(const float *x, float *y, int64_t n, int is_log) {
+void OMV_FN(om_softmax_row_f32)(const float *x, float *y, int64_t n, int is_log) {
     if (n == 0) return;
     float m = om_vmax(x, n);
     float s = om_sum_exp(x, m, is_log ? NULL : y, n);
-    vf vm = vf_set1(m), vs = vf_set1(s), vls = vf_set1(is_log ? om_logf(s) : 0.0f);
+    vf vm = vf_set1(m), vs = vf_set1(s), vls = vf_set1(is_log ? om_log_scalar(s) : 0.0f);
     for (int64_t i = 0; i < n; i += OM_LANES) {
         int r = om_rem(n, i);
         vf v = is_log ? vf_sub(vf_sub(om_ld(x + i, r), vm), vls) : vf_div(om_ld(y + i, r), vs);
@@ -184,7 +211,7 @@ void OM_FN(om_softmax_row_f32)(const float *x, float *y, int64_t n, int is_log) 
 
 /* The same per column, with the sums over rows in increasing order (width <= OM_COL_BLOCK:
  * the per-column max, sum and log live in stack arrays of whole vectors). */
-void OM_FN(om_softmax_cols_f32)(const float *x, float *y, int64_t n, int64_t stride,
+void OMV_FN(om_softmax_cols_f32)(const float *x, float *y, int64_t n, int64_t stride,
                                 int64_t width, int is_log) {
     float m[OM_COL_BLOCK], s[OM_COL_BLOCK];
     if (n == 0) return;
@@ -205,7 +232,7 @@ void OM_FN(om_softmax_cols_f32)(const float *x, float *y, int64_t n, int64_t str
             vf_store(s + j, vf_add(vf_load(s + j), e));
         }
     if (is_log)
-        for (int64_t j = 0; j < width; j++) s[j] = om_logf(s[j]);
+        for (int64_t j = 0; j < width; j++) s[j] = om_log_scalar(s[j]);
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < width; j += OM_LANES) {
             int r = om_rem(width, j);
@@ -218,9 +245,9 @@ void OM_FN(om_softmax_cols_f32)(const float *x, float *y, int64_t n, int64_t str
 }
 
 /* softmax: dx = y * (g - Σ g*y); log_softmax: dx = g - exp(y) * Σ g. */
-void OM_FN(om_softmax_bwd_row_f32)(const float *y, const float *g, float *dx, int64_t n,
+void OMV_FN(om_softmax_bwd_row_f32)(const float *y, const float *g, float *dx, int64_t n,
                                    int is_log) {
-    vf vt = vf_set1(is_log ? OM_FN(om_vsum_f32)(g, n) : om_sum_prod(g, y, n));
+    vf vt = vf_set1(is_log ? OMV_FN(om_vsum_f32)(g, n) : om_sum_prod(g, y, n));
     for (int64_t i = 0; i < n; i += OM_LANES) {
         int r = om_rem(n, i);
         vf vy = om_ld(y + i, r), vg = om_ld(g + i, r);
@@ -228,7 +255,7 @@ void OM_FN(om_softmax_bwd_row_f32)(const float *y, const float *g, float *dx, in
     }
 }
 
-void OM_FN(om_softmax_bwd_cols_f32)(const float *y, const float *g, float *dx, int64_t n,
+void OMV_FN(om_softmax_bwd_cols_f32)(const float *y, const float *g, float *dx, int64_t n,
                                     int64_t stride, int64_t width, int is_log) {
     float t[OM_COL_BLOCK];
     for (int64_t j = 0; j < width; j += OM_LANES) vf_store(t + j, vf_zero());
@@ -253,10 +280,10 @@ void OM_FN(om_softmax_bwd_cols_f32)(const float *y, const float *g, float *dx, i
 
 /* mu = Σx / n, var = Σ(x - mu)^2 / n, rstd = 1 / sqrt(var + eps) (IEEE sqrt and divide),
  * y = ((x - mu) * rstd) * w + b, the product and sum skipped when w or b is NULL. */
-void OM_FN(om_layer_norm_row_f32)(const float *x, const float *w, const float *b, float eps,
+void OMV_FN(om_layer_norm_row_f32)(const float *x, const float *w, const float *b, float eps,
                                   float *y, int64_t n, float *mean, float *rstd) {
     float fn = (float)n;
-    float mu = OM_FN(om_vsum_f32)(x, n) / fn;
+    float mu = OMV_FN(om_vsum_f32)(x, n) / fn;
     float rs = 1.0f / sqrtf(om_sum_sqdev(x, mu, n) / fn + eps);
     vf vmu = vf_set1(mu), vrs = vf_set1(rs);
     for (int64_t i = 0; i < n; i += OM_LANES) {
@@ -272,7 +299,7 @@ void OM_FN(om_layer_norm_row_f32)(const float *x, const float *w, const float *b
 
 /* xh = (x - mu) * rstd, gh = g * w (g when w is NULL),
  * dx = rstd * ((gh - Σgh / n) - xh * (Σ gh*xh / n)), both sums in the vector order. */
-void OM_FN(om_layer_norm_bwd_row_f32)(const float *g, const float *x, float mean, float rstd,
+void OMV_FN(om_layer_norm_bwd_row_f32)(const float *g, const float *x, float mean, float rstd,
                                       const float *w, float *dx, int64_t n) {
     vf vmu = vf_set1(mean), vrs = vf_set1(rstd);
     float fn = (float)n, sum_g = 0.0f, sum_gx = 0.0f;
@@ -300,7 +327,7 @@ void OM_FN(om_layer_norm_bwd_row_f32)(const float *g, const float *x, float mean
 
 /* Columns [0, width) of the (rows, n) matrices g and x: dw = Σ_rows g * xh, db = Σ_rows g,
  * each a sequential sum over rows in increasing order; either output may be NULL. */
-void OM_FN(om_layer_norm_dwdb_f32)(const float *g, const float *x, const float *mean,
+void OMV_FN(om_layer_norm_dwdb_f32)(const float *g, const float *x, const float *mean,
                                    const float *rstd, int64_t rows, int64_t n, int64_t width,
                                    float *dw, float *db) {
     for (int64_t j = 0; j < width; j += OM_LANES) {

@@ -1,6 +1,6 @@
 /* Recurrent row kernels, scalar path: the reference (rnn_impl.h over plain floats). */
-#define RNN_LANES 1
-#define RNN_KERNEL(name) name##_scalar
+#include "vmath.h"
+#include "simd/scalar.h"
 #include "rnn_impl.h"
 
 OM_PATH_PROBE(rnn, scalar)

@@ -99,8 +99,8 @@ static double (*const ref_table[OM_VMATH_OPS])(double) = {
     ref_exp, ref_log, ref_tanh, ref_sigmoid, ref_erf, ref_softplus, ref_gelu, ref_gelu_tanh,
     ref_relu};
 static float (*const scalar_table[OM_VMATH_OPS])(float) = {
-    om_expf, om_logf, om_tanhf, om_sigmoidf, om_erff, om_softplusf, om_geluf, om_gelu_tanhf,
-    om_reluf};
+    om_exp_scalar, om_log_scalar, om_tanh_scalar, om_sigmoid_scalar, om_erf_scalar,
+    om_softplus_scalar, om_gelu_scalar, om_gelu_tanh_scalar, om_relu_scalar};
 
 /* |y - ref| in units of the float32 ulp at ref; inf counts as 2^128, NaN against a number as
  * 1e9, and a result equal to ref rounded to float32 as 0. */

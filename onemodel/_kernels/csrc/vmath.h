@@ -1,12 +1,13 @@
 /* Exact-mode transcendentals, float32: their constants and tables, and the scalar path.
  *
- * The functions are written once, in vmath_simd.h, over a small set of vector macros; this
- * header instantiates them on single floats (om_expf, om_tanhf, ...: the scalar path, which the
- * other kernel families call too), and vmath_sse2.h, vmath_avx2.h, vmath_avx512.h and
- * vmath_neon.h on their vectors (om_exp_ps_avx2, ...). Every path thus evaluates the same
- * operations in the same order, with the same range reduction and the same special cases, and
- * gives the same bits on every input. Branches are selects (compute every candidate, then pick);
- * the vector code may skip a group of selects when a test shows they keep every lane.
+ * The functions are written once, in vmath_simd.h, over the vector vocabulary of simd/; this
+ * header instantiates them on single floats (om_exp_scalar, om_tanh_scalar, ...: the scalar
+ * path, which the other kernel families call too), and vmath_sse2.h, vmath_avx2.h,
+ * vmath_avx512.h and vmath_neon.h on their vectors (om_exp_avx2, ...). Every path thus
+ * evaluates the same operations in the same order, with the same range reduction and the same
+ * special cases, and gives the same bits on every input. Branches are selects (compute every
+ * candidate, then pick); the vector code may skip a group of selects when a test shows they
+ * keep every lane.
  *
  * Every function is built from + - * /, comparisons and bit manipulation only: no libm
  * transcendental. FMA policy: a*b + c is a rounded product, then a rounded sum, except where a
@@ -28,9 +29,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-static inline uint32_t om_f2u(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
-static inline float om_u2f(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 
 #define OM_NAN_BITS 0x7fc00000u
 #define OM_INF_BITS 0x7f800000u
@@ -56,10 +54,6 @@ static inline float om_u2f(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 #define OM_EXP_P2 0.041668426245450974f
 #define OM_EXP_P3 0.008369123563170433f
 #define OM_EXP_P4 0.0013813755940645933f
-
-/* a < b ? a : b and a > b ? a : b: x86's minps/maxps, so a NaN in a gives b and in b gives b. */
-static inline float om_minf(float a, float b) { return a < b ? a : b; }
-static inline float om_maxf(float a, float b) { return a > b ? a : b; }
 
 /* ---- log ------------------------------------------------------------------------------- */
 
@@ -254,65 +248,12 @@ static const float om_tanh_rows[OM_TANH_LUT][8] = {OM_TANH_INTERVALS(OM_TANH_ROW
 
 /* ---- the scalar path: vmath_simd.h on single floats ------------------------------------ */
 
-static inline void om_tanh_lookupf(int32_t i, float *c) {
+static inline void om_tanh_lookup_scalar(int32_t i, float *c) {
     memcpy(c, om_tanh_rows[i], sizeof om_tanh_rows[i]);
 }
-static inline double om_bits_sll52(double d) {
-    uint64_t u;
-    memcpy(&u, &d, 8);
-    u <<= 52;
-    memcpy(&d, &u, 8);
-    return d;
-}
 
-#define OMV float
-#define OMM int
-#define OMI int32_t
-#define OMV_FN(name) name##f
-#define OMV_SET1(c) ((float)(c))
-#define OMV_ADD(a, b) ((a) + (b))
-#define OMV_SUB(a, b) ((a) - (b))
-#define OMV_MUL(a, b) ((a) * (b))
-#define OMV_DIV(a, b) ((a) / (b))
-#define OMV_FMA(a, b, c) fmaf(a, b, c)
-#define OMV_LT(a, b) ((a) < (b))
-#define OMV_LE(a, b) ((a) <= (b))
-#define OMV_EQ(a, b) ((a) == (b))
-#define OMV_ISNAN(a) ((a) != (a))
-#define OMV_NLT(a, b) (!((a) < (b)))
-#define OMV_MIN(a, b) om_minf(a, b)
-#define OMV_MAX(a, b) om_maxf(a, b)
-#define OMV_F2I(a) ((int32_t)(a))
-#define OMM_OR(a, b) ((a) | (b))
-#define OMV_NONE(m) (!(m))
-#define OMV_SEL(m, a, b) ((m) ? (a) : (b))
-#define OMV_AND(a, b) om_u2f(om_f2u(a) & om_f2u(b))
-#define OMV_XOR(a, b) om_u2f(om_f2u(a) ^ om_f2u(b))
-#define OMV_AS_I(a) ((int32_t)om_f2u(a))
-#define OMV_AS_F(a) om_u2f((uint32_t)(a))
-#define OMV_I2F(a) ((float)(a))
-#define OMI_SET1(c) ((int32_t)(c))
-#define OMI_ADD(a, b) ((int32_t)((uint32_t)(a) + (uint32_t)(b)))
-#define OMI_SUB(a, b) ((int32_t)((uint32_t)(a) - (uint32_t)(b)))
-#define OMI_AND(a, b) ((a) & (b))
-#define OMI_SRL(a, k) ((int32_t)((uint32_t)(a) >> (k)))
-#define OMI_SRA(a, k) ((a) >> (k))
-#define OMI_SLL(a, k) ((int32_t)((uint32_t)(a) << (k)))
-#define OMI_LT(a, b) ((a) < (b))
-#define OMI_SEL(m, a, b) ((m) ? (a) : (b))
-
-/* A double "vector" of one lane: both halves are the lane, and narrowing keeps the low one. */
-#define OMD double
-#define OMD_SET1(c) ((double)(c))
-#define OMD_ADD(a, b) ((a) + (b))
-#define OMD_MUL(a, b) ((a) * (b))
-#define OMD_SUB(a, b) ((a) - (b))
-#define OMD_LO(v) ((double)(v))
-#define OMD_HI(v) ((double)(v))
-#define OMD_NARROW(lo, hi) ((void)(hi), (float)(lo))
-#define OMD_BITS_SLL52(d) om_bits_sll52(d)
-
+#include "simd/scalar.h"
 #include "vmath_simd.h"
-#include "vmath_undef.h"
+#include "simd/undef.h"
 
 #endif

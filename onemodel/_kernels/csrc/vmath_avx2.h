@@ -1,6 +1,6 @@
-/* vmath.h on AVX2 vectors (__m256): om_<name>_ps_avx2, bit-identical to the scalar reference.
- * The function bodies are in vmath_simd.h; this header maps its macros to AVX2 intrinsics.
- * OMV_FMA is vfmadd, one rounding as the scalar reference's fmaf. */
+/* vmath.h on AVX2 vectors (__m256): om_<name>_avx2, bit-identical to the scalar reference.
+ * The function bodies are in vmath_simd.h over the vocabulary of simd/avx2.h; this header
+ * adds the tanh table's lookup. */
 #ifndef OM_VMATH_AVX2_H
 #define OM_VMATH_AVX2_H
 
@@ -20,7 +20,7 @@ static inline void om_transpose4_avx2(__m256 r0, __m256 r1, __m256 r2, __m256 r3
     c[3] = _mm256_shuffle_ps(t2, t3, 0xee);
 }
 
-static inline void om_tanh_lookup_ps_avx2(__m256i i, __m256 *c) {
+static inline void om_tanh_lookup_avx2(__m256i i, __m256 *c) {
     /* indices out through 64-bit moves, two at a time: fewer uops on the shuffle port, which
      * the transposes keep busy, than one extract per index */
     __m128i il = _mm256_castsi256_si128(i), ih = _mm256_extracti128_si256(i, 1);
@@ -42,54 +42,8 @@ static inline void om_tanh_lookup_ps_avx2(__m256i i, __m256 *c) {
     om_transpose4_avx2(hi[0], hi[1], hi[2], hi[3], c + 4);
 }
 
-#define OMV __m256
-#define OMM __m256
-#define OMI __m256i
-#define OMV_FN(name) name##_ps_avx2
-#define OMV_SET1(c) _mm256_set1_ps(c)
-#define OMV_ADD(a, b) _mm256_add_ps(a, b)
-#define OMV_SUB(a, b) _mm256_sub_ps(a, b)
-#define OMV_MUL(a, b) _mm256_mul_ps(a, b)
-#define OMV_DIV(a, b) _mm256_div_ps(a, b)
-#define OMV_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define OMV_LT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
-#define OMV_LE(a, b) _mm256_cmp_ps(a, b, _CMP_LE_OQ)
-#define OMV_EQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
-#define OMV_ISNAN(a) _mm256_cmp_ps(a, a, _CMP_UNORD_Q)
-#define OMV_NLT(a, b) _mm256_cmp_ps(a, b, _CMP_NLT_UQ)
-#define OMV_MIN(a, b) _mm256_min_ps(a, b)
-#define OMV_MAX(a, b) _mm256_max_ps(a, b)
-#define OMV_F2I(a) _mm256_cvtps_epi32(a)
-#define OMM_OR(a, b) _mm256_or_ps(a, b)
-#define OMV_NONE(m) (_mm256_movemask_ps(m) == 0)
-#define OMV_SEL(m, a, b) _mm256_blendv_ps(b, a, m)
-#define OMV_AND(a, b) _mm256_and_ps(a, b)
-#define OMV_XOR(a, b) _mm256_xor_ps(a, b)
-#define OMV_AS_I(a) _mm256_castps_si256(a)
-#define OMV_AS_F(a) _mm256_castsi256_ps(a)
-#define OMV_I2F(a) _mm256_cvtepi32_ps(a)
-#define OMI_SET1(c) _mm256_set1_epi32((int32_t)(c))
-#define OMI_ADD(a, b) _mm256_add_epi32(a, b)
-#define OMI_SUB(a, b) _mm256_sub_epi32(a, b)
-#define OMI_AND(a, b) _mm256_and_si256(a, b)
-#define OMI_SRL(a, k) _mm256_srli_epi32(a, k)
-#define OMI_SRA(a, k) _mm256_srai_epi32(a, k)
-#define OMI_SLL(a, k) _mm256_slli_epi32(a, k)
-#define OMI_LT(a, b) _mm256_castsi256_ps(_mm256_cmpgt_epi32(b, a))
-#define OMI_SEL(m, a, b) OMV_AS_I(OMV_SEL(m, OMV_AS_F(a), OMV_AS_F(b)))
-
-#define OMD __m256d
-#define OMD_SET1(c) _mm256_set1_pd(c)
-#define OMD_ADD(a, b) _mm256_add_pd(a, b)
-#define OMD_MUL(a, b) _mm256_mul_pd(a, b)
-#define OMD_SUB(a, b) _mm256_sub_pd(a, b)
-#define OMD_LO(v) _mm256_cvtps_pd(_mm256_castps256_ps128(v))
-#define OMD_HI(v) _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))
-#define OMD_NARROW(lo, hi) \
-    _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1)
-#define OMD_BITS_SLL52(d) _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_castpd_si256(d), 52))
-
+#include "simd/avx2.h"
 #include "vmath_simd.h"
-#include "vmath_undef.h"
+#include "simd/undef.h"
 
 #endif

@@ -1,48 +1,42 @@
 /* The array kernels of vmath, written once for every ISA path.
  *
- * Not a standalone header: vmath_<isa>.c defines OML_LANES, OML_VEC (the vector type),
- * OML_LOAD(p) / OML_STORE(p, v) (unaligned), OML_OP(name) (the element function of vmath.h or
- * of the ISA's vmath header) and OML_KERNEL(name) (the kernel name with its ISA suffix), then
- * includes this file. Each forward kernel is a straight loop over n elements, two vectors at a
- * time so that their dependency chains overlap; the last n % OML_LANES go through a zero-padded
- * vector so they get the same function as the rest. Inputs and output may be the same array
- * (in place): each vector is loaded before it is stored.
+ * Not a standalone header: vmath_<isa>.c includes its vmath header and its simd/<isa>.h, then
+ * this file; the element functions are OMV_FN(om_<op>) and OMV_FN(om_<op>_grad). Each forward
+ * kernel is a straight loop over n elements, two vectors at a time so that their dependency
+ * chains overlap; the last n % OMV_LANES go through a zero-padded partial vector so they get
+ * the same function as the rest. Inputs and output may be the same array (in place): each
+ * vector is loaded before it is stored.
  */
 #include <stdint.h>
-#include <string.h>
 
 #include "isa.h"
 
 #define OML_UNARY(op)                                                                   \
-    void OML_KERNEL(om_##op##_f32)(const float *x, float *y, int64_t n) {               \
+    void OMV_FN(om_##op##_f32)(const float *x, float *y, int64_t n) {                   \
         int64_t i = 0;                                                                  \
-        for (; i + 2 * OML_LANES <= n; i += 2 * OML_LANES) {                            \
-            OML_VEC a = OML_LOAD(x + i), b = OML_LOAD(x + i + OML_LANES);                \
-            OML_STORE(y + i, OML_OP(op)(a));                                            \
-            OML_STORE(y + i + OML_LANES, OML_OP(op)(b));                                \
+        for (; i + 2 * OMV_LANES <= n; i += 2 * OMV_LANES) {                            \
+            OMV a = OMV_LOAD(x + i), b = OMV_LOAD(x + i + OMV_LANES);                   \
+            OMV_STORE(y + i, OMV_FN(om_##op)(a));                                       \
+            OMV_STORE(y + i + OMV_LANES, OMV_FN(om_##op)(b));                           \
         }                                                                               \
-        for (; i + OML_LANES <= n; i += OML_LANES)                                      \
-            OML_STORE(y + i, OML_OP(op)(OML_LOAD(x + i)));                              \
+        for (; i + OMV_LANES <= n; i += OMV_LANES)                                      \
+            OMV_STORE(y + i, OMV_FN(om_##op)(OMV_LOAD(x + i)));                         \
         if (i < n) {                                                                    \
-            float bx[OML_LANES] = {0}, by[OML_LANES];                                   \
-            memcpy(bx, x + i, (size_t)(n - i) * sizeof(float));                         \
-            OML_STORE(by, OML_OP(op)(OML_LOAD(bx)));                                    \
-            memcpy(y + i, by, (size_t)(n - i) * sizeof(float));                         \
+            int r = (int)(n - i);                                                       \
+            OMV_STORE_PART(y + i, r, OMV_FN(om_##op)(OMV_LOAD_PART(x + i, r, 0.0f)));   \
         }                                                                               \
     }
 
 #define OML_BACKWARD(op)                                                                \
-    void OML_KERNEL(om_##op##_backward_f32)(const float *s, const float *g, float *out,  \
-                                            int64_t n) {                                \
+    void OMV_FN(om_##op##_backward_f32)(const float *s, const float *g, float *out,      \
+                                        int64_t n) {                                    \
         int64_t i = 0;                                                                  \
-        for (; i + OML_LANES <= n; i += OML_LANES)                                      \
-            OML_STORE(out + i, OML_OP(op##_grad)(OML_LOAD(s + i), OML_LOAD(g + i)));    \
+        for (; i + OMV_LANES <= n; i += OMV_LANES)                                      \
+            OMV_STORE(out + i, OMV_FN(om_##op##_grad)(OMV_LOAD(s + i), OMV_LOAD(g + i))); \
         if (i < n) {                                                                    \
-            float bs[OML_LANES] = {0}, bg[OML_LANES] = {0}, bo[OML_LANES];              \
-            memcpy(bs, s + i, (size_t)(n - i) * sizeof(float));                         \
-            memcpy(bg, g + i, (size_t)(n - i) * sizeof(float));                         \
-            OML_STORE(bo, OML_OP(op##_grad)(OML_LOAD(bs), OML_LOAD(bg)));               \
-            memcpy(out + i, bo, (size_t)(n - i) * sizeof(float));                       \
+            int r = (int)(n - i);                                                       \
+            OMV_STORE_PART(out + i, r, OMV_FN(om_##op##_grad)(OMV_LOAD_PART(s + i, r, 0.0f), \
+                                                              OMV_LOAD_PART(g + i, r, 0.0f))); \
         }                                                                               \
     }
 

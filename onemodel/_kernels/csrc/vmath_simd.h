@@ -1,25 +1,13 @@
-/* The transcendentals, written once over a small set of vector macros, for every path.
+/* The transcendentals, written once over the vector vocabulary (simd/scalar.h), for every path.
  *
  * Not a standalone header: vmath.h (the scalar path: single floats) and vmath_sse2.h,
- * vmath_avx2.h, vmath_avx512.h and vmath_neon.h define the OMV_ macros for their vector type and
- * include this file (so it has no include guard); the constants, the tables and the notes on
- * each method are in vmath.h.
- *
- * Macros: OMV (float vector), OMM (comparison mask), OMI (int32 vector), OMV_FN(name) (the
- * function name with its ISA suffix), OMV_SET1, OMV_ADD/SUB/MUL/DIV, OMV_FMA(a, b, c) (a*b + c
- * rounded once, as fmaf), OMV_LT/LE/EQ (ordered compares, false on NaN), OMV_NLT (not less than:
- * true on NaN), OMV_ISNAN, OMV_MIN(a, b) and OMV_MAX(a, b) (a < b ? a : b and a > b ? a : b, as
- * x86's minps/maxps), OMV_SEL(mask, if_true, if_false), OMV_AND, OMV_XOR, OMV_AS_I, OMV_AS_F
- * (bit casts), OMV_I2F (exact int to float), OMV_F2I (float holding an integer to int),
- * OMI_SET1, OMI_ADD, OMI_SUB, OMI_AND, OMI_SRL, OMI_SRA, OMI_SLL (shifts by a constant),
- * OMI_SEL, OMI_LT (signed, to a mask), OMM_OR (of two masks), OMV_NONE(mask) (no lane set: a
- * branch, only ever used to skip selects that would keep every lane), OMD (double vector of half
- * the lanes) with OMD_SET1, OMD_ADD, OMD_SUB, OMD_MUL, OMD_LO(v) and OMD_HI(v) (the low and high
- * half of a float vector, widened), OMD_NARROW(lo, hi) (back to one float vector, rounded to
- * nearest) and OMD_BITS_SLL52(d) (the bits of each double shifted left by 52), and optionally
- * OMV_SCALEF(p, n) (p 2^n for integral n, one rounding) and OMV_NOT_POSITIVE_NORMAL(x) (the
- * mask of lanes that are not positive, normal and finite). The including header also defines
- * OMV_FN(om_tanh_lookup)(i, c): c[k] = om_tanh_rows[i][k] per lane, for k in [0, 8).
+ * vmath_avx2.h, vmath_avx512.h and vmath_neon.h include it after their simd/<path>.h (so it has
+ * no include guard); the constants, the tables and the notes on each method are in vmath.h.
+ * Besides the vocabulary, the including header defines OMV_FN(om_tanh_lookup)(i, c): c[k] =
+ * om_tanh_rows[i][k] per lane, for k in [0, 8), and optionally OMV_SCALEF(p, n) (p 2^n for
+ * integral n, one rounding) and OMV_NOT_POSITIVE_NORMAL(x) (the mask of lanes that are not
+ * positive, normal and finite). OMV_NONE is only ever used to skip selects that would keep
+ * every lane.
  */
 
 #define OMV_C(c) OMV_SET1(c)
@@ -48,7 +36,7 @@ static inline OMV OMV_FN(om_exp_clamp)(OMV x) {
 }
 
 /* exp(hi + lo) = (1 + q) 2^n, returning q = expm1 of the reduced argument, in about
- * [-0.3, 0.42]: the caller scales (om_ldexp2f), possibly after multiplying by a factor m as
+ * [-0.3, 0.42]: the caller scales (om_ldexp2_scalar), possibly after multiplying by a factor m as
  * m + m q, which rounds once where m (1 + q) would round twice, and so that a denormal result
  * is rounded only once. lo is a small correction (|lo| < 2^-10) carrying the low part of an
  * argument known more precisely than one float; n is derived from hi alone. */
@@ -58,7 +46,7 @@ static inline OMV OMV_FN(om_expm1_parts)(OMV hi, OMV lo, OMV *n_out) {
 }
 
 #ifdef OMV_SCALEF
-/* p 2^n rounded once, which is what the two products of om_ldexp2f give (vmath.h). */
+/* p 2^n rounded once, which is what the two products of om_ldexp2_scalar give (vmath.h). */
 static inline OMV OMV_FN(om_ldexp2)(OMV p, OMV n) { return OMV_SCALEF(p, n); }
 #else
 /* p * 2^n, n an integer in [-159, 128], rounded once: two factors 2^(n>>1) and 2^(n - (n>>1)),
@@ -424,3 +412,8 @@ static inline OMV OMV_FN(om_gelu_tanh_grad)(OMV x, OMV g) {
 }
 
 #undef OMV_C
+#undef OM_LOG_SPECIAL
+#undef OM_LOG_RANGE_SHIFT
+#undef OM_LOG_RANGE_END
+#undef OMV_SCALEF
+#undef OMV_NOT_POSITIVE_NORMAL

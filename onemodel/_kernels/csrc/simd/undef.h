@@ -1,30 +1,32 @@
-/* Ends one instantiation of vmath_simd.h: removes its macros so another ISA's vmath header
- * can be included in the same file. No include guard: included once per ISA header. */
+/* Ends one instantiation of the vector vocabulary (simd/<path>.h), so that another path's can
+ * follow in the same file. No include guard. */
 #undef OMV
 #undef OMM
 #undef OMI
+#undef OMV_LANES
 #undef OMV_FN
 #undef OMV_SET1
+#undef OMV_ZERO
+#undef OMV_LOAD
+#undef OMV_STORE
+#undef OMV_FIRST
+#undef OMV_LOAD_PART
+#undef OMV_STORE_PART
+#undef OMV_KEEP
 #undef OMV_ADD
 #undef OMV_SUB
 #undef OMV_MUL
 #undef OMV_DIV
+#undef OMV_SQRT
 #undef OMV_FMA
 #undef OMV_LT
 #undef OMV_LE
 #undef OMV_EQ
 #undef OMV_ISNAN
-#undef OMV_NLT
 #undef OMV_MIN
 #undef OMV_MAX
 #undef OMV_F2I
-#undef OMM_OR
 #undef OMV_NONE
-#undef OMV_SCALEF
-#undef OMV_NOT_POSITIVE_NORMAL
-#undef OM_LOG_SPECIAL
-#undef OM_LOG_RANGE_SHIFT
-#undef OM_LOG_RANGE_END
 #undef OMV_SEL
 #undef OMV_AND
 #undef OMV_XOR
