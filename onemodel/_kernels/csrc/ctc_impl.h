@@ -2,7 +2,7 @@
  * ctc_sse2.c, ctc_avx2.c, ctc_avx512.c) so that the compiler vectorizes the loops over states
  * and classes as wide as the path allows. Every element goes through the same IEEE operations
  * in the same order whatever the vector width (contraction is off, no reassociation), so every
- * path gives the same bits. Design note in ctc.c. Include after defining OM_CTC_FN(name).
+ * path gives the same bits. Design note in ctc.c. Include after a simd/<path>.h (for OMV_FN).
  */
 #include "ctc.h"
 #include "isa.h"
@@ -58,7 +58,7 @@ static inline void live(int64_t len, int64_t tb, int64_t t, int64_t *lo, int64_t
     *hi = imin(len, 2 * t + 2);
 }
 
-void OM_CTC_FN(om_ctc_forward_row_f32)(const om_ctc_shape *sh, const float *lp, int64_t b,
+void OMV_FN(om_ctc_forward_row_f32)(const om_ctc_shape *sh, const float *lp, int64_t b,
                                        float *alpha, int64_t *lab, float *skip, float *nll) {
     const int64_t tb = sh->input_lengths[b], w = sh->width;
     const int64_t len = extend(sh, b, lab, skip);
@@ -85,7 +85,7 @@ void OM_CTC_FN(om_ctc_forward_row_f32)(const om_ctc_shape *sh, const float *lp, 
     *nll = -(len > 1 ? lse3(last[len - 1], last[len - 2], NEG_INF) : last[0]);
 }
 
-void OM_CTC_FN(om_ctc_backward_row_f32)(const om_ctc_shape *sh, const float *lp, int64_t b,
+void OMV_FN(om_ctc_backward_row_f32)(const om_ctc_shape *sh, const float *lp, int64_t b,
                                         const float *alpha, float nll, float scale,
                                         int zero_infinity, float *beta, int64_t *lab,
                                         float *skip, float *grad) {
