@@ -1,5 +1,5 @@
-/* The exact sum's loops on the avx2 path (exact_impl.h). */
-#define OM_EXACT_FN(name) name##_avx2
+/* The exact sum's loops on the avx2 path (exact_impl.h), named by its OMV_FN. */
+#include "simd/avx2.h"
 #include "exact_impl.h"
 
 OM_PATH_PROBE(exact, avx2)

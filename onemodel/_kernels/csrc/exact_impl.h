@@ -1,6 +1,6 @@
 /* The loops of the exact sum (exact.h), compiled once per instruction-set path: each
- * exact_<path>.c defines OM_EXACT_FN(name) (the name with its path's suffix) and includes this
- * file. Every operation is exact or one IEEE rounding to nearest even named in exact.h, with
+ * exact_<path>.c includes its simd/<path>.h (OMV_FN(name): the name with the path's suffix),
+ * then this file. Every operation is exact or one IEEE rounding to nearest even named in exact.h, with
  * contraction off, so the compiler's vectorisation of a path changes nothing in the bits. Runs
  * of OM_EXACT_BLOCK elements are checked first (quantising: all finite and inside the clamp;
  * rounding: all sums below 2^60), and those that pass take a branch-free loop the compiler can
@@ -127,7 +127,7 @@ static void high_limbs(int64_t *restrict hi, const int64_t *restrict lo, size_t 
     for (size_t i = 0; i < n; i++) hi[i] = lo[i] >> LIMB;
 }
 
-size_t OM_EXACT_FN(om_exact_add)(const float *g, size_t n, double scale, double limit,
+size_t OMV_FN(om_exact_add)(const float *g, size_t n, double scale, double limit,
                                  int64_t *hi, int64_t *lo, uint8_t *codes, int64_t *clamped,
                                  int64_t *bad, int fresh, int pack_bits, int64_t *wide,
                                  int *hi_skipped) {
@@ -193,14 +193,14 @@ stop:
     return i;
 }
 
-void OM_EXACT_FN(om_exact_normalise)(int64_t *restrict hi, int64_t *restrict lo, size_t n) {
+void OMV_FN(om_exact_normalise)(int64_t *restrict hi, int64_t *restrict lo, size_t n) {
     for (size_t i = 0; i < n; i++) {
         hi[i] += lo[i] >> LIMB;
         lo[i] = (int64_t)((uint64_t)lo[i] & MASK);
     }
 }
 
-int64_t OM_EXACT_FN(om_exact_pack)(int64_t *restrict hi, int64_t *restrict lo, size_t n,
+int64_t OMV_FN(om_exact_pack)(int64_t *restrict hi, int64_t *restrict lo, size_t n,
                                    int bits) {
     return pack_range(hi, lo, n, bits);
 }
@@ -296,7 +296,7 @@ static inline float round_element(int64_t h, uint64_t lw, int grid, const diviso
     return negated_if(scaled(z, e), neg);
 }
 
-void OM_EXACT_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int grid,
+void OMV_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int grid,
                                  int64_t count, uint64_t magic, int l, float *out,
                                  uint32_t *top) {
     const divisor d = {count, magic, (uint64_t)count << 26, l,
