@@ -484,8 +484,10 @@ class ExactSum:
         # limbs is then the packed sum less the hi sum times 2^56, modulo 2^64 (below 2^63).
         wide = [j for j in range(len(self.buckets)) if meta[3 * n + j]]
         # A parameter packed directly (its hi limbs not written, every integer inside
-        # 2^(bits - 1)) adds zero high limbs: the sum of the lo limbs then stays inside int64
-        # (below W·2^(bits - 1) + W·2^56 < 2^63 in magnitude), which is all the rounding needs.
+        # 2^(bits - 1)) adds zero high limbs: each worker's part of the sum of the lo limbs is
+        # then its integer (inside 2^(bits - 1) <= 2^62 / W) or a low limb (in [0, 2^56), and
+        # W <= 127), both below 2^63 / W, so that sum stays inside int64, which is all the
+        # rounding needs.
         for k in (k for j in wide for k in self.members[j] if self._hi_skipped[k]):
             self.hi[self.offsets[k]:self.offsets[k] + self.sizes[k]] = 0
         wait([_comm.Iallreduce(_MPI.IN_PLACE, self.hi[a:b], op=_MPI.SUM)

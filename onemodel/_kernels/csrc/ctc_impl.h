@@ -59,7 +59,7 @@ static inline void live(int64_t len, int64_t tb, int64_t t, int64_t *lo, int64_t
 }
 
 void OMV_FN(om_ctc_forward_row_f32)(const om_ctc_shape *sh, const float *lp, int64_t b,
-                                       float *alpha, int64_t *lab, float *skip, float *nll) {
+                                    float *alpha, int64_t *lab, float *skip, float *nll) {
     const int64_t tb = sh->input_lengths[b], w = sh->width;
     const int64_t len = extend(sh, b, lab, skip);
     if (tb == 0) {
@@ -86,9 +86,9 @@ void OMV_FN(om_ctc_forward_row_f32)(const om_ctc_shape *sh, const float *lp, int
 }
 
 void OMV_FN(om_ctc_backward_row_f32)(const om_ctc_shape *sh, const float *lp, int64_t b,
-                                        const float *alpha, float nll, float scale,
-                                        int zero_infinity, float *beta, int64_t *lab,
-                                        float *skip, float *grad) {
+                                     const float *alpha, float nll, float scale,
+                                     int zero_infinity, float *beta, int64_t *lab,
+                                     float *skip, float *grad) {
     const int64_t tb = sh->input_lengths[b], w = sh->width, c = sh->c;
     const int64_t stride = sh->b * c;
     const int64_t len = extend(sh, b, lab, skip);

@@ -1,11 +1,11 @@
 /* The loops of the exact sum (exact.h), compiled once per instruction-set path: each
- * exact_<path>.c includes its simd/<path>.h (OMV_FN(name): the name with the path's suffix),
- * then this file. Every operation is exact or one IEEE rounding to nearest even named in exact.h, with
- * contraction off, so the compiler's vectorisation of a path changes nothing in the bits. Runs
- * of OM_EXACT_BLOCK elements are checked first (quantising: all finite and inside the clamp;
+ * exact_<path>.c includes its simd/<path>.h (OMV_FN(name): the name with the path's suffix), then
+ * this file. Every operation is exact or one IEEE rounding to nearest even named in exact.h, with
+ * contraction off, so the compiler's vectorisation of a path changes nothing in the bits. Runs of
+ * OM_EXACT_BLOCK elements are checked first (quantising: all finite and inside the clamp;
  * rounding: all sums below 2^60), and those that pass take a branch-free loop the compiler can
- * vectorise (rounding: a direct conversion for a power-of-two count, else the quotient in
- * double with the few elements it cannot decide redone exactly); the others the general one. */
+ * vectorise (rounding: a direct conversion for a power-of-two count, else the quotient in double
+ * with the few elements it cannot decide redone exactly); the others the general one. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -128,9 +128,9 @@ static void high_limbs(int64_t *restrict hi, const int64_t *restrict lo, size_t 
 }
 
 size_t OMV_FN(om_exact_add)(const float *g, size_t n, double scale, double limit,
-                                 int64_t *hi, int64_t *lo, uint8_t *codes, int64_t *clamped,
-                                 int64_t *bad, int fresh, int pack_bits, int64_t *wide,
-                                 int *hi_skipped) {
+                            int64_t *hi, int64_t *lo, uint8_t *codes, int64_t *clamped,
+                            int64_t *bad, int fresh, int pack_bits, int64_t *wide,
+                            int *hi_skipped) {
     int64_t nclamped = 0, nbad = 0, nwide = 0;
     size_t i = 0, start = 0;
     /* Packing fresh limbs (a worker's only micro-batch) before any non-finite element, blocks
@@ -201,7 +201,7 @@ void OMV_FN(om_exact_normalise)(int64_t *restrict hi, int64_t *restrict lo, size
 }
 
 int64_t OMV_FN(om_exact_pack)(int64_t *restrict hi, int64_t *restrict lo, size_t n,
-                                   int bits) {
+                              int bits) {
     return pack_range(hi, lo, n, bits);
 }
 
@@ -297,8 +297,8 @@ static inline float round_element(int64_t h, uint64_t lw, int grid, const diviso
 }
 
 void OMV_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int grid,
-                                 int64_t count, uint64_t magic, int l, float *out,
-                                 uint32_t *top) {
+                            int64_t count, uint64_t magic, int l, float *out,
+                            uint32_t *top) {
     const divisor d = {count, magic, (uint64_t)count << 26, l,
                        bit_length((uint64_t)count), 61 + l};
     const int pow2 = (count & (count - 1)) == 0;  /* then count = 2^l */

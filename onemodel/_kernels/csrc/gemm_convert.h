@@ -51,60 +51,6 @@ static inline void store_halves8(uint16_t *p, __m256i v) {
 }
 #endif
 
-static void convert(int64_t n, const void *src, int fmt, float *dst, uint16_t *save) {
-    const float *f = src;
-    const uint16_t *h = src;
-    int64_t i = 0;
-    switch (fmt) {
-    case OM_F32_TO_BF16:
-#if defined(__AVX2__)
-        for (; i + 8 <= n; i += 8) {
-            const __m256i r = bf16_round8(f + i);
-            _mm256_storeu_si256((__m256i *)(dst + i), _mm256_slli_epi32(bf16_flushed8(r), 16));
-            if (save) store_halves8(save + i, r);
-        }
-#endif
-        for (; i < n; i++) {
-            uint16_t r = om_bf16_round(f[i]);
-            dst[i] = om_bf16_widen(bf16_flushed(r));
-            if (save) save[i] = r;
-        }
-        break;
-    case OM_F32_TO_F16:
-#if OM_F16C
-        for (; i + 8 <= n; i += 8) {
-            __m128i r = _mm256_cvtps_ph(_mm256_loadu_ps(f + i), _MM_FROUND_TO_NEAREST_INT);
-            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(r));
-            if (save) _mm_storeu_si128((__m128i *)(save + i), r);
-        }
-#endif
-        for (; i < n; i++) {
-            uint16_t r = om_f16_round(f[i]);
-            dst[i] = om_f16_widen(r);
-            if (save) save[i] = r;
-        }
-        break;
-    case OM_BF16:
-#if defined(__AVX2__)
-        for (; i + 8 <= n; i += 8) {
-            const __m256i r = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i)));
-            _mm256_storeu_si256((__m256i *)(dst + i), _mm256_slli_epi32(bf16_flushed8(r), 16));
-        }
-#endif
-        for (; i < n; i++) dst[i] = om_bf16_widen(bf16_flushed(h[i]));
-        break;
-    case OM_F16:
-#if OM_F16C
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
-#endif
-        for (; i < n; i++) dst[i] = om_f16_widen(h[i]);
-        break;
-    default:
-        for (; i < n; i++) dst[i] = f[i];
-    }
-}
-
 /* The bf16 bits packing gives x as `fmt` reads it (OM_F32_TO_BF16 rounds, OM_BF16 holds the
  * bits), a subnormal flushed; *save (if not NULL) receives the unflushed rounding. */
 static inline uint32_t bf16_word(const void *src, int64_t i, int fmt, uint16_t *save) {
@@ -126,9 +72,49 @@ static inline __m256i bf16_words8(const void *src, int64_t i, int fmt, uint16_t 
 }
 #endif
 
+static void convert(int64_t n, const void *src, int fmt, float *dst, uint16_t *save) {
+    const float *f = src;
+    const uint16_t *h = src;
+    int64_t i = 0;
+    switch (fmt) {
+    case OM_F32_TO_BF16:
+    case OM_BF16:
+#if defined(__AVX2__)
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_si256((__m256i *)(dst + i),
+                                _mm256_slli_epi32(bf16_words8(src, i, fmt, save), 16));
+#endif
+        for (; i < n; i++) dst[i] = om_bf16_widen((uint16_t)bf16_word(src, i, fmt, save));
+        break;
+    case OM_F32_TO_F16:
+#if OM_F16C
+        for (; i + 8 <= n; i += 8) {
+            __m128i r = _mm256_cvtps_ph(_mm256_loadu_ps(f + i), _MM_FROUND_TO_NEAREST_INT);
+            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(r));
+            if (save) _mm_storeu_si128((__m128i *)(save + i), r);
+        }
+#endif
+        for (; i < n; i++) {
+            uint16_t r = om_f16_round(f[i]);
+            dst[i] = om_f16_widen(r);
+            if (save) save[i] = r;
+        }
+        break;
+    case OM_F16:
+#if OM_F16C
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+#endif
+        for (; i < n; i++) dst[i] = om_f16_widen(h[i]);
+        break;
+    default:
+        for (; i < n; i++) dst[i] = f[i];
+    }
+}
+
 /* Packing's converting step for the dot-product kernel, a pair of depths at once: dst[j] =
- * bf16(even[j]) << 16 | bf16(odd[j]) for j < n (odd NULL: a padding depth of zeros), what
- * convert and gemm.c's pairing give in two passes; save_even / save_odd as convert's save. */
+ * bf16(even[j]) << 16 | bf16(odd[j]) for j < n (odd NULL: a padding depth of zeros), the bits
+ * of convert's values two depths a word; save_even / save_odd as convert's save. */
 static inline void convert_pairs(int64_t n, const void *even, const void *odd, int fmt,
                                  uint32_t *dst, uint16_t *save_even, uint16_t *save_odd) {
     int64_t j = 0;
