@@ -8,8 +8,9 @@ runs, so a burst of load hits all alike), at 1 and 2 threads; beside them torch'
 what was allocated before it (numpy reports its arrays to tracemalloc): the step's activations,
 saved operands and gradients, not the weights. Ratios are against the float32 step of the same
 library.
-Run: python bench/amp.py [--quick] [--threads 1 2] [--widen] [--model LSTM]
-(--widen: bf16 products widen as on a CPU without AVX512_BF16, which gives the same bits.)
+Run: python bench/amp.py [--quick] [--threads 1 2] [--widen | --dot] [--model LSTM]
+(--widen: bf16 products widen as on a CPU without AVX512_BF16; --dot: they run the AVX512_BF16
+kernel even where it is not the default (CPUs with AMX). Both give the same bits.)
 """
 from __future__ import annotations
 
@@ -61,12 +62,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    p.add_argument("--widen", action="store_true")
+    kernel = p.add_mutually_exclusive_group()
+    kernel.add_argument("--widen", action="store_true")
+    kernel.add_argument("--dot", action="store_true")
     p.add_argument("--model", default="", help="only the models whose name contains this")
     args = p.parse_args()
-    if args.widen:
+    if args.widen or args.dot:
         from onemodel._kernels import _gemm
-        _gemm.bf16_dot(False)
+        _gemm.bf16_dot(args.dot)
     budget = 0.5 if args.quick else 2.0
     print(f"isa {om.config()['isa']}, bf16 dot-product kernel "
           f"{'on' if om.config()['bf16_dot'] else 'off'}; step time and peak memory against "

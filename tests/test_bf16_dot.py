@@ -7,6 +7,8 @@ The other paths emulate that rule, so exact mode has one answer on every machine
 against an exact rational reference, on hand-worked cases, across every path and thread
 count, and against the instruction itself where the CPU has it.
 """
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -18,7 +20,7 @@ from onemodel._kernels import _gemm
 
 ISAS = _kernels.available_isas()
 FLT_MIN = Fraction(2) ** -126
-HAS_DOT = "avx512" in ISAS and _gemm.bf16_dot()
+HAS_DOT = "avx512" in ISAS and _gemm.bf16_dot_available()
 
 
 def bf16(x):
@@ -148,10 +150,10 @@ def test_a_partial_sum_carried_into_the_next_k_block(isa):
                 ids=lambda on: "dot" if on else "widening")
 def bf16_dot(request):
     """With and without the dot-product kernel, where the CPU has it."""
+    before = _gemm.bf16_dot()
     _gemm.bf16_dot(request.param)
     yield request.param
-    if HAS_DOT:
-        _gemm.bf16_dot(True)
+    _gemm.bf16_dot(before)
 
 
 @pytest.mark.parametrize("kind", ["normal", "tiny", "wide", "subnormal"])
@@ -190,16 +192,39 @@ def test_the_instruction_itself_on_random_bits():
     a, b = bits((40, 301)), bits((301, 50))
     from conftest import isa_path
     results = []
+    before = _gemm.bf16_dot()
     with isa_path("avx512"):
         for dot in (True, False):
             _gemm.bf16_dot(dot)
             out = np.empty((40, 50), np.float32)
             _gemm.gemm(a, b, out, False, False, 2, half=1)
             results.append(out)
-    _gemm.bf16_dot(True)
+    _gemm.bf16_dot(before)
     nan = np.isnan(results[0])
     assert np.array_equal(nan, np.isnan(results[1]))
     assert np.array_equal(results[0][~nan].view(np.uint32), results[1][~nan].view(np.uint32))
+
+
+def _cpu_flags() -> set:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((set(line.split(":", 1)[1].split()) for line in f
+                         if line.startswith("flags")), set())
+    except OSError:
+        return set()
+
+
+@pytest.mark.skipif(not _cpu_flags(), reason="no /proc/cpuinfo to read the CPU's flags from")
+def test_the_kernel_is_the_default_where_it_is_the_faster():
+    """A fresh process uses the instruction where the CPU has AVX512_BF16, except on CPUs with
+    AMX-BF16 (Sapphire Rapids), where VDPBF16PS was measured slower than widening."""
+    flags = _cpu_flags()
+    code = ("from onemodel._kernels import _gemm; "
+            "print(_gemm.bf16_dot_available(), _gemm.bf16_dot())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    available = "avx512_bf16" in flags and "avx512" in ISAS
+    assert out == [str(available), str(available and "amx_bf16" not in flags)]
 
 
 def test_config_says_whether_the_instruction_runs():

@@ -1,6 +1,7 @@
 import numpy as np
 import numpy.typing as npt
 
+def bf16_dot_available() -> bool: ...
 def bf16_dot(on: bool | None = None) -> bool: ...
 HALF_NAMES: tuple[None | str, ...]
 

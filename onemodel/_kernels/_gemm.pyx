@@ -33,13 +33,22 @@ cdef extern from "gemm.h" nogil:
     int om_gemm_set_bf16_dot(int on)
     int om_gemm_bf16_dot()
 
+cdef extern from "isa.h" nogil:
+    int om_bf16_dot_available()
+
 HALF_NAMES = (None, "bf16", "fp16")
+
+
+def bf16_dot_available() -> bool:
+    """Whether this build and CPU have the AVX512_BF16 dot-product kernel."""
+    return bool(om_bf16_dot_available())
 
 
 def bf16_dot(on=None) -> bool:
     """Whether bfloat16 products run the AVX512_BF16 dot-product kernel when the avx512 path
-    is selected (the default where the CPU has it). on=False makes them widen as the other paths
-    do, which gives the same bits (for tests); on=True without the instruction is an error."""
+    is selected: by default where the CPU has it and it is the faster (not on CPUs with AMX,
+    whose VDPBF16PS loses to widening). on=False makes them widen as the other paths do, which
+    gives the same bits; on=True without the instruction is an error."""
     if on is not None and om_gemm_set_bf16_dot(1 if on else 0) != 0:
         raise RuntimeError("bf16_dot: this CPU or build has no AVX512_BF16 dot-product kernel")
     return bool(om_gemm_bf16_dot())

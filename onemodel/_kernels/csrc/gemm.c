@@ -70,7 +70,7 @@ enum { MC_TILES = 32, NC_TILES = 32 };
 static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
     OM_ISA_TABLE(om_gemm_ukernel_f32);
 
-static int use_bf16_dot = -1;   /* -1: whenever the CPU has it (decided on first use) */
+static int use_bf16_dot = -1;   /* -1: where it is faster (decided on first use) */
 
 int om_gemm_set_bf16_dot(int on) {
     if (on && !om_bf16_dot_available()) return -1;
@@ -79,7 +79,7 @@ int om_gemm_set_bf16_dot(int on) {
 }
 
 int om_gemm_bf16_dot(void) {
-    if (use_bf16_dot < 0) use_bf16_dot = om_bf16_dot_available();
+    if (use_bf16_dot < 0) use_bf16_dot = om_bf16_dot_preferred();
     return use_bf16_dot;
 }
 

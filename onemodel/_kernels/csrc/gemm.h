@@ -71,8 +71,8 @@ const om_gemm_ukernel *om_gemm_ukernel_f32_neon(void);
 const om_gemm_ukernel *om_gemm_ukernel_bf16_avx512bf16(void);
 
 /* Whether bfloat16 products use the dot-product kernel when the avx512 path is selected: on by
- * default where om_bf16_dot_available(). om_gemm_set_bf16_dot(0) makes them widen as every
- * other path does (the same bits; for tests); asking for 1 without the instruction returns -1. */
+ * default where om_bf16_dot_preferred(). om_gemm_set_bf16_dot(0) makes them widen as every
+ * other path does (the same bits); asking for 1 without the instruction returns -1. */
 int om_gemm_set_bf16_dot(int on);
 int om_gemm_bf16_dot(void);
 

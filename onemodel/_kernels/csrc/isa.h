@@ -71,6 +71,9 @@ int om_isa_available(int isa);
 /* 1 if this build has the AVX512_BF16 bfloat16 dot-product kernels and the CPU can run them
  * (they belong to the avx512 path: gemm.c uses them when that path is selected). */
 int om_bf16_dot_available(void);
+/* 1 if they are available and faster than widening here: not on CPUs with AMX-BF16, whose
+ * VDPBF16PS loses to the FMA kernel (cpu.c). Both give the same bits. */
+int om_bf16_dot_preferred(void);
 /* Sets om_isa; returns 0, or -1 when the path is not available. */
 int om_set_isa(int isa);
 /* The selected path: the one every kernel family dispatches to. */
