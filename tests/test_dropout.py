@@ -6,7 +6,7 @@ import pytest
 
 import onemodel as om
 from onemodel import nn
-from onemodel.functional.dropout import dropout, dropout_mask
+from onemodel.functional.dropout import dropout, dropout1d, dropout2d, dropout_mask
 
 GOLDEN = 0x9E3779B97F4A7C15
 MASK = 2 ** 64 - 1
@@ -157,3 +157,82 @@ def test_keep_boundary_is_inclusive():
 def test_p_near_one(p):
     n = 4000
     np.testing.assert_array_equal(bits(dropout_mask((n,), p, 8, 1)), bits(ref_mask(n, p, 8, 1)))
+
+
+def numpy_mask(shape, p, seed, draw):
+    """The multiplier computed in numpy uint64 arithmetic, a reference independent of the
+    kernel (a whole array at once: fast enough for large masks)."""
+    n = int(np.prod(shape))
+    stream = mix(seed + draw * GOLDEN)
+    z = np.arange(1, n + 1, dtype=np.uint64) * np.uint64(GOLDEN) + np.uint64(stream)
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    u = ((z >> np.uint64(40)).astype(np.float64) / 2 ** 24).astype(np.float32)
+    keep = u >= np.float32(p)
+    return np.where(keep, np.float32(1.0 / (1.0 - p)), np.float32(0)).reshape(shape)
+
+
+@pytest.mark.parametrize("op,shape,lead", [(dropout, (3, 70_001), None),
+                                           (dropout2d, (6, 5, 101, 203), 2),
+                                           (dropout1d, (3, 7, 30_011), 2)])
+def test_large_masks_at_every_thread_count(op, shape, lead, same_bits_everywhere, rng):
+    """Masks and products large enough for the threads to split them (and for several blocks
+    of the kernel per thread), against the numpy reference, forward and backward."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    mask = numpy_mask(shape[:lead] if lead else shape, 0.3, 11, 4)
+    mask = mask.reshape(mask.shape + (1,) * (len(shape) - mask.ndim))
+
+    def run(threads):
+        xt = om.tensor(x, requires_grad=True)
+        y = op(xt, 0.3, seed=11, draw=4)
+        y.backward(g)
+        return [y.detach().numpy(), xt.grad.numpy()]
+
+    y, gx = same_bits_everywhere(run, threads=(1, 2, 3))
+    np.testing.assert_array_equal(bits(y), bits(x * mask))
+    np.testing.assert_array_equal(bits(gx), bits(g * mask))
+
+
+def test_a_strided_input_gives_the_contiguous_inputs_bits(rng):
+    x = rng.standard_normal((40, 30)).astype(np.float32)
+    strided = dropout(om.tensor(x).T, 0.5, seed=2, draw=9).numpy()
+    contiguous = dropout(om.tensor(np.ascontiguousarray(x.T)), 0.5, seed=2, draw=9).numpy()
+    np.testing.assert_array_equal(bits(strided), bits(contiguous))
+
+
+def test_the_kernel_refuses_bad_arrays():
+    from onemodel._kernels import _dropout
+    x = np.ones(8, np.float32)
+    y = np.empty(8, np.float32)
+    keep = np.empty(8, np.uint8)
+    with pytest.raises(TypeError, match="x must be float32"):
+        _dropout.forward(1, 100, 2.0, x.astype(np.float64), y, keep, 1)
+    with pytest.raises(ValueError, match="differ in size"):
+        _dropout.forward(1, 100, 2.0, x, np.empty(9, np.float32), keep, 1)
+    with pytest.raises(ValueError, match="whole number of elements per mask element"):
+        _dropout.forward(1, 100, 2.0, x, y, np.empty(3, np.uint8), 1)
+    with pytest.raises(ValueError, match="keep must be a C-contiguous writeable uint8"):
+        _dropout.forward(1, 100, 2.0, x, y, np.empty(8, np.int32), 1)
+    with pytest.raises(ValueError, match="must not overlap"):
+        _dropout.forward(1, 100, 2.0, x, x, keep, 1)
+    with pytest.raises(ValueError, match="nthreads must be >= 1"):
+        _dropout.forward(1, 100, 2.0, x, y, keep, 0)
+    read_only = np.empty(8, np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="y is read-only"):
+        _dropout.forward(1, 100, 2.0, x, read_only, keep, 1)
+    with pytest.raises(ValueError, match="mask's 8 elements"):
+        _dropout.forward(1, 100, 2.0, None, np.empty(4, np.float32), keep, 1)
+    with pytest.raises(ValueError, match="g of shape"):
+        _dropout.backward(keep, 2.0, x, np.empty(4, np.float32), 1)
+    with pytest.raises(TypeError, match="g must be a numpy.ndarray"):
+        _dropout.backward(keep, 2.0, [1.0] * 8, y, 1)
+    y[:] = 7.0
+    keep[:] = 3
+    with pytest.raises(ValueError):
+        _dropout.backward(keep, 2.0, x, x, 1)
+    assert np.all(y == 7.0) and np.all(keep == 3)   # nothing written by a refused call

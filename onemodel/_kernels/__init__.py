@@ -14,7 +14,7 @@ from types import ModuleType
 
 ISA_NAMES = ("scalar", "sse2", "avx2", "avx512", "neon")
 _MODULE_NAMES = ("_cpu", "_gemm", "_optim", "_reduce", "_conv", "_vmath", "_ctc", "_rnn", "_sr4",
-                 "_exact", "_crc")
+                 "_exact", "_crc", "_dropout")
 
 
 def _load(name: str, library: str) -> ModuleType:

@@ -3,8 +3,8 @@
 Draw d of seed s: stream = mix(s + d·G) and element i (row-major, from 0) has
 bits = mix(stream + (i+1)·G), u = float32((bits >> 40) / 2^24), G = 0x9E3779B97F4A7C15, all
 unsigned 64-bit wrapping. Element i is kept, times float32(1/(1-p)), when u >= float32(p), else
-zeroed. These are the outputs of a SplitMix64 generator whose state is `stream`, so the mask is
-computed in numpy uint64 arithmetic with no per-element Python. It depends on nothing but
+zeroed. These are the outputs of a SplitMix64 generator whose state is `stream`; the kernel
+(csrc/dropout.c) draws them and multiplies in one pass. The mask depends on nothing but
 (seed, draw, p, the element count): the same on every platform, ISA path and thread count.
 The output is the input times the float32 multiplier (1/(1-p) or 0: the bits of a product by
 it, -0 and NaN included), and so is the gradient; the graph keeps only which elements were kept
@@ -21,8 +21,9 @@ import numpy as np
 
 from .. import random
 from .._ieee import quiet
+from .._kernels import _dropout
 from ..tensor import Tensor
-from ._core import as_tensor, record, require_float
+from ._core import as_tensor, record, require_float, threads
 from .elementwise import check_not_inplace
 
 
@@ -33,30 +34,26 @@ def _check_p(p: float, op: str) -> float:
     return p
 
 
-def _kept(shape: tuple, p: float, seed: int, draw: int) -> tuple[np.ndarray, np.float32]:
-    """(which elements draw `draw` keeps, as bool, and their multiplier float32(1/(1-p)))."""
-    n = math.prod(shape)
+def _draw(p: float, seed: int, draw: int) -> tuple[int, int, np.float32]:
+    """(stream, threshold, multiplier) of draw `draw`: element i is kept when
+    mix(stream + (i+1)·G) >> 40 >= threshold, times the multiplier float32(1/(1-p))."""
     # u = k / 2^24 with k = bits >> 40, so u >= float32(p) exactly when k >= ceil(p32·2^24)
-    # (p32·2^24 is exact in double), that is when bits >= that integer << 40.
+    # (p32·2^24 is exact in double). p that rounds to 1 in float32 gives 2^24: nothing is kept.
     threshold = math.ceil(float(np.float32(p)) * 2.0 ** 24)
-    keep = np.zeros(n, np.bool_)
-    if threshold >= 1 << 24:  # p rounds to 1 in float32: nothing is kept
-        return keep.reshape(shape), np.float32(0)
-    cut = np.uint64(threshold << 40)
+    scale = np.float32(0) if threshold >= 1 << 24 else np.float32(1.0 / (1.0 - p))
     stream = random.mix((int(seed) + int(draw) * random.GOLDEN) & random.MASK64)
-    for start, bits in random.splitmix_blocks(stream, n):
-        np.greater_equal(bits, cut, out=keep[start:start + len(bits)])
-    return keep.reshape(shape), np.float32(1.0 / (1.0 - p))
-
-
-def _multiplier(keep: np.ndarray, scale: np.float32) -> np.ndarray:
-    return np.multiply(keep, scale, dtype=np.float32)
+    return stream, threshold, scale
 
 
 def dropout_mask(shape: Sequence[int], p: float, seed: int, draw: int) -> np.ndarray:
     """The float32 multiplier of draw `draw`: float32(1/(1-p)) where kept, 0 where dropped."""
     p = _check_p(p, "dropout_mask")
-    return _multiplier(*_kept(tuple(int(s) for s in shape), p, seed, draw))
+    shape = tuple(int(s) for s in shape)
+    stream, threshold, scale = _draw(p, seed, draw)
+    multiplier = np.empty(shape, np.float32)
+    _dropout.forward(stream, threshold, scale, None, multiplier, np.empty(shape, np.uint8),
+                     threads())
+    return multiplier
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
@@ -115,8 +112,15 @@ def _masked(op: str, x: Any, p: float, training: bool, inplace: bool, seed: Opti
         return x
     if seed is None:
         seed = random.default_generator.next_u64()
-    shape = x.shape if lead is None else x.shape[:lead]
-    keep, scale = _kept(shape, p, seed, draw)
-    keep = keep.reshape(shape + (1,) * (x.ndim - len(shape)))
-    out = np.multiply(x._data, _multiplier(keep, scale))
-    return record(op, out, (x,), lambda g: (np.multiply(g, _multiplier(keep, scale)),))
+    stream, threshold, scale = _draw(p, seed, draw)
+    shape = x.shape
+    keep = np.empty(shape if lead is None else shape[:lead], np.uint8)
+    out = np.empty(shape, np.float32)
+    _dropout.forward(stream, threshold, scale, np.ascontiguousarray(x._data), out, keep,
+                     threads())
+
+    def backward(g: np.ndarray) -> tuple[np.ndarray]:
+        grad = np.empty(shape, np.float32)
+        _dropout.backward(keep, scale, np.ascontiguousarray(g, np.float32), grad, threads())
+        return (grad,)
+    return record(op, out, (x,), backward)
