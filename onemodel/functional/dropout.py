@@ -34,13 +34,13 @@ def _check_p(p: float, op: str) -> float:
     return p
 
 
-def _draw(p: float, seed: int, draw: int) -> tuple[int, int, np.float32]:
+def _draw(p: float, seed: int, draw: int) -> tuple[int, int, float]:
     """(stream, threshold, multiplier) of draw `draw`: element i is kept when
     mix(stream + (i+1)·G) >> 40 >= threshold, times the multiplier float32(1/(1-p))."""
     # u = k / 2^24 with k = bits >> 40, so u >= float32(p) exactly when k >= ceil(p32·2^24)
     # (p32·2^24 is exact in double). p that rounds to 1 in float32 gives 2^24: nothing is kept.
     threshold = math.ceil(float(np.float32(p)) * 2.0 ** 24)
-    scale = np.float32(0) if threshold >= 1 << 24 else np.float32(1.0 / (1.0 - p))
+    scale = 0.0 if threshold >= 1 << 24 else float(np.float32(1.0 / (1.0 - p)))
     stream = random.mix((int(seed) + int(draw) * random.GOLDEN) & random.MASK64)
     return stream, threshold, scale
 
