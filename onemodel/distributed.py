@@ -289,11 +289,15 @@ def _round(hi: Optional[np.ndarray], lo: np.ndarray, grid: int, count: int,
         hi = np.ascontiguousarray(hi, np.int64).reshape(-1)
     if out is None:
         out = np.empty(lo.shape, np.float32)
-    top = _exact.round_limbs(hi, lo, int(grid), n, out)
+    return out, _exponent_of(_exact.round_limbs(hi, lo, int(grid), n, out))
+
+
+def _exponent_of(top: int) -> Optional[int]:
+    """max_exponent of a float32 magnitude given by its bits (None for 0)."""
     if not top:
-        return out, None
+        return None
     biased = top >> 23  # float32's bits: the biased exponent, or 0 for a subnormal
-    return out, biased - 127 if biased else top.bit_length() - 150
+    return biased - 127 if biased else top.bit_length() - 150
 
 
 class ExactSum:
@@ -343,13 +347,32 @@ class ExactSum:
         self._requests: list[Any] = []
         self._packed = [False] * len(self.buckets)  # lo holds the whole (summed) integers
         self._out: Optional[np.ndarray] = None  # results(reuse=True) write here
+        # The float32 exchange of a single step: per bucket, this worker's gradients (padded
+        # to W shards of `_shard[j]`), every worker's shard of them, and the rounded results.
+        self._single = False
+        self._shard: list[int] = []
+        self._send: list[np.ndarray] = []
+        self._recv: list[np.ndarray] = []
+        self._gathered: list[np.ndarray] = []
+        self._weights = np.zeros(n)  # this worker's weight per parameter, 0 if not added
+        self._all_weights = np.zeros((1, n))  # every worker's
+        self._rounded = 0  # the count the gathered results are divided by (0: none yet)
+        self._tops = np.zeros(n, np.int64)  # their largest finite bits, per parameter
 
     def grid(self, k: int) -> int:
         return self.exponents[k] - _BELOW
 
-    def reset(self) -> None:
+    def reset(self, single: bool = False) -> None:
         """Empties the sum for a new step (the first add of each parameter overwrites its
-        limbs, and a parameter never added is zeroed before an all-reduce)."""
+        limbs, and a parameter never added is zeroed before an all-reduce). `single`: every
+        worker adds each parameter at most once in this step, final (one micro-batch a worker),
+        so the float32 gradients are exchanged instead of integers (`_exchange`); every worker
+        must pass the same."""
+        self._single = single and _comm is not None and world_size() > 1
+        if self._single and not self._send:
+            self._allocate_exchange()
+        self._weights[:] = 0
+        self._rounded = 0
         self.counts[:] = 0
         self.codes = None
         self._waiting = [len(m) for m in self.members]
@@ -385,15 +408,24 @@ class ExactSum:
         if a.size != self.sizes[k]:
             raise ValueError(f"ExactSum.add: array {k} has {a.size} elements, expected "
                              f"{self.sizes[k]}")
+        if self._single and not final:
+            raise RuntimeError("ExactSum.add: a single step adds each parameter once, final")
         n = len(self.sizes)
         self.counts[k] += 1
-        # The last add of a parameter packs its integers for the all-reduce in the same pass.
-        bits = self._pack_bits() if final and _comm is not None else 0
-        clamped, bad, wide = self._quantise(k, a, weight, bits)
-        self.counts[n + k] += clamped
-        self.counts[2 * n + k] += bad
-        if bits:
-            self._wide[k] = wide
+        if self._single:  # the gradient itself, to be exchanged
+            j = self.bucket_of[k]
+            at = self.offsets[k] - self.buckets[j][0]
+            self._send[j][at:at + a.size] = a
+            self._weights[k] = weight
+            self._fresh[k] = False
+        else:
+            # The last add of a parameter packs its integers for the all-reduce in one pass.
+            bits = self._pack_bits() if final and _comm is not None else 0
+            clamped, bad, wide = self._quantise(k, a, weight, bits)
+            self.counts[n + k] += clamped
+            self.counts[2 * n + k] += bad
+            if bits:
+                self._wide[k] = wide
         if final:
             self._final[k] = True
             self._waiting[self.bucket_of[k]] -= 1
@@ -442,6 +474,13 @@ class ExactSum:
         self._started = j + 1
         if _comm is None:
             return
+        if self._single:
+            for k in self.members[j]:
+                if self._fresh[k]:  # no gradient here this step: zeros of weight 0
+                    at = self.offsets[k] - self.buckets[j][0]
+                    self._send[j][at:at + self.sizes[k]] = 0
+            self._requests.append(_comm.Ialltoall(self._send[j], self._recv[j]))
+            return
         wide = 0
         for k in self.members[j]:
             at, end = self.offsets[k], self.offsets[k] + self.sizes[k]
@@ -474,12 +513,16 @@ class ExactSum:
             return slots
         for j in range(self._started, len(self.buckets)):
             self._start(j)
+        if self._single:
+            self._receive(what)
         meta = self.counts if slots is None else np.concatenate([self.counts,
                                                                  slots.reshape(-1)])
         self._requests.append(_comm.Iallreduce(_MPI.IN_PLACE, meta, op=_MPI.SUM))
         wait(self._requests, what)
         self._requests = []
         n = len(self.sizes)
+        if self._single:
+            return self._finish(meta, slots)
         # A bucket with integers too wide for one int64: its hi limbs too; the sum of the lo
         # limbs is then the packed sum less the hi sum times 2^56, modulo 2^64 (below 2^63).
         wide = [j for j in range(len(self.buckets)) if meta[3 * n + j]]
@@ -500,16 +543,76 @@ class ExactSum:
             if self.codes is None:
                 self.codes = np.zeros(self.total, np.uint8)
             _allreduce(self.codes, what + " (non-finite elements)", _MPI.BOR)
-        if slots is not None:
-            self.counts[:] = meta[:len(self.counts)]
-            return meta[len(self.counts):].reshape(slots.shape)
-        self.counts[:] = meta
-        return None
+        return self._finish(meta, slots)
+
+    def _finish(self, meta: np.ndarray, slots: Optional[np.ndarray]) -> Optional[np.ndarray]:
+        self.counts[:] = meta[:len(self.counts)]
+        return None if slots is None else meta[len(self.counts):].reshape(slots.shape)
+
+    # -- the float32 exchange of a single step ---------------------------------------------------
+    # With one micro-batch a worker, each worker sends shard r of every bucket's float32
+    # gradients to worker r (MPI_Alltoall), which sums the W rows of its shard on the grid
+    # (quantising each exactly as add does, into limbs that stay in cache) and rounds them; the
+    # rounded shards are then all-gathered. The integers are the ones the all-reduce would sum,
+    # so the bits are the same; the bytes are a float32 ring all-reduce's (half the integers'),
+    # and no gradient-sized integer array is written.
+
+    def _allocate_exchange(self) -> None:
+        world = world_size()
+        for a, b in self.buckets:
+            shard = -(-(b - a) // world)
+            self._shard.append(shard)
+            self._send.append(np.zeros(shard * world, np.float32))
+            self._recv.append(np.empty(shard * world, np.float32))
+            self._gathered.append(np.empty(shard * world, np.float32))
+
+    def _receive(self, what: str) -> None:
+        """Waits for the gradients' exchange and every worker's weights."""
+        self._all_weights = np.empty((world_size(), len(self.sizes)))
+        self._requests.append(_comm.Iallgather(self._weights, self._all_weights))
+        wait(self._requests, what)
+        self._requests = []
+        self._rounded = 0
+
+    def _round_shards(self, count: int, what: str = "gathering the gradients") -> None:
+        """Sums and rounds (divided by count) this worker's shards, all-gathers them, the
+        largest magnitudes (MAX) and the clamped counts (SUM). Every worker calls it."""
+        if self._rounded == count:
+            return
+        n, me = len(self.sizes), rank()
+        limit = 2.0 ** (_BELOW + _ABOVE) - 2.0 ** 45
+        tops = np.zeros(n, np.int64)
+        clamped = np.zeros(n, np.int64)
+        requests = []
+        for j, (a, b) in enumerate(self.buckets):
+            shard = self._shard[j]
+            begin, end = me * shard, min((me + 1) * shard, b - a)  # bucket-relative
+            for k in self.members[j]:
+                at = self.offsets[k] - a
+                lo, hi = max(at, begin), min(at + self.sizes[k], end)
+                if lo < hi:
+                    scale = self._all_weights[:, k] * 2.0 ** -self.grid(k)  # as _quantise's
+                    tops[k], clamped[k] = _exact.sum_rows(
+                        self._recv[j], shard, lo - begin, hi - lo, scale, limit, self.grid(k),
+                        count, self._gathered[j][lo:hi])
+            requests.append(_comm.Iallgather(_MPI.IN_PLACE, self._gathered[j]))
+        requests.append(_comm.Iallreduce(_MPI.IN_PLACE, tops, op=_MPI.MAX))
+        requests.append(_comm.Iallreduce(_MPI.IN_PLACE, clamped, op=_MPI.SUM))
+        wait(requests, what)
+        self._tops = tops
+        self.counts[n:2 * n] = clamped
+        self._rounded = count
 
     def _result(self, k: int, count: int, reuse: bool = False
                 ) -> tuple[Optional[np.ndarray], Optional[int]]:
         if not self.counts[k]:
             return None, None
+        if self._single:
+            self._round_shards(count)
+            j = self.bucket_of[k]
+            at = self.offsets[k] - self.buckets[j][0]
+            out = self._gathered[j][at:at + self.sizes[k]]
+            return (out if reuse else out.copy()), _exponent_of(int(self._tops[k]))
         a = self.offsets[k]
         b = a + self.sizes[k]
         hi = None if self._packed[self.bucket_of[k]] else self.hi[a:b]
@@ -539,8 +642,8 @@ class ExactSum:
         are views of one buffer that the next results(reuse=True) overwrites (no fresh
         memory, whose first touch costs as much as the rounding)."""
         n = len(self.sizes)
-        clamped = int(self.counts[n:2 * n].sum())
         done = [self._result(k, count, reuse) for k in range(n)]
+        clamped = int(self.counts[n:2 * n].sum())  # known after a single step's rounding
         if clamped and rank() == 0:
             warnings.warn(f"distributed: {clamped} gradient elements were 2^44 times larger "
                           "than the previous step's largest and were clamped", RuntimeWarning,

@@ -328,7 +328,7 @@ class Trainer:
             for k, p in enumerate(params):
                 self._hook_gradient(k, p)
         acc = self._sum
-        acc.reset()
+        acc.reset(single=self.accumulate == 1)  # one micro-batch a worker: float32 exchanged
         counters = self._counters()
         start = [int(c._data) for c in counters] + [random.default_generator.state]
         slots = np.zeros((total, 2), np.int64)  # per global micro-batch: samples, loss bits

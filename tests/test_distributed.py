@@ -87,12 +87,13 @@ def _results(prefix, world):
     return [json.loads(open(f"{prefix}.{r}").read()) for r in range(world)]
 
 
-def _reference(steps, norm=False):
+def _reference(steps, norm=False, accumulate=12):
     import onemodel.functional as F
     from onemodel.train import Trainer
     model, opt, loader = setup(norm)
     hashes = []
-    Trainer(model, F.cross_entropy, opt, loader, accumulate=12, clip_norm=0.5, progress=False,
+    Trainer(model, F.cross_entropy, opt, loader, accumulate=accumulate, clip_norm=0.5,
+            progress=False,
             callback=lambda i: hashes.append(checkpoint.state_hash(model, opt))
             if i["event"] == "step" else None).fit(steps)
     return hashes
@@ -302,6 +303,83 @@ def test_packed_and_wide_sums_give_the_bits_of_one_process(tmp_path, world):
         assert want.endswith(unpacked)  # one process: no packing
         for g in got:
             assert g[:-len(tail)] == want[:-len(unpacked)] and g.endswith(tail), name
+
+
+SINGLE = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from onemodel import distributed
+    distributed.init()
+    kind, M, bucket_bytes = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    rng = np.random.default_rng(11)
+    sizes = [3001, 40, 5]
+    rows = [[(rng.standard_normal(s) * 2.0 ** rng.integers(-40, -3, s)).astype(np.float32)
+             for s in sizes] for _ in range(M)]
+    rows[M - 1][1][:4] = [np.inf, np.nan, -np.inf, 1.0]
+    rows[0][1][1] = -np.inf  # +inf and -inf in one element: NaN
+    if kind == "clamp":
+        rows[1][0][7] = np.float32(2.0 ** 60)  # 2^44 times past the prior: clamped
+    if kind == "wide":  # integers beyond one int64 a worker: summed in two limbs
+        for r in rows:
+            r[0] *= np.float32(2.0 ** 30)
+    acc = distributed.ExactSum(sizes, bucket_bytes=bucket_bytes)
+    acc.exponents = [4, 4, 4]
+    W, me = distributed.world_size(), distributed.rank()
+    mine = list(range(me, M, W))
+    out = b""
+    for step, scale in enumerate((2.0 ** 20, 1.0)):
+        acc.reset(single=True)
+        for i in mine:
+            for k in (2, 1, 0):  # as backward completes them
+                if kind != "missing" or k != 2 or i % 2 == 0:
+                    acc.add_one(k, rows[i][k] * np.float32(scale), 3 + i,
+                                final=i == mine[-1])
+        acc.reduce()
+        results = acc.results(sum(3 + i for i in range(M)), reuse=step == 1)
+        n = len(sizes)
+        out += b"".join(b"-" if r is None else r.tobytes() for r in results)
+        out += repr((acc.exponents, acc.counts[n:2 * n].tolist())).encode()
+    with open(f"{sys.argv[1]}.{me}", "wb") as f:
+        f.write(out)
+""")
+
+
+@needs_mpi
+@pytest.mark.parametrize("world", [2, 3])
+def test_one_micro_batch_a_worker_exchanges_float32_with_the_same_bits(tmp_path, world):
+    """With one micro-batch a worker the gradients themselves are exchanged and each worker
+    sums its shard: the results, the next step's grids and the clamped counts are those of one
+    process adding the integers, with non-finite elements, a parameter some workers lack,
+    clamping, integers too wide for one int64, one bucket a parameter and one for all, over
+    two steps."""
+    pytest.importorskip("mpi4py")
+    for kind, bucket in [("plain", "1"), ("plain", "1000000"), ("missing", "1"),
+                         ("clamp", "1000000"), ("wide", "1")]:
+        name = f"{kind}-{bucket}"
+        one = _mpirun(tmp_path, 1, SINGLE, str(tmp_path / f"one-{name}"), kind, str(world),
+                      bucket)
+        run = _mpirun(tmp_path, world, SINGLE, str(tmp_path / f"out-{name}"), kind,
+                      str(world), bucket)
+        assert one.returncode == 0 and run.returncode == 0, run.stderr[-3000:] + one.stderr
+        want = (tmp_path / f"one-{name}.0").read_bytes()
+        for r in range(world):
+            assert (tmp_path / f"out-{name}.{r}").read_bytes() == want, (name, r)
+        if kind == "clamp":
+            assert b", [1, 0, 0])" in want  # its element counted (in the first step)
+
+
+@needs_mpi
+@pytest.mark.parametrize("world", [2, 3])
+def test_one_micro_batch_a_worker_gives_the_bits_of_one_process(tmp_path, world):
+    """The Trainer with M = W (the float32 exchange), dropout, clipping and a last
+    micro-batch of one sample, against one process accumulating M."""
+    pytest.importorskip("mpi4py")
+    script = RUN.replace("micro_batches=12", f"micro_batches={world}")
+    run = _mpirun(tmp_path, world, script, str(tmp_path / "out"), "14", "plain")
+    assert run.returncode == 0, run.stderr[-3000:]
+    reference = _reference(14, accumulate=world)
+    for r in _results(tmp_path / "out", world):
+        assert [h for h, _ in r["steps"]] == reference
 
 
 @needs_mpi

@@ -1,6 +1,9 @@
 /* The exact sum's entry points: the selected path's loops (exact_impl.h). The SSE2 entry is
  * the scalar function (isa.h). */
 #include "exact.h"
+
+#include <string.h>
+
 #include "isa.h"
 
 #define EXACT_DECLARE(p)                                                                      \
@@ -46,6 +49,70 @@ int64_t om_exact_pack(int64_t *hi, int64_t *lo, size_t n, int bits) {
 void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid, int64_t count,
                     uint64_t magic, int l, float *out, uint32_t *top) {
     round_table[om_isa](hi, lo, n, grid, count, magic, l, out, top);
+}
+
+/* Elements per block of om_exact_sum_rows: its limbs and codes (8.5 KiB) stay in L1. */
+#define ROWS_BLOCK 512
+
+/* The codes of a block applied to its results; returns their largest finite bits. */
+static uint32_t apply_codes(const uint8_t *codes, float *out, size_t n) {
+    const uint32_t pos_inf = 0x7f800000u, neg_inf = 0xff800000u, nan = 0x7fc00000u;
+    uint32_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t c = codes[i];
+        if (c) memcpy(out + i, c == 1 ? &pos_inf : c == 2 ? &neg_inf : &nan, 4);
+        uint32_t b;
+        memcpy(&b, out + i, 4);
+        b &= 0x7fffffffu;
+        if (b < 0x7f800000u && b > top) top = b;
+    }
+    return top;
+}
+
+/* A block of om_exact_sum_rows whose every integer lies inside 2^(bits - 1), bits = 63 -
+ * ceil(log2 nrows), with nothing non-finite or clamped: each row quantised packed (om_exact_add's
+ * direct pass) and the rows' integers summed into `sum`, which cannot overflow. Returns 0 (the
+ * block to be done in limbs) when a row is not such. */
+static int packed_block(const float *rows, size_t stride, int nrows, const double *scale,
+                        double limit, size_t len, int bits, int64_t *sum, int64_t *row,
+                        int64_t *hi) {
+    for (int w = 0; w < nrows; w++) {
+        int64_t clamped = 0, bad = 0, wide = 0;
+        int skipped = 0;
+        int64_t *into = w ? row : sum;
+        if (add_table[om_isa](rows + (size_t)w * stride, len, scale[w], limit, hi, into, NULL,
+                              &clamped, &bad, 1, bits, &wide, &skipped) < len || !skipped)
+            return 0;
+        if (w)
+            for (size_t j = 0; j < len; j++) sum[j] += row[j];
+    }
+    return 1;
+}
+
+void om_exact_sum_rows(const float *rows, size_t stride, int nrows, const double *scale,
+                       double limit, size_t n, int grid, int64_t count, uint64_t magic, int l,
+                       float *out, uint32_t *top, int64_t *clamped) {
+    int64_t hi[ROWS_BLOCK], lo[ROWS_BLOCK], row[ROWS_BLOCK];
+    uint8_t codes[ROWS_BLOCK];
+    int bits = 63;
+    while (bits > 56 && ((int64_t)1 << (63 - bits)) < nrows) bits--;  /* 63 - ceil(log2) */
+    for (size_t i = 0; i < n; i += ROWS_BLOCK) {
+        const size_t len = n - i < ROWS_BLOCK ? n - i : ROWS_BLOCK;
+        uint32_t t = 0;
+        if (packed_block(rows + i, stride, nrows, scale, limit, len, bits, lo, row, hi)) {
+            round_table[om_isa](NULL, lo, len, grid, count, magic, l, out + i, &t);
+        } else {
+            int64_t bad = 0, wide = 0;
+            int skipped = 0;
+            memset(codes, 0, len);
+            for (int w = 0; w < nrows; w++)
+                add_table[om_isa](rows + (size_t)w * stride + i, len, scale[w], limit, hi, lo,
+                                  codes, clamped, &bad, w == 0, 0, &wide, &skipped);
+            round_table[om_isa](hi, lo, len, grid, count, magic, l, out + i, &t);
+            if (bad) t = apply_codes(codes, out + i, len);
+        }
+        if (t > *top) *top = t;
+    }
 }
 
 OM_PATH_DISPATCH(exact, OM_ISA_TABLE_SCALAR_SSE2)
