@@ -20,6 +20,20 @@ cdef inline bint f32_array(object x, bint writeable) noexcept:
             and (not writeable or cnp.PyArray_ISWRITEABLE(<cnp.ndarray>x)))
 
 
+cdef inline int check_f32(str op, str name, object x, bint writeable) except -1:
+    """Raises, naming op and the argument, unless f32_array(x, writeable)."""
+    if f32_array(x, writeable):
+        return 0
+    if not cnp.PyArray_Check(x):
+        raise TypeError(f"{op}: {name} must be a numpy.ndarray, got {type(x).__name__}")
+    if (cnp.PyArray_TYPE(<cnp.ndarray>x) != cnp.NPY_FLOAT32
+            or not cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x)):
+        raise TypeError(f"{op}: {name} must be float32, got {x.dtype}")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x):
+        raise ValueError(f"{op}: {name} of shape {x.shape} must be C-contiguous")
+    raise ValueError(f"{op}: {name} is read-only")
+
+
 cdef inline cnp.npy_intp size_of(object x) noexcept:
     """Element count of an array f32_array accepted."""
     return cnp.PyArray_SIZE(<cnp.ndarray>x)

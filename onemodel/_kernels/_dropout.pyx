@@ -11,7 +11,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from onemodel._kernels._arrays cimport data_of, f32_array, overlap, size_of
+from onemodel._kernels._arrays cimport check_f32, data_of, overlap, size_of
 
 cnp.import_array()
 
@@ -21,17 +21,6 @@ cdef extern from "dropout.h" nogil:
                             int nthreads)
     void om_dropout_backward(const uint8_t *keep, float scale, int64_t n, int64_t inner,
                              const float *g, float *out, int nthreads)
-
-
-cdef _check_f32(str op, str name, a, bint writeable):
-    if not f32_array(a, writeable):
-        if not isinstance(a, np.ndarray):
-            raise TypeError(f"{op}: {name} must be a numpy.ndarray, got {type(a).__name__}")
-        if a.dtype != np.float32:
-            raise TypeError(f"{op}: {name} must be float32, got {a.dtype}")
-        if not a.flags.c_contiguous:
-            raise ValueError(f"{op}: {name} of shape {a.shape} must be C-contiguous")
-        raise ValueError(f"{op}: {name} is read-only")
 
 
 cdef uint8_t _no_elements = 0   # what an empty mask's pointer points to (never read)
@@ -59,30 +48,22 @@ def forward(uint64_t stream, uint32_t threshold, float scale, x, y, keep,
             int nthreads) -> None:
     """keep[i] = mask element i of `stream` kept (bits >> 40 >= threshold); y = x times the
     multiplier (scale or 0) of its mask element, keep.size elements of x each taking `inner` =
-    x.size / keep.size consecutive ones; x None: y = the multiplier itself."""
+    x.size / keep.size consecutive ones."""
     if nthreads < 1:
         raise ValueError(f"dropout: nthreads must be >= 1, got {nthreads}")
     cdef uint8_t *pk = _mask_of("dropout", keep, True)
-    _check_f32("dropout", "y", y, True)
-    cdef int64_t n = keep.size, inner = 1
-    cdef const float *px = NULL
-    if x is not None:
-        _check_f32("dropout", "x", x, False)
-        if size_of(x) != size_of(y):
-            raise ValueError(f"dropout: x of shape {x.shape} and y of shape {y.shape} differ "
-                             f"in size")
-        inner = _inner("dropout", keep, x, "x")
-        px = data_of(x)
-    elif size_of(y) != n:
-        raise ValueError(f"dropout: the multiplier y of shape {y.shape} must have the mask's "
-                         f"{n} elements")
+    check_f32("dropout", "x", x, False)
+    check_f32("dropout", "y", y, True)
+    if size_of(x) != size_of(y):
+        raise ValueError(f"dropout: x of shape {x.shape} and y of shape {y.shape} differ in size")
     if overlap(keep, y) or overlap(keep, x) or overlap(x, y):
         raise ValueError("dropout: keep, x and y must not overlap")
-    if n == 0:
-        return
+    cdef int64_t n = keep.size, inner = _inner("dropout", keep, x, "x")
+    cdef const float *px = data_of(x)
     cdef float *py = data_of(y)
-    with nogil:
-        om_dropout_forward(stream, threshold, scale, n, inner, px, py, pk, nthreads)
+    if n:
+        with nogil:
+            om_dropout_forward(stream, threshold, scale, n, inner, px, py, pk, nthreads)
 
 
 def backward(keep, float scale, g, out, int nthreads) -> None:
@@ -90,8 +71,8 @@ def backward(keep, float scale, g, out, int nthreads) -> None:
     if nthreads < 1:
         raise ValueError(f"dropout_backward: nthreads must be >= 1, got {nthreads}")
     cdef const uint8_t *pk = _mask_of("dropout_backward", keep, False)
-    _check_f32("dropout_backward", "g", g, False)
-    _check_f32("dropout_backward", "out", out, True)
+    check_f32("dropout_backward", "g", g, False)
+    check_f32("dropout_backward", "out", out, True)
     if size_of(g) != size_of(out):
         raise ValueError(f"dropout_backward: g of shape {g.shape} and out of shape {out.shape} "
                          f"differ in size")

@@ -8,11 +8,10 @@ float64 reference is measured by `ulp_sweep` over all float32 inputs (tools/ulp_
 The wrappers test their arrays in C first (_arrays.pxd); the Python-level checks run only when
 that test fails, to raise with the message.
 """
-import numpy as np
 
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint32_t
-from onemodel._kernels._arrays cimport data_of, f32_array, size_of
+from onemodel._kernels._arrays cimport check_f32, data_of, f32_array, size_of
 
 cnp.import_array()
 
@@ -39,15 +38,6 @@ cdef int _op_index(str op) except -1:
         raise ValueError(f"vmath: unknown op {op!r}; known: {', '.join(OPS)}") from None
 
 
-cdef _check(str op, str name, a):
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{op}: {name} must be a numpy.ndarray, got {type(a).__name__}")
-    if a.dtype != np.float32:
-        raise TypeError(f"{op}: {name} must be float32, got {a.dtype}")
-    if not a.flags.c_contiguous:
-        raise ValueError(f"{op}: {name} of shape {a.shape} must be C-contiguous")
-
-
 cdef int _threads(str op, int nthreads) except -1:
     if nthreads < 1:
         raise ValueError(f"{op}: nthreads must be >= 1, got {nthreads}")
@@ -60,10 +50,8 @@ def unary(str op, x, out, int nthreads) -> None:
     if not (nthreads >= 1 and f32_array(x, False) and f32_array(out, True)
             and size_of(x) == size_of(out)):
         _threads(op, nthreads)
-        _check(op, "x", x)
-        _check(op, "out", out)
-        if not out.flags.writeable:
-            raise ValueError(f"{op}: out is read-only")
+        check_f32(op, "x", x, False)
+        check_f32(op, "out", out, True)
         if x.size != out.size:
             raise ValueError(f"{op}: x of shape {x.shape} and out of shape {out.shape} "
                              f"differ in size ({x.size} != {out.size})")
@@ -83,11 +71,9 @@ def unary_backward(str op, saved, grad, out, int nthreads) -> None:
             and f32_array(out, True) and size_of(saved) == size_of(grad) == size_of(out)):
         name = op + "_backward"
         _threads(name, nthreads)
-        _check(name, "saved", saved)
-        _check(name, "grad", grad)
-        _check(name, "out", out)
-        if not out.flags.writeable:
-            raise ValueError(f"{name}: out is read-only")
+        check_f32(name, "saved", saved, False)
+        check_f32(name, "grad", grad, False)
+        check_f32(name, "out", out, True)
         if saved.size != grad.size or saved.size != out.size:
             raise ValueError(f"{name}: saved {saved.shape}, grad {grad.shape} and out "
                              f"{out.shape} must have the same size")

@@ -50,9 +50,9 @@ def dropout_mask(shape: Sequence[int], p: float, seed: int, draw: int) -> np.nda
     p = _check_p(p, "dropout_mask")
     shape = tuple(int(s) for s in shape)
     stream, threshold, scale = _draw(p, seed, draw)
-    multiplier = np.empty(shape, np.float32)
-    _dropout.forward(stream, threshold, scale, None, multiplier, np.empty(shape, np.uint8),
-                     threads())
+    multiplier = np.empty(shape, np.float32)  # 1 times the multiplier: its bits
+    _dropout.forward(stream, threshold, scale, np.ones(shape, np.float32), multiplier,
+                     np.empty(shape, np.uint8), threads())
     return multiplier
 
 

@@ -29,7 +29,7 @@ typedef struct {
     uint32_t threshold;
     float scale;
     int64_t n, inner;
-    const float *x;      /* forward input, or NULL for the multiplier alone */
+    const float *x;      /* forward: the input */
     const float *g;      /* backward: the gradient (keep is read, not drawn) */
     float *y;
     uint8_t *keep;       /* forward: the mask drawn */
@@ -44,13 +44,11 @@ static void draw(const dropout_job *a, int64_t begin, int64_t end) {
     }
 }
 
-/* y = v * multiplier over mask elements [begin, end); v NULL writes the multiplier. */
+/* y = v * multiplier over mask elements [begin, end). */
 static void products(const dropout_job *a, const float *v, int64_t begin, int64_t end) {
     const uint8_t *keep = a->mask;
     const float s = a->scale;
-    if (!v) {
-        for (int64_t i = begin; i < end; i++) a->y[i] = keep[i] ? s : 0.0f;
-    } else if (a->inner == 1) {
+    if (a->inner == 1) {
         for (int64_t i = begin; i < end; i++) a->y[i] = v[i] * (keep[i] ? s : 0.0f);
     } else {
         for (int64_t i = begin; i < end; i++) {

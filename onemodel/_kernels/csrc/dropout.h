@@ -5,9 +5,8 @@
 
 #include <stdint.h>
 
-/* keep[i] = whether mask element i (0 <= i < n) of draw stream `stream` is kept; when x is not
- * NULL, y[i·inner + j] = x[i·inner + j] * (keep[i] ? scale : 0) for j < inner, and when x is
- * NULL, y[i] = (keep[i] ? scale : 0), the multiplier itself. */
+/* keep[i] = whether mask element i (0 <= i < n) of draw stream `stream` is kept, and
+ * y[i·inner + j] = x[i·inner + j] * (keep[i] ? scale : 0) for j < inner. */
 void om_dropout_forward(uint64_t stream, uint32_t threshold, float scale, int64_t n,
                         int64_t inner, const float *x, float *y, uint8_t *keep, int nthreads);
 /* out[i·inner + j] = g[i·inner + j] * (keep[i] ? scale : 0). */
