@@ -12,7 +12,9 @@
     void om_exact_normalise_##p(int64_t *, int64_t *, size_t);                                 \
     int64_t om_exact_pack_##p(int64_t *, int64_t *, size_t, int);                              \
     void om_exact_round_##p(const int64_t *, const int64_t *, size_t, int, int64_t, uint64_t,  \
-                            int, float *, uint32_t *);
+                            int, float *, uint32_t *);                                         \
+    int om_exact_sum_packed_##p(const float *, size_t, int, const double *, double, size_t,    \
+                                int64_t *);
 EXACT_DECLARE(scalar)
 EXACT_DECLARE(avx2)
 EXACT_DECLARE(avx512)
@@ -30,6 +32,13 @@ static const normalise_fn normalise_table[OM_ISA_COUNT] =
     OM_ISA_TABLE_SCALAR_SSE2(om_exact_normalise);
 static const pack_fn pack_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_pack);
 static const round_fn round_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_round);
+/* sum[i] = the sum over the rows w of the integers of rows[w * stride + i] * scale[w] (as
+ * om_exact_add quantises them), i < n, returning 1, when every such |value| lies below
+ * `packable` (at most 2^62 / nrows, so the sum fits); 0 otherwise, sum then undefined. */
+typedef int (*sum_packed_fn)(const float *, size_t, int, const double *, double, size_t,
+                             int64_t *);
+static const sum_packed_fn sum_packed_table[OM_ISA_COUNT] =
+    OM_ISA_TABLE_SCALAR_SSE2(om_exact_sum_packed);
 
 size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
                     int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad, int fresh,
@@ -69,37 +78,18 @@ static uint32_t apply_codes(const uint8_t *codes, float *out, size_t n) {
     return top;
 }
 
-/* A block of om_exact_sum_rows whose every integer lies inside 2^(bits - 1), bits = 63 -
- * ceil(log2 nrows), with nothing non-finite or clamped: each row quantised packed (om_exact_add's
- * direct pass) and the rows' integers summed into `sum`, which cannot overflow. Returns 0 (the
- * block to be done in limbs) when a row is not such. */
-static int packed_block(const float *rows, size_t stride, int nrows, const double *scale,
-                        double limit, size_t len, int bits, int64_t *sum, int64_t *row,
-                        int64_t *hi) {
-    for (int w = 0; w < nrows; w++) {
-        int64_t clamped = 0, bad = 0, wide = 0;
-        int skipped = 0;
-        int64_t *into = w ? row : sum;
-        if (add_table[om_isa](rows + (size_t)w * stride, len, scale[w], limit, hi, into, NULL,
-                              &clamped, &bad, 1, bits, &wide, &skipped) < len || !skipped)
-            return 0;
-        if (w)
-            for (size_t j = 0; j < len; j++) sum[j] += row[j];
-    }
-    return 1;
-}
-
 void om_exact_sum_rows(const float *rows, size_t stride, int nrows, const double *scale,
                        double limit, size_t n, int grid, int64_t count, uint64_t magic, int l,
                        float *out, uint32_t *top, int64_t *clamped) {
-    int64_t hi[ROWS_BLOCK], lo[ROWS_BLOCK], row[ROWS_BLOCK];
+    int64_t hi[ROWS_BLOCK], lo[ROWS_BLOCK];
     uint8_t codes[ROWS_BLOCK];
-    int bits = 63;
-    while (bits > 56 && ((int64_t)1 << (63 - bits)) < nrows) bits--;  /* 63 - ceil(log2) */
+    int log2_rows = 0;   /* ceil(log2 nrows): each row's integers inside 2^(62 - it) fit */
+    while (((int64_t)1 << log2_rows) < nrows) log2_rows++;
+    const double packable = (double)((int64_t)1 << (62 - log2_rows));
     for (size_t i = 0; i < n; i += ROWS_BLOCK) {
         const size_t len = n - i < ROWS_BLOCK ? n - i : ROWS_BLOCK;
         uint32_t t = 0;
-        if (packed_block(rows + i, stride, nrows, scale, limit, len, bits, lo, row, hi)) {
+        if (sum_packed_table[om_isa](rows + i, stride, nrows, scale, packable, len, lo)) {
             round_table[om_isa](NULL, lo, len, grid, count, magic, l, out + i, &t);
         } else {
             int64_t bad = 0, wide = 0;

@@ -193,6 +193,22 @@ stop:
     return i;
 }
 
+int OMV_FN(om_exact_sum_packed)(const float *rows, size_t stride, int nrows,
+                                const double *scale, double packable, size_t n,
+                                int64_t *restrict sum) {
+    for (int w = 0; w < nrows; w++) {
+        const float *restrict g = rows + (size_t)w * stride;
+        const double s = scale[w];
+        if (add_block_clean(g, n, s, packable, packable) != 2) return 0;
+        if (w == 0) {
+            for (size_t i = 0; i < n; i++) sum[i] = packed_one((double)g[i] * s);
+        } else {
+            for (size_t i = 0; i < n; i++) sum[i] += packed_one((double)g[i] * s);
+        }
+    }
+    return 1;
+}
+
 void OMV_FN(om_exact_normalise)(int64_t *restrict hi, int64_t *restrict lo, size_t n) {
     for (size_t i = 0; i < n; i++) {
         hi[i] += lo[i] >> LIMB;
