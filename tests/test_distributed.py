@@ -369,13 +369,13 @@ def test_one_micro_batch_a_worker_exchanges_float32_with_the_same_bits(tmp_path,
 
 
 @needs_mpi
-@pytest.mark.parametrize("world", [2, 3])
-def test_one_micro_batch_a_worker_gives_the_bits_of_one_process(tmp_path, world):
+@pytest.mark.parametrize("world,shard", [(2, "0"), (3, "0"), (2, "1")])
+def test_one_micro_batch_a_worker_gives_the_bits_of_one_process(tmp_path, world, shard):
     """The Trainer with M = W (the float32 exchange), dropout, clipping and a last
-    micro-batch of one sample, against one process accumulating M."""
+    micro-batch of one sample, against one process accumulating M; also with ZeRO-1."""
     pytest.importorskip("mpi4py")
     script = RUN.replace("micro_batches=12", f"micro_batches={world}")
-    run = _mpirun(tmp_path, world, script, str(tmp_path / "out"), "14", "plain")
+    run = _mpirun(tmp_path, world, script, str(tmp_path / "out"), "14", "plain", SHARD=shard)
     assert run.returncode == 0, run.stderr[-3000:]
     reference = _reference(14, accumulate=world)
     for r in _results(tmp_path / "out", world):
