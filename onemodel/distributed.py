@@ -29,10 +29,18 @@ all M, and whatever algorithm MPI picks, because it is an exact sum:
                directly): the exact mean X·2^G/N (and the sum, N = 1) rounded once to nearest
                even, except in float32's subnormal range.
 
+    single     with one micro-batch a worker (M = W), the integers are not all-reduced: each
+               worker sends shard r of every bucket's float32 gradients to worker r
+               (MPI_Alltoall), which quantises the W rows of its shard as above, sums and rounds
+               them in cache, and the rounded shards are all-gathered. The same integers, so
+               the same bits.
+
 A non-finite element anywhere makes that element NaN or ±inf, as a float sum would (a second,
 rare all-reduce of a byte per element with bitwise OR). Bytes per worker: 8 per element (one
 int64), 2x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float32's, plus a few
-integers per parameter (16 per element in a step with wide sums). Memory: two int64 limbs per
+integers per parameter (16 per element in a step with wide sums); a single step moves 4 per
+element (W-1)/W times each way in the all-to-all and again in the all-gather: a float32 ring
+all-reduce's bytes. Memory: two int64 limbs per
 element whatever M is (and a float32 result buffer the Trainer reuses), no scratch: quantising
 (packing too, in a parameter's last add) and rounding are one pass each in C (csrc/exact.c).
 A worker's only micro-batch of a step is written packed directly, without its hi limbs (8
