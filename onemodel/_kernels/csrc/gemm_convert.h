@@ -72,6 +72,29 @@ static inline __m256i bf16_words8(const void *src, int64_t i, int fmt, uint16_t 
 }
 #endif
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* bf16_words8 on 16 values: the same integer steps, the choices by mask registers. */
+static inline __m512i bf16_words16(const void *src, int64_t i, int fmt, uint16_t *save) {
+    __m512i h;
+    if (fmt == OM_BF16) {
+        h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i)));
+    } else {
+        const __m512i u = _mm512_loadu_si512((const float *)src + i);
+        const __mmask16 nan = _mm512_cmpgt_epi32_mask(
+            _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
+        const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        const __m512i nearest = _mm512_srli_epi32(
+            _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), odd), 16);
+        const __m512i quiet = _mm512_srli_epi32(_mm512_or_si512(u, _mm512_set1_epi32(0x400000)),
+                                                16);
+        h = _mm512_mask_blend_epi32(nan, nearest, quiet);
+        if (save) _mm256_storeu_si256((__m256i *)(save + i), _mm512_cvtepi32_epi16(h));
+    }
+    const __mmask16 subnormal = _mm512_testn_epi32_mask(h, _mm512_set1_epi32(0x7F80));
+    return _mm512_mask_and_epi32(h, subnormal, h, _mm512_set1_epi32(0x8000));
+}
+#endif
+
 static void convert(int64_t n, const void *src, int fmt, float *dst, uint16_t *save) {
     const float *f = src;
     const uint16_t *h = src;
@@ -79,6 +102,10 @@ static void convert(int64_t n, const void *src, int fmt, float *dst, uint16_t *s
     switch (fmt) {
     case OM_F32_TO_BF16:
     case OM_BF16:
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_si512(dst + i, _mm512_slli_epi32(bf16_words16(src, i, fmt, save), 16));
+#endif
 #if defined(__AVX2__)
         for (; i + 8 <= n; i += 8)
             _mm256_storeu_si256((__m256i *)(dst + i),
