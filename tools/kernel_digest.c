@@ -26,6 +26,8 @@
 #include "batch_norm.h"
 #include "conv.h"
 #include "ctc.h"
+#include "dropout.h"
+#include "exact.h"
 #include "gemm.h"
 #include "isa.h"
 #include "optim.h"
@@ -444,6 +446,49 @@ static void check_sr4(run_t *r, int nt) {
     free(g), free(w), free(x), free(out), free(codes);
 }
 
+static void check_exact(run_t *r, int nt) {
+    (void)nt;  /* the exact sum runs on one thread */
+    /* Three rows of gradients with a wide range, some beyond one int64 a row, two non-finite;
+     * summed in limbs (add, round) and as the single step's shard sum (sum_rows). */
+    enum { N = 1500, ROWS = 3 };
+    float *g = uniform(ROWS * N, 1.0f), *out = zeros(N);
+    for (int64_t i = 0; i < ROWS * N; i++) g[i] = ldexpf(g[i], (int)(next_u64() % 60) - 40);
+    g[7] = 0x1p40f;
+    g[N + 9] = INFINITY;
+    g[2 * N + 9] = -INFINITY;
+    const double scale[ROWS] = {3 * 0x1p50, 4 * 0x1p50, 5 * 0x1p50}, limit = 0x1p98 - 0x1p45;
+    int64_t *hi = calloc(N, sizeof(int64_t)), *lo = calloc(N, sizeof(int64_t));
+    int64_t clamped = 0, bad = 0, wide = 0;
+    int skipped = 0;
+    uint8_t *codes = calloc(N, 1);
+    for (int w = 0; w < ROWS; w++)
+        om_exact_add(g + w * N, N, scale[w], limit, hi, lo, codes, &clamped, &bad, w == 0, 0,
+                     &wide, &skipped);
+    rec_i64(r, "exact add hi", hi, N);
+    rec_i64(r, "exact add lo", lo, N);
+    uint32_t top = 0;
+    const uint64_t magic = 0x2492492492492493ULL;  /* ceil(2^(61 + 4) / 14) */
+    om_exact_round(hi, lo, N, -50, 14, magic, 4, out, &top);
+    rec_f32(r, "exact round", out, N);
+    top = 0;
+    om_exact_sum_rows(g, N, ROWS, scale, limit, N, -50, 14, magic, 4, out, &top, &clamped);
+    rec_f32(r, "exact sum rows", out, N);
+    rec_i64(r, "exact top", (const int64_t[]){top}, 1);
+    free(g), free(out), free(hi), free(lo), free(codes);
+}
+
+static void check_dropout(run_t *r, int nt) {
+    enum { N = 70001, INNER = 3 };
+    float *x = uniform(N * INNER, 4.0f), *y = zeros(N * INNER);
+    uint8_t *keep = malloc(N);
+    om_dropout_forward(0x123456789ABCDEFULL, 5033165, 1.25f, N, INNER, x, y, keep, nt);
+    rec_bytes(r, "dropout keep", keep, N);
+    rec_f32(r, "dropout forward", y, N * INNER);
+    om_dropout_backward(keep, 1.25f, N, INNER, x, y, nt);
+    rec_f32(r, "dropout backward", y, N * INNER);
+    free(x), free(y), free(keep);
+}
+
 static void run_all(run_t *r, int nt) {
     rng_state = 20240229;  /* every run sees the same inputs */
     r->count = 0;
@@ -455,6 +500,8 @@ static void run_all(run_t *r, int nt) {
     check_ctc(r, nt);
     check_rnn(r, nt);
     check_sr4(r, nt);
+    check_exact(r, nt);
+    check_dropout(r, nt);
 }
 
 int main(int argc, char **argv) {
