@@ -41,7 +41,8 @@ int64), 2x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float3
 integers per parameter (16 per element in a step with wide sums); a single step moves 4 per
 element (W-1)/W times each way in the all-to-all and again in the all-gather: a float32 ring
 all-reduce's bytes. Memory: two int64 limbs per
-element whatever M is (and a float32 result buffer the Trainer reuses), no scratch: quantising
+element whatever M is (and a float32 result buffer the Trainer reuses; a single step uses three
+float32 buffers instead, the gradients sent, received and gathered), no scratch: quantising
 (packing too, in a parameter's last add) and rounding are one pass each in C (csrc/exact.c).
 A worker's only micro-batch of a step is written packed directly, without its hi limbs (8
 bytes an element written instead of 16), when its integers lie inside 2^(bits - 1); should a
@@ -374,8 +375,8 @@ class ExactSum:
         """Empties the sum for a new step (the first add of each parameter overwrites its
         limbs, and a parameter never added is zeroed before an all-reduce). `single`: every
         worker adds each parameter at most once in this step, final (one micro-batch a worker),
-        so the float32 gradients are exchanged instead of integers (`_exchange`); every worker
-        must pass the same."""
+        so the float32 gradients are exchanged instead of integers (the notes above
+        `_allocate_exchange`); every worker must pass the same."""
         self._single = single and _comm is not None and world_size() > 1
         if self._single and not self._send:
             self._allocate_exchange()
@@ -560,7 +561,7 @@ class ExactSum:
     # -- the float32 exchange of a single step ---------------------------------------------------
     # With one micro-batch a worker, each worker sends shard r of every bucket's float32
     # gradients to worker r (MPI_Alltoall), which sums the W rows of its shard on the grid
-    # (quantising each exactly as add does, into limbs that stay in cache) and rounds them; the
+    # (quantising each as add does, into integers that stay in cache) and rounds them; the
     # rounded shards are then all-gathered. The integers are the ones the all-reduce would sum,
     # so the bits are the same; the bytes are a float32 ring all-reduce's (half the integers'),
     # and no gradient-sized integer array is written.
