@@ -193,6 +193,16 @@ stop:
     return i;
 }
 
+/* packed_one(v) for |v| <= 2^56, in fewer operations: there the split's f is 0 (v >= 0) or -1
+ * (v < 0), so t is v, or fl(v + 2^56) rounded as the split rounds it, and the integer is t
+ * rounded (half to even; t >= 2^52 is one already) less 2^56 for a negative v. */
+static inline int64_t packed_near(double v) {
+    const int negative = v < 0;
+    const double t = v + (negative ? 0x1p56 : 0.0);
+    const double r = t >= 0x1p52 ? t : (t + 0x1p52) - 0x1p52;
+    return (int64_t)r - (negative ? (int64_t)1 << LIMB : 0);
+}
+
 int OMV_FN(om_exact_sum_packed)(const float *rows, size_t stride, int nrows,
                                 const double *scale, double packable, size_t n,
                                 int64_t *restrict sum) {
@@ -200,8 +210,13 @@ int OMV_FN(om_exact_sum_packed)(const float *rows, size_t stride, int nrows,
         const float *restrict g = rows + (size_t)w * stride;
         const double s = scale[w];
         if (add_block_clean(g, n, s, packable, packable) != 2) return 0;
-        if (w == 0) {
+        const int near = add_block_clean(g, n, s, 0x1p56, 0x1p56) != 0;  /* |v| <= 2^56 */
+        if (w == 0 && near) {
+            for (size_t i = 0; i < n; i++) sum[i] = packed_near((double)g[i] * s);
+        } else if (w == 0) {
             for (size_t i = 0; i < n; i++) sum[i] = packed_one((double)g[i] * s);
+        } else if (near) {
+            for (size_t i = 0; i < n; i++) sum[i] += packed_near((double)g[i] * s);
         } else {
             for (size_t i = 0; i < n; i++) sum[i] += packed_one((double)g[i] * s);
         }
