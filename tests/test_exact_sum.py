@@ -410,3 +410,37 @@ def test_fresh_limbs_packed_directly_are_those_added_then_packed(bits, isa):
             assert ((lo >> 56) != hi).any()  # stale: not written, and lo >> 56 gives them
         else:
             assert hi[:done].tobytes() == want_hi[:done].tobytes()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_shard_sum_is_the_sum_in_limbs(seed, isa):
+    """_exact.sum_rows (a single step's shard sum: packed integers where they fit, the split
+    in fewer operations within 2^56 grid units) gives the bits of adding the rows into the limbs
+    and rounding, on random rows with grid ties, values about 2^52 and 2^56 grid units, small
+    negative values (the split's own rounding there), non-finite elements and clamping."""
+    from onemodel._kernels import _exact
+    rng = np.random.default_rng(seed)
+    for trial in range(15):
+        rows_n, n = int(rng.integers(1, 5)), int(rng.integers(1, 1400))
+        e = int(rng.integers(-20, 40))
+        rows = (rng.standard_normal((rows_n, n)) * 2.0 ** rng.integers(-70, 8, (rows_n, n))
+                ).astype(np.float32)
+        edge = np.array([0.5, -0.5, 1.5, -1.5, 2.5, -3.25, -1e-3, 2.0 ** 52 + 1,
+                         -(2.0 ** 52) - 1, 2.0 ** 56, -(2.0 ** 56), 2.0 ** 55 + 8,
+                         -(2.0 ** 55) - 8]) * 2.0 ** (e - 54)
+        rows[0, :min(n, edge.size)] = edge[:n].astype(np.float32)
+        if trial % 5 == 4:
+            rows[-1, n // 2] = [np.inf, -np.inf, np.nan, np.float32(2.0 ** (e + 50))][trial % 4]
+        weights = [int(w) for w in rng.integers(1, 300, rows_n)]
+        count = int(rng.integers(1, 1000))
+        limbs = ExactSum([n])
+        limbs.exponents = [e]
+        for row, w in zip(rows, weights):
+            limbs.add([row], w)
+        with np.errstate(invalid="ignore"):
+            want = limbs.result(0, count)
+        out = np.empty(n, np.float32)
+        scale = np.array([w * 2.0 ** -(e - 54) for w in weights])
+        _exact.sum_rows(rows.reshape(-1), n, 0, n, scale, 2.0 ** 98 - 2.0 ** 45, e - 54, count,
+                        out)
+        assert out.tobytes() == want.tobytes(), (seed, trial)
