@@ -229,8 +229,12 @@ def test_the_kernel_refuses_bad_arrays():
         _dropout.backward(keep, 2.0, x, np.empty(4, np.float32), 1)
     with pytest.raises(TypeError, match="g must be a numpy.ndarray"):
         _dropout.backward(keep, 2.0, [1.0] * 8, y, 1)
+    # Nothing is written by a refused call.
     y[:] = 7.0
-    keep[:] = 3
+    few = np.full(3, 5, np.uint8)
     with pytest.raises(ValueError):
+        _dropout.forward(1, 100, 2.0, x, y, few, 1)
+    assert np.all(y == 7.0) and np.all(few == 5)
+    with pytest.raises(ValueError, match="must not overlap"):
         _dropout.backward(keep, 2.0, x, x, 1)
-    assert np.all(y == 7.0) and np.all(keep == 3)   # nothing written by a refused call
+    assert np.all(x == 1.0)

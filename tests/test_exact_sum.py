@@ -444,3 +444,14 @@ def test_the_shard_sum_is_the_sum_in_limbs(seed, isa):
         _exact.sum_rows(rows.reshape(-1), n, 0, n, scale, 2.0 ** 98 - 2.0 ** 45, e - 54, count,
                         out)
         assert out.tobytes() == want.tobytes(), (seed, trial)
+
+
+def test_a_single_step_refuses_an_add_that_is_not_final():
+    """In a single step (one micro-batch a worker) each parameter is added once, final: a
+    second micro-batch's add is refused before anything is written."""
+    acc = ExactSum([4])
+    acc._single = True  # what reset(single=True) sets under mpiexec with W > 1
+    acc._allocate_exchange()
+    with pytest.raises(RuntimeError, match="adds each parameter once, final"):
+        acc.add_one(0, np.ones(4, np.float32), 1, final=False)
+    assert acc.counts[0] == 0 and not acc._send[0].any()

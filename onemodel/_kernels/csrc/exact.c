@@ -33,8 +33,8 @@ static const normalise_fn normalise_table[OM_ISA_COUNT] =
 static const pack_fn pack_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_pack);
 static const round_fn round_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_round);
 /* sum[i] = the sum over the rows w of the integers of rows[w * stride + i] * scale[w] (as
- * om_exact_add quantises them), i < n, returning 1, when every such |value| lies below
- * `packable` (at most 2^62 / nrows, so the sum fits); 0 otherwise, sum then undefined. */
+ * om_exact_add quantises them), i < n, returning 1, when every such |value| is at most
+ * `packable` (2^62 / 2^ceil(log2 nrows), so the sum fits); 0 otherwise, sum then undefined. */
 typedef int (*sum_packed_fn)(const float *, size_t, int, const double *, double, size_t,
                              int64_t *);
 static const sum_packed_fn sum_packed_table[OM_ISA_COUNT] =

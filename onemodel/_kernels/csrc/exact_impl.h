@@ -209,8 +209,10 @@ int OMV_FN(om_exact_sum_packed)(const float *rows, size_t stride, int nrows,
     for (int w = 0; w < nrows; w++) {
         const float *restrict g = rows + (size_t)w * stride;
         const double s = scale[w];
-        if (add_block_clean(g, n, s, packable, packable) != 2) return 0;
-        const int near = add_block_clean(g, n, s, 0x1p56, 0x1p56) != 0;  /* |v| <= 2^56 */
+        /* 0: beyond `packable` (or not finite); 2: every |v| also below 2^56 */
+        const int clean = add_block_clean(g, n, s, packable, 0x1p56);
+        if (!clean) return 0;
+        const int near = clean == 2;
         if (w == 0 && near) {
             for (size_t i = 0; i < n; i++) sum[i] = packed_near((double)g[i] * s);
         } else if (w == 0) {
