@@ -76,6 +76,7 @@ def main() -> None:
           f"float32")
     print(f"{'model':<27} {'thr':>3} {'f32 ms':>8} {'bf16 x':>7} {'fp16 x':>7} "
           f"{'torch bf16 x':>12} {'mem bf16':>8} {'mem fp16':>8}")
+    refused: dict[str, str] = {}
     for threads in args.threads:
         om.set_num_threads(threads)
         torch.set_num_threads(threads)
@@ -84,12 +85,20 @@ def main() -> None:
                 continue
             om_step, torch_step = build()
             fns = [under(om_step, c) for c in CASTS]
-            fns += [under(torch_step, None, True), under(torch_step, "bf16", True)]
+            torch_fns = [under(torch_step, None, True), under(torch_step, "bf16", True)]
+            try:  # torch's bf16 kernels may refuse a CPU (oneDNN's LSTM without AVX512_BF16)
+                torch_fns[1]()
+                fns += torch_fns
+            except RuntimeError as e:
+                refused.setdefault(name, str(e).splitlines()[0])
             t = best_seconds(fns, budget)
             mem = [peak_bytes(fn) for fn in fns[:3]] if threads == 1 else None
             mem_text = (f"{mem[1] / mem[0]:8.2f} {mem[2] / mem[0]:8.2f}" if mem else "")
+            torch_text = f"{t[4] / t[3]:12.2f}" if len(t) == 5 else f"{'refused':>12}"
             print(f"{name:<27} {threads:>3} {t[0] * 1e3:8.2f} {t[1] / t[0]:7.2f} "
-                  f"{t[2] / t[0]:7.2f} {t[4] / t[3]:12.2f} {mem_text}", flush=True)
+                  f"{t[2] / t[0]:7.2f} {torch_text} {mem_text}", flush=True)
+    for name, reason in refused.items():
+        print(f"torch's bf16 autocast refused {name} here: {reason}")
 
 
 if __name__ == "__main__":

@@ -49,8 +49,11 @@ def test_activation_matches_torch_and_central_differences(rng, check_torch, chec
 
 @pytest.mark.parametrize("name", ACTIVATIONS)
 def test_activation_special_values_and_kinks_match_torch(check_torch, special_values, name):
+    # torch's op one element at a time: its scalar formula. Its vector kernels do not always
+    # follow it at a NaN (ELU's gradient there is 1 in the scalar code and NaN in AVX2 lanes,
+    # so torch's own answer depends on the CPU and the element's position).
     ours, ref, _ = ACTIVATIONS[name]
-    check_torch(ours, ref, special_values)
+    check_torch(ours, lambda x: torch.stack([ref(v) for v in x]), special_values)
 
 
 def test_elu_keeps_the_digits_of_expm1_for_small_inputs():

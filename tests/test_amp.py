@@ -82,25 +82,29 @@ def ref_product(a, b, dtype):
 @pytest.mark.parametrize("dtype, torch_dtype", [("bf16", torch.bfloat16),
                                                 ("fp16", torch.float16)])
 def test_packing_rounds_as_torch_converts(dtype, torch_dtype, isa):
+    # Both layouts of op(A): a column (runs of one value along the depth) and a transposed row
+    # (runs of the tile's height, each k's values side by side: AVX2's short-run code).
     x = _values()
-    ours = np.empty((x.size, 1), np.uint16)
-    out = np.empty((x.size, 1), np.float32)
-    _gemm.gemm(x.reshape(-1, 1), np.ones((1, 1), np.float32), out, False, False, 1,
-               half=HALF[dtype], save_a=ours)
     expected = torch.from_numpy(x.copy()).to(torch_dtype).float().numpy()
-    _same_bits(widen(ours.ravel(), dtype), expected)
-    assert np.array_equal(ours.ravel(), round_bits(x, dtype)), isa
-    # Widening every 2-byte pattern: the product by 1 gives it back (up to the sign of 0),
-    # but for bfloat16 subnormals, which the dot-product rule reads as zero.
-    every = np.arange(1 << 16, dtype=np.uint16).reshape(-1, 1)
-    one = round_bits(np.ones((1, 1), np.float32), dtype)
-    wide = np.empty(every.shape, np.float32)
-    _gemm.gemm(every, one, wide, False, False, 2, half=HALF[dtype])
-    expected = widen(every, dtype) + np.float32(0)
-    if dtype == "bf16":
-        expected[(every & 0x7F80) == 0] = 0.0
-    with np.errstate(invalid="ignore"):
-        np.testing.assert_array_equal(wide, expected)
+    for shape, trans in (((x.size, 1), False), ((1, x.size), True)):
+        ours = np.empty(shape, np.uint16)
+        out = np.empty((x.size, 1), np.float32)
+        _gemm.gemm(x.reshape(shape), np.ones((1, 1), np.float32), out, trans, False, 1,
+                   half=HALF[dtype], save_a=ours)
+        _same_bits(widen(ours.ravel(), dtype), expected)
+        assert np.array_equal(ours.ravel(), round_bits(x, dtype)), (isa, trans)
+        # Widening every 2-byte pattern: the product by 1 gives it back (up to the sign of 0),
+        # but for bfloat16 subnormals, which the dot-product rule reads as zero.
+        every = np.arange(1 << 16, dtype=np.uint16)
+        one = round_bits(np.ones((1, 1), np.float32), dtype)
+        wide = np.empty((every.size, 1), np.float32)
+        _gemm.gemm(every.reshape(1, -1) if trans else every.reshape(-1, 1), one, wide, trans,
+                   False, 2, half=HALF[dtype])
+        wanted = widen(every, dtype).reshape(-1, 1) + np.float32(0)
+        if dtype == "bf16":
+            wanted[(every & 0x7F80) == 0] = 0.0
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(wide, wanted, err_msg=f"{isa} {trans}")
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])

@@ -137,10 +137,10 @@ static void load_run(const om_conv2d_shape *s, const void *x, int64_t e, int64_t
     }
     const om_gemm_convert_fn convert = ukernels[om_isa]()->convert;
     if (s->x_bits)
-        convert(n, (const uint16_t *)x + e, s->half == 1 ? OM_BF16 : OM_F16, dst, NULL);
+        convert(1, n, (const uint16_t *)x + e, 0, s->half == 1 ? OM_BF16 : OM_F16, dst, 0, NULL);
     else
-        convert(n, (const float *)x + e, s->half == 1 ? OM_F32_TO_BF16 : OM_F32_TO_F16, dst,
-                s->x_save ? s->x_save + e : NULL);
+        convert(1, n, (const float *)x + e, 0, s->half == 1 ? OM_F32_TO_BF16 : OM_F32_TO_F16,
+                dst, 0, s->x_save ? s->x_save + e : NULL);
 }
 
 /* w or gy as the products read them: itself, or under autocast a rounded copy (scratch the
@@ -148,8 +148,8 @@ static void load_run(const om_conv2d_shape *s, const void *x, int64_t e, int64_t
 static const float *operand(const om_conv2d_shape *s, const float *v, int64_t count) {
     if (!s->half) return v;
     float *r = om_aligned_alloc((size_t)(count > 0 ? count : 1) * sizeof(float));
-    if (r) ukernels[om_isa]()->convert(count, v, s->half == 1 ? OM_F32_TO_BF16 : OM_F32_TO_F16,
-                                       r, NULL);
+    if (r) ukernels[om_isa]()->convert(1, count, v, 0, s->half == 1 ? OM_F32_TO_BF16
+                                                                     : OM_F32_TO_F16, r, 0, NULL);
     return r;
 }
 

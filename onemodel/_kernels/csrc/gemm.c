@@ -52,11 +52,6 @@
 
 #include "half.h"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(p) __builtin_prefetch(p)
-#else
-#define PREFETCH(p) ((void)(p))
-#endif
 
 /* Per thread: an mr x KC micro-panel of A stays in L1 while the KC x NC panel of B (1 MB with
  * the AVX-512 tile) streams from L2; MC bounds the block of A packed at once. Measured on a
@@ -157,13 +152,19 @@ static inline void copy_floats(float *dst, const float *src, int n) {
     for (int i = 0; i < n; i++) dst[i] = src[i];
 }
 
-/* n values of v from element (r, c) on, contiguous in memory, into dst (converted). */
-static void load(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int n, float *dst) {
+/* `runs` runs of n values of v contiguous in memory, run i from element (r, c) + i * step (in
+ * elements) into dst + i * dst_stride (converted); a run's source is fetched 8 runs ahead. */
+static void load_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int64_t runs,
+                      int64_t step, int n, float *dst, int64_t dst_stride) {
     view at = shifted(v, r, c, 1);
-    if (v.fmt == OM_F32)
-        copy_floats(dst, at.p, n);
-    else
-        u->convert(n, at.p, v.fmt, dst, at.save);
+    if (v.fmt != OM_F32) {
+        u->convert(runs, n, at.p, step, v.fmt, dst, dst_stride, at.save);
+        return;
+    }
+    for (int64_t i = 0; i < runs; i++) {
+        OM_PREFETCH((const float *)at.p + (i + 8) * step);
+        copy_floats(dst + i * dst_stride, (const float *)at.p + i * step, n);
+    }
 }
 
 /* The runs of a converting transpose are short (a K block), too short for the hardware to
@@ -174,7 +175,7 @@ static void prefetch_runs(view v, int64_t r, int64_t c, int dr, int dc, int64_t 
     const int64_t bytes = depth * (is_2byte(v.fmt) ? 2 : 4);
     for (int i = 0; i < rows; i++)
         for (int64_t at = 0; at < bytes; at += 64)
-            PREFETCH((const char *)shifted(v, r + i * dr, c + i * dc, 0).p + at);
+            OM_PREFETCH((const char *)shifted(v, r + i * dr, c + i * dc, 0).p + at);
 }
 
 /* The transposing step over `rows` <= 16 runs of depth contiguous values, run i from element
@@ -186,10 +187,8 @@ static void transpose_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t 
         return;
     }
     prefetch_runs(v, r, c, dr, dc, depth, rows);
-    for (int i = 0; i < rows; i++) {
-        view run = shifted(v, r + i * dr, c + i * dc, 1);
-        u->convert(depth, run.p, v.fmt, rowbuf + i * depth, run.save);
-    }
+    const view first = shifted(v, r, c, 1);
+    u->convert(rows, depth, first.p, dr * v.rs + dc * v.cs, v.fmt, rowbuf, depth, first.save);
     u->transpose(depth, rows, rowbuf, depth, dst, width);
 }
 
@@ -255,8 +254,8 @@ static void pairs_from_runs(const ctx *x, view v, int64_t r, int64_t c, int dr, 
 static void pairs_from_rows(const ctx *x, view v, int64_t r, int64_t c, int sr, int sc,
                             int64_t kc, int lanes, float *dst, int width) {
     for (int64_t p = 0; 2 * p < kc; p++) {
-        PREFETCH(shifted(v, r + (2 * p + 8) * sr, c + (2 * p + 8) * sc, 0).p);  /* as pack_a's */
-        PREFETCH(shifted(v, r + (2 * p + 9) * sr, c + (2 * p + 9) * sc, 0).p);
+        OM_PREFETCH(shifted(v, r + (2 * p + 8) * sr, c + (2 * p + 8) * sc, 0).p);  /* as pack_a's */
+        OM_PREFETCH(shifted(v, r + (2 * p + 9) * sr, c + (2 * p + 9) * sc, 0).p);
         const view even = shifted(v, r + 2 * p * sr, c + 2 * p * sc, 1);
         const int has_odd = 2 * p + 1 < kc;
         const view odd = has_odd ? shifted(v, r + (2 * p + 1) * sr, c + (2 * p + 1) * sc, 1)
@@ -286,11 +285,7 @@ static void pack_a(const ctx *x, int64_t rows, int64_t kc, view a, float *dst, i
         if (a.cs == 1) {   /* rows of A contiguous along k: a transpose (mr <= 16) */
             transpose_runs(u, a, i0, 0, 1, 0, kc, h, rowbuf, dst, mr);
         } else {           /* op(A) = transpose: each k holds the mr values contiguously */
-            for (int64_t k = 0; k < kc; k++) {
-                /* A stride of a row of A between loads: fetched some rows ahead. */
-                PREFETCH(shifted(a, i0, k + 8, 0).p);
-                load(u, a, i0, k, h, dst + k * mr);
-            }
+            load_runs(u, a, i0, 0, kc, a.cs, h, dst, mr);
         }
         for (int64_t k = 0; k < kc && h < mr; k++)
             for (int i = h; i < mr; i++) dst[k * mr + i] = 0.0f;
@@ -325,13 +320,11 @@ static void pack_b(const ctx *x, int64_t kc, int64_t cols, view b, float *dst, i
         return;
     }
     if (b.cs == 1) {       /* rows of B contiguous: read each row once, in order */
+        float *end = dst + (panels - 1) * depth * nr;  /* the last panel, `last` wide */
         for (int64_t k = 0; k < kc; k++) {
-            for (int64_t p = 0; p < panels; p++) {
-                float *d = dst + p * depth * nr + k * nr;
-                int w = p + 1 < panels ? nr : (int)last;
-                load(u, b, k, p * nr, w, d);
-                for (int j = w; j < nr; j++) d[j] = 0.0f;
-            }
+            load_runs(u, b, k, 0, panels - 1, nr, nr, dst + k * nr, depth * nr);
+            load_runs(u, b, k, (panels - 1) * nr, 1, 0, (int)last, end + k * nr, 0);
+            for (int64_t j = last; j < nr; j++) end[k * nr + j] = 0.0f;
         }
     } else {
         /* op(B) = transpose: columns of op(B) are contiguous along k, transposed 16 at a time */
@@ -410,7 +403,7 @@ static int macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth,
             float *ct = c + i0 * ldc + j0;
             /* The next tile's C rows, which its first fma needs (prefetches never fault). */
             for (int64_t i = 0; i < h && accumulate; i++)
-                for (int j = 0; j < nr; j += 16) PREFETCH(ct + i * ldc + nr + j);
+                for (int j = 0; j < nr; j += 16) OM_PREFETCH(ct + i * ldc + nr + j);
             const int whole = h == mr && w == nr;
             float *tile = whole ? ct : edge;
             const int64_t ld = whole ? ldc : nr;

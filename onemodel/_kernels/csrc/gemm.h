@@ -17,6 +17,12 @@
 
 #include "isa.h"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define OM_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define OM_PREFETCH(p) ((void)(p))
+#endif
+
 /* Depth of one K block. The same on every path (docs/spec/engine.md section 4, rule 3), although
  * the float32 accumulator goes through C between blocks so the bits would not depend on it. */
 #define OM_GEMM_KC 256
@@ -33,11 +39,13 @@ typedef void (*om_gemm_transpose_fn)(int64_t depth, int rows, const float *src, 
  * value rounded to bfloat16 / float16 (half.h), a 2-byte format widens stored bits. */
 enum { OM_F32 = 0, OM_F32_TO_BF16 = 1, OM_F32_TO_F16 = 2, OM_BF16 = 3, OM_F16 = 4 };
 
-/* Packing's converting step: dst[i] = src[i] as `fmt` reads it, for i < n; for a rounding
- * format with save != NULL also save[i] = the 2-byte bits of the rounded value. bfloat16
- * subnormals are read as zeros of their sign (in dst; save keeps them). */
-typedef void (*om_gemm_convert_fn)(int64_t n, const void *src, int fmt, float *dst,
-                                   uint16_t *save);
+/* Packing's converting step over `rows` runs of n values, run r from element r * stride of src
+ * (elements of the format's size) into dst + r * dst_stride: dst[i] = src[i] as `fmt` reads
+ * it, and for a rounding format with save != NULL also save[r * stride + i] = the 2-byte bits
+ * of the rounded value. bfloat16 subnormals are read as zeros of their sign (in dst; save
+ * keeps them). */
+typedef void (*om_gemm_convert_fn)(int64_t rows, int64_t n, const void *src, int64_t stride,
+                                   int fmt, float *dst, int64_t dst_stride, uint16_t *save);
 
 /* The converting steps of a path with a dot-product kernel (gemm_convert.h): bfloat16 words
  * of pairs of depths, from two rows of depths (convert_pairs) or from a run along the depth

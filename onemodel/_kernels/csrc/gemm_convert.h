@@ -32,9 +32,8 @@ static inline __m256i bf16_flushed8(__m256i h) {
     return _mm256_blendv_epi8(h, _mm256_and_si256(h, _mm256_set1_epi32(0x8000)), subnormal);
 }
 
-/* om_bf16_round on 8 lanes: the bits in the low halves of 32-bit lanes. */
-static inline __m256i bf16_round8(const float *f) {
-    const __m256i u = _mm256_loadu_si256((const __m256i *)f);
+/* om_bf16_round on 8 lanes of float bits u: the bits in the low halves of 32-bit lanes. */
+static inline __m256i bf16_round8(__m256i u) {
     const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)),
                                            _mm256_set1_epi32(0x7F800000));
     const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
@@ -66,7 +65,7 @@ static inline __m256i bf16_words8(const void *src, int64_t i, int fmt, uint16_t 
     if (fmt == OM_BF16)
         return bf16_flushed8(_mm256_cvtepu16_epi32(
             _mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))));
-    const __m256i r = bf16_round8((const float *)src + i);
+    const __m256i r = bf16_round8(_mm256_loadu_si256((const __m256i *)((const float *)src + i)));
     if (save) store_halves8(save + i, r);
     return bf16_flushed8(r);
 }
@@ -95,9 +94,8 @@ static inline __m512i bf16_words16(const void *src, int64_t i, int fmt, uint16_t
 }
 #endif
 
-static void convert(int64_t n, const void *src, int fmt, float *dst, uint16_t *save) {
-    const float *f = src;
-    const uint16_t *h = src;
+/* convert's vector loops over the longest prefix of whole vectors; returns its length. */
+static int64_t convert_vectors(int64_t n, const void *src, int fmt, float *dst, uint16_t *save) {
     int64_t i = 0;
     switch (fmt) {
     case OM_F32_TO_BF16:
@@ -111,31 +109,133 @@ static void convert(int64_t n, const void *src, int fmt, float *dst, uint16_t *s
             _mm256_storeu_si256((__m256i *)(dst + i),
                                 _mm256_slli_epi32(bf16_words8(src, i, fmt, save), 16));
 #endif
-        for (; i < n; i++) dst[i] = om_bf16_widen((uint16_t)bf16_word(src, i, fmt, save));
         break;
     case OM_F32_TO_F16:
 #if OM_F16C
         for (; i + 8 <= n; i += 8) {
-            __m128i r = _mm256_cvtps_ph(_mm256_loadu_ps(f + i), _MM_FROUND_TO_NEAREST_INT);
+            const __m128i r = _mm256_cvtps_ph(_mm256_loadu_ps((const float *)src + i),
+                                              _MM_FROUND_TO_NEAREST_INT);
             _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(r));
             if (save) _mm_storeu_si128((__m128i *)(save + i), r);
         }
 #endif
-        for (; i < n; i++) {
-            uint16_t r = om_f16_round(f[i]);
-            dst[i] = om_f16_widen(r);
-            if (save) save[i] = r;
-        }
         break;
     case OM_F16:
 #if OM_F16C
         for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(
+                _mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))));
 #endif
-        for (; i < n; i++) dst[i] = om_f16_widen(h[i]);
         break;
-    default:
-        for (; i < n; i++) dst[i] = f[i];
+    }
+    return i;
+}
+
+#if defined(__AVX2__)
+/* Lanes [0, n) of 8 set. */
+static inline __m256i first_lanes(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* The first n < 8 lanes of v stored at p, in pieces of 4, 2 and 1 (a masked store is slow on
+ * some CPUs: microcoded on AMD's). */
+static inline void store_first(float *p, int64_t n, __m256 v) {
+    __m128 q = _mm256_castps256_ps128(v);
+    if (n & 4) {
+        _mm_storeu_ps(p, q);
+        q = _mm256_extractf128_ps(v, 1);
+        p += 4;
+    }
+    if (n & 2) {
+        _mm_storel_pi((__m64 *)p, q);
+        q = _mm_movehl_ps(q, q);
+        p += 2;
+    }
+    if (n & 1) _mm_store_ss(p, q);
+}
+
+/* The low halves of the first n < 8 32-bit lanes of v (each below 2^16) stored at p. */
+static inline void store_first_halves(uint16_t *p, int64_t n, __m256i v) {
+    uint16_t h[8];
+    store_halves8(h, v);
+    for (int i = 0; i < 8; i++)  /* a fixed count the compiler unrolls, not a memcpy call */
+        if (i < n) p[i] = h[i];
+}
+
+/* convert's values for a run of 0 < n < 8 (all of a run of AVX2's 6-row panels): the vector
+ * code's bits on the lanes a masked load fills, zeros after; all 8 stored when `room` says
+ * dst has room for them. A 2-byte format loads whole 32-bit pairs, so an odd n of them is
+ * left to the scalar code (returns 0 then, else 1). */
+static inline int convert_short(int64_t n, const void *src, int fmt, float *dst,
+                                uint16_t *save, int room) {
+    __m256 v;
+    if (fmt == OM_BF16 || fmt == OM_F16) {
+        if (n & 1) return 0;
+        const __m128i pairs = _mm_maskload_epi32((const int *)src,
+                                                 _mm256_castsi256_si128(first_lanes(n / 2)));
+        v = fmt == OM_F16 ? _mm256_cvtph_ps(pairs)
+                          : _mm256_castsi256_ps(_mm256_slli_epi32(
+                                bf16_flushed8(_mm256_cvtepu16_epi32(pairs)), 16));
+    } else {
+        const __m256 x = _mm256_maskload_ps((const float *)src, first_lanes(n));
+        if (fmt == OM_F32_TO_BF16) {
+            const __m256i r = bf16_round8(_mm256_castps_si256(x));
+            if (save) store_first_halves(save, n, r);
+            v = _mm256_castsi256_ps(_mm256_slli_epi32(bf16_flushed8(r), 16));
+        } else {
+            const __m128i r = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT);
+            if (save) store_first_halves(save, n, _mm256_cvtepu16_epi32(r));
+            v = _mm256_cvtph_ps(r);
+        }
+    }
+    if (room)
+        _mm256_storeu_ps(dst, v);
+    else
+        store_first(dst, n, v);
+    return 1;
+}
+#endif
+
+/* One run of convert: dst[i] = src[i] as fmt reads it for i < n, save as convert's; `room`:
+ * dst[n .. n + 7] may be written too (the next run overwrites them). */
+static inline void convert_run(int64_t n, const void *src, int fmt, float *dst, uint16_t *save,
+                               int room) {
+    if (fmt == OM_F32) {
+        for (int64_t i = 0; i < n; i++) dst[i] = ((const float *)src)[i];
+        return;
+    }
+    int64_t i = convert_vectors(n, src, fmt, dst, save);
+#if defined(__AVX2__)
+    const int64_t size = fmt == OM_BF16 || fmt == OM_F16 ? 2 : 4;
+    if (i < n && convert_short(n - i, (const char *)src + i * size, fmt, dst + i,
+                               save ? save + i : NULL, room))
+        return;
+#endif
+    for (; i < n; i++) {
+        if (fmt == OM_F32_TO_BF16 || fmt == OM_BF16) {
+            dst[i] = om_bf16_widen((uint16_t)bf16_word(src, i, fmt, save));
+        } else if (fmt == OM_F16) {
+            dst[i] = om_f16_widen(((const uint16_t *)src)[i]);
+        } else {
+            const uint16_t r = om_f16_round(((const float *)src)[i]);
+            dst[i] = om_f16_widen(r);
+            if (save) save[i] = r;
+        }
+    }
+}
+
+/* Packing's converting step (gemm.h): the runs in one call, each run's source fetched a few
+ * runs ahead (runs a stride apart are too short for the hardware to prefetch in time). Runs
+ * stored back to back (a tile's height of op(A) per depth) end in a whole vector but the
+ * last: the next run overwrites what lies past the end of one. */
+static void convert(int64_t rows, int64_t n, const void *src, int64_t stride, int fmt,
+                    float *dst, int64_t dst_stride, uint16_t *save) {
+    const int64_t size = fmt == OM_BF16 || fmt == OM_F16 ? 2 : 4;
+    const char *run = src;
+    for (int64_t r = 0; r < rows; r++, run += stride * size) {
+        OM_PREFETCH(run + 8 * stride * size);
+        convert_run(n, run, fmt, dst + r * dst_stride, save ? save + r * stride : NULL,
+                    dst_stride == n && r + 1 < rows);
     }
 }
 
