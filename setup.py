@@ -50,11 +50,12 @@ GNU_ISA_FLAGS = {
 GNU_ISA_FLAGS["avx512bf16"] = GNU_ISA_FLAGS["avx512"] + ["-mavx512bf16"]
 MSVC_ISA_FLAGS = {"sse2": [], "avx2": ["/arch:AVX2"], "avx512": ["/arch:AVX512"],
                   "avx512bf16": ["/arch:AVX512"], "neon": []}
-# What the AVX512_BF16 kernel needs of the compiler (GCC 10, Clang 9, recent MSVC).
+# What the AVX512_BF16 kernel and its packing need of the compiler (GCC 10, Clang 9, recent MSVC).
 BF16_PROBE = ("#include <immintrin.h>\n#include <string.h>\n"
               "int main(void) { __m512i w = _mm512_set1_epi32(0x3f803f80); __m512bh h;\n"
               "  memcpy(&h, &w, sizeof h);\n"
               "  __m512 r = _mm512_dpbf16_ps(_mm512_setzero_ps(), h, h);\n"
+              "  __m256bh b = _mm512_cvtneps_pbh(r); memcpy(&w, &b, sizeof b);\n"
               "  return _mm512_cvtss_f32(r) == 2.0f ? 0 : 1; }\n")
 # MSVC (Visual Studio 2022 or later: csrc/isa.h refuses older ones, whose /fp:precise could
 # contract on x64): /fp:precise never fuses a multiply and an add. clang-cl maps /fp:precise to

@@ -181,6 +181,70 @@ def test_saved_operands_read_the_same_as_rounded_ones():
     assert np.array_equal(out.view(np.uint32), again.view(np.uint32))
 
 
+
+def _values_to_pack():
+    """float32 values for packing: every exponent with random mantissas, the subnormals (a
+    vector of them leaves the instruction's rounding, which reads them as zero), those that
+    round up to FLT_MIN, to a carry into the exponent, to inf, ties, NaNs and signed zeros."""
+    rng = np.random.default_rng(7)
+    exponents = np.repeat(np.arange(256, dtype=np.uint32), 24) << 23
+    mantissas = rng.integers(0, 1 << 23, exponents.size, dtype=np.uint32)
+    mantissas[::6] |= 0x7F8000   # carries into the exponent
+    mantissas[1::6] = 0x8000 | (mantissas[1::6] & ~np.uint32(0xFFFF))
+    signs = rng.integers(0, 2, exponents.size, dtype=np.uint32) << 31
+    edges = np.array([0x007F8000, 0x007FFFFF, 0x007F7FFF, 0x00000001, 0x80000001, 0x7F7FFFFF,
+                      0x7F7F8000, 0x0, 0x80000000, 0x7F800000, 0x7FC00001, 0xFF800001],
+                     np.uint32)
+    return np.concatenate([edges, signs | exponents | mantissas]).view(np.float32)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value")
+@pytest.mark.parametrize("layout", ["A rows", "A columns", "B rows", "B columns"])
+def test_pair_packing_at_every_width(layout, isa, bf16_dot):
+    """Packing writes each operand's bf16 words from runs along the depth or from rows across
+    it, 16, 8 and fewer values at a time: every value's saved bits are its rounding, and a
+    product with the identity gives every packed value back (subnormals read as zero)."""
+    values = _values_to_pack()
+    m, k = 13, 37          # runs of 37 (16 + 16 + 5) and rows of 8 + 5 lanes (the A tile)
+    if layout.startswith("B"):
+        m, k = 45, 37      # rows of 32 + 13 lanes (the B tile)
+    eye = np.eye(k, dtype=np.float32)
+    chunk = m * k
+    for start in range(0, values.size, chunk):
+        x = np.resize(values[start:start + chunk], (m, k))   # (m, k): op(A), or op(B)^T
+        saved = np.empty((m, k), np.uint16)
+        if layout == "A rows":
+            out = np.empty((m, k), np.float32)
+            _gemm.gemm(x, eye, out, False, False, 1, half=1, save_a=saved)
+        elif layout == "A columns":
+            saved = saved.T.copy()
+            out = np.empty((m, k), np.float32)
+            _gemm.gemm(np.ascontiguousarray(x.T), eye, out, True, False, 1, half=1,
+                       save_a=saved)
+            saved = saved.T
+        elif layout == "B rows":
+            saved = saved.T.copy()
+            out = np.empty((k, m), np.float32)
+            _gemm.gemm(eye, np.ascontiguousarray(x.T), out, False, False, 1, half=1,
+                       save_b=saved)
+            saved, out = saved.T, out.T
+        else:
+            out = np.empty((k, m), np.float32)
+            _gemm.gemm(eye, x, out, False, True, 1, half=1, save_b=saved)
+            out = out.T
+        u = x.view(np.uint32).astype(np.uint64)
+        want = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+        nan = np.isnan(x)
+        want[nan] = ((u[nan] | 0x400000) >> 16).astype(np.uint16)
+        assert np.array_equal(saved, want), (isa, layout, start)
+        # The product by the identity (rows free of inf and NaN, whose zero products spread).
+        packed = (want.astype(np.uint32) << 16).view(np.float32).copy()
+        packed[(want & 0x7F80) == 0] = 0.0
+        finite = np.isfinite(packed).all(axis=1)
+        np.testing.assert_array_equal(out[finite], packed[finite] + np.float32(0),
+                                      err_msg=f"{isa} {layout} {start}")
+
+
 @pytest.mark.skipif(not HAS_DOT, reason="this CPU (or build) has no AVX512_BF16: the "
                     "dot-product kernel cannot run here; the widening paths are tested above")
 def test_the_instruction_itself_on_random_bits():

@@ -78,8 +78,8 @@ int om_gemm_bf16_dot(void) {
     return use_bf16_dot;
 }
 
-/* The selected path's micro-kernel set with its dot-product kernel in place of the fma one,
- * when it has one and it is on (into *dot); 0 otherwise. */
+/* The selected path's micro-kernel set with the dot-product kernel and its pair packing in
+ * place of the fma kernel, when it has one and it is on (into *dot); 0 otherwise. */
 static int bf16_dot_kernel(om_gemm_ukernel *dot) {
 #if OM_BUILD_AVX512BF16
     if (om_isa == OM_ISA_AVX512 && om_gemm_bf16_dot()) {
@@ -87,6 +87,8 @@ static int bf16_dot_kernel(om_gemm_ukernel *dot) {
         if (path->mr != pairs->mr || path->nr != pairs->nr) return 0;   /* packing differs */
         *dot = *path;
         dot->kernel = pairs->kernel;
+        dot->convert_pairs = pairs->convert_pairs;
+        dot->convert_run_pairs = pairs->convert_run_pairs;
         return 1;
     }
 #endif

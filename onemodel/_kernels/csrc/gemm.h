@@ -47,8 +47,8 @@ enum { OM_F32 = 0, OM_F32_TO_BF16 = 1, OM_F32_TO_F16 = 2, OM_BF16 = 3, OM_F16 = 
 typedef void (*om_gemm_convert_fn)(int64_t rows, int64_t n, const void *src, int64_t stride,
                                    int fmt, float *dst, int64_t dst_stride, uint16_t *save);
 
-/* The converting steps of a path with a dot-product kernel (gemm_convert.h): bfloat16 words
- * of pairs of depths, from two rows of depths (convert_pairs) or from a run along the depth
+/* The converting steps of the dot-product kernel (gemm_avx512bf16.c): bfloat16 words of pairs
+ * of depths, from two rows of depths (convert_pairs) or from a run along the depth
  * (convert_run_pairs). */
 typedef void (*om_gemm_convert_pairs_fn)(int64_t n, const void *even, const void *odd, int fmt,
                                          uint32_t *dst, uint16_t *save_even,
@@ -61,7 +61,7 @@ typedef struct {
     om_gemm_ukernel_fn kernel;
     om_gemm_transpose_fn transpose;
     om_gemm_convert_fn convert;
-    om_gemm_convert_pairs_fn convert_pairs;          /* NULL on a path without a dot kernel */
+    om_gemm_convert_pairs_fn convert_pairs;          /* NULL but for the dot kernel's */
     om_gemm_convert_run_pairs_fn convert_run_pairs;
 } om_gemm_ukernel;
 
@@ -74,8 +74,8 @@ const om_gemm_ukernel *om_gemm_ukernel_f32_sse2(void);
 const om_gemm_ukernel *om_gemm_ukernel_f32_avx2(void);
 const om_gemm_ukernel *om_gemm_ukernel_f32_avx512(void);
 const om_gemm_ukernel *om_gemm_ukernel_f32_neon(void);
-/* VDPBF16PS (built when the compiler has AVX512_BF16): only mr, nr and kernel are set; the
- * kernel takes panels of pairs and replaces the avx512 path's own, whose packing it shares. */
+/* VDPBF16PS (built when the compiler has AVX512_BF16): mr, nr, the kernel, which takes panels
+ * of pairs and replaces the avx512 path's own, and the pair converters that pack them. */
 const om_gemm_ukernel *om_gemm_ukernel_bf16_avx512bf16(void);
 
 /* Whether bfloat16 products use the dot-product kernel when the avx512 path is selected: on by

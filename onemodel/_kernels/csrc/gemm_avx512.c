@@ -84,8 +84,7 @@ OM_UNROLL(16)
 }
 
 const om_gemm_ukernel *om_gemm_ukernel_f32_avx512(void) {
-    static const om_gemm_ukernel u = {MR, NR, kernel, transpose, convert, convert_pairs,
-                                      convert_run_pairs};
+    static const om_gemm_ukernel u = {MR, NR, kernel, transpose, convert, NULL, NULL};
     return &u;
 }
 

@@ -239,43 +239,4 @@ static void convert(int64_t rows, int64_t n, const void *src, int64_t stride, in
     }
 }
 
-/* Packing's converting step for the dot-product kernel, a pair of depths at once: dst[j] =
- * bf16(even[j]) << 16 | bf16(odd[j]) for j < n (odd NULL: a padding depth of zeros), the bits
- * of convert's values two depths a word; save_even / save_odd as convert's save. */
-static inline void convert_pairs(int64_t n, const void *even, const void *odd, int fmt,
-                                 uint32_t *dst, uint16_t *save_even, uint16_t *save_odd) {
-    int64_t j = 0;
-#if defined(__AVX2__)
-    for (; j + 8 <= n; j += 8) {
-        const __m256i hi = _mm256_slli_epi32(bf16_words8(even, j, fmt, save_even), 16);
-        const __m256i lo = odd ? bf16_words8(odd, j, fmt, save_odd) : _mm256_setzero_si256();
-        _mm256_storeu_si256((__m256i *)(dst + j), _mm256_or_si256(hi, lo));
-    }
-#endif
-    for (; j < n; j++)
-        dst[j] = bf16_word(even, j, fmt, save_even) << 16 |
-                 (odd ? bf16_word(odd, j, fmt, save_odd) : 0u);
-}
-
-/* The same for a run of n depths contiguous in memory: dst[p] = bf16(src[2p]) << 16 |
- * bf16(src[2p + 1]) for p < (n + 1) / 2 (a zero past the end). */
-static inline void convert_run_pairs(int64_t n, const void *src, int fmt, uint32_t *dst,
-                                     uint16_t *save) {
-    int64_t i = 0;
-#if defined(__AVX2__)
-    /* 8 values, 4 pairs: as 64-bit lanes (odd << 32 | even), each word is the lane << 16 |
-     * the lane >> 32 in its low half; the four low halves are then gathered. */
-    const __m256i low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-    for (; i + 8 <= n; i += 8) {
-        const __m256i v = bf16_words8(src, i, fmt, save);
-        const __m256i w = _mm256_or_si256(_mm256_slli_epi64(v, 16), _mm256_srli_epi64(v, 32));
-        _mm_storeu_si128((__m128i *)(dst + i / 2),
-                         _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(w, low_halves)));
-    }
-#endif
-    for (; i < n; i += 2)
-        dst[i / 2] = bf16_word(src, i, fmt, save) << 16 |
-                     (i + 1 < n ? bf16_word(src, i + 1, fmt, save) : 0u);
-}
-
 #endif
