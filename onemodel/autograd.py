@@ -184,8 +184,15 @@ def _accumulate(t: "Tensor", g: np.ndarray, fresh: bool) -> None:
     if t.grad is None:
         t.grad = Tensor._wrap(g if fresh and g.flags.c_contiguous
                               else np.array(g, dtype=np.float32, order="C"))
+        return
+    held = t.grad._data
+    if held.dtype == np.float32 and held.shape == g.shape and held.flags.writeable:
+        # In place, as torch's AccumulateGrad: the same .grad tensor, no new array per step
+        # (no .grad shares memory with another gradient: backward copies those).
+        np.add(held, g, out=held)
+        t.grad._version += 1
     else:
-        t.grad = Tensor._wrap(t.grad._data + g)
+        t.grad = Tensor._wrap(held + g)
 
 
 @quiet

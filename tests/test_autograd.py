@@ -48,9 +48,23 @@ def test_grad_accumulates_over_two_backward_calls():
     w = param([1.0, 2.0, 3.0])
     total(scale(w, 2.0)).backward()
     np.testing.assert_array_equal(w.grad.numpy(), [2.0, 2.0, 2.0])
+    first, memory = w.grad, w.grad.numpy()
     total(scale(w, 3.0)).backward()
     np.testing.assert_array_equal(w.grad.numpy(), [5.0, 5.0, 5.0])
     assert w.grad.dtype == np.float32 and not w.grad.requires_grad
+    # In place, as torch's AccumulateGrad: the same tensor and memory, its version bumped.
+    assert w.grad is first and np.shares_memory(w.grad.numpy(), memory)
+    assert first._version == 1
+
+
+def test_accumulation_into_a_read_only_assigned_grad_is_out_of_place():
+    w = param([1.0, 2.0])
+    frozen = np.zeros(2, np.float32)
+    frozen.setflags(write=False)
+    w.grad = Tensor._wrap(frozen)   # memory the accumulation must not write
+    total(scale(w, 2.0)).backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 2.0])
+    assert not frozen.any()
 
 
 def test_no_grad_records_nothing_and_restores_state():

@@ -229,43 +229,26 @@ static void finish_panel(const ctx *x, float *panel, int64_t kc, int64_t depth, 
 
 /* The dot-product kernel's panels: per pair of depths (k, k + 1), words of bf16(k) in the high
  * half and bf16(k + 1) in the low half (a zero past an odd kc), `width` words apart, written
- * straight from the operand by the path's pair converters (gemm_convert.h). The packers below
- * fill lanes 0 .. fill - 1 of a panel: lane i from element (r + i * dr, c + i * dc) for i <
- * lanes, zeros after. */
-static void zero_lanes(uint32_t *dst, int64_t words, int lanes, int fill, int width) {
-    for (int64_t p = 0; p < words && lanes < fill; p++)
-        for (int i = lanes; i < fill; i++) dst[p * width + i] = 0;
-}
+ * straight from the operand, padding lanes zeroed, by the dot kernel's pair converters
+ * (gemm_avx512bf16.c): lane i from element (r + i * dr, c + i * dc). */
 
-/* Lanes that are runs along the depth (contiguous in memory; lanes <= 16): each run made words
- * in `rowbuf`, then transposed into the panel. */
+/* Lanes that are runs along the depth (contiguous in memory; lanes <= fill <= 16), converted
+ * and transposed into the panel in one step. */
 static void pairs_from_runs(const ctx *x, view v, int64_t r, int64_t c, int dr, int dc,
-                            int64_t kc, int lanes, int fill, uint32_t *rowbuf, float *dst,
-                            int width) {
-    const int64_t words = (kc + 1) / 2;
-    prefetch_runs(v, r, c, dr, dc, kc, lanes);
-    for (int i = 0; i < lanes; i++) {
-        view run = shifted(v, r + i * dr, c + i * dc, 1);
-        x->u->convert_run_pairs(kc, run.p, v.fmt, rowbuf + i * words, run.save);
-    }
-    x->u->transpose(words, lanes, (const float *)rowbuf, words, dst, width);
-    zero_lanes((uint32_t *)dst, words, lanes, fill, width);
+                            int64_t kc, int lanes, int fill, float *dst, int width) {
+    const view first = shifted(v, r, c, 1);
+    x->u->convert_run_pairs(kc, lanes, first.p, dr * v.rs + dc * v.cs, v.fmt, (uint32_t *)dst,
+                            width, fill, first.save);
 }
 
-/* Lanes contiguous in memory at each depth (the depth steps by (sr, sc)): two depths a word. */
+/* Lanes contiguous in memory at each depth (the depth steps by (sr, sc)), across the panels of
+ * the block (panel_stride floats apart) when lanes > width. */
 static void pairs_from_rows(const ctx *x, view v, int64_t r, int64_t c, int sr, int sc,
-                            int64_t kc, int lanes, float *dst, int width) {
-    for (int64_t p = 0; 2 * p < kc; p++) {
-        OM_PREFETCH(shifted(v, r + (2 * p + 8) * sr, c + (2 * p + 8) * sc, 0).p);  /* as pack_a's */
-        OM_PREFETCH(shifted(v, r + (2 * p + 9) * sr, c + (2 * p + 9) * sc, 0).p);
-        const view even = shifted(v, r + 2 * p * sr, c + 2 * p * sc, 1);
-        const int has_odd = 2 * p + 1 < kc;
-        const view odd = has_odd ? shifted(v, r + (2 * p + 1) * sr, c + (2 * p + 1) * sc, 1)
-                                 : even;
-        x->u->convert_pairs(lanes, even.p, has_odd ? odd.p : NULL, v.fmt,
-                            (uint32_t *)dst + p * width, even.save, has_odd ? odd.save : NULL);
-    }
-    zero_lanes((uint32_t *)dst, (kc + 1) / 2, lanes, width, width);
+                            int64_t kc, int64_t lanes, float *dst, int width,
+                            int64_t panel_stride) {
+    const view first = shifted(v, r, c, 1);
+    x->u->convert_pairs(kc, lanes, first.p, sr * v.rs + sc * v.cs, v.fmt, (uint32_t *)dst,
+                        width, panel_stride, first.save);
 }
 
 /* rows x kc block of op(A) -> micro-panels of mr rows, each packed_depth(kc) groups of mr
@@ -279,9 +262,9 @@ static void pack_a(const ctx *x, int64_t rows, int64_t kc, view a, float *dst, i
         int h = rows - i0 < mr ? (int)(rows - i0) : mr;
         if (x->pairs) {
             if (a.cs == 1)
-                pairs_from_runs(x, a, i0, 0, 1, 0, kc, h, mr, (uint32_t *)rowbuf, dst, mr);
+                pairs_from_runs(x, a, i0, 0, 1, 0, kc, h, mr, dst, mr);
             else
-                pairs_from_rows(x, a, i0, 0, 0, 1, kc, h, dst, mr);
+                pairs_from_rows(x, a, i0, 0, 0, 1, kc, h, dst, mr, 0);
             continue;
         }
         if (a.cs == 1) {   /* rows of A contiguous along k: a transpose (mr <= 16) */
@@ -303,21 +286,16 @@ static void pack_b(const ctx *x, int64_t kc, int64_t cols, view b, float *dst, i
     const int64_t panels = (cols + nr - 1) / nr, last = cols - (panels - 1) * nr;
     const int64_t depth = packed_depth(x, kc);
     if (x->pairs && b.cs == 1) {  /* two rows of B at a time, in order */
-        for (int64_t k = 0; k < kc; k += 2)
-            for (int64_t p = 0; p < panels; p++)
-                pairs_from_rows(x, shifted(b, k, p * nr, 1), 0, 0, 1, 0, kc - k < 2 ? 1 : 2,
-                                p + 1 < panels ? nr : (int)last,
-                                dst + p * depth * nr + k / 2 * nr, nr);
+        pairs_from_rows(x, b, 0, 0, 1, 0, kc, cols, dst, nr, depth * nr);
         return;
     }
     if (x->pairs) {
-        OM_ALIGNED(64) uint32_t rowbuf[16 * OM_GEMM_KC / 2];
         for (int64_t p = 0; p < panels; p++) {
             const int w = p + 1 < panels ? nr : (int)last;
             for (int j = 0; j < nr; j += 16)  /* the transpose takes 16 lanes at most */
                 pairs_from_runs(x, b, 0, p * nr + j, 0, 1, kc,
                                 j < w ? (w - j < 16 ? w - j : 16) : 0, nr - j < 16 ? nr - j : 16,
-                                rowbuf, dst + p * depth * nr + j, nr);
+                                dst + p * depth * nr + j, nr);
         }
         return;
     }

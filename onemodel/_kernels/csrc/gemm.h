@@ -48,13 +48,16 @@ typedef void (*om_gemm_convert_fn)(int64_t rows, int64_t n, const void *src, int
                                    int fmt, float *dst, int64_t dst_stride, uint16_t *save);
 
 /* The converting steps of the dot-product kernel (gemm_avx512bf16.c): bfloat16 words of pairs
- * of depths, from two rows of depths (convert_pairs) or from a run along the depth
- * (convert_run_pairs). */
-typedef void (*om_gemm_convert_pairs_fn)(int64_t n, const void *even, const void *odd, int fmt,
-                                         uint32_t *dst, uint16_t *save_even,
-                                         uint16_t *save_odd);
-typedef void (*om_gemm_convert_run_pairs_fn)(int64_t n, const void *src, int fmt, uint32_t *dst,
-                                             uint16_t *save);
+ * of depths into panels `width` words wide, from rows across the depth (convert_pairs: the
+ * n values of each depth, stride elements apart, across panels panel_stride words apart) or
+ * from `rows` runs along the depth, stride elements apart (convert_run_pairs: the lanes of
+ * one panel, those from rows to fill zeroed). */
+typedef void (*om_gemm_convert_pairs_fn)(int64_t depth, int64_t n, const void *src,
+                                         int64_t stride, int fmt, uint32_t *dst, int width,
+                                         int64_t panel_stride, uint16_t *save);
+typedef void (*om_gemm_convert_run_pairs_fn)(int64_t depth, int rows, const void *src,
+                                             int64_t stride, int fmt, uint32_t *dst, int width,
+                                             int fill, uint16_t *save);
 
 typedef struct {
     int mr, nr;                 /* tile shape; nr is a multiple of the vector width */

@@ -12,6 +12,7 @@
 
 #include "gemm.h"
 #include "gemm_convert.h"
+#include "gemm_transpose16.h"
 
 enum { MR = 8, NV = 2, NR = 16 * NV, PREFETCH_K = 8 };
 
@@ -41,30 +42,6 @@ OM_UNROLL(16)
     for (int i = 0; i < MR; i++)
 OM_UNROLL(4)
         for (int v = 0; v < NV; v++) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
-}
-
-/* In-register transpose of a 16 x 16 block: r[i] lane j <- r[j] lane i. */
-static inline void transpose16(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-    }
-    for (int h = 0; h < 16; h += 8)
-        for (int i = 0; i < 4; i++) {
-            t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
-            t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD);
-        }
-    for (int i = 0; i < 8; i++) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
-    }
 }
 
 /* Packing's transposing step (gemm.h), 16 depths at a time through transpose16. */

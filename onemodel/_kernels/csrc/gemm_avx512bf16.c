@@ -12,9 +12,10 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "gemm_transpose16.h"
 #include "half.h"
 
-enum { MR = 8, NV = 2, NR = 16 * NV, PREFETCH_PAIRS = 4 };
+enum { MR = 8, NV = 2, NR = 16 * NV, PREFETCH_PAIRS = 4, PREFETCH_DEPTHS = 64 };
 
 static inline __m512bh words(__m512i v) {
     __m512bh r;
@@ -122,47 +123,91 @@ static inline __m128i bf16_bits8(const void *src, int fmt, uint16_t *save) {
 
 static int64_t element_size(int fmt) { return fmt == OM_BF16 ? 2 : 4; }
 
-/* Packing's converting step, a pair of depths at once (gemm.h): dst[j] = bf16(even[j]) << 16 |
- * bf16(odd[j]) for j < n (odd NULL: a padding depth of zeros), 16 words at a time. */
-static void convert_pairs(int64_t n, const void *even, const void *odd, int fmt, uint32_t *dst,
-                          uint16_t *save_even, uint16_t *save_odd) {
-    const int64_t size = element_size(fmt);
-    if (n == 8) {
-        const __m128i hi = bf16_bits8(even, fmt, save_even);
-        const __m128i lo = odd ? bf16_bits8(odd, fmt, save_odd) : _mm_setzero_si128();
-        _mm256_storeu_si256((__m256i *)dst, _mm256_or_si256(
-            _mm256_slli_epi32(_mm256_cvtepu16_epi32(hi), 16), _mm256_cvtepu16_epi32(lo)));
-        return;
-    }
-    for (int64_t j = 0; j < n; j += 16) {
-        const __m256i hi = bf16_bits16(n - j, (const char *)even + j * size, fmt,
-                                       save_even ? save_even + j : NULL);
-        const __m256i lo = odd ? bf16_bits16(n - j, (const char *)odd + j * size, fmt,
-                                             save_odd ? save_odd + j : NULL)
-                               : _mm256_setzero_si256();
-        const __m512i words = _mm512_or_si512(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16),
-                                              _mm512_cvtepu16_epi32(lo));
-        if (n - j >= 16)
-            _mm512_storeu_si512(dst + j, words);
-        else
-            _mm512_mask_storeu_epi32(dst + j, first16(n - j), words);
+/* The words of one pair of rows: bf16(even[j]) << 16 | bf16(odd[j]) for the first
+ * min(n, 16) values (odd NULL: a padding depth of zeros), zeros after. */
+static inline __m512i pair_words16(int64_t n, const char *even, const char *odd, int fmt,
+                                   uint16_t *save_even, uint16_t *save_odd) {
+    const __m256i hi = bf16_bits16(n, even, fmt, save_even);
+    const __m256i lo = odd ? bf16_bits16(n, odd, fmt, save_odd) : _mm256_setzero_si256();
+    return _mm512_or_si512(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16),
+                           _mm512_cvtepu16_epi32(lo));
+}
+
+/* Packing's pairs from rows across the depth (gemm.h): depth k's n values at src + k * stride
+ * (elements); for p < (depth + 1) / 2, lane j < round_up(n, width) of the pair's row of panels
+ * (lane j in panel j / width, lane j % width, panels panel_stride words apart) = bf16(row 2p
+ * [j]) << 16 | bf16(row 2p + 1 [j]), zeros past n or an odd depth; save (if not NULL) at the
+ * rows' indices. width is 8 (op(A)'s tile, 8 lanes at a time, each depth a row of the stored
+ * matrix apart: prefetched 8 depths ahead) or a multiple of 16 (op(B)'s rows, read in order). */
+static void convert_pairs(int64_t depth, int64_t n, const void *src, int64_t stride, int fmt,
+                          uint32_t *dst, int width, int64_t panel_stride, uint16_t *save) {
+    const int64_t size = element_size(fmt), lanes = (n + width - 1) / width * width;
+    for (int64_t k = 0; k < depth; k += 2, dst += width) {
+        const char *even = (const char *)src + k * stride * size;
+        const char *odd = k + 1 < depth ? even + stride * size : NULL;
+        uint16_t *save_even = save ? save + k * stride : NULL;
+        uint16_t *save_odd = save && odd ? save_even + stride : NULL;
+        if (width == 8 && n == 8) {
+            OM_PREFETCH(even + 8 * stride * size);
+            OM_PREFETCH(even + 9 * stride * size);
+            const __m128i hi = bf16_bits8(even, fmt, save_even);
+            const __m128i lo = odd ? bf16_bits8(odd, fmt, save_odd) : _mm_setzero_si128();
+            _mm256_storeu_si256((__m256i *)dst, _mm256_or_si256(
+                _mm256_slli_epi32(_mm256_cvtepu16_epi32(hi), 16), _mm256_cvtepu16_epi32(lo)));
+            continue;
+        }
+        for (int64_t j = 0; j < lanes; j += 16) {
+            const __m512i words = j < n ? pair_words16(
+                n - j, even + j * size, odd ? odd + j * size : NULL, fmt,
+                save_even ? save_even + j : NULL, save_odd ? save_odd + j : NULL)
+                                        : _mm512_setzero_si512();
+            uint32_t *out = dst + j / width * panel_stride + j % width;
+            if (width == 8)
+                _mm256_storeu_si256((__m256i *)out, _mm512_castsi512_si256(words));
+            else
+                _mm512_storeu_si512(out, words);
+        }
     }
 }
 
-/* The same for a run of n depths contiguous in memory: dst[p] = bf16(src[2p]) << 16 |
- * bf16(src[2p + 1]) for p < (n + 1) / 2 (a zero past the end): 16 values make 8 words, each
- * 32-bit lane of their bits with its halves swapped. */
-static void convert_run_pairs(int64_t n, const void *src, int fmt, uint32_t *dst,
-                              uint16_t *save) {
+/* Packing's pairs from runs along the depth (gemm.h): lanes i < rows <= 16 of the panel are
+ * the runs at src + i * stride (elements), dst[p * width + i] = bf16(run i [2p]) << 16 |
+ * bf16(run i [2p + 1]) for p < (depth + 1) / 2 (a zero past the end) and lanes i < fill <= 16
+ * (zeros from rows on); save (if not NULL) at the runs' indices. Per 32 depths: each run's 16
+ * words in a register (the 32-bit lanes of its bits with their halves swapped), then
+ * transposed, so the runs are read side by side and written once. */
+static void convert_run_pairs(int64_t depth, int rows, const void *src, int64_t stride, int fmt,
+                              uint32_t *dst, int width, int fill, uint16_t *save) {
     const int64_t size = element_size(fmt);
-    for (int64_t i = 0; i < n; i += 16) {
-        const __m256i words = _mm256_ror_epi32(
-            bf16_bits16(n - i, (const char *)src + i * size, fmt, save ? save + i : NULL), 16);
-        const int64_t w = n - i >= 16 ? 8 : (n - i + 1) / 2;
-        if (w == 8)
-            _mm256_storeu_si256((__m256i *)(dst + i / 2), words);
-        else
-            _mm256_mask_storeu_epi32(dst + i / 2, (__mmask8)((1u << w) - 1u), words);
+    for (int64_t k = 0; k < depth; k += 32) {
+        const int64_t n = depth - k < 32 ? depth - k : 32, words = (n + 1) / 2;
+        __m512 r[16];
+        for (int i = 0; i < 16; i++) {
+            if (i >= rows) {
+                r[i] = _mm512_setzero_ps();
+                continue;
+            }
+            const char *run = (const char *)src + (i * stride + k) * size;
+            OM_PREFETCH(run + PREFETCH_DEPTHS * size);
+            OM_PREFETCH(run + PREFETCH_DEPTHS * size + 64);
+            uint16_t *saved = save ? save + i * stride + k : NULL;
+            const __m256i low = bf16_bits16(n, run, fmt, saved);
+            const __m256i high = n > 16 ? bf16_bits16(n - 16, run + 16 * size, fmt,
+                                                      saved ? saved + 16 : NULL)
+                                        : _mm256_setzero_si256();
+            r[i] = _mm512_castsi512_ps(_mm512_ror_epi32(
+                _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1), 16));
+        }
+        transpose16(r);
+        uint32_t *out = dst + k / 2 * width;
+        for (int64_t p = 0; p < words; p++, out += width) {
+            if (fill == 16)
+                _mm512_storeu_ps(out, r[p]);
+            else if (fill == 8)
+                _mm256_storeu_ps((float *)out, _mm512_castps512_ps256(r[p]));
+            else
+                _mm512_mask_storeu_ps(out, first16(fill), r[p]);
+        }
     }
 }
 
