@@ -20,7 +20,6 @@ EXACT_DECLARE(avx2)
 EXACT_DECLARE(avx512)
 EXACT_DECLARE(neon)
 
-
 typedef size_t (*add_fn)(const float *, size_t, double, double, int64_t *, int64_t *,
                          uint8_t *, int64_t *, int64_t *, int, int, int64_t *, int *);
 typedef void (*normalise_fn)(int64_t *, int64_t *, size_t);

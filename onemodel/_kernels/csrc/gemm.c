@@ -52,7 +52,6 @@
 
 #include "half.h"
 
-
 /* Per thread: an mr x KC micro-panel of A stays in L1 while the KC x NC panel of B (1 MB with
  * the AVX-512 tile) streams from L2; MC bounds the block of A packed at once. Measured on a
  * 2 MB-L2 core; every choice gives the same bits. */
