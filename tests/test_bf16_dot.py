@@ -198,40 +198,48 @@ def _values_to_pack():
     return np.concatenate([edges, signs | exponents | mantissas]).view(np.float32)
 
 
+def _product_by_identity(layout, x, saved=None):
+    """op(A) = x or op(B) = x^T in the given layout, times the identity: the product (m, k) as
+    x is laid out. x holds float32 values or bf16 bits (uint16); saved (m, k), if given,
+    receives the bits packed from float32 values."""
+    m, k = x.shape
+    eye = np.eye(k, dtype=np.float32)
+    save = saved.T.copy() if saved is not None and layout in ("A columns", "B rows") else saved
+    if layout == "A rows":
+        out = np.empty((m, k), np.float32)
+        _gemm.gemm(x, eye, out, False, False, 1, half=1, save_a=save)
+    elif layout == "A columns":
+        out = np.empty((m, k), np.float32)
+        _gemm.gemm(np.ascontiguousarray(x.T), eye, out, True, False, 1, half=1, save_a=save)
+    elif layout == "B rows":
+        out = np.empty((k, m), np.float32)
+        _gemm.gemm(eye, np.ascontiguousarray(x.T), out, False, False, 1, half=1, save_b=save)
+        out = out.T
+    else:
+        out = np.empty((k, m), np.float32)
+        _gemm.gemm(eye, x, out, False, True, 1, half=1, save_b=save)
+        out = out.T
+    if save is not saved:
+        saved[...] = save.T
+    return out
+
+
 @pytest.mark.filterwarnings("ignore:invalid value")
 @pytest.mark.parametrize("layout", ["A rows", "A columns", "B rows", "B columns"])
 def test_pair_packing_at_every_width(layout, isa, bf16_dot):
     """Packing writes each operand's bf16 words from runs along the depth or from rows across
     it, 16, 8 and fewer values at a time: every value's saved bits are its rounding, and a
-    product with the identity gives every packed value back (subnormals read as zero)."""
+    product with the identity gives every packed value back (subnormals read as zero), from
+    the float32 values and again from the saved bits as the operand."""
     values = _values_to_pack()
     m, k = 13, 37          # runs of 37 (16 + 16 + 5) and rows of 8 + 5 lanes (the A tile)
     if layout.startswith("B"):
         m, k = 45, 37      # rows of 32 + 13 lanes (the B tile)
-    eye = np.eye(k, dtype=np.float32)
     chunk = m * k
     for start in range(0, values.size, chunk):
         x = np.resize(values[start:start + chunk], (m, k))   # (m, k): op(A), or op(B)^T
         saved = np.empty((m, k), np.uint16)
-        if layout == "A rows":
-            out = np.empty((m, k), np.float32)
-            _gemm.gemm(x, eye, out, False, False, 1, half=1, save_a=saved)
-        elif layout == "A columns":
-            saved = saved.T.copy()
-            out = np.empty((m, k), np.float32)
-            _gemm.gemm(np.ascontiguousarray(x.T), eye, out, True, False, 1, half=1,
-                       save_a=saved)
-            saved = saved.T
-        elif layout == "B rows":
-            saved = saved.T.copy()
-            out = np.empty((k, m), np.float32)
-            _gemm.gemm(eye, np.ascontiguousarray(x.T), out, False, False, 1, half=1,
-                       save_b=saved)
-            saved, out = saved.T, out.T
-        else:
-            out = np.empty((k, m), np.float32)
-            _gemm.gemm(eye, x, out, False, True, 1, half=1, save_b=saved)
-            out = out.T
+        out = _product_by_identity(layout, x, saved)
         u = x.view(np.uint32).astype(np.uint64)
         want = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
         nan = np.isnan(x)
@@ -241,8 +249,10 @@ def test_pair_packing_at_every_width(layout, isa, bf16_dot):
         packed = (want.astype(np.uint32) << 16).view(np.float32).copy()
         packed[(want & 0x7F80) == 0] = 0.0
         finite = np.isfinite(packed).all(axis=1)
-        np.testing.assert_array_equal(out[finite], packed[finite] + np.float32(0),
-                                      err_msg=f"{isa} {layout} {start}")
+        from_bits = _product_by_identity(layout, saved.copy())
+        for got, source in ((out, "float32"), (from_bits, "bf16 bits")):
+            np.testing.assert_array_equal(got[finite], packed[finite] + np.float32(0),
+                                          err_msg=f"{isa} {layout} {start} from {source}")
 
 
 @pytest.mark.skipif(not HAS_DOT, reason="this CPU (or build) has no AVX512_BF16: the "

@@ -31,9 +31,9 @@
  * dot-product instruction, on every path: measured against the instruction on random,
  * overflowing, cancelling and tiny inputs, its lane is the chain above over k in order (the
  * word of depths k, k+1 holds bf16(k) in its high half, which it adds first), with a zero
- * appended to an odd depth, bf16 subnormals read as zero (packing does that), and every sum
- * that is tiny after rounding (below FLT_MIN when rounded with an unbounded exponent) replaced
- * by a zero of its sign.
+ * appended to an odd depth, bf16 subnormals read as zero (the other paths' packing flushes
+ * them), and every sum that is tiny after rounding (below FLT_MIN when rounded with an
+ * unbounded exponent) replaced by a zero of its sign.
  * Where the CPU has the instruction, the avx512 path runs it on panels packed as such pairs
  * (rounded and paired in one pass from the operand). The other paths run their fma chain on a tile
  * when no sum can be that small, which holds when every product and the partial sum carried in are

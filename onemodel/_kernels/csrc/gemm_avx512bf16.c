@@ -64,8 +64,9 @@ static void round_each(int64_t n, const void *src, uint16_t *r) {
 }
 
 /* The bf16 bits packing gives the first min(n, 16) values of src as fmt reads them, in 16-bit
- * lanes, zeros after: OM_F32_TO_BF16 rounds (om_bf16_round), OM_BF16 holds the bits, and a
- * subnormal is a zero of its sign; save (if not NULL) receives the unflushed rounding.
+ * lanes, zeros after: OM_F32_TO_BF16 rounds (om_bf16_round), OM_BF16 holds the bits; save (if
+ * not NULL) receives the rounding. bf16 subnormals stay in the panel: VDPBF16PS reads them as
+ * zeros of their sign (its own denormal rule, whatever MXCSR says).
  * VCVTNEPS2BF16 rounds as om_bf16_round does (nearest even; a NaN made quiet, its payload
  * truncated) except that it reads float32 subnormals as zero, which would lose the saved bits
  * and a subnormal's rounding up to FLT_MIN: a vector holding one takes om_bf16_round. */
@@ -91,9 +92,7 @@ static inline __m256i bf16_bits16(int64_t n, const void *src, int fmt, uint16_t 
         }
         if (save) _mm256_mask_storeu_epi16(save, lanes, h);
     }
-    const __mmask16 subnormal = _mm256_testn_epi16_mask(h, _mm256_set1_epi16(0x7F80));
-    return _mm256_mask_blend_epi16(subnormal, h,
-                                   _mm256_and_si256(h, _mm256_set1_epi16((short)0x8000)));
+    return h;
 }
 
 /* bf16_bits16 on exactly 8 values, in 256-bit registers: op(A)'s rows of the tile's height (8),
@@ -117,8 +116,7 @@ static inline __m128i bf16_bits8(const void *src, int fmt, uint16_t *save) {
         }
         if (save) _mm_storeu_si128((__m128i *)save, h);
     }
-    const __mmask8 subnormal = _mm_testn_epi16_mask(h, _mm_set1_epi16(0x7F80));
-    return _mm_mask_blend_epi16(subnormal, h, _mm_and_si128(h, _mm_set1_epi16((short)0x8000)));
+    return h;
 }
 
 static int64_t element_size(int fmt) { return fmt == OM_BF16 ? 2 : 4; }
