@@ -52,33 +52,69 @@ static inline uint64_t mul_wide(uint64_t a, uint64_t b, uint64_t *low) {
 #endif
 }
 
+static inline uint64_t bits_of(double d) {
+    uint64_t b;
+    memcpy(&b, &d, 8);
+    return b;
+}
+
+static inline double from_bits(uint64_t b) {
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+}
+
+/* All ones when c, else zero: selects by masks, as branches would keep the loops scalar. */
+static inline uint64_t mask_if(int c) { return (uint64_t)0 - (uint64_t)c; }
+
+/* The int64 of an integer-valued double f, |f| < 2^51 (small_whole), and round_half_even(t),
+ * 0 <= t < 2^57 (rounded_whole: below 2^52, t + 2^52 rounds t to an integer; above, t is one).
+ * AVX2 has no conversion of doubles to int64 (a cast is a scalar instruction per element there,
+ * the loops 3x slower), so exact_avx2.c takes them in bits: f + 1.5 * 2^52 holds f in its low
+ * bits, t + 2^52 its rounding, and above 2^52 t's significand shifted up by its exponent less 52
+ * (0 .. 4). */
+#ifdef EXACT_CONVERT_BY_BITS
+static inline int64_t small_whole(double f) {
+    return (int64_t)(bits_of(f + 0x1.8p52) - UINT64_C(0x4338000000000000));
+}
+static inline int64_t rounded_whole(double t) {
+    const uint64_t b = bits_of(t), small = mask_if(t < 0x1p52);
+    const uint64_t up = ((b & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52))
+                        << (((b >> 52) - 1075) & 7);
+    return (int64_t)(((bits_of(t + 0x1p52) - UINT64_C(0x4330000000000000)) & small) |
+                     (up & ~small));
+}
+#else
+static inline int64_t small_whole(double f) { return (int64_t)f; }
+static inline int64_t rounded_whole(double t) {
+    const uint64_t small = mask_if(t < 0x1p52);
+    return (int64_t)from_bits((bits_of((t + 0x1p52) - 0x1p52) & small) | (bits_of(t) & ~small));
+}
+#endif
+
 /* One element of the quantisation, v finite and |v| <= 2^98: v = f * 2^56 + t with f =
  * floor(v / 2^56) and t in [0, 2^56] exactly (as the numpy reference split it), t rounded half
- * to even (below 2^52 by the 2^52 shift; above, t is an integer; chosen by a mask, not a
- * branch: the bits of t are random) into r. */
+ * to even into r. |v / 2^56| < 2^43, so adding 1.5 * 2^52 rounds it to the nearest integer,
+ * one less where that lies above it: the floor, exactly. */
 static inline int64_t split(double v, int64_t *r) {
-    double x = v * 0x1p-56;
-    int64_t f = (int64_t)x;  /* |x| < 2^43: exact truncation, then floor */
-    f -= x < (double)f;
-    double t = v - (double)f * 0x1p56;
-    int64_t below = (int64_t)((t + 0x1p52) - 0x1p52), above = (int64_t)t;
-    int64_t big = -(int64_t)(t >= 0x1p52);
-    *r = (below & ~big) | (above & big);
-    return f;
+    const double x = v * 0x1p-56, nearest = (x + 0x1.8p52) - 0x1.8p52;
+    const double f = nearest - from_bits(bits_of(1.0) & mask_if(nearest > x));
+    *r = rounded_whole(v - f * 0x1p56);
+    return small_whole(f);
 }
 
 /* Adds the element into the limbs, with the carry. */
 static inline void add_one(double v, int64_t *hi, int64_t *lo) {
     int64_t r, f = split(v, &r);
-    uint64_t s = (uint64_t)*lo + (uint64_t)r;
-    *hi += f + ((int64_t)s >> LIMB);
+    uint64_t s = (uint64_t)*lo + (uint64_t)r;   /* below 2^63 (exact.h) */
+    *hi += f + (int64_t)(s >> LIMB);
     *lo = (int64_t)(s & MASK);
 }
 
 /* Writes the element as the limbs (what add_one gives on zero limbs, without reading them). */
 static inline void set_one(double v, int64_t *hi, int64_t *lo) {
     int64_t r, f = split(v, &r);
-    *hi = f + (r >> LIMB);
+    *hi = f + (int64_t)((uint64_t)r >> LIMB);
     *lo = r & (int64_t)MASK;
 }
 
@@ -197,10 +233,9 @@ stop:
  * (v < 0), so t is v, or fl(v + 2^56) rounded as the split rounds it, and the integer is t
  * rounded (half to even; t >= 2^52 is one already) less 2^56 for a negative v. */
 static inline int64_t packed_near(double v) {
-    const int negative = v < 0;
-    const double t = v + (negative ? 0x1p56 : 0.0);
-    const double r = t >= 0x1p52 ? t : (t + 0x1p52) - 0x1p52;
-    return (int64_t)r - (negative ? (int64_t)1 << LIMB : 0);
+    const uint64_t negative = mask_if(v < 0);
+    return rounded_whole(v + from_bits(bits_of(0x1p56) & negative))
+           - (int64_t)((UINT64_C(1) << LIMB) & negative);
 }
 
 int OMV_FN(om_exact_sum_packed)(const float *rows, size_t stride, int nrows,
@@ -238,22 +273,10 @@ int64_t OMV_FN(om_exact_pack)(int64_t *restrict hi, int64_t *restrict lo, size_t
     return pack_range(hi, lo, n, bits);
 }
 
-/* f with its sign flipped when neg (a bit operation: the signs are random, no branch). */
-static inline float negated_if(float f, int neg) {
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    b ^= (uint32_t)neg << 31;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
 /* 2^e as a double, e clamped to +-1000 (beyond, the float32 result is 0 or inf anyway). */
 static inline double power_of_two(int64_t e) {
     e = e > 1000 ? 1000 : e < -1000 ? -1000 : e;
-    uint64_t u = (uint64_t)(1023 + e) << 52;
-    double p;
-    memcpy(&p, &u, 8);
-    return p;
+    return from_bits((uint64_t)(1023 + e) << 52);
 }
 
 /* float32 of z * 2^e, z a non-negative int64: z to float32 (nearest even), then scaled in
@@ -326,7 +349,9 @@ static inline float round_element(int64_t h, uint64_t lw, int grid, const diviso
                                     : (high << (64 - d->shift)) | (low >> d->shift);
         z = q | (ax - q * (uint64_t)d->count != 0) | sticky;
     }
-    return negated_if(scaled(z, e), neg);
+    /* the sign flipped by a bit operation (the signs are random: no branch), in the double
+     * that holds the float32 exactly */
+    return (float)from_bits(bits_of(scaled(z, e)) ^ (uint64_t)neg << 63);
 }
 
 void OMV_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int grid,
@@ -372,8 +397,7 @@ void OMV_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int 
                 int64_t x = hi ? (int64_t)(((uint64_t)hi[i + j] << LIMB) + (uint64_t)lb[j])
                                : lb[j];
                 double r = (double)x / cd * g2;
-                uint64_t b;
-                memcpy(&b, &r, 8);
+                uint64_t b = bits_of(r);
                 uint64_t below = (b & 0x1fffffffu) - 0x0ffffffcu;  /* midpoint 0x10000000 */
                 uint64_t mag = b & ~(UINT64_C(1) << 63);
                 int again = below <= 8 || (mag - 1 < UINT64_C(0x380fffffffffffff));

@@ -170,8 +170,9 @@ static void convert_pairs(int64_t depth, int64_t n, const void *src, int64_t str
 
 /* Packing's pairs from runs along the depth (gemm.h): lanes i < rows <= 16 of the panel are
  * the runs at src + i * stride (elements), dst[p * width + i] = bf16(run i [2p]) << 16 |
- * bf16(run i [2p + 1]) for p < (depth + 1) / 2 (a zero past the end) and lanes i < fill <= 16
- * (zeros from rows on); save (if not NULL) at the runs' indices. Per 32 depths: each run's 16
+ * bf16(run i [2p + 1]) for p < (depth + 1) / 2 (a zero past the end) and lanes i < fill, 8 or
+ * 16 (the tile's height, or half its width; zeros from rows on); save (if not NULL) at the
+ * runs' indices. Per 32 depths: each run's 16
  * words in a register (the 32-bit lanes of its bits with their halves swapped), then
  * transposed, so the runs are read side by side and written once. */
 static void convert_run_pairs(int64_t depth, int rows, const void *src, int64_t stride, int fmt,
@@ -201,10 +202,8 @@ static void convert_run_pairs(int64_t depth, int rows, const void *src, int64_t 
         for (int64_t p = 0; p < words; p++, out += width) {
             if (fill == 16)
                 _mm512_storeu_ps(out, r[p]);
-            else if (fill == 8)
-                _mm256_storeu_ps((float *)out, _mm512_castps512_ps256(r[p]));
             else
-                _mm512_mask_storeu_ps(out, first16(fill), r[p]);
+                _mm256_storeu_ps((float *)out, _mm512_castps512_ps256(r[p]));
         }
     }
 }
