@@ -154,11 +154,14 @@ static inline void copy_floats(float *dst, const float *src, int n) {
 }
 
 /* `runs` runs of n values of v contiguous in memory, run i from element (r, c) + i * step (in
- * elements) into dst + i * dst_stride (converted); a run's source is fetched 8 runs ahead. */
+ * elements) into dst + i * dst_stride (converted); a run's source is fetched 8 runs ahead.
+ * float32 values to round without saving their bits into runs back to back (a tile's height)
+ * are copied, then rounded in place as one run: per run, converting cost more than it did. */
 static void load_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int64_t runs,
                       int64_t step, int n, float *dst, int64_t dst_stride) {
     view at = shifted(v, r, c, 1);
-    if (v.fmt != OM_F32) {
+    const int round_after = v.fmt <= OM_F32_TO_F16 && !at.save && dst_stride == n;
+    if (v.fmt != OM_F32 && !round_after) {
         u->convert(runs, n, at.p, step, v.fmt, dst, dst_stride, at.save);
         return;
     }
@@ -166,6 +169,7 @@ static void load_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, in
         OM_PREFETCH((const float *)at.p + (i + 8) * step);
         copy_floats(dst + i * dst_stride, (const float *)at.p + i * step, n);
     }
+    if (v.fmt != OM_F32) u->convert(1, runs * n, dst, 0, v.fmt, dst, 0, NULL);
 }
 
 /* The runs of a converting transpose are short (a K block), too short for the hardware to
