@@ -13,10 +13,11 @@ one tensor are always summed in the same order (docs/spec/engine.md section 1).
 Saved tensors are protected by version counters: every in-place write bumps the tensor's
 version, and a node whose saved tensor changed refuses to run.
 
-A leaf may carry post-accumulate-grad hooks (PyTorch's name): when a backward pass reaches such
-a leaf, a first walk counts the nodes that feed it, and as soon as the last of them has run,
-the leaf's gradient is complete: it goes into .grad and the hooks run, while backward goes on
-with the rest of the graph (data parallelism starts reducing finished gradients there).
+A first walk counts, per leaf, the nodes that feed it; as soon as the last of them has run, the
+leaf's gradient is complete and goes into .grad (as PyTorch's AccumulateGrad: a weight's gradient
+is not held until the pass ends, so one of them at a time is alive beside .grad), its
+post-accumulate-grad hooks (PyTorch's name) run, and backward goes on with the rest of the graph
+(data parallelism starts reducing finished gradients there).
 """
 from __future__ import annotations
 
@@ -154,21 +155,23 @@ def register_post_accumulate_grad_hook(t: "Tensor", hook: Callable[["Tensor"], N
     return RemovableHandle(entry[1], hook)
 
 
-def _hooked_feeds(root: "Tensor") -> dict[int, int]:
-    """Per hooked leaf reachable from root (by id): how many node inputs feed it."""
+def _leaf_feeds(root: "Tensor") -> dict[int, int]:
+    """Per leaf that needs a gradient reachable from root (by id): how many node inputs feed
+    it."""
     feeds: dict[int, int] = {}
     if root._node is None:
         return feeds
-    seen = {id(root._node)}
+    seen = {root._node}
     stack = [root._node]
     while stack:
         for target in stack.pop().inputs:
-            if isinstance(target, Node):
-                if id(target) not in seen:
-                    seen.add(id(target))
+            if target.__class__ is Node:  # (the walk runs every backward: kept lean)
+                if target not in seen:
+                    seen.add(target)
                     stack.append(target)
-            elif target is not None and id(target) in _post_hooks and target.requires_grad:
-                feeds[id(target)] = feeds.get(id(target), 0) + 1
+            elif target is not None and target._requires_grad:
+                key = id(target)
+                feeds[key] = feeds.get(key, 0) + 1
     return feeds
 
 
@@ -213,17 +216,9 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
             leaf_grads[key] = (target, leaf_grads[key][1] + g) if key in leaf_grads \
                 else (target, g)
 
-    pending: dict[Node, np.ndarray] = {}
-    heap: list[Node] = []
-    feeds = _hooked_feeds(root) if _post_hooks else {}
-    done_owners: set[int] = {_owner(grad)}  # memory a gradient finished early may not share
-    send(root._node if root._node is not None else root, grad)
-    while heap:
-        node = heapq.heappop(heap)
-        g = pending.pop(node)
-        input_grads = node.run(g)
-        if not retain_graph:
-            node.release()  # what its backward read can go now, not after the whole pass
+    def deliver(node: Node, input_grads: Sequence[Optional[np.ndarray]]) -> None:
+        # A function of its own, so that no local keeps a finished gradient alive while the
+        # next node runs.
         for target, gi in zip(node.inputs, input_grads):
             if target is None:
                 continue
@@ -233,15 +228,30 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
                     raise RuntimeError(f"{node.op}: internal error: gradient shape {gi.shape} "
                                        f"for an input of shape {shape}")
                 send(target, np.asarray(gi, dtype=np.float32))
-            if feeds and not isinstance(target, Node) and id(target) in feeds:
-                feeds[id(target)] -= 1
-                if not feeds[id(target)] and id(target) in leaf_grads:  # complete: finish it
-                    del feeds[id(target)]
-                    _, complete = leaf_grads.pop(id(target))
+            key = id(target)
+            if target.__class__ is not Node and key in feeds:
+                left = feeds[key] = feeds[key] - 1
+                if not left and key in leaf_grads:  # complete: finish it
+                    del feeds[key]
+                    _, complete = leaf_grads.pop(key)
                     owner = _owner(complete)
                     _accumulate(target, complete, owner not in done_owners)
                     done_owners.add(owner)
-                    _run_hooks(target)
+                    if _post_hooks:
+                        _run_hooks(target)
+
+    pending: dict[Node, np.ndarray] = {}
+    heap: list[Node] = []
+    feeds = _leaf_feeds(root)
+    done_owners: set[int] = {_owner(grad)}  # memory a gradient finished early may not share
+    send(root._node if root._node is not None else root, grad)
+    while heap:
+        node = heapq.heappop(heap)
+        input_grads = node.run(pending.pop(node))
+        if not retain_graph:
+            node.release()  # what its backward read can go now, not after the whole pass
+        deliver(node, input_grads)
+        del input_grads
     # A closure may hand the same array to several inputs (add passes g to both sides), and
     # the root's gradient is the caller's array: a .grad built on such memory is copied so no
     # two gradients (nor the caller) share storage.

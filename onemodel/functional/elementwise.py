@@ -436,9 +436,15 @@ def relu(input: Tensor) -> Tensor:
     stops = np.less_equal(out, 0)  # the gradient stops there (a NaN output passes it)
 
     def backward(g: np.ndarray) -> tuple:
+        # The mask is widened a block at a time: a widened copy of all of it would be as large
+        # as the gradient, alive beside it and dx at the peak of a convnet's backward.
         dx = np.empty(g.shape, float32)
-        _vmath.unary_backward("relu", np.subtract(_ONE, stops, dtype=float32),
-                              np.asarray(g, float32, order="C"), dx, threads())
+        flat_g, flat_dx, flat_stops = np.asarray(g, float32, order="C").reshape(-1), \
+            dx.reshape(-1), stops.reshape(-1)
+        for i in range(0, dx.size, _RELU_MASKED):
+            block = slice(i, i + _RELU_MASKED)
+            _vmath.unary_backward("relu", np.subtract(_ONE, flat_stops[block], dtype=float32),
+                                  flat_g[block], flat_dx[block], threads())
         return (dx,)
 
     return record("relu", out, (x,), backward)
