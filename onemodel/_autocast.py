@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from typing import Iterator, Optional
 
 import numpy as np
@@ -31,6 +32,13 @@ _HALF_CODES = {None: 0, "bf16": 1, "fp16": 2}
 
 class _AutocastState(threading.local):
     dtype: Optional[str] = None  # a class default: reading it never raises
+
+    def __init__(self) -> None:
+        # id(tensor) -> (weakref to it, its version, half code, the 2-byte copy of its values a
+        # product's packing wrote): the next product of the same values (q, k and v of one
+        # input) keeps that copy for its backward instead of a copy of its own. An entry goes
+        # with its tensor, and all of them when the outermost autocast ends.
+        self.copies: dict[int, tuple] = {}
 
 
 _state = _AutocastState()
@@ -66,22 +74,47 @@ def autocast(dtype: str = "bf16", enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         _state.dtype = previous
+        if previous is None:
+            _state.copies.clear()
 
 
 def saved_operand(t: Tensor, data: np.ndarray, half: int,
                   needed: bool) -> tuple[Optional[np.ndarray], Optional[np.ndarray]]:
     """(what a product's backward reads for operand t, whose values are `data`; the uint16
     array the forward packing fills with their rounded bits, or None). Nothing when no gradient
-    needs it; the float32 data outside autocast and for a leaf; else the 2-byte copy."""
+    needs it; the float32 data outside autocast and for a leaf; else a 2-byte copy: the one an
+    earlier product wrote of the same values (share()), or a new one."""
     if not needed:
         return None, None
     if not half or t._node is None:
         return data, None
+    entry = _state.copies.get(id(t))
+    if (entry is not None and entry[0]() is t and entry[1:3] == (t._version, half)
+            and _whole(t, data)):
+        return entry[3].reshape(data.shape), None
     copy = np.empty(data.shape, np.uint16)
     return copy, copy
 
 
-def protected(inputs: tuple, saves: tuple) -> tuple:
+def _whole(t: Tensor, data: np.ndarray) -> bool:
+    """Whether data holds t's values in their C order (t's own memory, contiguous)."""
+    held = t._data
+    return (data.flags.c_contiguous and held.flags.c_contiguous and data.size == held.size
+            and data.size > 0 and data.ctypes.data == held.ctypes.data)
+
+
+def share(t: Tensor, data: np.ndarray, save: Optional[np.ndarray], half: int) -> None:
+    """After a product's packing filled `save` with the rounded bits of t's values `data`:
+    offers the copy to the next product of the same values (saved_operand)."""
+    if save is None or not _whole(t, data):
+        return
+    key, copies = id(t), _state.copies
+    copies[key] = (weakref.ref(t, lambda _: copies.pop(key, None)), t._version, half,
+                   save.reshape(-1))
+
+
+def protected(inputs: tuple, keeps: tuple) -> tuple:
     """The inputs of a product whose values its backward reads from the tensor itself (not
-    from the 2-byte copy saves[i]): those an in-place write must not change."""
-    return tuple(t for i, t in enumerate(inputs) if i >= len(saves) or saves[i] is None)
+    from a 2-byte copy keeps[i]): those an in-place write must not change."""
+    return tuple(t for i, t in enumerate(inputs)
+                 if i >= len(keeps) or keeps[i] is None or keeps[i].dtype != np.uint16)

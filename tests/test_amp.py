@@ -423,6 +423,46 @@ def test_saved_operands_are_two_bytes_and_the_float32_inputs_are_freed(dtype):
     assert x.grad is not None and w.grad is not None
 
 
+def test_products_of_one_intermediate_keep_one_two_byte_copy():
+    """q, k and v of one input: the three products' backward read the copy the first one's
+    packing wrote (same bits), until the input is written in place; the gradients are the same
+    as with copies of their own, and the shared copy goes with its tensor."""
+    rng = np.random.default_rng(8)
+    ws = [om.tensor(rng.normal(size=(5, 16)).astype(np.float32), requires_grad=True)
+          for _ in range(3)]
+    x = om.tensor(rng.normal(size=(2, 4, 16)).astype(np.float32), requires_grad=True)
+
+    def products(share: bool):
+        with amp.autocast("bf16"):
+            h = x * np.float32(1.5)
+            outs = [F.linear(h if share else h * np.float32(1.0), w) for w in ws]
+            outs.append(h @ ws[0].T)
+            if share:
+                with om.no_grad():
+                    h.mul_(np.float32(2.0))  # a new version: its next product copies anew
+                outs.append(F.linear(h, ws[1]))
+        return h, outs
+
+    h, outs = products(True)
+    copies = [next(a for a in _closure_arrays(o) if a.dtype == np.uint16) for o in outs]
+    assert all(np.shares_memory(c, copies[0]) for c in copies[1:4])
+    assert not np.shares_memory(copies[4], copies[0])
+    np.testing.assert_array_equal(copies[4].reshape(-1),
+                                  round_bits(h.detach().numpy(), "bf16").reshape(-1))
+    gone = weakref.ref(h)
+    del h
+    gc.collect()
+    assert gone() is None
+    sum(o.sum() for o in outs[:4]).backward()
+    shared = [x.grad.numpy().copy()] + [w.grad.numpy().copy() for w in ws]
+    for t in [x] + ws:
+        t.grad = None
+    _, alone = products(False)
+    sum(o.sum() for o in alone).backward()
+    for got, want in zip(shared, [x.grad.numpy()] + [w.grad.numpy() for w in ws]):
+        _same_bits(got, want)
+
+
 def test_outside_autocast_and_nesting_keep_float32():
     rng = np.random.default_rng(3)
     a = rng.normal(size=(13, 37)).astype(np.float32)

@@ -142,6 +142,8 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
     assert x_keep is not None  # needed: the weight's gradient reads it
     _conv.conv2d_forward(x4, w4, None if b is None else b._data, y, *args, _core.threads(),
                          half, save_x)
+    if y.size:
+        _autocast.share(x, x4, save_x, half)
     out_shape = (xs[0], k) + out[2 - n:] if batched else (k,) + out[2 - n:]
     # The closure reads these, not the tensors: an input saved in 2 bytes must be free to go.
     grad_x, grad_w, grad_b = x.requires_grad, w.requires_grad, b is not None and b.requires_grad
@@ -158,7 +160,7 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
 
     inputs = (x, w) if b is None else (x, w, b)
     return _core.record(op, y.reshape(out_shape), inputs, backward,
-                        _autocast.protected(inputs, (save_x, None)))
+                        _autocast.protected(inputs, (x_keep, None)))
 
 
 # -- pooling --------------------------------------------------------------------------------

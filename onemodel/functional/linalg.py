@@ -45,9 +45,10 @@ def _product(a: np.ndarray, b: np.ndarray, trans_a: bool = False,
     return out
 
 
-def _record(op: str, out: np.ndarray, inputs: tuple, backward, saves: tuple) -> Tensor:
-    """_core.record for a product whose operands saves[i] holds in 2 bytes (or None)."""
-    return _core.record(op, out, inputs, backward, _autocast.protected(inputs, saves))
+def _record(op: str, out: np.ndarray, inputs: tuple, backward, keeps: tuple) -> Tensor:
+    """_core.record for a product whose backward reads keeps[i] for operand i (a 2-byte copy,
+    the operand's own values, or None)."""
+    return _core.record(op, out, inputs, backward, _autocast.protected(inputs, keeps))
 
 
 def _rows(shape: tuple) -> int:
@@ -85,6 +86,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         a_keep, save_a = _autocast.saved_operand(a, a_rows, half, b.requires_grad)
         b_keep, save_b = _autocast.saved_operand(b, b2, half, a.requires_grad)
         out = _product(a_rows, b2, half=half, save_a=save_a, save_b=save_b)
+        if out.size:  # (else packing wrote nothing)
+            _autocast.share(a, a_rows, save_a, half)
+            _autocast.share(b, b2, save_b, half)
         rows = a_rows.shape[0]
 
         def backward(g: np.ndarray):
@@ -100,7 +104,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
         if out.shape != out_shape:
             out = out.reshape(out_shape)
-        return _record("matmul", out, (a, b), backward, (save_a, save_b))
+        return _record("matmul", out, (a, b), backward, (a_keep, b_keep))
 
     # Batched: each operand is either one matrix for every product or a full batch.
     def batched(x: np.ndarray, x_batch: tuple) -> np.ndarray:
@@ -112,6 +116,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     a_keep, save_a = _autocast.saved_operand(a, a3, half, b.requires_grad)
     b_keep, save_b = _autocast.saved_operand(b, b3, half, a.requires_grad)
     out = _product(a3, b3, half=half, save_a=save_a, save_b=save_b)
+    if out.size:  # (else packing wrote nothing)
+        _autocast.share(a, a3, save_a, half)
+        _autocast.share(b, b3, save_b, half)
     shape_a, shape_b = a2.shape, b2.shape
 
     def batched_backward(g: np.ndarray):
@@ -128,7 +135,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         return ga, gb
 
     return _record("matmul", out.reshape(out_shape), (a, b), batched_backward,
-                   (save_a, save_b))
+                   (a_keep, b_keep))
 
 
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
@@ -168,6 +175,7 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     if out.size:
         _gemm.gemm(x_rows, w_data, out, False, True, _core.threads(),
                    None if b is None else b._data, half, save_x, save_w)
+        _autocast.share(x, x_rows, save_x, half)
     out_shape, rows = sx[:-1] + (n_out,), x_rows.shape[0]
 
     def backward(g: np.ndarray):
@@ -183,7 +191,7 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
             return gx, gw
         return gx, gw, (_core.sum_axis(g_rows, 0) if grad_b else None)
 
-    return _record("linear", out.reshape(out_shape), inputs, backward, (save_x, save_w))
+    return _record("linear", out.reshape(out_shape), inputs, backward, (x_keep, w_keep))
 
 
 def _triangle(op: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
