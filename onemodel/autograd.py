@@ -165,7 +165,7 @@ def _leaf_feeds(root: "Tensor") -> dict[int, int]:
     stack = [root._node]
     while stack:
         for target in stack.pop().inputs:
-            if target.__class__ is Node:  # (the walk runs every backward: kept lean)
+            if isinstance(target, Node):
                 if target not in seen:
                     seen.add(target)
                     stack.append(target)
@@ -229,7 +229,7 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
                                        f"for an input of shape {shape}")
                 send(target, np.asarray(gi, dtype=np.float32))
             key = id(target)
-            if target.__class__ is not Node and key in feeds:
+            if not isinstance(target, Node) and key in feeds:
                 left = feeds[key] = feeds[key] - 1
                 if not left and key in leaf_grads:  # complete: finish it
                     del feeds[key]
