@@ -463,6 +463,46 @@ def test_products_of_one_intermediate_keep_one_two_byte_copy():
         _same_bits(got, want)
 
 
+def test_a_shared_copy_is_only_one_packing_wrote_and_lives_in_its_autocast():
+    """Batched products and convolutions share too; an empty product (its packing writes
+    nothing) offers no copy; a copy does not outlive the outermost autocast."""
+    rng = np.random.default_rng(9)
+    x = om.tensor(rng.normal(size=(2, 4, 16)).astype(np.float32), requires_grad=True)
+    wb = om.tensor(rng.normal(size=(2, 16, 3)).astype(np.float32), requires_grad=True)
+    w = om.tensor(rng.normal(size=(5, 16)).astype(np.float32), requires_grad=True)
+    empty = om.tensor(np.zeros((0, 16), np.float32), requires_grad=True)
+    kernel = om.tensor(rng.normal(size=(3, 2, 3, 3)).astype(np.float32), requires_grad=True)
+
+    def uint16_of(t):
+        return next(a for a in _closure_arrays(t) if a.dtype == np.uint16)
+
+    def products(share: bool):
+        fresh = (lambda t: t) if share else (lambda t: t * np.float32(1.0))
+        with amp.autocast("bf16"):
+            h = x * np.float32(1.5)
+            image = (x * np.float32(0.5)).reshape(2, 2, 4, 8)
+            outs = [F.linear(fresh(h), empty), h @ wb, fresh(h) @ wb, F.linear(fresh(h), w),
+                    F.conv2d(image, kernel), F.conv2d(fresh(image), kernel)]
+        return h, outs
+
+    h, outs = products(True)
+    assert np.shares_memory(uint16_of(outs[1]), uint16_of(outs[2]))
+    assert not np.shares_memory(uint16_of(outs[0]), uint16_of(outs[3]))
+    assert np.shares_memory(uint16_of(outs[1]), uint16_of(outs[3]))
+    assert np.shares_memory(uint16_of(outs[4]), uint16_of(outs[5]))
+    with amp.autocast("bf16"):
+        again = F.linear(h, w)
+    assert not np.shares_memory(uint16_of(again), uint16_of(outs[3]))
+    sum(o.sum() for o in outs).backward()
+    shared = [t.grad.numpy().copy() for t in (x, wb, w, kernel)]
+    for t in (x, wb, w, kernel, empty):
+        t.grad = None
+    _, alone = products(False)
+    sum(o.sum() for o in alone).backward()
+    for got, t in zip(shared, (x, wb, w, kernel)):
+        _same_bits(got, t.grad.numpy())
+
+
 def test_outside_autocast_and_nesting_keep_float32():
     rng = np.random.default_rng(3)
     a = rng.normal(size=(13, 37)).astype(np.float32)
