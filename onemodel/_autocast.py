@@ -5,7 +5,8 @@ autocast("bf16" | "fp16") makes matmul, linear (onemodel/functional/linalg.py) a
 convolutions (functional/conv.py), which read `half_code()`, run with both operands rounded to
 bfloat16 or float16, round-to-nearest-even, by the kernel's packing step (no pass of its own
 over the data), and a float32-accumulating product; the output stays float32. The product of two
-such operands is exact in float32, so the result is the float32 product of the rounded operands.
+such operands is exact in float32, so the result is the float32 product of the rounded operands
+(bfloat16 products and convolutions follow the dot-product instruction's rule: csrc/gemm.c).
 In backward the incoming gradient is rounded the same way, so gradients flow in low precision
 into float32 buffers (that is what makes float16 gradients underflow, and loss scaling useful).
 What a product keeps for its backward is, for an intermediate operand, the 2-byte copy its

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import onemodel as om
+import onemodel.functional as F
 from onemodel import _config, _kernels
 from onemodel._kernels import _gemm
 
@@ -338,3 +339,122 @@ def test_recurrent_products_follow_the_rule(scale, isa, bf16_dot, same_bits_ever
     ref = recurrent.lstm_layer(om.from_numpy(hw[None]), om.from_numpy(np.zeros_like(w_hh)),
                                zeros[1], om.from_numpy(h0), zeros[2])[0]
     assert np.array_equal(y.view(np.uint32), ref.numpy().view(np.uint32))
+
+
+def _conv_bf16(x, w, gy, **kwargs):
+    """conv2d under bf16 autocast: the output and the gradients of x and w for upstream gy."""
+    from onemodel import amp
+
+    xs, ws = om.tensor(x, requires_grad=True), om.tensor(w, requires_grad=True)
+    with amp.autocast("bf16"):
+        y = F.conv2d(xs, ws, **kwargs)
+    y.backward(om.from_numpy(gy))
+    return [y.detach().numpy(), xs.grad.numpy(), ws.grad.numpy()]
+
+
+def _taps(x, kh, kw, stride, padding, dilation):
+    """For each row (c, i, j) of the column matrix and output position (oy, ox): the input pixel
+    the tap reads, or None in the padding."""
+    _, c, h, w = x.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    rows = []
+    for ch in range(c):
+        for i in range(kh):
+            for j in range(kw):
+                row = []
+                for oy in range(oh):
+                    for ox in range(ow):
+                        y, xx = oy * sh - ph + i * dh, ox * sw - pw + j * dw
+                        row.append((ch, y, xx) if 0 <= y < h and 0 <= xx < w else None)
+                rows.append(row)
+    return rows, (oh, ow)
+
+
+def _conv_by_the_rule(x, w, gy, groups, **geometry):
+    """One image's bf16 convolution by the rule: every product (forward W·col, weight
+    gradient dY·colᵀ over the positions, column gradient Wᵀ·dY) by dot_rule, the column
+    gradient then added into dx tap by tap in order (c, i, j), from +0, in float32."""
+    k, cg, kh, kw = w.shape
+    rows, (oh, ow) = _taps(x, kh, kw, **geometry)
+    col = np.array([[0.0 if t is None else x[0][t] for t in row] for row in rows], np.float32)
+    kg, rg = k // groups, cg * kh * kw
+    g2 = gy[0].reshape(k, oh * ow)
+    y, gw = np.empty((k, oh * ow), np.float32), np.empty((k, rg), np.float32)
+    dx = np.zeros(x.shape[1:], np.float32)
+    for g in range(groups):
+        wg, colg, gyg = w[g * kg:(g + 1) * kg].reshape(kg, rg), col[g * rg:(g + 1) * rg], \
+            g2[g * kg:(g + 1) * kg]
+        y[g * kg:(g + 1) * kg] = dot_rule(wg, colg)
+        gw[g * kg:(g + 1) * kg] = dot_rule(gyg, np.ascontiguousarray(colg.T))
+        dcol = dot_rule(np.ascontiguousarray(wg.T), gyg)
+        for r in range(rg):
+            for p, t in enumerate(rows[g * rg + r]):
+                if t is not None:
+                    dx[t] = np.float32(dx[t] + dcol[r, p])
+    return [y.reshape(1, k, oh, ow), dx[None], gw.reshape(w.shape)]
+
+
+@pytest.mark.parametrize("kind", ["normal", "tiny", "wide", "subnormal"])
+@pytest.mark.parametrize("shapes, kwargs", [
+    (((1, 3, 5, 5), (4, 3, 3, 3)), dict(padding=1)),       # odd depths: 27 taps, 25 positions
+    (((1, 4, 6, 5), (6, 2, 3, 2)), dict(stride=2, padding=(1, 0), dilation=(1, 2), groups=2)),
+    (((1, 58, 3, 3), (2, 58, 3, 3)), dict(padding=1)),     # 522 taps: 2 blocks, cut at even depth
+])
+def test_convolutions_follow_the_rule_exactly(kind, shapes, kwargs, isa, bf16_dot):
+    """A bf16 convolution's products follow the instruction's rule like any other product
+    (an odd depth padded with a zero, tiny sums flushed), on every path, the dot kernel's
+    included: forward, weight and input gradients against the exact reference."""
+    rng = np.random.default_rng(30 + ["normal", "tiny", "wide", "subnormal"].index(kind))
+    xs, ws = shapes
+    x = adversarial(rng, int(np.prod(xs[:2])), int(np.prod(xs[2:])), 1, kind)[0].reshape(xs)
+    w = adversarial(rng, ws[0], int(np.prod(ws[1:])), 1, kind)[0].reshape(ws)
+    geometry = {name: kwargs.get(name, 0 if name == "padding" else 1)
+                for name in ("stride", "padding", "dilation")}
+    geometry = {name: v if isinstance(v, tuple) else (v, v) for name, v in geometry.items()}
+    _, (oh, ow) = _taps(x, ws[2], ws[3], **geometry)
+    gy = adversarial(rng, ws[0], oh * ow, 1, kind)[0].reshape(1, ws[0], oh, ow)
+    got = _conv_bf16(x, w, gy, **kwargs)
+    want = _conv_by_the_rule(x, w, gy, kwargs.get("groups", 1), **geometry)
+    for name, g, r in zip(("y", "dx", "dw"), got, want):
+        assert np.array_equal(g.view(np.uint32), r.view(np.uint32)), (isa, kind, name)
+
+
+@pytest.mark.parametrize("kind", ["normal", "tiny"])
+def test_convolutions_agree_on_every_path_and_thread_count(kind, isa, bf16_dot,
+                                                         same_bits_everywhere):
+    """Batches of images in several jobs and weight-gradient chunks, split across threads, a
+    first layer (3 channels) and a strided one: the same bits everywhere, with or without the
+    dot kernel."""
+    rng = np.random.default_rng(40 + ["normal", "tiny"].index(kind))
+    cases = [((8, 3, 12, 12), (16, 3, 3, 3), dict(padding=1)),
+             ((8, 16, 9, 9), (24, 16, 3, 3), dict(padding=1)),
+             ((9, 8, 9, 8), (12, 8, 3, 3), dict(stride=2, padding=1))]
+    runs = []
+    for xs, ws, kwargs in cases:
+        x = adversarial(rng, int(np.prod(xs[:2])), int(np.prod(xs[2:])), 1, kind)[0]
+        w = adversarial(rng, ws[0], int(np.prod(ws[1:])), 1, kind)[0]
+        runs.append((x.reshape(xs), w.reshape(ws), kwargs))
+
+    def run(_):
+        out = []
+        for x, w, kwargs in runs:
+            shape = F.conv2d(om.from_numpy(x), om.from_numpy(w), **kwargs).shape
+            gy = bf16(np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+                      * np.float32(2.0 ** -60 if kind == "tiny" else 1.0))
+            out += _conv_bf16(x, w, gy, **kwargs)
+        return out
+
+    same_bits_everywhere(run)
+
+
+def test_a_partial_sum_carried_into_the_next_image(isa, bf16_dot):
+    """The weight gradient's chain runs on from one image to the next (two images per chunk
+    at a batch of 16): image 0 leaves 2^-112 + 2^-130 (its tile needs the rule in C), image 1
+    adds -2^-112, a product large enough for the fma chain on its own, making the tiny 2^-130,
+    which the rule flushes to +0. Only a look at the sum carried in from image 0 sees it."""
+    x, gy = np.zeros((16, 1, 1, 2), np.float32), np.zeros((16, 1, 1, 2), np.float32)
+    x[0, 0, 0], gy[0, 0, 0] = [2.0 ** -56, 2.0 ** -65], [2.0 ** -56, 2.0 ** -65]
+    x[1, 0, 0, 0], gy[1, 0, 0, 0] = 2.0 ** -56, -(2.0 ** -56)
+    gw = _conv_bf16(x, np.ones((1, 1, 1, 1), np.float32), gy)[2]
+    assert gw.item() == 0.0 and not np.signbit(gw.item()), gw.item()

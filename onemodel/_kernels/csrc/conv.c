@@ -6,9 +6,9 @@
  * in the padding. It is read from a copy of the images: zero-padded planes in general; for
  * "same" convolutions with unit strides (flat_rows()), the planes with zero margins, where a
  * row of the column matrix is one shifted run of its plane and a mask zeroes the taps that
- * fall in the padding columns. The products run on gemm.c's micro-kernels over operands
- * packed here (the weight once per call, the images' operands once per batch), so each lands
- * in its final layout:
+ * fall in the padding columns. The products are gemm.c's products of panels (om_gemm_panels,
+ * om_gemm_finish_panels) over operands packed here (the weight once per call, the images'
+ * operands once per batch), into a segmented output, so each lands in its final layout:
  *   forward   Y[n, g] (K/G x P)         = W[g] (K/G x C/G·kh·kw) · col[n, g], one product over
  *             the columns (n, position) of a batch of images, col gathered one panel of
  *             columns at a time into L1 for every row panel of W, tiles scattered to each
@@ -33,8 +33,12 @@
  *                 tap the fma chain over the output channels of the group ascending;
  *   db[k]       = the lane sum of lane_sums.h over the images in ascending order, rounded
  *                 once to float.
- * Besides
- * gemm.c's micro-kernels, only the masked copies of the forward gather and the input
+ * Under autocast the operands are rounded as they are packed (x as the images are loaded, w and
+ * dY in their panels) and each fma chain is the float32 one of the rounded values; bfloat16
+ * chains follow the dot-product instruction's rule as every bfloat16 product does (gemm.c: each
+ * chain of depth d padded with a zero when d is odd, tiny sums flushed), and run the
+ * instruction where the CPU has it.
+ * Besides gemm.c's products, only the masked copies of the forward gather and the input
  * gradient's tap sums have one function per path (conv_impl.h: copies, bit masks and adds in
  * the stated order); the rest of this file is one path for every ISA, its compiler-vectorised
  * loops elementwise.
@@ -141,20 +145,6 @@ static void load_run(const om_conv2d_shape *s, const void *x, int64_t e, int64_t
     else
         convert(1, n, (const float *)x + e, 0, s->half == 1 ? OM_F32_TO_BF16 : OM_F32_TO_F16,
                 dst, 0, s->x_save ? s->x_save + e : NULL);
-}
-
-/* w or gy as the products read them: itself, or under autocast a rounded copy (scratch the
- * caller frees when it is not v; NULL when out of memory). */
-static const float *operand(const om_conv2d_shape *s, const float *v, int64_t count) {
-    if (!s->half) return v;
-    float *r = om_aligned_alloc((size_t)(count > 0 ? count : 1) * sizeof(float));
-    if (r) ukernels[om_isa]()->convert(1, count, v, 0, s->half == 1 ? OM_F32_TO_BF16
-                                                                     : OM_F32_TO_F16, r, 0, NULL);
-    return r;
-}
-
-static void free_operand(const float *r, const float *v) {
-    if (r != v) om_aligned_free((void *)r);
 }
 
 /* Masks of the taps' columns: keep[j·count + e] = -1 when tap column j of element e lies
@@ -291,6 +281,10 @@ static inline void copy_run(float *restrict d, const float *restrict src, int64_
     for (int l = 0; l < 3 && e + l < len; l++) d[e + l] = src[e + l];
 }
 
+/* Whether products follow the dot rule on float32 panels (gemm.c), which need the smallest
+ * exponents of what they are packed from. */
+static int widening(const om_gemm_rule *r) { return r->bf16 && !r->pairs; }
+
 /* The per-path data movement (conv_impl.h). */
 static const om_conv_keep_fn keep_fns[OM_ISA_COUNT] = OM_ISA_TABLE(om_conv_keep_f32);
 static const om_conv_tap_sums_fn tap_sums_fns[OM_ISA_COUNT] = OM_ISA_TABLE(om_conv_tap_sums_f32);
@@ -394,52 +388,18 @@ static void scatter_flat(const void *ctx, int64_t begin, int64_t end) {
                              a->dst + c * hw);
 }
 
-/* The micro-kernels of gemm.c, one per path (gemm.h). */
 /* Below this many fused multiply-adds per thread, one thread is faster. */
 #define GRAIN_FMAS (1 << 20)
-/* Depth of one block of product() at most, and floats of b per block: a depth x nr panel of b
- * stays in L1 while the depth x nc block of b (1 MB) stays in L2. Both from the shapes alone,
- * the same on every path (and the accumulator goes through c between depth blocks exactly). */
-#define DEPTH_MAX 512
-#define B_BLOCK_FLOATS (1 << 18)
-
-/* A matrix whose columns come in segments of `seg` (the images of a batch): element (i, j) at
- * p[i·ld + (j / seg)·seg_stride + j mod seg]. */
-typedef struct {
-    float *p;
-    int64_t ld, seg, seg_stride;
-} seg_matrix;
-
-static float *seg_at(const seg_matrix *c, int64_t i, int64_t j) {
-    return c->p + i * c->ld + j / c->seg * c->seg_stride + j % c->seg;
-}
-
-/* Rows [i0, i0 + h), columns [j0, j0 + w) of c into (in) or out of a tile of row stride nr,
- * piece by piece between segments. */
-static void tile_copy(const seg_matrix *c, int64_t i0, int64_t h, int64_t j0, int64_t w,
-                      float *tile, int nr, int in) {
-    for (int64_t j = 0; j < w;) {
-        const int64_t len = min64(w - j, c->seg - (j0 + j) % c->seg);
-        float *p = seg_at(c, i0, j0 + j);
-        for (int64_t i = 0; i < h; i++) {
-            if (in)
-                copy_run(tile + i * nr + j, p + i * c->ld, len);
-            else
-                copy_run(p + i * c->ld, tile + i * nr + j, len);
-        }
-        j += len;
-    }
-}
 
 /* Panels packed at once by pack_cols(): rows of the source far apart, or panels of a small
  * depth, share cache sets, so a few panels are filled row by row. */
 #define PACK_PANELS 8
 
 /* Panels of `width` columns of the depth x cols matrix src (row stride rs, columns in segments
- * as in seg_matrix): panel q holds, for each k < depth in turn, columns [q·width, q·width +
- * width), zero past the last column. */
-static void pack_cols(int width, int64_t depth, int64_t cols, const float *src, int64_t rs,
-                      int64_t seg, int64_t seg_stride, float *dst) {
+ * as in om_gemm_out), `stride` depths apart (om_gemm_packed_depth): panel q holds, for each
+ * k < depth in turn, columns [q·width, q·width + width), zero past the last column. */
+static void pack_cols(int width, int64_t depth, int64_t stride, int64_t cols, const float *src,
+                      int64_t rs, int64_t seg, int64_t seg_stride, float *dst) {
     for (int64_t jb = 0; jb < cols; jb += PACK_PANELS * width) {
         /* Segment and offset of each panel's first column, found once for every row. */
         int64_t seg0[PACK_PANELS], off0[PACK_PANELS];
@@ -451,7 +411,7 @@ static void pack_cols(int width, int64_t depth, int64_t cols, const float *src, 
         for (int64_t k = 0; k < depth; k++)
             for (int q = 0; q < np; q++) {
                 const int64_t j0 = jb + q * width, w = min64(cols - j0, width);
-                float *d = dst + j0 / width * depth * width + k * width;
+                float *d = dst + j0 / width * stride * width + k * width;
                 for (int64_t j = 0, sg = seg0[q], off = off0[q]; j < w; sg++, off = 0) {
                     const int64_t len = min64(w - j, seg - off);
                     memcpy(d + j, src + k * rs + sg * seg_stride + off,
@@ -463,87 +423,19 @@ static void pack_cols(int width, int64_t depth, int64_t cols, const float *src, 
     }
 }
 
-/* Panels of `width` rows of the rows x depth matrix src (row stride rs): panel q holds, for
- * each k < depth in turn, column k of rows [q·width, q·width + width), zero past the last row.
- * The transposes run 16 rows at a time through the path's packing step. */
-static void pack_rows(const om_gemm_ukernel *u, int width, int64_t depth, int64_t rows,
-                      const float *src, int64_t rs, float *dst) {
-    for (int64_t i0 = 0; i0 < rows; i0 += width, dst += depth * width) {
+/* Panels of `width` rows of the rows x depth matrix src (row stride rs), `stride` depths
+ * apart: panel q holds, for each k < depth in turn, column k of rows [q·width, q·width +
+ * width), zero past the last row. The transposes run 16 rows at a time through the path's
+ * packing step. */
+static void pack_rows(const om_gemm_ukernel *u, int width, int64_t depth, int64_t stride,
+                      int64_t rows, const float *src, int64_t rs, float *dst) {
+    for (int64_t i0 = 0; i0 < rows; i0 += width, dst += stride * width) {
         const int h = rows - i0 < width ? (int)(rows - i0) : width;
         for (int i = 0; i < h; i += 16)
             u->transpose(depth, h - i < 16 ? h - i : 16, src + (i0 + i) * rs, rs, dst + i, width);
         for (int64_t k = 0; k < depth && h < width; k++)
             for (int i = h; i < width; i++) dst[k * width + i] = 0.0f;
     }
-}
-
-/* The tile of c at rows [i0, i0 + h), columns [j0, j0 + w) from micro-panels ap and bp over kc:
- * in place when whole and inside one segment, else through the local tile edge. */
-static void tile_kernel(const om_gemm_ukernel *u, int64_t kc, const float *ap, const float *bp,
-                        const seg_matrix *c, int64_t i0, int64_t h, int64_t j0, int64_t w,
-                        int acc, float *edge) {
-    const int mr = u->mr, nr = u->nr;
-    if (h == mr && w == nr && j0 % c->seg + nr <= c->seg) {
-        u->kernel(kc, ap, bp, seg_at(c, i0, j0), c->ld, acc);
-        return;
-    }
-    if (acc) tile_copy(c, i0, h, j0, w, edge, nr, 1);
-    u->kernel(kc, ap, bp, edge, nr, acc);
-    tile_copy(c, i0, h, j0, w, edge, nr, 0);
-}
-
-/* The arguments of product() and forward_panels(), for the threads' shares of their panels:
- * c (m x n) from a and b over depth d; forward_panels() gathers b from the source images (s,
- * plan), the group's rows from r0 on. */
-typedef struct {
-    const om_gemm_ukernel *u;
-    const om_conv2d_shape *s;
-    const col_plan *plan;
-    const float *a, *b;
-    const seg_matrix *c;
-    int64_t m, n, d, r0;
-    int accumulate;
-} product_job;
-
-/* c (m x n) = a · b, or c += a · b with accumulate, a packed by pack_rows in panels of mr rows
- * and b by pack_cols in panels of nr columns, both over depth d. Each element is the
- * micro-kernel's fma chain over k ascending, from +0 or continued from the stored value:
- * blocking the depth changes no bit. Each micro-panel of b (in L1) meets the thread's row
- * panels of a in turn (streamed from L2: a is the smaller operand here). Tiles cut by the edge
- * of c or by a segment boundary run in a local tile. Threads split the row panels of a
- * (here [q0, q1)). */
-static void product_panels(const void *ctx, int64_t q0, int64_t q1) {
-    const product_job *p = ctx;
-    const om_gemm_ukernel *u = p->u;
-    const int mr = u->mr, nr = u->nr;
-    const int64_t m = p->m, n = p->n, d = p->d;
-    const int64_t blocks = d > DEPTH_MAX ? (d - 1) / DEPTH_MAX + 1 : 1;
-    const int64_t kmax = (d + blocks - 1) / blocks;
-    const int64_t nc = B_BLOCK_FLOATS / (kmax > 0 ? kmax : 1) / nr * nr;
-    OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
-    for (int64_t jb = 0; jb < n; jb += nc)
-        for (int64_t kb = 0; kb < blocks; kb++) {
-            const int64_t k0 = d * kb / blocks, kc = d * (kb + 1) / blocks - k0;
-            const int64_t je = min64(n, jb + nc);
-            const int acc = p->accumulate || kb > 0;
-            for (int64_t j0 = jb; j0 < je; j0 += nr) {
-                const int64_t w = min64(je - j0, nr);
-                const float *bp = p->b + j0 * d + k0 * nr;
-                for (int64_t q = q0; q < q1; q++) {
-                    const int64_t i0 = q * mr;
-                    tile_kernel(u, kc, p->a + i0 * d + k0 * mr, bp, p->c, i0, min64(m - i0, mr),
-                                j0, w, acc, edge);
-                }
-            }
-        }
-}
-
-static void product(const om_gemm_ukernel *u, int64_t m, int64_t n, int64_t d, const float *a,
-                    const float *b, const seg_matrix *c, int accumulate, int nthreads) {
-    const product_job p = {.u = u, .a = a, .b = b, .c = c, .m = m, .n = n, .d = d,
-                           .accumulate = accumulate};
-    om_run_range(om_threads_for(m * n * d, GRAIN_FMAS, nthreads), (m + u->mr - 1) / u->mr,
-                 product_panels, &p);
 }
 
 /* Images per job of `per_image` floats: at most `floats` of them and, when the batch allows, at
@@ -586,20 +478,28 @@ static int outer_threads(int64_t jobs, int nthreads) {
 /* The forward product of group g over a batch's first npos outputs, column panel by column
  * panel: each panel of nr outputs of the column matrix (plan: runs for panels of nr) is
  * gathered into a buffer that stays in L1 and met at once by every row panel of the packed
- * weight wp, so the column matrix never goes through L2. Each element is the micro-kernel's
- * fma chain over the group's taps from +0 (depth-blocked as in product()). Threads split the
+ * weight wp (om_gemm_panels), so the column matrix never goes through L2. Threads split the
  * panels, each with its own buffer. forward_panels(): 0, or -1 when out of memory. */
+typedef struct {
+    const om_gemm_rule *r;
+    const om_conv2d_shape *s;
+    const col_plan *plan;
+    const float *wp, *src;
+    const int *wmin;
+    const om_gemm_out *y;
+    int64_t npos, r0;
+    int srcmin;     /* a bound of the exponents in src, for every panel gathered from it */
+} forward_job;
+
 static int panels_share(const void *ctx, int rank, int size) {
-    const product_job *f = ctx;
-    const om_gemm_ukernel *u = f->u;
+    const forward_job *f = ctx;
     const om_conv2d_shape *s = f->s;
     const col_plan *plan = f->plan;
-    const int mr = u->mr, nr = u->nr;
-    const int64_t kg = f->m, npos = f->n, rg = f->d, r0 = f->r0;
-    const int64_t blocks = rg > DEPTH_MAX ? (rg - 1) / DEPTH_MAX + 1 : 1;
+    const int nr = f->r->u.nr;
+    const int64_t kg = s->k / s->groups, rg = s->c / s->groups * s->kh * s->kw;
+    const int64_t npos = f->npos, r0 = f->r0, depth = om_gemm_packed_depth(f->r, rg);
     const om_range share = om_share((npos + nr - 1) / nr, rank, size);
-    OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
-    float *b = scratch(rg * nr);
+    float *b = scratch(depth * nr);
     int64_t t = 0;
     if (!b) return 1;
     while (t < plan->nruns && plan->runs[t].pos < share.begin * nr) t++;
@@ -609,38 +509,36 @@ static int panels_share(const void *ctx, int rank, int size) {
             memset(b + r * nr + w, 0, (size_t)(nr - w) * sizeof(float));
         for (; t < plan->nruns && plan->runs[t].pos < j0 + w; t++)
             for (int64_t r = r0; r < r0 + rg; r++)
-                gather_run(s, f->b, plan, &plan->runs[t], r, r % s->kw,
+                gather_run(s, f->src, plan, &plan->runs[t], r, r % s->kw,
                            b + (r - r0) * nr + (plan->runs[t].pos - j0));
-        for (int64_t i0 = 0; i0 < kg; i0 += mr)
-            for (int64_t kb = 0; kb < blocks; kb++) {
-                const int64_t k0 = rg * kb / blocks, kc = rg * (kb + 1) / blocks - k0;
-                tile_kernel(u, kc, f->a + i0 * rg + k0 * mr, b + k0 * nr, f->c, i0,
-                            min64(kg - i0, mr), j0, w, kb > 0, edge);
-            }
+        int slow = 0;
+        om_gemm_finish_panels(f->r, b, 1, rg, nr, NULL, 1);
+        om_gemm_panels(f->r, kg, w, depth, f->wp, f->wmin, b, &f->srcmin, f->y, j0, 0, &slow, 1);
     }
     om_aligned_free(b);
     return 0;
 }
 
-static int forward_panels(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *src,
+static int forward_panels(const om_gemm_rule *r, const om_conv2d_shape *s, const float *src,
                           const col_plan *plan, int64_t g, int64_t npos, const float *wp,
-                          const seg_matrix *y, int nthreads) {
+                          const int *wmin, const om_gemm_out *y, int srcmin, int nthreads) {
     const int64_t rg = s->c / s->groups * s->kh * s->kw, kg = s->k / s->groups;
-    const product_job f = {u, s, plan, wp, src, y, kg, npos, rg, g * rg, 0};
+    const forward_job f = {r, s, plan, wp, src, wmin, y, npos, g * rg, srcmin};
     return om_run_team(om_threads_for(kg * npos * rg, GRAIN_FMAS, nthreads), panels_share, &f)
                ? -1 : 0;
 }
 
 /* The forward pass's batches of images, each with `inner` threads. */
 typedef struct {
-    const om_gemm_ukernel *u;
+    const om_gemm_rule *r;
     const om_conv2d_shape *s;
     const layout *l;
     const col_plan *plan;
     const void *x;
     const float *wp, *b;
+    const int *wmin;    /* the packed weight's smallest exponents, apanels per group */
     float *y;
-    int64_t nb, batches, wpanel;
+    int64_t nb, batches, wpanel, apanels;
     int inner;
 } forward_batches;
 
@@ -656,10 +554,11 @@ static int forward_share(const void *ctx, int rank, int size) {
         const int64_t n0 = t * f->nb, m = min64(f->nb, s->n - n0);
         float *yb = f->y + n0 * s->k * P;
         load_images(s, f->l, f->x, n0, m, src, f->inner);
+        const int srcmin = widening(f->r) ? om_gemm_min_exponent(src, f->l->size) : 0;
         for (int64_t g = 0; g < G && !failed; g++) {
-            const seg_matrix yg = {yb + g * kg * P, P, P, s->k * P};
-            failed = forward_panels(f->u, s, src, f->plan, g, m * P, f->wp + g * f->wpanel, &yg,
-                                    f->inner);
+            const om_gemm_out yg = {yb + g * kg * P, P, P, s->k * P};
+            failed = forward_panels(f->r, s, src, f->plan, g, m * P, f->wp + g * f->wpanel,
+                                    f->wmin + g * f->apanels, &yg, srcmin, f->inner);
         }
         for (int64_t k = 0; k < m * s->k && f->b; k++)
             for (int64_t e = 0; e < P; e++) yb[k * P + e] += f->b[k % s->k];
@@ -670,24 +569,28 @@ static int forward_share(const void *ctx, int rank, int size) {
 
 int om_conv2d_forward_f32(const om_conv2d_shape *s, const void *x, const float *w,
                           const float *b, float *y, int nthreads) {
-    const om_gemm_ukernel *u = ukernels[om_isa]();
+    const om_gemm_rule r = om_gemm_rule_for(s->half);
+    const om_gemm_ukernel *u = &r.u;
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
-    const int64_t kg = s->k / G, rg = rows / G, wpanel = round_up(kg, u->mr) * rg;
+    const int64_t kg = s->k / G, rg = rows / G, depth = om_gemm_packed_depth(&r, rg);
+    const int64_t apanels = (kg + u->mr - 1) / u->mr, wpanel = apanels * u->mr * depth;
     if (s->n * s->k * P == 0) return 0;
     const int64_t nb = batch_images(s, 1), batches = (s->n + nb - 1) / nb;
     const layout l = source_layout(s, nb);
     col_plan plan;
     float *wp = scratch(G * wpanel);
-    const float *wr = operand(s, w, s->k * rg);
-    int failed = make_plan(s, &l, nb, u->nr, rg, &plan) != 0 || !wp || !wr;
-    for (int64_t g = 0; g < G && !failed; g++)
-        pack_rows(u, u->mr, rg, kg, wr + g * kg * rg, rg, wp + g * wpanel);
-    free_operand(wr, w);
+    int *wmin = malloc((size_t)(G * apanels) * sizeof(int));
+    int failed = make_plan(s, &l, nb, u->nr, rg, &plan) != 0 || !wp || !wmin;
+    for (int64_t g = 0; g < G && !failed; g++) {
+        pack_rows(u, u->mr, rg, depth, kg, w + g * kg * rg, rg, wp + g * wpanel);
+        om_gemm_finish_panels(&r, wp + g * wpanel, apanels, rg, u->mr, wmin + g * apanels, 0);
+    }
     const int outer = outer_threads(batches, nthreads);
-    const forward_batches job = {u, s, &l, &plan, x, wp, b, y, nb, batches, wpanel,
-                                 outer > 1 ? 1 : nthreads};
+    const forward_batches job = {&r, s, &l, &plan, x, wp, b, wmin, y, nb, batches, wpanel,
+                                 apanels, outer > 1 ? 1 : nthreads};
     if (!failed) failed = om_run_team(outer, forward_share, &job);
     om_aligned_free(wp);
+    free(wmin);
     free_plan(&plan);
     return failed ? -1 : 0;
 }
@@ -714,18 +617,19 @@ static int by_tap(const om_conv2d_shape *s) {
 }
 
 /* The packed column matrix of one image's group g for by_tap() shapes, its rows in the
- * order (tap, channel) (panels of `width` rows over the depth P, as pack_rows() lays them
- * out): the rows of one tap for up to 16 consecutive channels are one plane apart in the
+ * order (tap, channel) (panels of `width` rows over the depth P, `stride` apart, as pack_rows()
+ * lays them out): the rows of one tap for up to 16 consecutive channels are one plane apart in the
  * source, so the path's transposing step reads them there directly; the outputs whose tap
  * column is in the padding are then zeroed. */
 static void pack_taps(const om_gemm_ukernel *u, const om_conv2d_shape *s, const layout *l,
-                      const col_plan *plan, const float *src, int64_t g, int width, float *dst) {
+                      const col_plan *plan, const float *src, int64_t g, int width,
+                      int64_t stride, float *dst) {
     const int64_t P = s->oh * s->ow, cg = s->c / s->groups, taps = s->kh * s->kw;
     const int64_t rg = cg * taps;
     for (int64_t r = 0; r < rg;) {
         const int64_t t = r / cg, c = r % cg, j = r % width;
         const int rows = (int)min64(16, min64(cg - c, width - j));
-        float *d = dst + r / width * P * width + j;
+        float *d = dst + r / width * stride * width + j;
         const int32_t *keep = plan->keep + t % s->kw * P;
         u->transpose(P, rows, src + l->margin + (g * cg + c) * l->plane + tap_shift(s, t),
                      l->plane, d, width);
@@ -733,7 +637,7 @@ static void pack_taps(const om_gemm_ukernel *u, const om_conv2d_shape *s, const 
             for (int i = 0; i < rows && !keep[q]; i++) d[q * width + i] = 0.0f;
         r += rows;
     }
-    const int64_t h = rg % width, last = rg / width * P * width;
+    const int64_t h = rg % width, last = rg / width * stride * width;
     for (int64_t q = 0; q < P && h > 0; q++)
         for (int64_t i = h; i < width; i++) dst[last + q * width + i] = 0.0f;
 }
@@ -742,29 +646,38 @@ static void pack_taps(const om_gemm_ukernel *u, const om_conv2d_shape *s, const 
  * C/G·kh·kw) or dW^T (taps_along_vectors()), the taps in the order (tap, channel) for
  * by_tap() shapes: one fma chain per element over (image, position) ascending, from +0 for
  * the first image and continued through part for the next. */
-static void weight_part(const om_gemm_ukernel *u, const om_conv2d_shape *s, const layout *l,
+static void weight_part(const om_gemm_rule *r, const om_conv2d_shape *s, const layout *l,
                         const void *x, const float *gy, const col_plan *plan, int64_t n0,
                         int64_t m, float *part, float *src, float *col, float *cp, float *gp,
-                        int nthreads) {
+                        int *cmin, int *gmin, int nthreads) {
+    const om_gemm_ukernel *u = &r->u;
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
-    const int64_t kg = s->k / G, rg = rows / G;
+    const int64_t kg = s->k / G, rg = rows / G, depth = om_gemm_packed_depth(r, P);
     const int along = taps_along_vectors(s), taps_first = by_tap(s);
+    const int cw = along ? u->nr : u->mr, gw = along ? u->mr : u->nr;   /* panel widths */
+    int slow = 0;   /* whether a tile ran the dot rule in C (om_gemm_panels), any group */
     for (int64_t img = n0; img < n0 + m; img++) {
         load_images(s, l, x, img, 1, src, nthreads);
+        const int srcmin = widening(r) ? om_gemm_min_exponent(src, l->size) : 0;
+        for (int64_t q = 0; q < (rg + cw - 1) / cw; q++) cmin[q] = srcmin;
         if (!taps_first) gather_rows(s, src, plan, 0, rows, P, col, P, nthreads);
         for (int64_t g = 0; g < G; g++) {
             const float *gyg = gy + (img * s->k + g * kg) * P;
             if (taps_first)
-                pack_taps(u, s, l, plan, src, g, along ? u->nr : u->mr, cp);
+                pack_taps(u, s, l, plan, src, g, cw, depth, cp);
             else
-                pack_rows(u, along ? u->nr : u->mr, P, rg, col + g * rg * P, P, cp);
-            pack_rows(u, along ? u->mr : u->nr, P, kg, gyg, P, gp);
+                pack_rows(u, cw, P, depth, rg, col + g * rg * P, P, cp);
+            pack_rows(u, gw, P, depth, kg, gyg, P, gp);
+            om_gemm_finish_panels(r, cp, (rg + cw - 1) / cw, P, cw, NULL, 1);
+            om_gemm_finish_panels(r, gp, (kg + gw - 1) / gw, P, gw, gmin, 0);
             if (along) {
-                const seg_matrix c = {part + g * kg * rg, rg, rg, 0};
-                product(u, kg, rg, P, gp, cp, &c, img > n0, nthreads);
+                const om_gemm_out c = {part + g * kg * rg, rg, rg, 0};
+                om_gemm_panels(r, kg, rg, depth, gp, gmin, cp, cmin, &c, 0, img > n0, &slow,
+                               nthreads);
             } else {
-                const seg_matrix c = {part + g * rg * kg, kg, kg, 0};
-                product(u, rg, kg, P, cp, gp, &c, img > n0, nthreads);
+                const om_gemm_out c = {part + g * rg * kg, kg, kg, 0};
+                om_gemm_panels(r, rg, kg, depth, cp, cmin, gp, gmin, &c, 0, img > n0, &slow,
+                               nthreads);
             }
         }
     }
@@ -792,7 +705,7 @@ static void add_into(float *restrict sum, const float *restrict part, int64_t si
  * to parts[t] when threads take chunks (outer > 1, added in chunk order afterwards), else
  * chunk 0 to parts[0] and each later one to parts[1], added to parts[0] as it finishes. */
 typedef struct {
-    const om_gemm_ukernel *u;
+    const om_gemm_rule *r;
     const om_conv2d_shape *s;
     const layout *l;
     const col_plan *plan;
@@ -809,25 +722,29 @@ static int weight_share(const void *ctx, int rank, int size) {
     const om_conv2d_shape *s = c->s;
     const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t rg = rows / s->groups, kg = s->k / s->groups;
+    const int64_t depth = om_gemm_packed_depth(c->r, P);
     float *src = zeroed_scratch(c->l->size), *col = scratch(by_tap(s) ? 1 : rows * P);
-    float *cp = scratch(panel_rows(c->u, rg) * P), *gp = scratch(panel_rows(c->u, kg) * P);
-    int failed = !src || !col || !cp || !gp;
+    float *cp = scratch(panel_rows(&c->r->u, rg) * depth);
+    float *gp = scratch(panel_rows(&c->r->u, kg) * depth);
+    int *mins = malloc((size_t)(rg + kg) * sizeof(int));   /* cp's, then gp's (panels) */
+    int failed = !src || !col || !cp || !gp || !mins;
     const om_range share = om_share(c->nchunks, rank, size);
     for (int64_t t = share.begin; t < share.end && !failed; t++) {
         const int64_t n0 = t * c->nb, m = min64(c->nb, s->n - n0);
         float *part = c->parts + (c->outer > 1 ? t : t > 0) * c->wsize;
-        weight_part(c->u, s, c->l, c->x, c->gy, c->plan, n0, m, part, src, col, cp, gp,
-                    c->inner);
+        weight_part(c->r, s, c->l, c->x, c->gy, c->plan, n0, m, part, src, col, cp, gp, mins,
+                    mins + rg, c->inner);
         if (c->outer == 1 && t > 0) add_into(c->parts, part, c->wsize);
     }
     om_aligned_free(src);
     om_aligned_free(col);
     om_aligned_free(cp);
     om_aligned_free(gp);
+    free(mins);
     return failed;
 }
 
-static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const void *x,
+static int weight_gradient(const om_gemm_rule *r, const om_conv2d_shape *s, const void *x,
                            const float *gy, float *gw, int nthreads) {
     const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t nb = chunk_images(s);
@@ -838,7 +755,7 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
     col_plan plan;
     float *parts = scratch((outer > 1 ? nchunks : 2) * wsize);
     int failed = make_plan(s, &l, 1, P, 1, &plan) != 0 || !parts;
-    const weight_chunks job = {u, s, &l, &plan, x, gy, parts, nb, nchunks, wsize, outer,
+    const weight_chunks job = {r, s, &l, &plan, x, gy, parts, nb, nchunks, wsize, outer,
                                outer > 1 ? 1 : nthreads};
     if (!failed) failed = om_run_team(outer, weight_share, &job);
     for (int64_t t = 1; outer > 1 && !failed && t < nchunks; t++)
@@ -853,15 +770,16 @@ static int weight_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, c
  * fma chain over the group's output channels), then scattered image by image into dx. For
  * flat_rows() shapes dcol's rows are `margin` zeros apart (scatter_flat() reads them). */
 typedef struct {
-    const om_gemm_ukernel *u;
+    const om_gemm_rule *r;
     const om_conv2d_shape *s;
     const layout *l;
     const col_plan *plan;            /* scatter_rows' plan (unused with flat rows) */
     const int64_t *off;              /* scatter_flat's offsets and masks (flat rows only) */
     const int32_t *keep;
     const float *wt, *gy;
+    const int *wmin;                 /* wt's smallest exponents, apanels per group */
     float *gx;
-    int64_t nb, batches, wpanel, ld, dsize;
+    int64_t nb, batches, wpanel, apanels, ld, dsize;
     int inner;
 } input_batches;
 
@@ -872,16 +790,23 @@ static int input_share(const void *ctx, int rank, int size) {
     const layout *l = c->l;
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     const int64_t kg = s->k / G, rg = rows / G, hw = s->h * s->w, ld = c->ld;
+    const int nr = c->r->u.nr;
+    const int64_t depth = om_gemm_packed_depth(c->r, kg);
     float *pad = l->flat ? NULL : scratch(l->size), *dcol = zeroed_scratch(c->dsize);
-    float *gp = scratch(kg * round_up(c->nb * P, c->u->nr));
-    int failed = (!l->flat && !pad) || !dcol || !gp;
+    float *gp = scratch(depth * round_up(c->nb * P, nr));
+    int *gmin = malloc((size_t)((c->nb * P + nr - 1) / nr) * sizeof(int));
+    int failed = (!l->flat && !pad) || !dcol || !gp || !gmin;
     const om_range share = om_share(c->batches, rank, size);
     for (int64_t t = share.begin; t < share.end && !failed; t++) {
         const int64_t n0 = t * c->nb, m = min64(c->nb, s->n - n0);
         for (int64_t g = 0; g < G; g++) {
-            const seg_matrix dg = {dcol + l->margin + g * rg * ld, ld, P, rows * ld};
-            pack_cols(c->u->nr, kg, m * P, c->gy + (n0 * s->k + g * kg) * P, P, P, s->k * P, gp);
-            product(c->u, rg, m * P, kg, c->wt + g * c->wpanel, gp, &dg, 0, c->inner);
+            const om_gemm_out dg = {dcol + l->margin + g * rg * ld, ld, P, rows * ld};
+            int slow = 0;
+            pack_cols(nr, kg, depth, m * P, c->gy + (n0 * s->k + g * kg) * P, P, P, s->k * P,
+                      gp);
+            om_gemm_finish_panels(c->r, gp, (m * P + nr - 1) / nr, kg, nr, gmin, 0);
+            om_gemm_panels(c->r, rg, m * P, depth, c->wt + g * c->wpanel,
+                           c->wmin + g * c->apanels, gp, gmin, &dg, 0, 0, &slow, c->inner);
         }
         for (int64_t i = 0; i < m; i++) {
             const conv_job a = {.s = s, .p = c->plan, .src = dcol + l->margin + i * rows * ld,
@@ -894,13 +819,16 @@ static int input_share(const void *ctx, int rank, int size) {
     om_aligned_free(pad);
     om_aligned_free(dcol);
     om_aligned_free(gp);
+    free(gmin);
     return failed;
 }
 
-static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, const float *w,
+static int input_gradient(const om_gemm_rule *r, const om_conv2d_shape *s, const float *w,
                           const float *gy, float *gx, int nthreads) {
+    const om_gemm_ukernel *u = &r->u;
     const int64_t G = s->groups, rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
-    const int64_t kg = s->k / G, rg = rows / G, wpanel = round_up(rg, u->mr) * kg;
+    const int64_t kg = s->k / G, rg = rows / G, depth = om_gemm_packed_depth(r, kg);
+    const int64_t apanels = (rg + u->mr - 1) / u->mr, wpanel = apanels * u->mr * depth;
     const int64_t nb = batch_images(s, 0), batches = (s->n + nb - 1) / nb;
     const layout l = source_layout(s, 1);
     const int64_t ld = P + l.margin, dsize = l.margin + nb * rows * ld;
@@ -908,14 +836,19 @@ static int input_gradient(const om_gemm_ukernel *u, const om_conv2d_shape *s, co
     int64_t *off = l.flat ? tap_offsets(s, ld) : NULL;
     int32_t *keep = l.flat ? column_masks(s, -1) : NULL;
     float *wt = scratch(G * wpanel);
-    int failed = !wt || (l.flat ? !off || !keep : make_plan(s, &l, 1, P, 1, &plan) != 0);
-    for (int64_t g = 0; g < G && !failed; g++)
-        pack_cols(u->mr, kg, rg, w + g * kg * rg, rg, rg, 0, wt + g * wpanel);
+    int *wmin = malloc((size_t)(G * apanels) * sizeof(int));
+    int failed = !wt || !wmin ||
+                 (l.flat ? !off || !keep : make_plan(s, &l, 1, P, 1, &plan) != 0);
+    for (int64_t g = 0; g < G && !failed; g++) {
+        pack_cols(u->mr, kg, depth, rg, w + g * kg * rg, rg, rg, 0, wt + g * wpanel);
+        om_gemm_finish_panels(r, wt + g * wpanel, apanels, kg, u->mr, wmin + g * apanels, 0);
+    }
     const int outer = outer_threads(batches, nthreads);
-    const input_batches job = {u, s, &l, &plan, off, keep, wt, gy, gx, nb, batches, wpanel, ld,
-                               dsize, outer > 1 ? 1 : nthreads};
+    const input_batches job = {r, s, &l, &plan, off, keep, wt, gy, wmin, gx, nb, batches, wpanel,
+                               apanels, ld, dsize, outer > 1 ? 1 : nthreads};
     if (!failed) failed = om_run_team(outer, input_share, &job);
     om_aligned_free(wt);
+    free(wmin);
     free(off);
     free(keep);
     free_plan(&plan);
@@ -936,7 +869,7 @@ static void bias_channels(const void *ctx, int64_t begin, int64_t end) {
 
 int om_conv2d_backward_f32(const om_conv2d_shape *s, const void *x, const float *w,
                            const float *gy, float *gx, float *gw, float *gb, int nthreads) {
-    const om_gemm_ukernel *u = ukernels[om_isa]();
+    const om_gemm_rule r = om_gemm_rule_for(s->half);
     const int64_t rows = s->c * s->kh * s->kw, P = s->oh * s->ow;
     if (gb) {
         const conv_job a = {.s = s, .src = gy, .dst = gb};
@@ -947,13 +880,9 @@ int om_conv2d_backward_f32(const om_conv2d_shape *s, const void *x, const float 
         if (gx) memset(gx, 0, (size_t)(s->n * s->c * s->h * s->w) * sizeof(float));
         return 0;
     }
-    const float *gr = operand(s, gy, s->n * s->k * P);
-    const float *wr = gx ? operand(s, w, s->k * (rows / s->groups)) : w;
-    int status = gr && wr ? 0 : -1;
-    if (gw && status == 0) status = weight_gradient(u, s, x, gr, gw, nthreads);
-    if (gx && status == 0) status = input_gradient(u, s, wr, gr, gx, nthreads);
-    free_operand(gr, gy);
-    free_operand(wr, w);
+    int status = 0;
+    if (gw) status = weight_gradient(&r, s, x, gy, gw, nthreads);
+    if (gx && status == 0) status = input_gradient(&r, s, w, gy, gx, nthreads);
     return status;
 }
 

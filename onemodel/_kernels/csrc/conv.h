@@ -16,7 +16,7 @@ typedef struct {
     /* Autocast: half = 1 or 2 runs the products on operands rounded to bfloat16 or float16
      * (gemm.h, half.h): x as the images are loaded (x_bits: x holds those 2-byte bits, which
      * are widened instead; else x_save, if not NULL, receives x's rounded bits), w and gy
-     * once each into scratch. half = 0: float32 operands, x float32. */
+     * in their packed panels. half = 0: float32 operands, x float32. */
     int half, x_bits;
     uint16_t *x_save;
 } om_conv2d_shape;

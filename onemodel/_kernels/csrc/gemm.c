@@ -222,9 +222,9 @@ static int64_t packed_depth(const ctx *x, int64_t kc) { return x->bf16 ? kc + (k
 /* Finishes a packed micro-panel of a widening bfloat16 product: the padding depths (from kc
  * to depth) zeroed, and its smallest exponent stored in *emin (if not NULL) for the choice of
  * tile rule. */
-static void finish_panel(const ctx *x, float *panel, int64_t kc, int64_t depth, int width,
+static void finish_panel(int bf16, float *panel, int64_t kc, int64_t depth, int width,
                          int *emin) {
-    if (!x->bf16) return;
+    if (!bf16) return;
     for (int64_t k = kc; k < depth; k++)
         for (int j = 0; j < width; j++) panel[k * width + j] = 0.0f;
     if (emin) *emin = min_exponent(panel, depth * width);
@@ -277,7 +277,7 @@ static void pack_a(const ctx *x, int64_t rows, int64_t kc, view a, float *dst, i
         }
         for (int64_t k = 0; k < kc && h < mr; k++)
             for (int i = h; i < mr; i++) dst[k * mr + i] = 0.0f;
-        finish_panel(x, dst, kc, depth, mr, emin ? emin + i0 / mr : NULL);
+        finish_panel(x->bf16, dst, kc, depth, mr, emin ? emin + i0 / mr : NULL);
     }
 }
 
@@ -323,7 +323,7 @@ static void pack_b(const ctx *x, int64_t kc, int64_t cols, view b, float *dst, i
         }
     }
     for (int64_t p = 0; p < panels; p++)
-        finish_panel(x, dst + p * depth * nr, kc, depth, nr, emin ? emin + p : NULL);
+        finish_panel(x->bf16, dst + p * depth * nr, kc, depth, nr, emin ? emin + p : NULL);
 }
 
 /* One step of the dot-product instruction's lane: t + a * b rounded once, and a zero of its
@@ -368,6 +368,52 @@ static int no_tiny_sums(int amin, int bmin, const float *c, int64_t ldc, int row
     return 1;
 }
 
+static float *seg_at(const om_gemm_out *c, int64_t i, int64_t j) {
+    return c->p + i * c->ld + j / c->seg * c->seg_stride + j % c->seg;
+}
+
+/* Rows [i0, i0 + h), columns [j0, j0 + w) of c into (in) or out of a tile of row stride nr,
+ * piece by piece between segments. */
+static void tile_copy(const om_gemm_out *c, int64_t i0, int64_t h, int64_t j0, int64_t w,
+                      float *tile, int nr, int in) {
+    for (int64_t j = 0; j < w;) {
+        const int64_t len = c->seg - (j0 + j) % c->seg < w - j ? c->seg - (j0 + j) % c->seg
+                                                                 : w - j;
+        float *p = seg_at(c, i0, j0 + j);
+        for (int64_t i = 0; i < h; i++) {
+            if (in)
+                copy_floats(tile + i * nr + j, p + i * c->ld, (int)len);
+            else
+                copy_floats(p + i * c->ld, tile + i * nr + j, (int)len);
+        }
+        j += len;
+    }
+}
+
+/* The tile of c at rows [i0, i0 + h), columns [j0, j0 + w) from micro-panels ap and bp over
+ * depth: in place when whole and inside one segment, else through a local tile. A widening
+ * bfloat16 product (widen) runs the dot rule in C unless no sum can be tiny (amin, bmin: the
+ * panels' smallest exponents; the partial sums carried in are looked at if check_carry);
+ * returns whether it did. */
+static int run_tile(const om_gemm_ukernel *u, int widen, int64_t depth, const float *ap,
+                    int amin, const float *bp, int bmin, const om_gemm_out *c, int64_t i0,
+                    int64_t h, int64_t j0, int64_t w, int accumulate, int check_carry) {
+    const int mr = u->mr, nr = u->nr;
+    OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
+    const int whole = h == mr && w == nr && j0 % c->seg + nr <= c->seg;
+    float *tile = whole ? seg_at(c, i0, j0) : edge;
+    const int64_t ld = whole ? c->ld : nr;
+    if (accumulate && !whole) tile_copy(c, i0, h, j0, w, edge, nr, 1);
+    const int slow = widen && !no_tiny_sums(amin, bmin, tile, ld, (int)h, (int)w,
+                                            accumulate && check_carry);
+    if (slow)
+        dot_rule_tile(mr, nr, depth, ap, bp, tile, ld, accumulate);
+    else
+        u->kernel(depth, ap, bp, tile, ld, accumulate);
+    if (!whole) tile_copy(c, i0, h, j0, w, edge, nr, 0);
+    return slow;
+}
+
 /* rows x cols block of C from packed A and B over depth: each A micro-panel (in L1) meets
  * the whole B panel (in L2) before the next. For a widening bfloat16 product, returns whether a
  * tile ran the dot rule in C; check_carry says whether an earlier one did (only then can a
@@ -375,33 +421,18 @@ static int no_tiny_sums(int amin, int bmin, const float *c, int64_t ldc, int row
 static int macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth, float *c,
                         int64_t ldc, int accumulate, int check_carry) {
     int slow = 0;
-    const int mr = x->u->mr, nr = x->u->nr;
-    OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
+    const int mr = x->u->mr, nr = x->u->nr, widen = x->bf16 && !x->pairs;
+    const om_gemm_out out = {c, ldc, INT64_MAX, 0};
     for (int64_t i0 = 0; i0 < rows; i0 += mr) {
-        const float *ap = x->abuf + i0 * depth;
-        int64_t h = rows - i0 < mr ? rows - i0 : mr;
+        const int64_t h = rows - i0 < mr ? rows - i0 : mr;
         for (int64_t j0 = 0; j0 < cols; j0 += nr) {
-            const float *bp = x->bbuf + j0 * depth;
-            int64_t w = cols - j0 < nr ? cols - j0 : nr;
-            float *ct = c + i0 * ldc + j0;
             /* The next tile's C rows, which its first fma needs (prefetches never fault). */
             for (int64_t i = 0; i < h && accumulate; i++)
-                for (int j = 0; j < nr; j += 16) OM_PREFETCH(ct + i * ldc + nr + j);
-            const int whole = h == mr && w == nr;
-            float *tile = whole ? ct : edge;
-            const int64_t ld = whole ? ldc : nr;
-            const size_t row_bytes = (size_t)w * sizeof(float);
-            for (int64_t i = 0; i < h && accumulate && !whole; i++)
-                memcpy(edge + i * nr, ct + i * ldc, row_bytes);
-            if (x->bf16 && !x->pairs &&
-                !no_tiny_sums(x->amin[i0 / mr], x->bmin[j0 / nr], tile, ld, (int)h, (int)w,
-                              accumulate && check_carry)) {
-                dot_rule_tile(mr, nr, depth, ap, bp, tile, ld, accumulate);
-                slow = 1;
-            } else {
-                x->u->kernel(depth, ap, bp, tile, ld, accumulate);
-            }
-            for (int64_t i = 0; i < h && !whole; i++) memcpy(ct + i * ldc, edge + i * nr, row_bytes);
+                for (int j = 0; j < nr; j += 16) OM_PREFETCH(c + (i0 + i) * ldc + j0 + nr + j);
+            slow |= run_tile(x->u, widen, depth, x->abuf + i0 * depth,
+                             widen ? x->amin[i0 / mr] : 0, x->bbuf + j0 * depth,
+                             widen ? x->bmin[j0 / nr] : 0, &out, i0, h, j0,
+                             cols - j0 < nr ? cols - j0 : nr, accumulate, check_carry);
         }
     }
     return slow;
@@ -635,6 +666,107 @@ int om_gemm_packed_product(int64_t m, om_gemm_operand a, const om_gemm_packed *b
     a.batch_stride = 0;
     const om_gemm_operand bv = {b->b, 0, b->trans_b, b->fmt, NULL};
     return product(1, m, b->n, b->k, a, bv, b, c, nthreads);
+}
+
+/* ---- Products of panels a caller packs (gemm.h) ----------------------------------------- */
+
+om_gemm_rule om_gemm_rule_for(int half) {
+    om_gemm_rule r = {*ukernels[om_isa](), half == 1 ? OM_F32_TO_BF16 : half == 2 ? OM_F32_TO_F16
+                                                                                 : OM_F32,
+                      half == 1, 0};
+    r.pairs = r.bf16 && bf16_dot_kernel(&r.u);
+    return r;
+}
+
+int64_t om_gemm_packed_depth(const om_gemm_rule *r, int64_t depth) {
+    return r->bf16 ? depth + (depth & 1) : depth;
+}
+
+/* Where depth k (even for a bfloat16 product) of a packed panel starts, in floats. */
+static int64_t depth_at(const om_gemm_rule *r, int64_t k, int width) {
+    return (r->pairs ? k / 2 : k) * width;
+}
+
+void om_gemm_finish_panels(const om_gemm_rule *r, float *panels, int64_t count, int64_t depth,
+                           int width, int *emin, int rounded) {
+    const int64_t d = om_gemm_packed_depth(r, depth);
+    for (int64_t q = 0; q < count && r->fmt != OM_F32; q++) {
+        float *panel = panels + q * d * width;
+        if (!rounded && !r->pairs)
+            r->u.convert(1, depth * width, panel, 0, r->fmt, panel, 0, NULL);
+        finish_panel(r->bf16, panel, depth, d, width, r->pairs || !emin ? NULL : emin + q);
+        /* Rounded and paired in place: pair p is written over rows below 2p, read already
+         * (row 0 by vectors read before they are written). */
+        if (r->pairs)
+            r->u.convert_pairs(d, width, panel, width, OM_F32_TO_BF16, (uint32_t *)panel, width,
+                               0, NULL);
+    }
+}
+
+int om_gemm_min_exponent(const float *x, int64_t n) { return min_exponent(x, n); }
+
+/* Depth of one block of om_gemm_panels() at most, and floats of b per block: a depth x nr panel
+ * of b stays in L1 while the depth x nc block of b (1 MB) stays in L2. Both from the shapes
+ * alone, the same on every path. */
+#define DEPTH_MAX 512
+#define B_BLOCK_FLOATS (1 << 18)
+
+typedef struct {
+    const om_gemm_rule *r;
+    int64_t m, n, d, c0;
+    const float *a, *b;
+    const int *amin, *bmin;
+    const om_gemm_out *c;
+    int accumulate, carry;
+    int *slow;
+} panels_job;
+
+/* Block kb of `blocks` over depth d starts here (even for a bfloat16 product: pairs). */
+static int64_t block_start(const om_gemm_rule *r, int64_t d, int64_t kb, int64_t blocks) {
+    const int64_t k = d * kb / blocks;
+    return r->bf16 ? k & ~(int64_t)1 : k;
+}
+
+/* Row panels [q0, q1) of om_gemm_panels(): each micro-panel of b (in L1) meets them in turn
+ * (streamed from L2: a is the smaller operand there). A tile's partial sums carried in need a
+ * look only once a tile before it ran the dot rule in C (in this share, or before the call). */
+static void panels_share(const void *ctx, int64_t q0, int64_t q1) {
+    const panels_job *p = ctx;
+    const om_gemm_ukernel *u = &p->r->u;
+    const int mr = u->mr, nr = u->nr, widen = p->r->bf16 && !p->r->pairs;
+    const int64_t m = p->m, n = p->n, d = p->d;
+    int slow = p->carry;
+    const int64_t blocks = d > DEPTH_MAX ? (d - 1) / DEPTH_MAX + 1 : 1;
+    const int64_t nc = B_BLOCK_FLOATS / (d > 0 ? (d + blocks - 1) / blocks : 1) / nr * nr;
+    for (int64_t jb = 0; jb < n; jb += nc)
+        for (int64_t kb = 0; kb < blocks; kb++) {
+            const int64_t k0 = block_start(p->r, d, kb, blocks);
+            const int64_t kc = block_start(p->r, d, kb + 1, blocks) - k0, je = min64(n, jb + nc);
+            const int acc = p->accumulate || kb > 0;
+            for (int64_t j0 = jb; j0 < je; j0 += nr) {
+                const float *bp = p->b + j0 * d + depth_at(p->r, k0, nr);
+                for (int64_t q = q0; q < q1; q++)
+                    slow |= run_tile(u, widen, kc,
+                                     p->a + q * mr * d + depth_at(p->r, k0, mr),
+                                     widen ? p->amin[q] : 0, bp, widen ? p->bmin[j0 / nr] : 0,
+                                     p->c, q * mr, min64(m - q * mr, mr), p->c0 + j0,
+                                     min64(je - j0, nr), acc, slow);
+            }
+        }
+    if (slow && !p->carry) {
+#pragma omp critical
+        *p->slow = 1;
+    }
+}
+
+void om_gemm_panels(const om_gemm_rule *r, int64_t m, int64_t n, int64_t d, const float *a,
+                    const int *amin, const float *b, const int *bmin, const om_gemm_out *c,
+                    int64_t c0, int accumulate, int *slow, int nthreads) {
+    if (m <= 0 || n <= 0) return;
+    const panels_job p = {r, m, n, d, c0, a, b, amin, bmin, c, accumulate,
+                          accumulate && *slow, slow};
+    om_run_range(om_threads_for(m * n * d, GRAIN_FMAS, nthreads), (m + r->u.mr - 1) / r->u.mr,
+                 panels_share, &p);
 }
 
 OM_PATH_DISPATCH(gemm, OM_ISA_TABLE)

@@ -135,4 +135,51 @@ void om_gemm_packed_free(om_gemm_packed *p);
 int om_gemm_packed_product(int64_t m, om_gemm_operand a, const om_gemm_packed *b, float *c,
                            int nthreads);
 
+/* ---- Products of panels a caller packs itself (the convolution's, conv.c) ---------------- */
+
+/* How such a product runs: the selected path's micro-kernel set (the dot kernel's, whose
+ * panels are pairs, for a bfloat16 product where it is on) and whether it is a bfloat16
+ * product, which follows the dot-product instruction's rule (gemm.c) on every path. */
+typedef struct {
+    om_gemm_ukernel u;
+    int fmt;            /* OM_F32, or the format packing rounds to (OM_F32_TO_BF16, _F16) */
+    int bf16, pairs;
+} om_gemm_rule;
+
+/* The rule for operands rounded to bfloat16 (half = 1), float16 (2), or float32 (0). */
+om_gemm_rule om_gemm_rule_for(int half);
+
+/* A panel of `width` lanes over `depth` depths, packed, is om_gemm_packed_depth(depth) * width
+ * floats: a bfloat16 product pads an odd depth with a zero. */
+int64_t om_gemm_packed_depth(const om_gemm_rule *r, int64_t depth);
+
+/* Finishes `count` panels (one after the other) that the caller packed from float32 values
+ * (already rounded to r's format if `rounded`): their values rounded, and for a bfloat16
+ * product the padding depth zeroed, then made pairs in place for the dot kernel, or else
+ * emin[q] = panel q's smallest exponent (the tile rule of the widening paths) unless emin is
+ * NULL. Nothing for a float32 product. */
+void om_gemm_finish_panels(const om_gemm_rule *r, float *panels, int64_t count, int64_t depth,
+                           int width, int *emin, int rounded);
+/* A lower bound of the exponents of the nonzero values among n floats, as emin holds them: of
+ * the values a caller then packs (a bound for every panel packed from them). */
+int om_gemm_min_exponent(const float *x, int64_t n);
+
+/* A matrix whose columns come in segments of `seg` (the images of a batch): element (i, j) at
+ * p[i * ld + (j / seg) * seg_stride + j mod seg]. */
+typedef struct {
+    float *p;
+    int64_t ld, seg, seg_stride;
+} om_gemm_out;
+
+/* Columns [c0, c0 + n) of c (m rows) = a * b, or += with accumulate: a in panels of mr rows, b
+ * in panels of nr columns, both over the packed depth d and finished, emin theirs (NULL but
+ * for a widening bfloat16 product). Each element is the kernel's chain over the depths in
+ * order, from +0 or from the stored value: blocking the depth changes no bit. *slow says
+ * whether a widening bfloat16 product ran the dot rule in C on a tile of the sums carried in
+ * (0 before the first product into c), and becomes 1 if one does here. Threads split the row
+ * panels of a. */
+void om_gemm_panels(const om_gemm_rule *r, int64_t m, int64_t n, int64_t d, const float *a,
+                    const int *amin, const float *b, const int *bmin, const om_gemm_out *c,
+                    int64_t c0, int accumulate, int *slow, int nthreads);
+
 #endif
