@@ -30,19 +30,21 @@ all M, and whatever algorithm MPI picks, because it is an exact sum:
                even, except in float32's subnormal range.
 
     single     with one micro-batch a worker (M = W), the integers are not all-reduced: each
-               worker sends shard r of every bucket's float32 gradients to worker r
-               (MPI_Alltoall), which quantises the W rows of its shard as above, sums and rounds
-               them in cache, and the rounded shards are all-gathered. The same integers, so
-               the same bits.
+               worker sends shard r of every bucket's float32 gradients to worker r, straight
+               from the gradients' own arrays (point-to-point messages, one per parameter
+               piece), and worker r quantises the W rows of its shard as above, sums and rounds
+               them in cache; the rounded shards are all-gathered. The same integers, so the
+               same bits.
 
 A non-finite element anywhere makes that element NaN or ±inf, as a float sum would (a second,
 rare all-reduce of a byte per element with bitwise OR). Bytes per worker: 8 per element (one
 int64), 2x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float32's, plus a few
 integers per parameter (16 per element in a step with wide sums); a single step moves 4 per
-element (W-1)/W times each way in the all-to-all and again in the all-gather: a float32 ring
+element (W-1)/W times each way in the exchange and again in the all-gather: a float32 ring
 all-reduce's bytes. Memory: two int64 limbs per
-element whatever M is (and a float32 result buffer the Trainer reuses; a single step uses three
-float32 buffers instead, the gradients sent, received and gathered), no scratch: quantising
+element whatever M is (and a float32 result buffer the Trainer reuses; a single step holds the
+gradients until they are summed, and two float32 buffers, the shards received and gathered),
+no scratch: quantising
 (packing too, in a parameter's last add) and rounding are one pass each in C (csrc/exact.c).
 A worker's only micro-batch of a step is written packed directly, without its hi limbs (8
 bytes an element written instead of 16), when its integers lie inside 2^(bits - 1); should a
@@ -356,11 +358,12 @@ class ExactSum:
         self._requests: list[Any] = []
         self._packed = [False] * len(self.buckets)  # lo holds the whole (summed) integers
         self._out: Optional[np.ndarray] = None  # results(reuse=True) write here
-        # The float32 exchange of a single step: per bucket, this worker's gradients (padded
-        # to W shards of `_shard[j]`), every worker's shard of them, and the rounded results.
+        # The float32 exchange of a single step: per parameter, the gradient sent from where
+        # it lies; per bucket, every other worker's rows of this worker's shard (W rows of
+        # `_shard[j]`, its own row unused) and the rounded results (W shards).
         self._single = False
+        self._held: list[Optional[np.ndarray]] = [None] * n
         self._shard: list[int] = []
-        self._send: list[np.ndarray] = []
         self._recv: list[np.ndarray] = []
         self._gathered: list[np.ndarray] = []
         self._weights = np.zeros(n)  # this worker's weight per parameter, 0 if not added
@@ -376,10 +379,12 @@ class ExactSum:
         limbs, and a parameter never added is zeroed before an all-reduce). `single`: every
         worker adds each parameter at most once in this step, final (one micro-batch a worker),
         so the float32 gradients are exchanged instead of integers (the notes above
-        `_allocate_exchange`); every worker must pass the same."""
+        `_allocate_exchange`), sent from the arrays add_one was given: they must not change
+        until results() returns. Every worker must pass the same."""
         self._single = single and _comm is not None and world_size() > 1
-        if self._single and not self._send:
+        if self._single and not self._recv:
             self._allocate_exchange()
+        self._held = [None] * len(self.sizes)
         self._weights[:] = 0
         self._rounded = 0
         self.counts[:] = 0
@@ -421,10 +426,8 @@ class ExactSum:
             raise RuntimeError("ExactSum.add: a single step adds each parameter once, final")
         n = len(self.sizes)
         self.counts[k] += 1
-        if self._single:  # the gradient itself, to be exchanged
-            j = self.bucket_of[k]
-            at = self.offsets[k] - self.buckets[j][0]
-            self._send[j][at:at + a.size] = a
+        if self._single:  # the gradient itself, to be sent from where it lies
+            self._held[k] = a
             self._weights[k] = weight
             self._fresh[k] = False
         else:
@@ -484,11 +487,7 @@ class ExactSum:
         if _comm is None:
             return
         if self._single:
-            for k in self.members[j]:
-                if self._fresh[k]:  # no gradient here this step: zeros of weight 0
-                    at = self.offsets[k] - self.buckets[j][0]
-                    self._send[j][at:at + self.sizes[k]] = 0
-            self._requests.append(_comm.Ialltoall(self._send[j], self._recv[j]))
+            self._exchange(j)
             return
         wide = 0
         for k in self.members[j]:
@@ -560,20 +559,55 @@ class ExactSum:
 
     # -- the float32 exchange of a single step ---------------------------------------------------
     # With one micro-batch a worker, each worker sends shard r of every bucket's float32
-    # gradients to worker r (MPI_Alltoall), which sums the W rows of its shard on the grid
-    # (quantising each as add does, into integers that stay in cache) and rounds them; the
-    # rounded shards are then all-gathered. The integers are the ones the all-reduce would sum,
-    # so the bits are the same; the bytes are a float32 ring all-reduce's (half the integers'),
-    # and no gradient-sized integer array is written.
+    # gradients to worker r, which sums the W rows of its shard on the grid (quantising each as
+    # add does, into integers that stay in cache) and rounds them; the rounded shards are then
+    # all-gathered. The integers are the ones the all-reduce would sum, so the bits are the
+    # same; the bytes are a float32 ring all-reduce's (half the integers'), and no
+    # gradient-sized integer array is written. The gradients go out from their own arrays, one
+    # point-to-point message per piece of a parameter in another worker's shard (MPI matches
+    # the messages of one sender and tag in their order, which every worker takes from the
+    # layout), so nothing is copied into a send buffer and a worker's own rows are not moved.
 
     def _allocate_exchange(self) -> None:
         world = world_size()
         for a, b in self.buckets:
             shard = -(-(b - a) // world)
             self._shard.append(shard)
-            self._send.append(np.zeros(shard * world, np.float32))
-            self._recv.append(np.empty(shard * world, np.float32))
+            self._recv.append(np.empty((world, shard), np.float32))  # untouched: row `rank`
             self._gathered.append(np.empty(shard * world, np.float32))
+
+    def _pieces(self, j: int, w: int) -> Iterator[tuple[int, int, int]]:
+        """(parameter, start, end) of every member of bucket j inside shard w of the bucket,
+        start and end relative to the bucket, in the members' order."""
+        a, b = self.buckets[j]
+        begin, end = w * self._shard[j], min((w + 1) * self._shard[j], b - a)
+        for k in self.members[j]:
+            at = self.offsets[k] - a
+            lo, hi = max(at, begin), min(at + self.sizes[k], end)
+            if lo < hi:
+                yield k, lo, hi
+
+    def _exchange(self, j: int) -> None:
+        """Starts bucket j's exchange: this worker's shard from every other worker, received
+        in its row, and every other worker's shard sent from the gradients (zeros of weight 0
+        for a parameter without one here)."""
+        a, me, world = self.buckets[j][0], rank(), world_size()
+        for k in self.members[j]:
+            if self._held[k] is None:
+                self._held[k] = np.zeros(self.sizes[k], np.float32)
+        begin = me * self._shard[j]
+        for w in range(world):
+            if w != me:
+                row = self._recv[j][w]
+                self._requests.extend(_comm.Irecv(row[lo - begin:hi - begin], source=w, tag=j)
+                                      for _, lo, hi in self._pieces(j, me))
+        for w in range(world):
+            if w != me:
+                for k, lo, hi in self._pieces(j, w):
+                    at = self.offsets[k] - a
+                    held = self._held[k]
+                    assert held is not None
+                    self._requests.append(_comm.Isend(held[lo - at:hi - at], dest=w, tag=j))
 
     def _receive(self, what: str) -> None:
         """Waits for the gradients' exchange and every worker's weights."""
@@ -593,17 +627,18 @@ class ExactSum:
         tops = np.zeros(n, np.int64)
         clamped = np.zeros(n, np.int64)
         requests = []
-        for j, (a, b) in enumerate(self.buckets):
-            shard = self._shard[j]
-            begin, end = me * shard, min((me + 1) * shard, b - a)  # bucket-relative
-            for k in self.members[j]:
+        for j, (a, _) in enumerate(self.buckets):
+            begin = me * self._shard[j]
+            for k, lo, hi in self._pieces(j, me):
                 at = self.offsets[k] - a
-                lo, hi = max(at, begin), min(at + self.sizes[k], end)
-                if lo < hi:
-                    scale = self._all_weights[:, k] * 2.0 ** -self.grid(k)  # as _quantise's
-                    tops[k], clamped[k] = _exact.sum_rows(
-                        self._recv[j], shard, lo - begin, hi - lo, scale, limit, self.grid(k),
-                        count, self._gathered[j][lo:hi])
+                held = self._held[k]
+                assert held is not None
+                rows = [held[lo - at:hi - at] if w == me else self._recv[j][w, lo - begin:
+                                                                             hi - begin]
+                        for w in range(world_size())]
+                scale = self._all_weights[:, k] * 2.0 ** -self.grid(k)  # as _quantise's
+                tops[k], clamped[k] = _exact.sum_rows(rows, scale, limit, self.grid(k), count,
+                                                      self._gathered[j][lo:hi])
             requests.append(_comm.Iallgather(_MPI.IN_PLACE, self._gathered[j]))
         requests.append(_comm.Iallreduce(_MPI.IN_PLACE, tops, op=_MPI.MAX))
         requests.append(_comm.Iallreduce(_MPI.IN_PLACE, clamped, op=_MPI.SUM))

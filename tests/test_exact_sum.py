@@ -441,9 +441,24 @@ def test_the_shard_sum_is_the_sum_in_limbs(seed, isa):
             want = limbs.result(0, count)
         out = np.empty(n, np.float32)
         scale = np.array([w * 2.0 ** -(e - 54) for w in weights])
-        _exact.sum_rows(rows.reshape(-1), n, 0, n, scale, 2.0 ** 98 - 2.0 ** 45, e - 54, count,
-                        out)
+        apart = [row.copy() for row in rows]  # rows anywhere in memory, as received or held
+        _exact.sum_rows(apart, scale, 2.0 ** 98 - 2.0 ** 45, e - 54, count, out)
         assert out.tobytes() == want.tobytes(), (seed, trial)
+
+
+def test_the_shard_sum_refuses_rows_that_do_not_match():
+    """A row shorter or longer than the output, or a scale per row missing, is refused
+    before the kernel reads anything."""
+    from onemodel._kernels import _exact
+    out = np.zeros(5, np.float32)
+    rows = [np.ones(5, np.float32), np.ones(4, np.float32)]
+    with pytest.raises(ValueError, match="row 1 has 4 elements, out 5"):
+        _exact.sum_rows(rows, np.ones(2), 2.0 ** 98, 0, 1, out)
+    with pytest.raises(ValueError, match="1 scales for 2 rows"):
+        _exact.sum_rows(rows[:1] * 2, np.ones(1), 2.0 ** 98, 0, 1, out)
+    with pytest.raises(ValueError, match="1 to 127 rows, got 0"):
+        _exact.sum_rows([], np.ones(0), 2.0 ** 98, 0, 1, out)
+    assert not out.any()
 
 
 def test_a_single_step_refuses_an_add_that_is_not_final():
@@ -454,4 +469,4 @@ def test_a_single_step_refuses_an_add_that_is_not_final():
     acc._allocate_exchange()
     with pytest.raises(RuntimeError, match="adds each parameter once, final"):
         acc.add_one(0, np.ones(4, np.float32), 1, final=False)
-    assert acc.counts[0] == 0 and not acc._send[0].any()
+    assert acc.counts[0] == 0 and acc._held[0] is None

@@ -11,7 +11,7 @@ cdef extern from "exact.h" nogil:
                         int fresh, int pack_bits, int64_t *wide, int *hi_skipped)
     void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n)
     int64_t om_exact_pack(int64_t *hi, int64_t *lo, size_t n, int bits)
-    void om_exact_sum_rows(const float *rows, size_t stride, int nrows, const double *scale,
+    void om_exact_sum_rows(const float *const *rows, int nrows, const double *scale,
                            double limit, size_t n, int grid, int64_t count, uint64_t magic,
                            int l, float *out, uint32_t *top, int64_t *clamped)
     void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid,
@@ -97,29 +97,35 @@ cdef uint64_t _magic(count) except? 0:
     return -(-(1 << (61 + (count - 1).bit_length())) // count)
 
 
-def sum_rows(const float[::1] rows, size_t stride, size_t start, size_t n,
-             const double[::1] scale, double limit, int grid, count: int,
+def sum_rows(rows, const double[::1] scale, double limit, int grid, count: int,
              float[::1] out) -> tuple:
-    """out = the exact sum of the len(scale) rows rows[w * stride + start:][:n], each element
-    times scale[w], rounded as round_limbs rounds (divided by count), non-finite elements as
-    the distributed module's codes make them (exact.h). Returns (the largest bits of a finite
-    |out| element, the elements clamped)."""
-    cdef int nrows = scale.shape[0]
+    """out = the exact sum of the float32 arrays `rows` (one per worker, each of out's length),
+    each element of row w times scale[w], rounded as round_limbs rounds (divided by count),
+    non-finite elements as the distributed module's codes make them (exact.h). Returns (the
+    largest bits of a finite |out| element, the elements clamped)."""
+    cdef int nrows = len(rows)
     if not 1 <= nrows <= 127:
         raise ValueError(f"exact.sum_rows: 1 to 127 rows, got {nrows}")
-    if start + n > stride or <size_t>rows.shape[0] < (nrows - 1) * stride + start + n:
-        raise ValueError(f"exact.sum_rows: {nrows} rows of stride {stride} from {start} for "
-                         f"{n} elements do not fit in {rows.shape[0]}")
-    if <size_t>out.shape[0] != n:
-        raise ValueError(f"exact.sum_rows: out has {out.shape[0]} elements, expected {n}")
+    if scale.shape[0] != nrows:
+        raise ValueError(f"exact.sum_rows: {scale.shape[0]} scales for {nrows} rows")
     if not 1 <= count < 1 << 35:
         raise ValueError(f"exact.sum_rows: count must be in [1, 2^35), got {count}")
+    cdef size_t n = out.shape[0]
+    cdef const float *ptrs[127]
+    cdef const float[::1] row
+    held = []  # the rows' buffers, alive until the kernel has read them
+    for w in range(nrows):
+        row = rows[w]
+        if <size_t>row.shape[0] != n:
+            raise ValueError(f"exact.sum_rows: row {w} has {row.shape[0]} elements, out {n}")
+        held.append(row)
+        ptrs[w] = &row[0] if n else NULL
     cdef int shift = (count - 1).bit_length()
     cdef uint64_t magic = _magic(count)
     cdef int64_t c = count, clamped = 0
     cdef uint32_t top = 0
     if n:
         with nogil:
-            om_exact_sum_rows(&rows[start], stride, nrows, &scale[0], limit, n, grid, c,
-                              magic, shift, &out[0], &top, &clamped)
+            om_exact_sum_rows(ptrs, nrows, &scale[0], limit, n, grid, c, magic, shift,
+                              &out[0], &top, &clamped)
     return top, clamped

@@ -13,8 +13,8 @@
     int64_t om_exact_pack_##p(int64_t *, int64_t *, size_t, int);                              \
     void om_exact_round_##p(const int64_t *, const int64_t *, size_t, int, int64_t, uint64_t,  \
                             int, float *, uint32_t *);                                         \
-    int om_exact_sum_packed_##p(const float *, size_t, int, const double *, double, size_t,    \
-                                int64_t *);
+    int om_exact_sum_packed_##p(const float *const *, size_t, int, const double *, double,     \
+                                size_t, int64_t *);
 EXACT_DECLARE(scalar)
 EXACT_DECLARE(avx2)
 EXACT_DECLARE(avx512)
@@ -31,11 +31,11 @@ static const normalise_fn normalise_table[OM_ISA_COUNT] =
     OM_ISA_TABLE_SCALAR_SSE2(om_exact_normalise);
 static const pack_fn pack_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_pack);
 static const round_fn round_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_round);
-/* sum[i] = the sum over the rows w of the integers of rows[w * stride + i] * scale[w] (as
+/* sum[i] = the sum over the rows w of the integers of rows[w][at + i] * scale[w] (as
  * om_exact_add quantises them), i < n, returning 1, when every such |value| is at most
  * `packable` (2^62 / 2^ceil(log2 nrows), so the sum fits); 0 otherwise, sum then undefined. */
-typedef int (*sum_packed_fn)(const float *, size_t, int, const double *, double, size_t,
-                             int64_t *);
+typedef int (*sum_packed_fn)(const float *const *, size_t, int, const double *, double,
+                             size_t, int64_t *);
 static const sum_packed_fn sum_packed_table[OM_ISA_COUNT] =
     OM_ISA_TABLE_SCALAR_SSE2(om_exact_sum_packed);
 
@@ -77,7 +77,7 @@ static uint32_t apply_codes(const uint8_t *codes, float *out, size_t n) {
     return top;
 }
 
-void om_exact_sum_rows(const float *rows, size_t stride, int nrows, const double *scale,
+void om_exact_sum_rows(const float *const *rows, int nrows, const double *scale,
                        double limit, size_t n, int grid, int64_t count, uint64_t magic, int l,
                        float *out, uint32_t *top, int64_t *clamped) {
     int64_t hi[ROWS_BLOCK], lo[ROWS_BLOCK];
@@ -88,14 +88,14 @@ void om_exact_sum_rows(const float *rows, size_t stride, int nrows, const double
     for (size_t i = 0; i < n; i += ROWS_BLOCK) {
         const size_t len = n - i < ROWS_BLOCK ? n - i : ROWS_BLOCK;
         uint32_t t = 0;
-        if (sum_packed_table[om_isa](rows + i, stride, nrows, scale, packable, len, lo)) {
+        if (sum_packed_table[om_isa](rows, i, nrows, scale, packable, len, lo)) {
             round_table[om_isa](NULL, lo, len, grid, count, magic, l, out + i, &t);
         } else {
             int64_t bad = 0, wide = 0;
             int skipped = 0;
             memset(codes, 0, len);
             for (int w = 0; w < nrows; w++)
-                add_table[om_isa](rows + (size_t)w * stride + i, len, scale[w], limit, hi, lo,
+                add_table[om_isa](rows[w] + i, len, scale[w], limit, hi, lo,
                                   codes, clamped, &bad, w == 0, 0, &wide, &skipped);
             round_table[om_isa](hi, lo, len, grid, count, magic, l, out + i, &t);
             if (bad) t = apply_codes(codes, out + i, len);

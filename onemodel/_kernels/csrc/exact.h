@@ -46,15 +46,15 @@ int64_t om_exact_pack(int64_t *hi, int64_t *lo, size_t n, int bits);
 void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid, int64_t count,
                     uint64_t magic, int l, float *out, uint32_t *top);
 
-/* The exact sum of `nrows` rows of float32 (row w at rows + w * stride, scale[w] its weight
- * times 2^-grid, scale 0 for a worker without that gradient), rounded: out[i] is what adding
+/* The exact sum of `nrows` rows of n float32 each (row w at rows[w], scale[w] its weight times
+ * 2^-grid, scale 0 for a worker without that gradient), rounded: out[i] is what adding
  * each row in turn by om_exact_add into fresh limbs (clamped counted in *clamped) and
  * om_exact_round would give, and non-finite elements then made +inf (code 1), -inf (2) or NaN
  * (4, or +inf and -inf) as the distributed module's result does. Blocks whose integers all
  * fit are summed as packed integers, the others in limbs; either lives in one block on the
  * stack, so memory is read once and written once. *top is folded the largest bits of a finite
  * |out[i]|. nrows in [1, 127]. */
-void om_exact_sum_rows(const float *rows, size_t stride, int nrows, const double *scale,
+void om_exact_sum_rows(const float *const *rows, int nrows, const double *scale,
                        double limit, size_t n, int grid, int64_t count, uint64_t magic, int l,
                        float *out, uint32_t *top, int64_t *clamped);
 

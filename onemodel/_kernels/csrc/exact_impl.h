@@ -238,11 +238,11 @@ static inline int64_t packed_near(double v) {
            - (int64_t)((UINT64_C(1) << LIMB) & negative);
 }
 
-int OMV_FN(om_exact_sum_packed)(const float *rows, size_t stride, int nrows,
+int OMV_FN(om_exact_sum_packed)(const float *const *rows, size_t at, int nrows,
                                 const double *scale, double packable, size_t n,
                                 int64_t *restrict sum) {
     for (int w = 0; w < nrows; w++) {
-        const float *restrict g = rows + (size_t)w * stride;
+        const float *restrict g = rows[w] + at;
         const double s = scale[w];
         /* 0: beyond `packable` (or not finite); 2: every |v| also below 2^56 */
         const int clean = add_block_clean(g, n, s, packable, 0x1p56);
