@@ -8,6 +8,7 @@
  * with the few elements it cannot decide redone exactly); the others the general one. */
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 #include "exact.h"
@@ -72,7 +73,9 @@ static inline uint64_t mask_if(int c) { return (uint64_t)0 - (uint64_t)c; }
  * AVX2 has no conversion of doubles to int64 (a cast is a scalar instruction per element there,
  * the loops 3x slower), so exact_avx2.c takes them in bits: f + 1.5 * 2^52 holds f in its low
  * bits, t + 2^52 its rounding, and above 2^52 t's significand shifted up by its exponent less 52
- * (0 .. 4). */
+ * (0 .. 4). AVX-512 rounds to an integer in one instruction (vrndscalepd), which GCC and Clang
+ * emit for a vectorised nearbyint: exact_avx512.c takes it (a quarter faster shard sums); it
+ * rounds in the current mode, nearest even, as the addition of 2^52 does. */
 #ifdef EXACT_CONVERT_BY_BITS
 static inline int64_t small_whole(double f) {
     return (int64_t)(bits_of(f + 0x1.8p52) - UINT64_C(0x4338000000000000));
@@ -84,6 +87,9 @@ static inline int64_t rounded_whole(double t) {
     return (int64_t)(((bits_of(t + 0x1p52) - UINT64_C(0x4330000000000000)) & small) |
                      (up & ~small));
 }
+#elif defined(EXACT_ROUND_BY_INSTRUCTION) && (defined(__GNUC__) || defined(__clang__))
+static inline int64_t small_whole(double f) { return (int64_t)f; }
+static inline int64_t rounded_whole(double t) { return (int64_t)nearbyint(t); }
 #else
 static inline int64_t small_whole(double f) { return (int64_t)f; }
 static inline int64_t rounded_whole(double t) {
