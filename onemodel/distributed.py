@@ -83,6 +83,8 @@ _BELOW = 54          # the grid is 2^(P - 54)
 _ABOVE = 44          # |n·g| is clamped below 2^(P + 44): 2^98 grid units
 _MAX_MICRO = 1 << 20  # 2^98 · 2^20 < 2^118: the two limbs never overflow
 _BUCKET_BYTES = 25 << 20
+_SPIN_SECONDS = 0.05  # a wait polls this long before it sleeps between polls
+_yield_cpu = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 
 def _launcher_size() -> int:
@@ -169,16 +171,21 @@ def wait(requests: Sequence[Any], what: str) -> None:
     """Waits for MPI requests, ending the job if they are not done within the timeout."""
     if not requests:
         return
-    deadline = time.monotonic() + _timeout
-    spins, delay = 0, 0.0
-    while not _MPI.Request.Testall(list(requests)):
-        spins += 1
-        if spins > 2000:  # after a short busy wait, back off: the machine may be shared
-            if time.monotonic() > deadline:
-                abort(f"no answer from the other ranks within {_timeout:g} s while {what}: a "
-                      "rank stopped or never arrived (ONEMODEL_DIST_TIMEOUT sets the limit)")
-            delay = min(delay * 2 or 1e-5, 1e-3)
-            time.sleep(delay)
+    requests = list(requests)
+    start = time.monotonic()
+    delay = 0.0
+    while not _MPI.Request.Testall(requests):
+        now = time.monotonic()
+        if now - start < _SPIN_SECONDS:
+            # Polling, but giving the core to a runnable process (more ranks than cores): a
+            # sleep here would wake up to a millisecond after the answer came, each step.
+            _yield_cpu()
+            continue
+        if now - start > _timeout:
+            abort(f"no answer from the other ranks within {_timeout:g} s while {what}: a "
+                  "rank stopped or never arrived (ONEMODEL_DIST_TIMEOUT sets the limit)")
+        delay = min(delay * 2 or 1e-5, 1e-3)  # a long wait (a checkpoint written): back off
+        time.sleep(delay)
 
 
 def _allreduce(buf: np.ndarray, what: str, op: Any = None) -> np.ndarray:

@@ -471,7 +471,9 @@ static void check_exact(run_t *r, int nt) {
     om_exact_round(hi, lo, N, -50, 14, magic, 4, out, &top);
     rec_f32(r, "exact round", out, N);
     top = 0;
-    om_exact_sum_rows(g, N, ROWS, scale, limit, N, -50, 14, magic, 4, out, &top, &clamped);
+    const float *rows[ROWS];
+    for (int w = 0; w < ROWS; w++) rows[w] = g + w * N;
+    om_exact_sum_rows(rows, ROWS, scale, limit, N, -50, 14, magic, 4, out, &top, &clamped);
     rec_f32(r, "exact sum rows", out, N);
     rec_i64(r, "exact top", (const int64_t[]){top}, 1);
     free(g), free(out), free(hi), free(lo), free(codes);
