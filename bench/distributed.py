@@ -6,7 +6,8 @@ bench/models.py (Embedding 1000x128, two encoder layers d=128, 4 heads, ff 512, 
 sequence 64, mean pool, Linear 10: 0.53 M parameters), a global batch of 32 in micro-batches of
 16. AdamW, M = 2 (one micro-batch per worker at W = 2), 1 thread per process. Prints the
 median step time of each, onemodel's sync share (quantising into the exact sum, the all-reduce
-and the rounding, over the step), and the compute-only step (M = 1 in one process at batch 128:
+and the rounding, over the step; with --split-wait, the wait for the slower rank before the
+reduction apart, by a barrier), and the compute-only step (M = 1 in one process at batch 128:
 what a worker computes; with --processes 2, two such processes at once, as the ranks of the
 W = 2 run share the machine). With memory, the peak traced memory of one process accumulating
 1, 2 and 8 micro-batches.
@@ -115,7 +116,7 @@ def run_onemodel(steps: int, shard: bool, buckets: int, split_wait: bool) -> Non
             step["slower rank"] = time.perf_counter() - t
             return reduce(self, *a, **k)
         acc_cls.reduce = barrier_first
-    times, shares = [], []
+    times, shares, waits = [], [], []
     for i in range(steps):
         sync[0] = 0.0
         step.clear()
@@ -126,6 +127,7 @@ def run_onemodel(steps: int, shard: bool, buckets: int, split_wait: bool) -> Non
         if i >= 2:
             times.append(dt)
             shares.append(sync[0] / dt)
+            waits.append(step.get("slower rank", 0.0) / dt)
             for name, value in step.items():
                 parts.setdefault(name, []).append(value)
 
@@ -133,7 +135,9 @@ def run_onemodel(steps: int, shard: bool, buckets: int, split_wait: bool) -> Non
         print(f"onemodel {MODEL} W={distributed.world_size()} M={micro_batches}"
               f"{' ZeRO-1' if shard else ''}{f' buckets of {buckets} B' if buckets else ''}: step "
               f"{statistics.median(times) * 1e3:.1f} ms, sync share "
-              f"{statistics.median(shares) * 100:.1f}% ("
+              f"{statistics.median(shares) * 100:.1f}%"
+              + (f" + {statistics.median(waits) * 100:.1f}% waiting for the slower rank"
+                 if split_wait else "") + " ("
               + ", ".join(f"{k} {statistics.median(v) * 1e3:.1f} ms" for k, v in parts.items())
               + ")")
 
