@@ -175,17 +175,17 @@ def wait(requests: Sequence[Any], what: str) -> None:
     start = time.monotonic()
     delay = 0.0
     while not _MPI.Request.Testall(requests):
-        now = time.monotonic()
-        if now - start < _SPIN_SECONDS:
+        waited = time.monotonic() - start
+        if waited > _timeout:
+            abort(f"no answer from the other ranks within {_timeout:g} s while {what}: a "
+                  "rank stopped or never arrived (ONEMODEL_DIST_TIMEOUT sets the limit)")
+        if waited < _SPIN_SECONDS:
             # Polling, but giving the core to a runnable process (more ranks than cores): a
             # sleep here would wake up to a millisecond after the answer came, each step.
             _yield_cpu()
-            continue
-        if now - start > _timeout:
-            abort(f"no answer from the other ranks within {_timeout:g} s while {what}: a "
-                  "rank stopped or never arrived (ONEMODEL_DIST_TIMEOUT sets the limit)")
-        delay = min(delay * 2 or 1e-5, 1e-3)  # a long wait (a checkpoint written): back off
-        time.sleep(delay)
+        else:  # a long wait (rank 0 writing a checkpoint, say): back off
+            delay = min(delay * 2 or 1e-5, 1e-3)
+            time.sleep(delay)
 
 
 def _allreduce(buf: np.ndarray, what: str, op: Any = None) -> np.ndarray:

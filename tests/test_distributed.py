@@ -204,6 +204,39 @@ def test_a_rank_that_never_arrives_times_out_with_a_message(tmp_path):
     assert "never arrived" in run.stderr
 
 
+class _Answer:
+    """A stand-in for mpi4py's MPI module whose requests complete `after` seconds from now."""
+
+    def __init__(self, after):
+        self.ready = time.monotonic() + after
+        self.Request = self
+
+    def Testall(self, requests):
+        return time.monotonic() >= self.ready
+
+
+@pytest.mark.parametrize("after,sleeps", [(0.02, False), (0.2, True)])
+def test_a_wait_polls_before_it_sleeps(monkeypatch, after, sleeps):
+    """A wait shorter than the polling window never sleeps (a sleep wakes up late, and the
+    wait for a reduction comes every step); a longer one backs off into sleeps."""
+    slept = []
+    monkeypatch.setattr(distributed, "_MPI", _Answer(after))
+    monkeypatch.setattr(distributed.time, "sleep", lambda s: slept.append(s))
+    distributed.wait([object()], "reducing")
+    assert bool(slept) == sleeps
+    assert max(slept, default=0.0) <= 1e-3
+
+
+def test_a_wait_past_the_timeout_aborts_even_while_polling(monkeypatch):
+    monkeypatch.setattr(distributed, "_MPI", _Answer(60.0))
+    monkeypatch.setattr(distributed, "_timeout", 0.01)
+    monkeypatch.setattr(distributed, "_SPIN_SECONDS", 5.0)  # the timeout falls inside it
+    started = time.monotonic()
+    with pytest.raises(SystemExit):  # one process: abort raises SystemExit
+        distributed.wait([object()], "reducing")
+    assert time.monotonic() - started < 2.0
+
+
 def test_unequal_micro_batches_weigh_by_their_samples():
     # A step over micro-batches of 8 and 4 samples is the step over the 12 (SGD: the update
     # is the mean gradient), and the logged loss is the sample-weighted mean.
