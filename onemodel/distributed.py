@@ -41,10 +41,9 @@ rare all-reduce of a byte per element with bitwise OR). Bytes per worker: 8 per 
 int64), 2x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float32's, plus a few
 integers per parameter (16 per element in a step with wide sums); a single step moves 4 per
 element (W-1)/W times each way in the exchange and again in the all-gather: a float32 ring
-all-reduce's bytes. Memory: two int64 limbs per
-element whatever M is (and a float32 result buffer the Trainer reuses; a single step holds the
-gradients until they are summed, and two float32 buffers, the shards received and gathered),
-no scratch: quantising
+all-reduce's bytes. Memory: two int64 limbs per element whatever M is (and a float32 result
+buffer the Trainer reuses; a single step instead holds the gradients it sent until the next
+step and two float32 buffers, the shards received and gathered), no scratch: quantising
 (packing too, in a parameter's last add) and rounding are one pass each in C (csrc/exact.c).
 A worker's only micro-batch of a step is written packed directly, without its hi limbs (8
 bytes an element written instead of 16), when its integers lie inside 2^(bits - 1); should a

@@ -215,12 +215,13 @@ class _Answer:
         return time.monotonic() >= self.ready
 
 
-@pytest.mark.parametrize("after,sleeps", [(0.02, False), (0.2, True)])
-def test_a_wait_polls_before_it_sleeps(monkeypatch, after, sleeps):
+@pytest.mark.parametrize("window,sleeps", [(2.0, False), (0.005, True)])
+def test_a_wait_polls_before_it_sleeps(monkeypatch, window, sleeps):
     """A wait shorter than the polling window never sleeps (a sleep wakes up late, and the
     wait for a reduction comes every step); a longer one backs off into sleeps."""
     slept = []
-    monkeypatch.setattr(distributed, "_MPI", _Answer(after))
+    monkeypatch.setattr(distributed, "_SPIN_SECONDS", window)
+    monkeypatch.setattr(distributed, "_MPI", _Answer(0.05))
     monkeypatch.setattr(distributed.time, "sleep", lambda s: slept.append(s))
     distributed.wait([object()], "reducing")
     assert bool(slept) == sleeps

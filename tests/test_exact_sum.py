@@ -417,7 +417,9 @@ def test_the_shard_sum_is_the_sum_in_limbs(seed, isa):
     """_exact.sum_rows (a single step's shard sum: packed integers where they fit, the split
     in fewer operations within 2^56 grid units) gives the bits of adding the rows into the limbs
     and rounding, on random rows with grid ties, values about 2^52 and 2^56 grid units, small
-    negative values (the split's own rounding there), non-finite elements and clamping."""
+    negative values (the split's own rounding there), non-finite elements and clamping; and the
+    numpy reference's bits (the limbs' passes run on the same path as the shard sum, so a
+    rounding step wrong in both would agree with itself)."""
     from onemodel._kernels import _exact
     rng = np.random.default_rng(seed)
     for trial in range(15):
@@ -439,8 +441,15 @@ def test_the_shard_sum_is_the_sum_in_limbs(seed, isa):
             limbs.add([row], w)
         with np.errstate(invalid="ignore"):
             want = limbs.result(0, count)
-        out = np.empty(n, np.float32)
         scale = np.array([w * 2.0 ** -(e - 54) for w in weights])
+        rh, rl, codes = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.uint8)
+        for row, s in zip(rows, scale):
+            ref_quantise(row, s, rh, rl, codes)
+        reference = ref_to_float32(rh, rl, e - 54, count)
+        reference[codes == 1], reference[codes == 2] = np.inf, -np.inf
+        reference[(codes & 4 != 0) | (codes == 3)] = np.nan
+        assert want.tobytes() == reference.tobytes(), (seed, trial)
+        out = np.empty(n, np.float32)
         apart = [row.copy() for row in rows]  # rows anywhere in memory, as received or held
         _exact.sum_rows(apart, scale, 2.0 ** 98 - 2.0 ** 45, e - 54, count, out)
         assert out.tobytes() == want.tobytes(), (seed, trial)
