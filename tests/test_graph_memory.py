@@ -204,3 +204,41 @@ def test_a_retained_graph_runs_twice_and_a_released_one_refuses() -> None:
     np.testing.assert_array_equal(leaf.grad.numpy(), 2 * first)
     with pytest.raises(RuntimeError, match="second time"):
         y.backward()
+
+
+def test_a_feed_forward_block_frees_each_stage_once_the_next_has_it(monkeypatch) -> None:
+    """In a transformer layer's feed-forward block the activation (ReLU keeps a mask) is dead
+    when ff2 runs, and ff2's input (dropout keeps a mask) is dead when the last dropout runs: no
+    4 x d_model activation is alive beside the next one (under autocast, beside its 2-byte
+    copy)."""
+    layer = nn.TransformerEncoderLayer(8, 2, 32, dropout=0.1, batch_first=True, seed=0)
+    x = _leaf(2, 5, 8)
+    dropped: list = []
+    alive: dict[str, bool] = {}
+    ff2_forward, drop_forward = layer.ff2.forward, layer.dropout2.forward
+
+    def ff2(h: om.Tensor) -> om.Tensor:
+        dropped.append(weakref.ref(h))
+        gc.collect()
+        alive["activation in ff2"] = activation() is not None
+        return ff2_forward(h)
+
+    def drop(h: om.Tensor) -> om.Tensor:
+        gc.collect()
+        alive["ff2's input in the dropout"] = dropped[0]() is not None
+        return drop_forward(h)
+
+    relu_of = F.relu
+
+    def relu(h: om.Tensor) -> om.Tensor:
+        nonlocal activation
+        out = relu_of(h)
+        activation = weakref.ref(out)
+        return out
+
+    activation = None
+    layer.ff2.forward, layer.dropout2.forward = ff2, drop
+    monkeypatch.setattr(F, "relu", relu)
+    with amp.autocast("bf16"):
+        layer(x).sum().backward()
+    assert alive == {"activation in ff2": False, "ff2's input in the dropout": False}

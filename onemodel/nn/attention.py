@@ -209,9 +209,13 @@ class _TransformerLayer(Module):
                          need_weights=False, is_causal=is_causal)[0])
 
     def _feed_forward(self, x: Tensor, drop: Dropout) -> Tensor:
+        # One name for every stage, so that no stage's output outlives the next one (ReLU and
+        # dropout keep masks, not outputs): the activation is freed once dropped.
         h = self.ff1(x)
         h = F.relu(h) if self.activation == "relu" else F.gelu(h)
-        return drop(self.ff2(self.dropout(h)))
+        h = self.dropout(h)
+        h = self.ff2(h)
+        return drop(h)
 
 
 class TransformerEncoderLayer(_TransformerLayer):
