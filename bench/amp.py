@@ -6,8 +6,9 @@ under autocast("bf16") and under autocast("fp16"), the three in turns (best of i
 runs, so a burst of load hits all alike), at 1 and 2 threads; beside them torch's CPU autocast
 (bfloat16) on the same architecture. Peak memory is tracemalloc's peak during one step above
 what was allocated before it (numpy reports its arrays to tracemalloc): the step's activations,
-saved operands and gradients, not the weights. Ratios are against the float32 step of the same
-library.
+saved operands and gradients, not the weights (the float32 peak in MiB, then the autocast
+peaks' ratios). "saved" is what the step holds when its backward starts, the values the graph
+saved, against float32's. Ratios are against the float32 step of the same library.
 Run: python bench/amp.py [--quick] [--threads 1 2] [--widen | --dot] [--model LSTM]
 (--widen: bf16 products widen as on a CPU without AVX512_BF16; --dot: they run the AVX512_BF16
 kernel even where it is not the default (CPUs with AMX). Both give the same bits.)
@@ -48,14 +49,27 @@ def under(step, cast, torch_step: bool = False):
     return run
 
 
-def peak_bytes(fn) -> int:
+def memory(fn) -> tuple[int, int]:
+    """(tracemalloc's peak during the step, what is held when its backward starts: the values
+    the graph saved), both above what was allocated before the step."""
+    held: list[int] = []
+    backward = om.Tensor.backward
+
+    def noting_backward(self, *args, **kwargs):
+        held.append(tracemalloc.get_traced_memory()[0])
+        return backward(self, *args, **kwargs)
+
     gc.collect()
+    om.Tensor.backward = noting_backward
     tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    fn()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return peak - base
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        om.Tensor.backward = backward
+    return peak - base, held[0] - base
 
 
 def main() -> None:
@@ -75,7 +89,7 @@ def main() -> None:
           f"{'on' if om.config()['bf16_dot'] else 'off'}; step time and peak memory against "
           f"float32")
     print(f"{'model':<27} {'thr':>3} {'f32 ms':>8} {'bf16 x':>7} {'fp16 x':>7} "
-          f"{'torch bf16 x':>12} {'mem bf16':>8} {'mem fp16':>8}")
+          f"{'torch bf16 x':>12} {'f32 MiB':>8} {'mem bf16':>8} {'mem fp16':>8} {'saved bf16':>10}")
     refused: dict[str, str] = {}
     for threads in args.threads:
         om.set_num_threads(threads)
@@ -92,8 +106,10 @@ def main() -> None:
             except RuntimeError as e:
                 refused.setdefault(name, str(e).splitlines()[0])
             t = best_seconds(fns, budget)
-            mem = [peak_bytes(fn) for fn in fns[:3]] if threads == 1 else None
-            mem_text = (f"{mem[1] / mem[0]:8.2f} {mem[2] / mem[0]:8.2f}" if mem else "")
+            mem = [memory(fn) for fn in fns[:3]] if threads == 1 else None
+            mem_text = (f"{mem[0][0] / 2**20:8.2f} {mem[1][0] / mem[0][0]:8.2f} "
+                        f"{mem[2][0] / mem[0][0]:8.2f} {mem[1][1] / mem[0][1]:10.2f}"
+                        if mem else "")
             torch_text = f"{t[4] / t[3]:12.2f}" if len(t) == 5 else f"{'refused':>12}"
             print(f"{name:<27} {threads:>3} {t[0] * 1e3:8.2f} {t[1] / t[0]:7.2f} "
                   f"{t[2] / t[0]:7.2f} {torch_text} {mem_text}", flush=True)
