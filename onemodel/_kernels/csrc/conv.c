@@ -554,7 +554,7 @@ static int forward_share(const void *ctx, int rank, int size) {
         const int64_t n0 = t * f->nb, m = min64(f->nb, s->n - n0);
         float *yb = f->y + n0 * s->k * P;
         load_images(s, f->l, f->x, n0, m, src, f->inner);
-        const int srcmin = widening(f->r) ? om_gemm_min_exponent(src, f->l->size) : 0;
+        const int srcmin = widening(f->r) ? om_gemm_min_exponent(f->r, src, f->l->size) : 0;
         for (int64_t g = 0; g < G && !failed; g++) {
             const om_gemm_out yg = {yb + g * kg * P, P, P, s->k * P};
             failed = forward_panels(f->r, s, src, f->plan, g, m * P, f->wp + g * f->wpanel,
@@ -658,7 +658,7 @@ static void weight_part(const om_gemm_rule *r, const om_conv2d_shape *s, const l
     int slow = 0;   /* whether a tile ran the dot rule in C (om_gemm_panels), any group */
     for (int64_t img = n0; img < n0 + m; img++) {
         load_images(s, l, x, img, 1, src, nthreads);
-        const int srcmin = widening(r) ? om_gemm_min_exponent(src, l->size) : 0;
+        const int srcmin = widening(r) ? om_gemm_min_exponent(r, src, l->size) : 0;
         for (int64_t q = 0; q < (rg + cw - 1) / cw; q++) cmin[q] = srcmin;
         if (!taps_first) gather_rows(s, src, plan, 0, rows, P, col, P, nthreads);
         for (int64_t g = 0; g < G; g++) {

@@ -198,15 +198,10 @@ static void transpose_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t 
 }
 
 /* A lower bound of the exponent fields of the nonzero values of n floats (255 if none are):
- * 71 (that of 2^-56) when no nonzero value is smaller, which is quick to check and enough for
- * most products (NO_TINY_SUMS is 2 * 71), else the smallest field. */
-static int min_exponent(const float *x, int64_t n) {
-    int small = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const float v = fabsf(x[i]);
-        small |= (v < 0x1p-56f) & (v != 0.0f);
-    }
-    if (!small) return 71;
+ * 71 (that of 2^-56) when no nonzero value is smaller, which the path's has_tiny checks quickly
+ * and is enough for most products (NO_TINY_SUMS is 2 * 71), else the smallest field. */
+static int min_exponent(const om_gemm_ukernel *u, const float *x, int64_t n) {
+    if (!u->has_tiny(x, n)) return 71;
     uint32_t lowest = 0xFFu;
     for (int64_t i = 0; i < n; i++) {
         const uint32_t e = (om_f32_bits(x[i]) >> 23) & 0xFFu;
@@ -222,12 +217,12 @@ static int64_t packed_depth(const ctx *x, int64_t kc) { return x->bf16 ? kc + (k
 /* Finishes a packed micro-panel of a widening bfloat16 product: the padding depths (from kc
  * to depth) zeroed, and its smallest exponent stored in *emin (if not NULL) for the choice of
  * tile rule. */
-static void finish_panel(int bf16, float *panel, int64_t kc, int64_t depth, int width,
-                         int *emin) {
+static void finish_panel(const om_gemm_ukernel *u, int bf16, float *panel, int64_t kc,
+                         int64_t depth, int width, int *emin) {
     if (!bf16) return;
     for (int64_t k = kc; k < depth; k++)
         for (int j = 0; j < width; j++) panel[k * width + j] = 0.0f;
-    if (emin) *emin = min_exponent(panel, depth * width);
+    if (emin) *emin = min_exponent(u, panel, depth * width);
 }
 
 /* The dot-product kernel's panels: per pair of depths (k, k + 1), words of bf16(k) in the high
@@ -277,7 +272,7 @@ static void pack_a(const ctx *x, int64_t rows, int64_t kc, view a, float *dst, i
         }
         for (int64_t k = 0; k < kc && h < mr; k++)
             for (int i = h; i < mr; i++) dst[k * mr + i] = 0.0f;
-        finish_panel(x->bf16, dst, kc, depth, mr, emin ? emin + i0 / mr : NULL);
+        finish_panel(x->u, x->bf16, dst, kc, depth, mr, emin ? emin + i0 / mr : NULL);
     }
 }
 
@@ -323,7 +318,8 @@ static void pack_b(const ctx *x, int64_t kc, int64_t cols, view b, float *dst, i
         }
     }
     for (int64_t p = 0; p < panels; p++)
-        finish_panel(x->bf16, dst + p * depth * nr, kc, depth, nr, emin ? emin + p : NULL);
+        finish_panel(x->u, x->bf16, dst + p * depth * nr, kc, depth, nr,
+                     emin ? emin + p : NULL);
 }
 
 /* One step of the dot-product instruction's lane: t + a * b rounded once, and a zero of its
@@ -694,7 +690,8 @@ void om_gemm_finish_panels(const om_gemm_rule *r, float *panels, int64_t count, 
         float *panel = panels + q * d * width;
         if (!rounded && !r->pairs)
             r->u.convert(1, depth * width, panel, 0, r->fmt, panel, 0, NULL);
-        finish_panel(r->bf16, panel, depth, d, width, r->pairs || !emin ? NULL : emin + q);
+        finish_panel(&r->u, r->bf16, panel, depth, d, width,
+                     r->pairs || !emin ? NULL : emin + q);
         /* Rounded and paired in place: pair p is written over rows below 2p, read already
          * (row 0 by vectors read before they are written). */
         if (r->pairs)
@@ -703,7 +700,9 @@ void om_gemm_finish_panels(const om_gemm_rule *r, float *panels, int64_t count, 
     }
 }
 
-int om_gemm_min_exponent(const float *x, int64_t n) { return min_exponent(x, n); }
+int om_gemm_min_exponent(const om_gemm_rule *r, const float *x, int64_t n) {
+    return min_exponent(&r->u, x, n);
+}
 
 /* Depth of one block of om_gemm_panels() at most, and floats of b per block: a depth x nr panel
  * of b stays in L1 while the depth x nc block of b (1 MB) stays in L2. Both from the shapes

@@ -66,6 +66,8 @@ typedef struct {
     om_gemm_convert_fn convert;
     om_gemm_convert_pairs_fn convert_pairs;          /* NULL but for the dot kernel's */
     om_gemm_convert_run_pairs_fn convert_run_pairs;
+    /* Whether a nonzero one of n floats is below 2^-56 in magnitude (the widening paths'). */
+    int (*has_tiny)(const float *x, int64_t n);
 } om_gemm_ukernel;
 
 /* The plain C transpose, for paths without a faster one (data movement only: no bits change). */
@@ -162,7 +164,7 @@ void om_gemm_finish_panels(const om_gemm_rule *r, float *panels, int64_t count, 
                            int width, int *emin, int rounded);
 /* A lower bound of the exponents of the nonzero values among n floats, as emin holds them: of
  * the values a caller then packs (a bound for every panel packed from them). */
-int om_gemm_min_exponent(const float *x, int64_t n);
+int om_gemm_min_exponent(const om_gemm_rule *r, const float *x, int64_t n);
 
 /* A matrix whose columns come in segments of `seg` (the images of a batch): element (i, j) at
  * p[i * ld + (j / seg) * seg_stride + j mod seg]. */

@@ -37,7 +37,8 @@ OM_UNROLL(8)
 }
 
 const om_gemm_ukernel *om_gemm_ukernel_f32_avx2(void) {
-    static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32, convert};
+    static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32, convert,
+                                       NULL, NULL, has_tiny};
     return &u;
 }
 

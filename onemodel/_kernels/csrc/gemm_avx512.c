@@ -61,7 +61,8 @@ OM_UNROLL(16)
 }
 
 const om_gemm_ukernel *om_gemm_ukernel_f32_avx512(void) {
-    static const om_gemm_ukernel u = {MR, NR, kernel, transpose, convert, NULL, NULL};
+    static const om_gemm_ukernel u = {MR, NR, kernel, transpose, convert, NULL, NULL,
+                                       has_tiny};
     return &u;
 }
 

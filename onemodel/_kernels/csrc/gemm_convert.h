@@ -19,6 +19,14 @@
 #define OM_F16C 0
 #endif
 
+/* The ukernel's has_tiny (gemm.h) in integers on the bit patterns, which vectorise on every path:
+ * |x| - 1 below 2^-56 - 1 holds for exactly the magnitudes in (0, 2^-56) (not NaN nor zero). */
+static int has_tiny(const float *x, int64_t n) {
+    uint32_t tiny = 0;
+    for (int64_t i = 0; i < n; i++) tiny |= (om_f32_bits(x[i]) & 0x7FFFFFFFu) - 1u < 0x237FFFFFu;
+    return tiny != 0;
+}
+
 /* bf16 bits with a subnormal made a zero of its sign. */
 static inline uint16_t bf16_flushed(uint16_t h) {
     return (h & 0x7F80u) ? h : (uint16_t)(h & 0x8000u);

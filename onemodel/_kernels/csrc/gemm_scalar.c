@@ -23,7 +23,8 @@ static void kernel(int64_t kc, const float *a, const float *b, float *c, int64_t
 }
 
 const om_gemm_ukernel *om_gemm_ukernel_f32_scalar(void) {
-    static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32, convert};
+    static const om_gemm_ukernel u = {MR, NR, kernel, om_gemm_transpose_f32, convert,
+                                       NULL, NULL, has_tiny};
     return &u;
 }
 
