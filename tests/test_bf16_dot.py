@@ -122,6 +122,11 @@ def test_hand_worked_cases(isa):
         ([[two(-130)]], [[two(10)]], 0.0),
         # Cancelling to a tiny negative value gives -0.
         ([[two(-63), two(-63)]], [[-two(-63) * np.float32(1.5)], [two(-63)]], -0.0),
+        # Operands just below 2^-56 beside ones at 2^-56: the exponent sum is one short of the
+        # fma chain's bound, and 128 * 130 - 129 * 129 units of 2^-127 cancel to -2^-127 (the
+        # widening paths' check for values below 2^-56 must catch the lowest octave).
+        ([[two(-57), two(-57) * np.float32(129 / 128)]],
+         [[two(-56) * np.float32(130 / 128)], [-two(-56) * np.float32(129 / 128)]], -0.0),
     ]
     for a, b, want in cases:
         got = product(np.array(a, np.float32), np.array(b, np.float32))[0, 0]
