@@ -25,6 +25,7 @@ import collections
 import contextlib
 import heapq
 import itertools
+import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence, Union
@@ -36,9 +37,48 @@ from ._ieee import quiet
 if TYPE_CHECKING:
     from .tensor import Tensor
 
+
+class AddableGrad:
+    """A gradient a closure can hand back unmade. When it is the last thing a leaf waits for
+    and the leaf's .grad is there to add into, backward has it added straight into .grad
+    (add_into(held): no full-size array beside .grad, and a weight's gradient is the largest
+    transient of a product's backward); otherwise it is made (make()). add_into must leave the
+    bits of held + make()."""
+
+    __slots__ = ("shape", "make", "add_into")
+
+    def __init__(self, shape: tuple, make: Callable[[], np.ndarray],
+                 add_into: Callable[[np.ndarray], None]) -> None:
+        self.shape, self.make, self.add_into = shape, make, add_into
+
+
 # Gradients inside the backward pass are plain float32 arrays; a closure returns one per input
-# (None where that input gets no gradient).
-BackwardFn = Callable[[np.ndarray], Sequence[Optional[np.ndarray]]]
+# (None where that input gets no gradient), or an AddableGrad.
+BackwardFn = Callable[[np.ndarray], Sequence[Union[np.ndarray, AddableGrad, None]]]
+
+
+class _Handed(threading.local):
+    grad_id = 0  # id() of the gradient the running closure may overwrite, or 0
+
+
+_handed = _Handed()
+
+
+def may_overwrite(g: np.ndarray) -> bool:
+    """Whether g is the gradient backward just handed to the running closure and nothing else
+    refers to it (no view, no other input's gradient, not the caller's), C-contiguous float32:
+    an elementwise backward can then write its result into g instead of a new array."""
+    return id(g) == _handed.grad_id
+
+
+def _sole_reference_count() -> int:
+    # What sys.getrefcount says of an array only a local refers to, measured the way backward
+    # asks (interpreters differ in what the call itself adds).
+    local = np.empty(0)
+    return sys.getrefcount(local)
+
+
+_SOLE = _sole_reference_count()
 
 class _GradMode(threading.local):
     # A class attribute: every thread starts enabled, and reading it raises nothing inside
@@ -101,7 +141,7 @@ class Node:
     def __lt__(self, other: "Node") -> bool:  # heap order: newest first
         return self.seq > other.seq
 
-    def run(self, grad: np.ndarray) -> Sequence[Optional[np.ndarray]]:
+    def run(self, grad: np.ndarray) -> Sequence[Union[np.ndarray, AddableGrad, None]]:
         if self.backward_fn is None:
             raise RuntimeError(
                 f"{self.op}: trying to backward through the graph a second time (its saved "
@@ -182,20 +222,29 @@ def _run_hooks(t: "Tensor") -> None:
             hook(t)
 
 
+def _grad_to_add_into(t: "Tensor", shape: tuple) -> Optional[np.ndarray]:
+    """t.grad's array if a gradient of this shape can be added into it in place."""
+    if t.grad is None:
+        return None
+    held = t.grad._data
+    ok = held.dtype == np.float32 and held.shape == shape and held.flags.writeable
+    return held if ok else None
+
+
 def _accumulate(t: "Tensor", g: np.ndarray, fresh: bool) -> None:
     from .tensor import Tensor
     if t.grad is None:
         t.grad = Tensor._wrap(g if fresh and g.flags.c_contiguous
                               else np.array(g, dtype=np.float32, order="C"))
         return
-    held = t.grad._data
-    if held.dtype == np.float32 and held.shape == g.shape and held.flags.writeable:
+    held = _grad_to_add_into(t, g.shape)
+    if held is not None:
         # In place, as torch's AccumulateGrad: the same .grad tensor, no new array per step
         # (no .grad shares memory with another gradient: backward copies those).
         np.add(held, g, out=held)
         t.grad._version += 1
     else:
-        t.grad = Tensor._wrap(held + g)
+        t.grad = Tensor._wrap(t.grad._data + g)
 
 
 @quiet
@@ -216,19 +265,34 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
             leaf_grads[key] = (target, leaf_grads[key][1] + g) if key in leaf_grads \
                 else (target, g)
 
-    def deliver(node: Node, input_grads: Sequence[Optional[np.ndarray]]) -> None:
+    def deliver(node: Node, input_grads: Sequence[Union[np.ndarray, AddableGrad, None]]) -> None:
         # A function of its own, so that no local keeps a finished gradient alive while the
         # next node runs.
         for target, gi in zip(node.inputs, input_grads):
             if target is None:
                 continue
+            key = id(target)
+            if isinstance(gi, AddableGrad):
+                held = None
+                if not isinstance(target, Node) and key not in leaf_grads \
+                        and feeds.get(key) == 1 and target.requires_grad:
+                    held = _grad_to_add_into(target, gi.shape)
+                if held is None:
+                    gi = gi.make()
+                else:  # the leaf's last feed, and nothing else waiting: straight into .grad
+                    assert not isinstance(target, Node) and target.grad is not None
+                    gi.add_into(held)
+                    target.grad._version += 1
+                    del feeds[key]
+                    if _post_hooks:
+                        _run_hooks(target)
+                    continue
             if gi is not None:
                 shape = target.shape
                 if gi.shape != shape:
                     raise RuntimeError(f"{node.op}: internal error: gradient shape {gi.shape} "
                                        f"for an input of shape {shape}")
                 send(target, np.asarray(gi, dtype=np.float32))
-            key = id(target)
             if not isinstance(target, Node) and key in feeds:
                 left = feeds[key] = feeds[key] - 1
                 if not left and key in leaf_grads:  # complete: finish it
@@ -247,7 +311,13 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
     send(root._node if root._node is not None else root, grad)
     while heap:
         node = heapq.heappop(heap)
-        input_grads = node.run(pending.pop(node))
+        g = pending.pop(node)
+        if sys.getrefcount(g) == _SOLE and g.base is None and g.flags.writeable \
+                and g.flags.c_contiguous and g.dtype == np.float32:
+            _handed.grad_id = id(g)
+        input_grads = node.run(g)
+        _handed.grad_id = 0
+        del g
         if not retain_graph:
             node.release()  # what its backward read can go now, not after the whole pass
         deliver(node, input_grads)

@@ -252,3 +252,46 @@ def test_bad_bias_raises_before_writing():
         assert (out == 7).all()
     with pytest.raises(ValueError, match="overlaps"):
         _gemm.gemm(a, b, out, False, False, 1, out[0])
+
+
+@pytest.mark.parametrize("half", [0, 1, 2])
+def test_add_is_one_rounded_add_of_the_product_made_whole(isa, half):
+    """gemm(..., add=True) leaves out + the product, bit for bit what adding the product made
+    whole gives, on every path at 1-3 threads: aᵀ·b as a weight's gradient, depths 1 to KC,
+    edge tiles, a 2-byte operand, tiny bfloat16 products (the dot rule's tiles), and special
+    values in out (NaN, infinities, -0 plus +0)."""
+    rng = np.random.default_rng(6)
+    f32 = np.float32
+    for path in ISAS:
+        isa(path)
+        for m, n, k in [(5, 7, 1), (14, 33, 17), (40, 70, _gemm.KC)]:
+            a, b = rand(rng, k, m), rand(rng, k, n)
+            a[0, :2] = [1e-38, 3e-39]
+            old = rand(rng, m, n)
+            old[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+            b[:, 3] = 0.0                     # a column of +0 products onto the -0
+            operands = [b]
+            if half:                          # b as its 2-byte bits too
+                bits = np.empty(b.shape, np.uint16)
+                _gemm.gemm(a, b, np.empty((m, n), f32), True, False, 1, None, half, None, bits)
+                operands.append(bits)
+            for operand in operands:
+                made = np.empty((m, n), f32)
+                _gemm.gemm(a, operand, made, True, False, 1, None, half)
+                want = old + made
+                for threads in (1, 2, 3):
+                    out = old.copy()
+                    _gemm.gemm(a, operand, out, True, False, threads, None, half, add=True)
+                    np.testing.assert_array_equal(out.view(np.uint32), want.view(np.uint32),
+                                                  err_msg=f"{path} {threads} {m, n, k}")
+
+
+def test_add_refuses_a_bias_and_a_depth_outside_one_k_block_before_writing():
+    f = np.float32
+    for k, bias in ((0, None), (_gemm.KC + 1, None), (4, np.ones(6, f))):
+        out = np.full((3, 6), 7, f)
+        with pytest.raises(ValueError, match=f"adding into out needs no bias and a depth of 1 "
+                                             f"to {_gemm.KC}, got {k}"):
+            _gemm.gemm(np.ones((3, k), f), np.ones((k, 6), f), out, False, False, 1, bias,
+                       add=True)
+        assert (out == 7).all()

@@ -242,3 +242,121 @@ def test_a_feed_forward_block_frees_each_stage_once_the_next_has_it(monkeypatch)
     with amp.autocast("bf16"):
         layer(x).sum().backward()
     assert alive == {"activation in ff2": False, "ff2's input in the dropout": False}
+
+
+def _peak_of(fn) -> int:
+    """tracemalloc's peak while fn runs, above what was allocated before it."""
+    import tracemalloc
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        fn()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def _two_steps_then_sum(model: nn.Module, run) -> list[np.ndarray]:
+    """The .grad of two backward passes accumulated, after checking it against each pass's
+    gradient made alone and added with numpy (the order and rounding of .grad + g)."""
+    alone = []
+    for step in (0, 1):
+        model.zero_grad()
+        run(step)
+        alone.append([p.grad.numpy().copy() for p in model.parameters()])
+    model.zero_grad()
+    run(0)
+    run(1)
+    got = [p.grad.numpy().copy() for p in model.parameters()]
+    for g, g0, g1 in zip(got, *alone):
+        np.testing.assert_array_equal(g.view(np.uint32), (g0 + g1).view(np.uint32))
+    return got
+
+
+@pytest.mark.parametrize("cast", [None, "bf16", "fp16"])
+def test_a_weight_gradient_added_by_the_product_has_the_bits_of_adding_it_made(cast) -> None:
+    """Backward has linear's and matmul's weight gradients added into an existing .grad by the
+    product itself (depth, the batch, within one K block): .grad + g to the bit, on every path
+    at 1-3 threads, under autocast too; past one K block (300 rows), a weight used twice and a
+    2-D operand that is not a leaf take the gradient made whole, with the same bits."""
+    from onemodel import _config, _kernels
+    rng = np.random.default_rng(7)
+    w_shared = nn.Linear(24, 24, bias=False)
+    model = nn.ModuleList([nn.Linear(40, 24), w_shared])
+    w2 = om.from_numpy(rng.standard_normal((24, 9)).astype(np.float32))
+    model.register_parameter("w2", nn.Parameter(w2))
+    w2 = model.w2
+    results = {}
+    for rows in (64, 300):
+        xs = [om.from_numpy(rng.standard_normal((rows, 40)).astype(np.float32)) for _ in (0, 1)]
+
+        def run(step: int) -> None:
+            with amp.autocast(cast) if cast else _no_cast():
+                h = F.relu(model[0](xs[step]))
+                h = model[1](model[1](h))                 # one weight, two feeds
+                loss = ((h @ w2) @ (w2.detach() * 1.0).T).sum()
+            loss.backward()
+
+        for isa in _kernels.available_isas():
+            _kernels.select_isa(isa)
+            for threads in (1, 2, 3):
+                _config.set_num_threads(threads)
+                results[(rows, isa, threads)] = _two_steps_then_sum(model, run)
+        first = results[(rows, _kernels.available_isas()[0], 1)]
+        for key, got in results.items():
+            if key[0] == rows:
+                for g, want in zip(got, first):
+                    np.testing.assert_array_equal(g.view(np.uint32), want.view(np.uint32),
+                                                  err_msg=str(key))
+
+
+def _no_cast():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def test_a_weight_gradient_added_by_the_product_needs_no_array_of_its_size() -> None:
+    """With .grad there to add into, a 1024 x 1024 layer's backward holds no 4 MiB weight
+    gradient beside it: the second step's peak is under one weight's size, and the hook after
+    accumulation sees the finished .grad once per step."""
+    model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024))
+    x = _leaf(32, 1024).detach()
+    seen = []
+    model[2].weight.register_post_accumulate_grad_hook(
+        lambda p: seen.append(float(p.grad.numpy()[0, 0])))
+    model(x).sum().backward()
+    first = model[2].weight.grad.numpy().copy()
+    peak = _peak_of(lambda: model(x).sum().backward())
+    assert peak < 2**20, f"the second backward's peak {peak / 2**20:.2f} MiB"
+    np.testing.assert_array_equal(model[2].weight.grad.numpy(), 2 * first)
+    assert seen == [first[0, 0], 2 * first[0, 0]]
+
+
+def test_relus_backward_writes_into_a_gradient_only_it_holds() -> None:
+    """relu's backward writes its result into the gradient handed to it when nothing else
+    refers to that array: the peak of a chain's backward is one gradient less; the caller's
+    gradient and one handed to two inputs (add's) are left alone, and the results are the
+    same."""
+    leaf = _leaf(512, 512)
+    g = RNG.standard_normal((512, 512)).astype(np.float32)
+    g_copy = g.copy()
+    y = F.relu(leaf)
+    y.backward(om.from_numpy(g))
+    np.testing.assert_array_equal(g, g_copy)
+    want = np.where(y.detach().numpy() > 0, g, np.float32(0))
+    np.testing.assert_array_equal(leaf.grad.numpy(), want)
+
+    leaf.grad = None
+    (F.relu(leaf * 2.0) + F.relu(leaf * -3.0)).backward(om.from_numpy(g))
+    x = leaf.detach().numpy()
+    both = np.where(x * 2 > 0, g * np.float32(2), 0) + np.where(x * -3 > 0, g * np.float32(-3), 0)
+    np.testing.assert_array_equal(leaf.grad.numpy(), both.astype(np.float32))
+    np.testing.assert_array_equal(g, g_copy)
+
+    size = leaf.numel() * 4
+    leaf.grad = None
+    z, root = F.relu(leaf) * 3.0, om.from_numpy(g)
+    peak = _peak_of(lambda: z.backward(root))    # g * 3, then relu's result in its place
+    assert peak < 1.5 * size, f"the chain's backward peak {peak / size:.2f} gradients"
+    np.testing.assert_array_equal(leaf.grad.numpy(), np.where(x > 0, g * np.float32(3), 0))

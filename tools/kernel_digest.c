@@ -157,7 +157,7 @@ static void check_gemm(run_t *r, int nt) {
             for (int64_t i = 0; i < batch * k * n; i++) b[i] *= (i % 3) ? 0x1p-60f : 1.0f;
             om_gemm_operand ha = {a, m * k, t & 1, OM_F32_TO_BF16, NULL};
             om_gemm_operand hb = {b, k * n, t >> 1, OM_F32_TO_BF16, NULL};
-            om_gemm(batch, m, n, k, ha, hb, c, nt);
+            om_gemm(batch, m, n, k, ha, hb, c, 0, nt);
             rec_f32(r, strcat(name, " bf16"), c, batch * m * n);
             free(a), free(b), free(c);
         }

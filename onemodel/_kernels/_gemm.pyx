@@ -22,14 +22,14 @@ cnp.import_array()
 
 cdef extern from "gemm.h" nogil:
     enum:
-        OM_F32, OM_F32_TO_BF16, OM_F32_TO_F16, OM_BF16, OM_F16
+        OM_F32, OM_F32_TO_BF16, OM_F32_TO_F16, OM_BF16, OM_F16, OM_GEMM_KC
     ctypedef struct om_gemm_operand:
         const void *p
         int64_t batch_stride
         int trans, fmt
         uint16_t *save
     int om_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
-                om_gemm_operand b, float *c, int nthreads)
+                om_gemm_operand b, float *c, int add, int nthreads)
     int om_gemm_set_bf16_dot(int on)
     int om_gemm_bf16_dot()
 
@@ -37,6 +37,7 @@ cdef extern from "isa.h" nogil:
     int om_bf16_dot_available()
 
 HALF_NAMES = (None, "bf16", "fp16")
+KC = OM_GEMM_KC  # the largest depth gemm can add into out (one K block)
 
 
 def bf16_dot_available() -> bool:
@@ -132,7 +133,7 @@ cdef void _shape3(x, int64_t *dims) noexcept:
 
 
 def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads, bias=None, int half=0,
-         save_a=None, save_b=None) -> None:
+         save_a=None, save_b=None, bint add=False) -> None:
     """out[p] = op(a[p]) @ op(b[p]) (+ bias); op transposes the last two axes when trans_* is set.
 
     a, b, out: float32 C-contiguous, 2-D (one product) or 3-D (batch, rows, cols). The batch of
@@ -142,7 +143,8 @@ def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads, bias=None, int hal
     half: 0 (float32 operands as they are), 1 or 2: every operand rounded to bfloat16 or
     float16 as packing reads it (a float32 array), or holding those bits (a uint16 array);
     save_a / save_b (uint16, the shape of a float32 a / b) then receive the rounded bits.
-    Everything is checked before the kernel writes anything.
+    add: out += the product instead (the bits of adding it made whole), for a depth of 1 to KC
+    and no bias. Everything is checked before the kernel writes anything.
     """
     if half < 0 or half > 2:
         raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: half must be 0, 1 "
@@ -179,6 +181,9 @@ def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads, bias=None, int hal
     if nthreads < 1:
         raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: nthreads must be "
                          f">= 1, got {nthreads}")
+    if add and (bias is not None or not 1 <= k <= OM_GEMM_KC):
+        raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: adding into out needs "
+                         f"no bias and a depth of 1 to {OM_GEMM_KC}, got {k}")
     if bias is not None and not (f32_array(bias, False) and cnp.PyArray_NDIM(<cnp.ndarray>bias) == 1
                                  and cnp.PyArray_DIM(<cnp.ndarray>bias, 0) == n):
         raise ValueError(f"matmul: {_operands(a, b, trans_a, trans_b)}: bias must be a "
@@ -205,7 +210,7 @@ def gemm(a, b, out, bint trans_a, bint trans_b, int nthreads, bias=None, int hal
     cdef int64_t row, j
     cdef int status
     with nogil:
-        status = om_gemm(batch, m, n, k, oa, ob, cp, nthreads)
+        status = om_gemm(batch, m, n, k, oa, ob, cp, add, nthreads)
         if status == 0 and biasp != NULL:
             for row in range(batch * m):
                 for j in range(n):

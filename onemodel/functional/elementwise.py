@@ -16,6 +16,7 @@ import numpy as np
 
 from .._ieee import quiet
 from .._kernels import _vmath
+from ..autograd import may_overwrite
 from ..tensor import Tensor, float32
 from ._core import as_tensor, record, require_float, sum_to_shape, threads
 
@@ -424,27 +425,33 @@ def relu(input: Tensor) -> Tensor:
     PyTorch; float32 by the vmath kernel (one pass each way), integers by numpy.
 
     The backward needs only where the gradient passes: from _RELU_MASKED elements on, the
-    graph keeps that as one byte per element (not the float32 output, which the next op may
+    graph keeps that as one bit per element (not the float32 output, which the next op may
     not need to keep), and the kernel reads it widened to 1.0 / 0.0; below, the output itself
-    (the mask's two passes would cost more time than its memory is worth)."""
+    (the mask's passes would cost more time than its memory is worth)."""
     x = as_tensor(input, "relu")
     if x._data.dtype != float32:
         return Tensor._wrap(np.maximum(x._data, 0))
     if x._data.size < _RELU_MASKED:
         return _transcendental("relu", x, "relu")
     out = _vm("relu", x._data)
-    stops = np.less_equal(out, 0)  # the gradient stops there (a NaN output passes it)
+    flat_out = out.reshape(-1)
+    # Where the gradient stops (a NaN output passes it), packed 8 to a byte a block at a time
+    # (blocks of whole bytes: no full-size byte mask beside the output either).
+    stops = np.empty((out.size + 7) // 8, np.uint8)
+    for i in range(0, out.size, _RELU_MASKED):
+        stops[i // 8:(i + _RELU_MASKED) // 8] = np.packbits(
+            np.less_equal(flat_out[i:i + _RELU_MASKED], 0))
 
     def backward(g: np.ndarray) -> tuple:
         # The mask is widened a block at a time: a widened copy of all of it would be as large
         # as the gradient, alive beside it and dx at the peak of a convnet's backward.
-        dx = np.empty(g.shape, float32)
-        flat_g, flat_dx, flat_stops = np.asarray(g, float32, order="C").reshape(-1), \
-            dx.reshape(-1), stops.reshape(-1)
+        dx = g if may_overwrite(g) else np.empty(g.shape, float32)
+        flat_g, flat_dx = np.asarray(g, float32, order="C").reshape(-1), dx.reshape(-1)
         for i in range(0, dx.size, _RELU_MASKED):
-            block = slice(i, i + _RELU_MASKED)
-            _vmath.unary_backward("relu", np.subtract(_ONE, flat_stops[block], dtype=float32),
-                                  flat_g[block], flat_dx[block], threads())
+            n = min(_RELU_MASKED, dx.size - i)
+            block_stops = np.unpackbits(stops[i // 8:(i + n + 7) // 8], count=n)
+            _vmath.unary_backward("relu", np.subtract(_ONE, block_stops, dtype=float32),
+                                  flat_g[i:i + n], flat_dx[i:i + n], threads())
         return (dx,)
 
     return record("relu", out, (x,), backward)

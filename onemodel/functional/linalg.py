@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from .. import _autocast
+from .. import _autocast, autograd
 from .._kernels import _gemm
 from ..tensor import Tensor
 from . import _core
@@ -53,6 +53,25 @@ def _record(op: str, out: np.ndarray, inputs: tuple, backward, keeps: tuple) -> 
 
 def _rows(shape: tuple) -> int:
     return math.prod(shape)  # not np.prod, which costs microseconds per call
+
+
+def _shaped(x: np.ndarray, shape: tuple) -> np.ndarray:
+    """x itself where it has the shape already: a reshaped view would keep backward from
+    handing the array on as one the next closure may overwrite (autograd.may_overwrite)."""
+    return x if x.shape == shape else x.reshape(shape)
+
+
+def _weight_grad(a: np.ndarray, b: np.ndarray, half: int, shape: tuple):
+    """aᵀ·b (2-D), the gradient of an operand of `shape`. Where that is the product's shape and
+    its depth (a's rows) one K block, an autograd.AddableGrad: backward can have the kernel add
+    it straight into a weight's .grad."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    if shape != (a.shape[1], b.shape[1]) or not 0 < a.shape[0] <= _gemm.KC:
+        return _shaped(_product(a, b, trans_a=True, half=half), shape)
+
+    def add_into(out: np.ndarray) -> None:
+        _gemm.gemm(a, b, out, True, False, _core.threads(), None, half, add=True)
+    return autograd.AddableGrad(shape, lambda: _product(a, b, trans_a=True, half=half), add_into)
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
@@ -96,10 +115,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             ga = gb = None
             if grad_a:
                 assert b_keep is not None  # kept for a's gradient
-                ga = _product(g_rows, b_keep, trans_b=True, half=half).reshape(sa)
+                ga = _shaped(_product(g_rows, b_keep, trans_b=True, half=half), sa)
             if grad_b:
                 assert a_keep is not None
-                gb = _product(a_keep, g_rows, trans_a=True, half=half).reshape(sb)
+                gb = _weight_grad(a_keep, g_rows, half, sb)
             return ga, gb
 
         if out.shape != out_shape:
@@ -183,10 +202,10 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
         gx = gw = None
         if grad_x:
             assert w_keep is not None  # kept for x's gradient
-            gx = _product(g_rows, w_keep, half=half).reshape(sx)
+            gx = _shaped(_product(g_rows, w_keep, half=half), sx)
         if grad_w:
             assert x_keep is not None
-            gw = _product(g_rows, x_keep, trans_a=True, half=half)
+            gw = _weight_grad(g_rows, x_keep, half, sw)
         if not has_bias:
             return gx, gw
         return gx, gw, (_core.sum_axis(g_rows, 0) if grad_b else None)

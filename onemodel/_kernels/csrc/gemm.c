@@ -139,6 +139,7 @@ typedef struct {
     int pairs;              /* its panels are pairs for the dot-product kernel u */
     const int *amin, *bmin; /* the widening paths' smallest exponent per micro-panel */
     const int *packed_bmin; /* packed_b's, per (K block, panel) */
+    int add;                /* tiles are added into C (om_gemm's add) */
 } ctx;
 
 void om_gemm_transpose_f32(int64_t depth, int rows, const float *src, int64_t rs, float *dst,
@@ -368,8 +369,8 @@ static float *seg_at(const om_gemm_out *c, int64_t i, int64_t j) {
     return c->p + i * c->ld + j / c->seg * c->seg_stride + j % c->seg;
 }
 
-/* Rows [i0, i0 + h), columns [j0, j0 + w) of c into (in) or out of a tile of row stride nr,
- * piece by piece between segments. */
+/* Rows [i0, i0 + h), columns [j0, j0 + w) of c into (in) or out of a tile of row stride nr
+ * (added where c->add), piece by piece between segments. */
 static void tile_copy(const om_gemm_out *c, int64_t i0, int64_t h, int64_t j0, int64_t w,
                       float *tile, int nr, int in) {
     for (int64_t j = 0; j < w;) {
@@ -377,17 +378,20 @@ static void tile_copy(const om_gemm_out *c, int64_t i0, int64_t h, int64_t j0, i
                                                                  : w - j;
         float *p = seg_at(c, i0, j0 + j);
         for (int64_t i = 0; i < h; i++) {
+            float *row = p + i * c->ld, *t = tile + i * nr + j;
             if (in)
-                copy_floats(tile + i * nr + j, p + i * c->ld, (int)len);
+                copy_floats(t, row, (int)len);
+            else if (c->add)
+                for (int64_t q = 0; q < len; q++) row[q] = row[q] + t[q];
             else
-                copy_floats(p + i * c->ld, tile + i * nr + j, (int)len);
+                copy_floats(row, t, (int)len);
         }
         j += len;
     }
 }
 
 /* The tile of c at rows [i0, i0 + h), columns [j0, j0 + w) from micro-panels ap and bp over
- * depth: in place when whole and inside one segment, else through a local tile. A widening
+ * depth: in place when whole and inside one segment and not added, else through a local tile. A widening
  * bfloat16 product (widen) runs the dot rule in C unless no sum can be tiny (amin, bmin: the
  * panels' smallest exponents; the partial sums carried in are looked at if check_carry);
  * returns whether it did. */
@@ -396,7 +400,7 @@ static int run_tile(const om_gemm_ukernel *u, int widen, int64_t depth, const fl
                     int64_t h, int64_t j0, int64_t w, int accumulate, int check_carry) {
     const int mr = u->mr, nr = u->nr;
     OM_ALIGNED(64) float edge[16 * 64];   /* one tile, mr * nr <= 1024 */
-    const int whole = h == mr && w == nr && j0 % c->seg + nr <= c->seg;
+    const int whole = !c->add && h == mr && w == nr && j0 % c->seg + nr <= c->seg;
     float *tile = whole ? seg_at(c, i0, j0) : edge;
     const int64_t ld = whole ? c->ld : nr;
     if (accumulate && !whole) tile_copy(c, i0, h, j0, w, edge, nr, 1);
@@ -418,7 +422,7 @@ static int macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth,
                         int64_t ldc, int accumulate, int check_carry) {
     int slow = 0;
     const int mr = x->u->mr, nr = x->u->nr, widen = x->bf16 && !x->pairs;
-    const om_gemm_out out = {c, ldc, INT64_MAX, 0};
+    const om_gemm_out out = {c, ldc, INT64_MAX, 0, x->add};
     for (int64_t i0 = 0; i0 < rows; i0 += mr) {
         const int64_t h = rows - i0 < mr ? rows - i0 : mr;
         for (int64_t j0 = 0; j0 < cols; j0 += nr) {
@@ -512,6 +516,7 @@ typedef struct {
     const int *packed_bmin;        /* its smallest exponents, or NULL */
     int bf16;                      /* a bfloat16 product (ctx.bf16) */
     int dot;                       /* u's kernel is the dot-product one (ctx.pairs) */
+    int add;                       /* ctx.add */
 } plan;
 
 /* Thread `rank` of `size`'s part: its scratch, its share of the shared packing, its share of
@@ -525,7 +530,7 @@ static int run_jobs(const void *product_plan, int rank, int size) {
     const int64_t a_panels = (m + u->mr - 1) / u->mr, k_blocks = (k + OM_GEMM_KC - 1) / OM_GEMM_KC;
     const int64_t jobs = pl->batch * pl->gm * pl->gn;
     ctx x = {u, m, n, k, pl->mc, pl->nc, NULL, NULL, pl->shared_a, pl->packed_b, pl->bf16,
-             pl->dot, pl->shared_amin, NULL, pl->packed_bmin};
+             pl->dot, pl->shared_amin, NULL, pl->packed_bmin, pl->add};
     const int64_t kc = packed_depth(&x, min64(k, OM_GEMM_KC));
     const size_t abytes = (size_t)(round_up(pl->mc, u->mr) * kc) * sizeof(float);
     const size_t bbytes = (size_t)(round_up(pl->nc, u->nr) * kc) * sizeof(float);
@@ -566,7 +571,9 @@ static int run_jobs(const void *product_plan, int rank, int size) {
 
 /* om_gemm, with op(B) already packed (packed, batch 1) or packed here. */
 static int product(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
-                   om_gemm_operand b, const om_gemm_packed *packed, float *c, int nthreads) {
+                   om_gemm_operand b, const om_gemm_packed *packed, float *c, int add,
+                   int nthreads) {
+    if (add && (k < 1 || k > OM_GEMM_KC)) return -2;
     if (batch <= 0 || m <= 0 || n <= 0) return 0;
     if (k == 0) {
         memset(c, 0, (size_t)(batch * m * n) * sizeof(float));
@@ -578,7 +585,7 @@ static int product(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_opera
     const om_gemm_ukernel *u = dot ? &dot_set : ukernels[om_isa]();
     plan pl = {u, batch, m, n, k, a.batch_stride, b.batch_stride, operand_view(a, m, k),
                operand_view(b, k, n), c, 1, 1, 0, 0, 0, 0, NULL, NULL,
-               packed ? packed->panels : NULL, packed ? packed->bmin : NULL, bf16, dot};
+               packed ? packed->panels : NULL, packed ? packed->bmin : NULL, bf16, dot, add};
 
     /* Whole products per thread when the batch divides evenly, else sub-blocks of each. */
     int t = om_threads_for(batch * m * n * k, GRAIN_FMAS, nthreads);
@@ -612,12 +619,12 @@ int om_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
                  float *c, int nthreads) {
     om_gemm_operand av = {a, a_batch_stride, trans_a, OM_F32, NULL};
     om_gemm_operand bv = {b, b_batch_stride, trans_b, OM_F32, NULL};
-    return product(batch, m, n, k, av, bv, NULL, c, nthreads);
+    return product(batch, m, n, k, av, bv, NULL, c, 0, nthreads);
 }
 
 int om_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
-            om_gemm_operand b, float *c, int nthreads) {
-    return product(batch, m, n, k, a, b, NULL, c, nthreads);
+            om_gemm_operand b, float *c, int add, int nthreads) {
+    return product(batch, m, n, k, a, b, NULL, c, add, nthreads);
 }
 
 int om_gemm_pack_b(int64_t k, int64_t n, om_gemm_operand b, om_gemm_packed *out) {
@@ -661,7 +668,7 @@ int om_gemm_packed_product(int64_t m, om_gemm_operand a, const om_gemm_packed *b
     if (b->isa != om_isa || is_bf16(a.fmt) != bf16 || b->pairs != pairs) return -1;
     a.batch_stride = 0;
     const om_gemm_operand bv = {b->b, 0, b->trans_b, b->fmt, NULL};
-    return product(1, m, b->n, b->k, a, bv, b, c, nthreads);
+    return product(1, m, b->n, b->k, a, bv, b, c, 0, nthreads);
 }
 
 /* ---- Products of panels a caller packs (gemm.h) ----------------------------------------- */

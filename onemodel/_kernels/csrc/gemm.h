@@ -113,9 +113,11 @@ typedef struct {
  * bit for bit what om_gemm_f32 gives on them (each element of `save` is written once), except
  * for a bfloat16 product (both operands bf16), which follows the dot-product instruction
  * (gemm.c): an odd depth is padded with a zero, and a sum that is tiny after rounding becomes a
- * zero of its sign. */
+ * zero of its sign. With add, c = c + the product instead (one rounded addition per element,
+ * the bits of adding the product made whole), for 1 <= k <= OM_GEMM_KC only (returns -2
+ * otherwise: more K blocks carry partial sums through c). */
 int om_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
-            om_gemm_operand b, float *c, int nthreads);
+            om_gemm_operand b, float *c, int add, int nthreads);
 
 /* op(B) packed once for many products with it, on the path (and with the bf16 kernel choice)
  * in force when packing. */
@@ -167,10 +169,11 @@ void om_gemm_finish_panels(const om_gemm_rule *r, float *panels, int64_t count, 
 int om_gemm_min_exponent(const om_gemm_rule *r, const float *x, int64_t n);
 
 /* A matrix whose columns come in segments of `seg` (the images of a batch): element (i, j) at
- * p[i * ld + (j / seg) * seg_stride + j mod seg]. */
+ * p[i * ld + (j / seg) * seg_stride + j mod seg]; add: finished tiles are added into it. */
 typedef struct {
     float *p;
     int64_t ld, seg, seg_stride;
+    int add;
 } om_gemm_out;
 
 /* Columns [c0, c0 + n) of c (m rows) = a * b, or += with accumulate: a in panels of mr rows, b
