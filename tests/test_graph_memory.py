@@ -360,3 +360,33 @@ def test_relus_backward_writes_into_a_gradient_only_it_holds() -> None:
     peak = _peak_of(lambda: z.backward(root))    # g * 3, then relu's result in its place
     assert peak < 1.5 * size, f"the chain's backward peak {peak / size:.2f} gradients"
     np.testing.assert_array_equal(leaf.grad.numpy(), np.where(x > 0, g * np.float32(3), 0))
+
+
+def test_a_max_pool_keeps_its_indices_in_two_bytes() -> None:
+    """What max_pool2d's node keeps is 2 bytes an output (not int64), and its gradient has the
+    bits of the int64 indices' (return_indices), also over several blocks of planes, on ties
+    (the first maximum) and a plane of 2^16 elements (the largest 2-byte offsets)."""
+    x = RNG.standard_normal((8, 40, 32, 32)).astype(np.float32)
+    x[:, :, :2] = 1.0                               # ties: the gradient goes to the first
+    g = RNG.standard_normal((8, 40, 16, 16)).astype(np.float32)
+    leaf = om.from_numpy(x).requires_grad_()
+    import tracemalloc
+    gc.collect()
+    tracemalloc.start()
+    out = F.max_pool2d(leaf, 2)
+    held = tracemalloc.get_traced_memory()[0] - out.numel() * 4
+    tracemalloc.stop()
+    assert held < out.numel() * 2.1, f"max_pool2d keeps {held / out.numel():.2f} bytes an output"
+    out.backward(om.from_numpy(g))
+    indexed = om.from_numpy(x).requires_grad_()
+    out64, idx = F.max_pool2d(indexed, 2, return_indices=True)
+    out64.backward(om.from_numpy(g))
+    assert idx.numpy().dtype == np.int64
+    np.testing.assert_array_equal(out.detach().numpy(), out64.detach().numpy())
+    np.testing.assert_array_equal(leaf.grad.numpy().view(np.uint32),
+                                  indexed.grad.numpy().view(np.uint32))
+    wide = _leaf(1, 2, 256, 256)
+    F.max_pool2d(wide, 2, stride=1).sum().backward()
+    wide64 = om.from_numpy(wide.detach().numpy()).requires_grad_()
+    F.max_pool2d(wide64, 2, stride=1, return_indices=True)[0].sum().backward()
+    np.testing.assert_array_equal(wide.grad.numpy(), wide64.grad.numpy())

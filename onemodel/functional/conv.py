@@ -215,6 +215,10 @@ def _pool_args(x: Tensor, kernel_size: IntPair, stride: Optional[IntPair], paddi
     return kernel, padding, dilation, rows, cols
 
 
+# Output elements of the block of planes whose int64 indices max_pool2d holds at once.
+_POOL_BLOCK = 1 << 16
+
+
 def max_pool2d(input: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
                padding: IntPair = 0, dilation: IntPair = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Any:
@@ -229,17 +233,27 @@ def max_pool2d(input: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = 
     windows = (hs, he, ws, we)
     xp = _planes(x)
     y = np.empty((xp.shape[0], oh, ow), np.float32)
-    idx = np.empty(y.shape, np.int64)
-    _conv.max_pool2d(xp, y, idx, *windows, sh, sw, _core.threads())
+    # The backward reads only the indices: the graph keeps them in 2 bytes where a plane has
+    # at most 2^16 elements (the kernel's int64 ones exist for a block of planes at a time).
+    compact = not return_indices and x.shape[-2] * x.shape[-1] <= 1 << 16
+    idx = np.empty(y.shape, np.uint16 if compact else np.int64)
+    step = max(1, _POOL_BLOCK // max(1, oh * ow)) if compact else max(1, len(y))
+    for p in range(0, len(y), step):
+        planes = slice(p, p + step)
+        block = np.empty(y[planes].shape, np.int64) if compact else idx[planes].view(np.int64)
+        _conv.max_pool2d(xp[planes], y[planes], block, *windows, sh, sw, _core.threads())
+        if compact:
+            idx[planes] = block
     out_shape = x.shape[:-2] + (oh, ow)
-    # The backward reads only the indices: the closure keeps shapes, not x or y.
     x_shape, planes_shape, y_shape = x.shape, xp.shape, y.shape
 
     def backward(g: np.ndarray):
-        gx = np.empty(planes_shape, np.float32)
-        _conv.max_pool2d_backward(np.ascontiguousarray(g.reshape(y_shape)), idx, gx, *windows,
-                                  _core.threads())
-        return (gx.reshape(x_shape),)
+        gx = np.empty(x_shape, np.float32)  # not a view: the next backward may write into it
+        gx_planes, gy = gx.reshape(planes_shape), np.ascontiguousarray(g.reshape(y_shape))
+        for p in range(0, len(gy), step):
+            _conv.max_pool2d_backward(gy[p:p + step], np.asarray(idx[p:p + step], np.int64),
+                                      gx_planes[p:p + step], *windows, _core.threads())
+        return (gx,)
 
     out = _core.record(op, y.reshape(out_shape), (x,), backward)
     return (out, Tensor._wrap(idx.reshape(out_shape))) if return_indices else out
