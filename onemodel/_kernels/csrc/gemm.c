@@ -369,8 +369,8 @@ static float *seg_at(const om_gemm_out *c, int64_t i, int64_t j) {
     return c->p + i * c->ld + j / c->seg * c->seg_stride + j % c->seg;
 }
 
-/* Rows [i0, i0 + h), columns [j0, j0 + w) of c into (in) or out of a tile of row stride nr
- * (added where c->add), piece by piece between segments. */
+/* Rows [i0, i0 + h), columns [j0, j0 + w) of c into (in) or out of a tile of row stride nr,
+ * piece by piece between segments. */
 static void tile_copy(const om_gemm_out *c, int64_t i0, int64_t h, int64_t j0, int64_t w,
                       float *tile, int nr, int in) {
     for (int64_t j = 0; j < w;) {
@@ -378,23 +378,20 @@ static void tile_copy(const om_gemm_out *c, int64_t i0, int64_t h, int64_t j0, i
                                                                  : w - j;
         float *p = seg_at(c, i0, j0 + j);
         for (int64_t i = 0; i < h; i++) {
-            float *row = p + i * c->ld, *t = tile + i * nr + j;
             if (in)
-                copy_floats(t, row, (int)len);
-            else if (c->add)
-                for (int64_t q = 0; q < len; q++) row[q] = row[q] + t[q];
+                copy_floats(tile + i * nr + j, p + i * c->ld, (int)len);
             else
-                copy_floats(row, t, (int)len);
+                copy_floats(p + i * c->ld, tile + i * nr + j, (int)len);
         }
         j += len;
     }
 }
 
 /* The tile of c at rows [i0, i0 + h), columns [j0, j0 + w) from micro-panels ap and bp over
- * depth: in place when whole and inside one segment and not added, else through a local tile. A widening
- * bfloat16 product (widen) runs the dot rule in C unless no sum can be tiny (amin, bmin: the
- * panels' smallest exponents; the partial sums carried in are looked at if check_carry);
- * returns whether it did. */
+ * depth: in place when whole and inside one segment, else through a local tile, which c->add
+ * adds into c. A widening bfloat16 product (widen) runs the dot rule in C unless no sum can be
+ * tiny (amin, bmin: the panels' smallest exponents; the partial sums carried in are looked at
+ * if check_carry); returns whether it did. */
 static int run_tile(const om_gemm_ukernel *u, int widen, int64_t depth, const float *ap,
                     int amin, const float *bp, int bmin, const om_gemm_out *c, int64_t i0,
                     int64_t h, int64_t j0, int64_t w, int accumulate, int check_carry) {
@@ -410,7 +407,10 @@ static int run_tile(const om_gemm_ukernel *u, int widen, int64_t depth, const fl
         dot_rule_tile(mr, nr, depth, ap, bp, tile, ld, accumulate);
     else
         u->kernel(depth, ap, bp, tile, ld, accumulate);
-    if (!whole) tile_copy(c, i0, h, j0, w, edge, nr, 0);
+    float *restrict out = c->p + i0 * c->ld + j0;   /* c->add: an unsegmented c (om_gemm) */
+    for (int64_t i = 0; i < h && c->add; i++)
+        for (int64_t j = 0; j < w; j++) out[i * c->ld + j] = out[i * c->ld + j] + edge[i * nr + j];
+    if (!whole && !c->add) tile_copy(c, i0, h, j0, w, edge, nr, 0);
     return slow;
 }
 

@@ -169,7 +169,8 @@ void om_gemm_finish_panels(const om_gemm_rule *r, float *panels, int64_t count, 
 int om_gemm_min_exponent(const om_gemm_rule *r, const float *x, int64_t n);
 
 /* A matrix whose columns come in segments of `seg` (the images of a batch): element (i, j) at
- * p[i * ld + (j / seg) * seg_stride + j mod seg]; add: finished tiles are added into it. */
+ * p[i * ld + (j / seg) * seg_stride + j mod seg]; add (one segment only): finished tiles are
+ * added into it. */
 typedef struct {
     float *p;
     int64_t ld, seg, seg_stride;
