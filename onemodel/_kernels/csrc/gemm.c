@@ -157,20 +157,19 @@ static inline void copy_floats(float *dst, const float *src, int n) {
 /* `runs` runs of n values of v contiguous in memory, run i from element (r, c) + i * step (in
  * elements) into dst + i * dst_stride (converted); a run's source is fetched 8 runs ahead.
  * float32 values to round without saving their bits into runs back to back (a tile's height)
- * are copied, then rounded in place as one run: per run, converting cost more than it did. */
-static void load_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int64_t runs,
-                      int64_t step, int n, float *dst, int64_t dst_stride) {
+ * are copied, then rounded in place as one run: per run, converting cost more than it did.
+ * Returns convert's. */
+static int load_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int64_t runs,
+                     int64_t step, int n, float *dst, int64_t dst_stride) {
     view at = shifted(v, r, c, 1);
     const int round_after = v.fmt <= OM_F32_TO_F16 && !at.save && dst_stride == n;
-    if (v.fmt != OM_F32 && !round_after) {
-        u->convert(runs, n, at.p, step, v.fmt, dst, dst_stride, at.save);
-        return;
-    }
+    if (v.fmt != OM_F32 && !round_after)
+        return u->convert(runs, n, at.p, step, v.fmt, dst, dst_stride, at.save);
     for (int64_t i = 0; i < runs; i++) {
         OM_PREFETCH((const float *)at.p + (i + 8) * step);
         copy_floats(dst + i * dst_stride, (const float *)at.p + i * step, n);
     }
-    if (v.fmt != OM_F32) u->convert(1, runs * n, dst, 0, v.fmt, dst, 0, NULL);
+    return v.fmt != OM_F32 && u->convert(1, runs * n, dst, 0, v.fmt, dst, 0, NULL);
 }
 
 /* The runs of a converting transpose are short (a K block), too short for the hardware to
@@ -185,17 +184,20 @@ static void prefetch_runs(view v, int64_t r, int64_t c, int dr, int dc, int64_t 
 }
 
 /* The transposing step over `rows` <= 16 runs of depth contiguous values, run i from element
- * (r + i * dr, c + i * dc); other formats are converted into `rowbuf` first (it stays in L1). */
-static void transpose_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int dr,
-                           int dc, int64_t depth, int rows, float *rowbuf, float *dst, int width) {
+ * (r + i * dr, c + i * dc); other formats are converted into `rowbuf` first (it stays in L1).
+ * Returns convert's. */
+static int transpose_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int dr,
+                          int dc, int64_t depth, int rows, float *rowbuf, float *dst, int width) {
     if (v.fmt == OM_F32) {
         u->transpose(depth, rows, shifted(v, r, c, 0).p, dr * v.rs + dc * v.cs, dst, width);
-        return;
+        return 0;
     }
     prefetch_runs(v, r, c, dr, dc, depth, rows);
     const view first = shifted(v, r, c, 1);
-    u->convert(rows, depth, first.p, dr * v.rs + dc * v.cs, v.fmt, rowbuf, depth, first.save);
+    const int tiny = u->convert(rows, depth, first.p, dr * v.rs + dc * v.cs, v.fmt, rowbuf,
+                                depth, first.save);
     u->transpose(depth, rows, rowbuf, depth, dst, width);
+    return tiny;
 }
 
 /* A lower bound of the exponent fields of the nonzero values of n floats (255 if none are):
@@ -217,13 +219,14 @@ static int64_t packed_depth(const ctx *x, int64_t kc) { return x->bf16 ? kc + (k
 
 /* Finishes a packed micro-panel of a widening bfloat16 product: the padding depths (from kc
  * to depth) zeroed, and its smallest exponent stored in *emin (if not NULL) for the choice of
- * tile rule. */
+ * tile rule; `tiny`: whether packing's conversion saw a tiny value (then the panel is scanned;
+ * 1 where unknown). */
 static void finish_panel(const om_gemm_ukernel *u, int bf16, float *panel, int64_t kc,
-                         int64_t depth, int width, int *emin) {
+                         int64_t depth, int width, int tiny, int *emin) {
     if (!bf16) return;
     for (int64_t k = kc; k < depth; k++)
         for (int j = 0; j < width; j++) panel[k * width + j] = 0.0f;
-    if (emin) *emin = min_exponent(u, panel, depth * width);
+    if (emin) *emin = tiny ? min_exponent(u, panel, depth * width) : 71;
 }
 
 /* The dot-product kernel's panels: per pair of depths (k, k + 1), words of bf16(k) in the high
@@ -266,14 +269,13 @@ static void pack_a(const ctx *x, int64_t rows, int64_t kc, view a, float *dst, i
                 pairs_from_rows(x, a, i0, 0, 0, 1, kc, h, dst, mr, 0);
             continue;
         }
-        if (a.cs == 1) {   /* rows of A contiguous along k: a transpose (mr <= 16) */
-            transpose_runs(u, a, i0, 0, 1, 0, kc, h, rowbuf, dst, mr);
-        } else {           /* op(A) = transpose: each k holds the mr values contiguously */
-            load_runs(u, a, i0, 0, kc, a.cs, h, dst, mr);
-        }
+        const int tiny =   /* rows of A contiguous along k: a transpose (mr <= 16), else
+                            * (op(A) = transpose) each k holds the mr values contiguously */
+            a.cs == 1 ? transpose_runs(u, a, i0, 0, 1, 0, kc, h, rowbuf, dst, mr)
+                      : load_runs(u, a, i0, 0, kc, a.cs, h, dst, mr);
         for (int64_t k = 0; k < kc && h < mr; k++)
             for (int i = h; i < mr; i++) dst[k * mr + i] = 0.0f;
-        finish_panel(x->u, x->bf16, dst, kc, depth, mr, emin ? emin + i0 / mr : NULL);
+        finish_panel(x->u, x->bf16, dst, kc, depth, mr, tiny, emin ? emin + i0 / mr : NULL);
     }
 }
 
@@ -298,11 +300,12 @@ static void pack_b(const ctx *x, int64_t kc, int64_t cols, view b, float *dst, i
         }
         return;
     }
+    int tiny = 0;          /* packing's conversions saw a tiny value (of any panel) */
     if (b.cs == 1) {       /* rows of B contiguous: read each row once, in order */
         float *end = dst + (panels - 1) * depth * nr;  /* the last panel, `last` wide */
         for (int64_t k = 0; k < kc; k++) {
-            load_runs(u, b, k, 0, panels - 1, nr, nr, dst + k * nr, depth * nr);
-            load_runs(u, b, k, (panels - 1) * nr, 1, 0, (int)last, end + k * nr, 0);
+            tiny |= load_runs(u, b, k, 0, panels - 1, nr, nr, dst + k * nr, depth * nr);
+            tiny |= load_runs(u, b, k, (panels - 1) * nr, 1, 0, (int)last, end + k * nr, 0);
             for (int64_t j = last; j < nr; j++) end[k * nr + j] = 0.0f;
         }
     } else {
@@ -312,14 +315,14 @@ static void pack_b(const ctx *x, int64_t kc, int64_t cols, view b, float *dst, i
             float *d = dst + p * depth * nr;
             int w = p + 1 < panels ? nr : (int)last;
             for (int j = 0; j < w; j += 16)
-                transpose_runs(u, b, 0, p * nr + j, 0, 1, kc, w - j < 16 ? w - j : 16, rowbuf,
-                               d + j, nr);
+                tiny |= transpose_runs(u, b, 0, p * nr + j, 0, 1, kc, w - j < 16 ? w - j : 16,
+                                       rowbuf, d + j, nr);
             for (int64_t k = 0; k < kc && w < nr; k++)
                 for (int j = w; j < nr; j++) d[k * nr + j] = 0.0f;
         }
     }
     for (int64_t p = 0; p < panels; p++)
-        finish_panel(x->u, x->bf16, dst + p * depth * nr, kc, depth, nr,
+        finish_panel(x->u, x->bf16, dst + p * depth * nr, kc, depth, nr, tiny,
                      emin ? emin + p : NULL);
 }
 
@@ -695,9 +698,9 @@ void om_gemm_finish_panels(const om_gemm_rule *r, float *panels, int64_t count, 
     const int64_t d = om_gemm_packed_depth(r, depth);
     for (int64_t q = 0; q < count && r->fmt != OM_F32; q++) {
         float *panel = panels + q * d * width;
-        if (!rounded && !r->pairs)
-            r->u.convert(1, depth * width, panel, 0, r->fmt, panel, 0, NULL);
-        finish_panel(&r->u, r->bf16, panel, depth, d, width,
+        const int tiny = rounded || r->pairs
+                             || r->u.convert(1, depth * width, panel, 0, r->fmt, panel, 0, NULL);
+        finish_panel(&r->u, r->bf16, panel, depth, d, width, tiny,
                      r->pairs || !emin ? NULL : emin + q);
         /* Rounded and paired in place: pair p is written over rows below 2p, read already
          * (row 0 by vectors read before they are written). */

@@ -43,9 +43,9 @@ enum { OM_F32 = 0, OM_F32_TO_BF16 = 1, OM_F32_TO_F16 = 2, OM_BF16 = 3, OM_F16 = 
  * (elements of the format's size) into dst + r * dst_stride: dst[i] = src[i] as `fmt` reads
  * it, and for a rounding format with save != NULL also save[r * stride + i] = the 2-byte bits
  * of the rounded value. bfloat16 subnormals are read as zeros of their sign (in dst; save
- * keeps them). */
-typedef void (*om_gemm_convert_fn)(int64_t rows, int64_t n, const void *src, int64_t stride,
-                                   int fmt, float *dst, int64_t dst_stride, uint16_t *save);
+ * keeps them). Returns whether a bfloat16 value in dst is tiny (has_tiny's test), else 0. */
+typedef int (*om_gemm_convert_fn)(int64_t rows, int64_t n, const void *src, int64_t stride,
+                                  int fmt, float *dst, int64_t dst_stride, uint16_t *save);
 
 /* The converting steps of the dot-product kernel (gemm_avx512bf16.c): bfloat16 words of pairs
  * of depths into panels `width` words wide, from rows across the depth (convert_pairs: the

@@ -32,6 +32,9 @@ static inline uint16_t bf16_flushed(uint16_t h) {
     return (h & 0x7F80u) ? h : (uint16_t)(h & 0x8000u);
 }
 
+/* has_tiny's test on flushed bf16 bits: 0 < |x| < 2^-56. */
+static inline int bf16_tiny(uint32_t h) { return (h & 0x7FFFu) - 1u < 0x237Fu; }
+
 #if defined(__AVX2__)
 /* bf16_flushed on 8 lanes of bf16 bits held in 32-bit lanes. */
 static inline __m256i bf16_flushed8(__m256i h) {
@@ -49,6 +52,13 @@ static inline __m256i bf16_round8(__m256i u) {
         _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd), 16);
     const __m256i quiet = _mm256_srli_epi32(_mm256_or_si256(u, _mm256_set1_epi32(0x400000)), 16);
     return _mm256_blendv_epi8(nearest, quiet, nan);
+}
+
+/* bf16_tiny on 8 lanes of flushed bf16 bits (all ones where tiny). */
+static inline __m256i bf16_tiny8(__m256i h) {
+    const __m256i magnitude = _mm256_and_si256(h, _mm256_set1_epi32(0x7FFF));
+    return _mm256_and_si256(_mm256_cmpgt_epi32(magnitude, _mm256_setzero_si256()),
+                            _mm256_cmpgt_epi32(_mm256_set1_epi32(0x2380), magnitude));
 }
 
 /* The low halves of 8 32-bit lanes (each below 2^16) stored as 8 uint16. */
@@ -102,22 +112,37 @@ static inline __m512i bf16_words16(const void *src, int64_t i, int fmt, uint16_t
 }
 #endif
 
-/* convert's vector loops over the longest prefix of whole vectors; returns its length. */
-static int64_t convert_vectors(int64_t n, const void *src, int fmt, float *dst, uint16_t *save) {
+/* convert's vector loops over the longest prefix of whole vectors; returns its length, and
+ * sets *tiny if a bf16 value converted is (bf16_tiny). */
+static int64_t convert_vectors(int64_t n, const void *src, int fmt, float *dst, uint16_t *save,
+                               int *tiny) {
     int64_t i = 0;
     switch (fmt) {
     case OM_F32_TO_BF16:
-    case OM_BF16:
+    case OM_BF16: {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-        for (; i + 16 <= n; i += 16)
-            _mm512_storeu_si512(dst + i, _mm512_slli_epi32(bf16_words16(src, i, fmt, save), 16));
+        __mmask16 tiny16 = 0;
+        for (; i + 16 <= n; i += 16) {
+            const __m512i h = bf16_words16(src, i, fmt, save);
+            const __m512i magnitude = _mm512_and_si512(h, _mm512_set1_epi32(0x7FFF));
+            tiny16 |= _mm512_mask_cmplt_epi32_mask(
+                _mm512_cmpgt_epi32_mask(magnitude, _mm512_setzero_si512()), magnitude,
+                _mm512_set1_epi32(0x2380));
+            _mm512_storeu_si512(dst + i, _mm512_slli_epi32(h, 16));
+        }
+        *tiny |= tiny16 != 0;
 #endif
 #if defined(__AVX2__)
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_si256((__m256i *)(dst + i),
-                                _mm256_slli_epi32(bf16_words8(src, i, fmt, save), 16));
+        __m256i tiny8 = _mm256_setzero_si256();
+        for (; i + 8 <= n; i += 8) {
+            const __m256i h = bf16_words8(src, i, fmt, save);
+            tiny8 = _mm256_or_si256(tiny8, bf16_tiny8(h));
+            _mm256_storeu_si256((__m256i *)(dst + i), _mm256_slli_epi32(h, 16));
+        }
+        *tiny |= !_mm256_testz_si256(tiny8, tiny8);
 #endif
         break;
+    }
     case OM_F32_TO_F16:
 #if OM_F16C
         for (; i + 8 <= n; i += 8) {
@@ -175,27 +200,31 @@ static inline void store_first_halves(uint16_t *p, int64_t n, __m256i v) {
  * dst has room for them. A 2-byte format loads whole 32-bit pairs, so an odd n of them is
  * left to the scalar code (returns 0 then, else 1). */
 static inline int convert_short(int64_t n, const void *src, int fmt, float *dst,
-                                uint16_t *save, int room) {
+                                uint16_t *save, int room, int *tiny) {
     __m256 v;
+    __m256i h = _mm256_setzero_si256();   /* the flushed bf16 bits (the lanes past n: zeros) */
     if (fmt == OM_BF16 || fmt == OM_F16) {
         if (n & 1) return 0;
         const __m128i pairs = _mm_maskload_epi32((const int *)src,
                                                  _mm256_castsi256_si128(first_lanes(n / 2)));
+        if (fmt == OM_BF16) h = bf16_flushed8(_mm256_cvtepu16_epi32(pairs));
         v = fmt == OM_F16 ? _mm256_cvtph_ps(pairs)
-                          : _mm256_castsi256_ps(_mm256_slli_epi32(
-                                bf16_flushed8(_mm256_cvtepu16_epi32(pairs)), 16));
+                          : _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
     } else {
         const __m256 x = _mm256_maskload_ps((const float *)src, first_lanes(n));
         if (fmt == OM_F32_TO_BF16) {
             const __m256i r = bf16_round8(_mm256_castps_si256(x));
             if (save) store_first_halves(save, n, r);
-            v = _mm256_castsi256_ps(_mm256_slli_epi32(bf16_flushed8(r), 16));
+            h = bf16_flushed8(r);
+            v = _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
         } else {
             const __m128i r = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT);
             if (save) store_first_halves(save, n, _mm256_cvtepu16_epi32(r));
             v = _mm256_cvtph_ps(r);
         }
     }
+    const __m256i lanes_tiny = bf16_tiny8(h);
+    *tiny |= !_mm256_testz_si256(lanes_tiny, lanes_tiny);
     if (room)
         _mm256_storeu_ps(dst, v);
     else
@@ -205,23 +234,26 @@ static inline int convert_short(int64_t n, const void *src, int fmt, float *dst,
 #endif
 
 /* One run of convert: dst[i] = src[i] as fmt reads it for i < n, save as convert's; `room`:
- * dst[n .. n + 7] may be written too (the next run overwrites them). */
-static inline void convert_run(int64_t n, const void *src, int fmt, float *dst, uint16_t *save,
-                               int room) {
+ * dst[n .. n + 7] may be written too (the next run overwrites them). Returns convert's. */
+static inline int convert_run(int64_t n, const void *src, int fmt, float *dst, uint16_t *save,
+                              int room) {
+    int tiny = 0;
     if (fmt == OM_F32) {
         for (int64_t i = 0; i < n; i++) dst[i] = ((const float *)src)[i];
-        return;
+        return 0;
     }
-    int64_t i = convert_vectors(n, src, fmt, dst, save);
+    int64_t i = convert_vectors(n, src, fmt, dst, save, &tiny);
 #if defined(__AVX2__)
     const int64_t size = fmt == OM_BF16 || fmt == OM_F16 ? 2 : 4;
     if (i < n && convert_short(n - i, (const char *)src + i * size, fmt, dst + i,
-                               save ? save + i : NULL, room))
-        return;
+                               save ? save + i : NULL, room, &tiny))
+        return tiny;
 #endif
     for (; i < n; i++) {
         if (fmt == OM_F32_TO_BF16 || fmt == OM_BF16) {
-            dst[i] = om_bf16_widen((uint16_t)bf16_word(src, i, fmt, save));
+            const uint32_t h = bf16_word(src, i, fmt, save);
+            tiny |= bf16_tiny(h);
+            dst[i] = om_bf16_widen((uint16_t)h);
         } else if (fmt == OM_F16) {
             dst[i] = om_f16_widen(((const uint16_t *)src)[i]);
         } else {
@@ -230,21 +262,24 @@ static inline void convert_run(int64_t n, const void *src, int fmt, float *dst, 
             if (save) save[i] = r;
         }
     }
+    return tiny;
 }
 
 /* Packing's converting step (gemm.h): the runs in one call, each run's source fetched a few
  * runs ahead (runs a stride apart are too short for the hardware to prefetch in time). Runs
  * stored back to back (a tile's height of op(A) per depth) end in a whole vector but the
  * last: the next run overwrites what lies past the end of one. */
-static void convert(int64_t rows, int64_t n, const void *src, int64_t stride, int fmt,
-                    float *dst, int64_t dst_stride, uint16_t *save) {
+static int convert(int64_t rows, int64_t n, const void *src, int64_t stride, int fmt,
+                   float *dst, int64_t dst_stride, uint16_t *save) {
     const int64_t size = fmt == OM_BF16 || fmt == OM_F16 ? 2 : 4;
     const char *run = src;
+    int tiny = 0;
     for (int64_t r = 0; r < rows; r++, run += stride * size) {
         OM_PREFETCH(run + 8 * stride * size);
-        convert_run(n, run, fmt, dst + r * dst_stride, save ? save + r * stride : NULL,
-                    dst_stride == n && r + 1 < rows);
+        tiny |= convert_run(n, run, fmt, dst + r * dst_stride, save ? save + r * stride : NULL,
+                            dst_stride == n && r + 1 < rows);
     }
+    return tiny;
 }
 
 #endif
