@@ -38,10 +38,10 @@
  * (rounded and paired in one pass from the operand). The other paths run their fma chain on a tile
  * when no sum can be that small, which holds when every product and the partial sum carried in are
  * multiples of 2^-126: the sums are then multiples of 2^-126 too. The products are when the
- * smallest exponents of the tile's rows of op(A) and columns of op(B) (from a scan of the packed
- * panels) add up to at least 142; the carried sum is when the earlier K blocks ran the fma chain
- * too, or when it is zero or at least 2^-103. Otherwise the tile runs dot_step(), the
- * instruction's rule in C.
+ * smallest exponents of the tile's rows of op(A) and columns of op(B) (at least 71 unless
+ * packing's conversion met a smaller one; then a scan of the packed panel) add up to at least
+ * 142; the carried sum is when the earlier K blocks ran the fma chain too, or when it is zero
+ * or at least 2^-103. Otherwise the tile runs dot_step(), the instruction's rule in C.
  */
 #include "gemm.h"
 
