@@ -312,9 +312,9 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
     while heap:
         node = heapq.heappop(heap)
         g = pending.pop(node)
-        if sys.getrefcount(g) == _SOLE and g.base is None and g.flags.writeable \
-                and g.flags.c_contiguous and g.dtype == np.float32:
-            _handed.grad_id = id(g)
+        sole = sys.getrefcount(g) == _SOLE and g.base is None and g.flags.writeable \
+            and g.flags.c_contiguous and g.dtype == np.float32
+        _handed.grad_id = id(g) if sole else 0   # (never one left by a closure that raised)
         input_grads = node.run(g)
         _handed.grad_id = 0
         del g

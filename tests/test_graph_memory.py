@@ -390,3 +390,25 @@ def test_a_max_pool_keeps_its_indices_in_two_bytes() -> None:
     wide64 = om.from_numpy(wide.detach().numpy()).requires_grad_()
     F.max_pool2d(wide64, 2, stride=1, return_indices=True)[0].sum().backward()
     np.testing.assert_array_equal(wide.grad.numpy(), wide64.grad.numpy())
+
+
+def test_a_weight_gradient_goes_into_a_grad_the_kernel_cannot_write_to_as_numpy_would() -> None:
+    """A .grad that is not C-contiguous, or that is the layer's own input, takes the gradient
+    made whole and added (what the kernel's add would give where it can write)."""
+    lin = nn.Linear(5, 5, bias=False)
+    x = _leaf(5, 5).detach()
+    g = RNG.standard_normal((5, 5)).astype(np.float32)
+    lin(x).backward(om.from_numpy(g))
+    made = lin.weight.grad.numpy().copy()             # gᵀ·x from no .grad
+    start = RNG.standard_normal((5, 5)).astype(np.float32)
+    lin.weight.grad = om.Tensor._wrap(np.ascontiguousarray(start.T).T)
+    assert not lin.weight.grad._data.flags.c_contiguous
+    lin(x).backward(om.from_numpy(g))
+    np.testing.assert_array_equal(lin.weight.grad.numpy(), start + made)
+
+    own = om.from_numpy(start)                        # the input is the weight's .grad
+    lin.weight.grad = own
+    lin(own).backward(om.from_numpy(g))
+    lin.weight.grad = None
+    lin(om.from_numpy(start)).backward(om.from_numpy(g))
+    np.testing.assert_array_equal(own.numpy(), start + lin.weight.grad.numpy())

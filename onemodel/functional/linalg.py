@@ -69,9 +69,16 @@ def _weight_grad(a: np.ndarray, b: np.ndarray, half: int, shape: tuple):
     if shape != (a.shape[1], b.shape[1]) or not 0 < a.shape[0] <= _gemm.KC:
         return _shaped(_product(a, b, trans_a=True, half=half), shape)
 
+    def make() -> np.ndarray:
+        return _product(a, b, trans_a=True, half=half)
+
     def add_into(out: np.ndarray) -> None:
-        _gemm.gemm(a, b, out, True, False, _core.threads(), None, half, add=True)
-    return autograd.AddableGrad(shape, lambda: _product(a, b, trans_a=True, half=half), add_into)
+        if out.flags.c_contiguous and not (np.may_share_memory(out, a)
+                                           or np.may_share_memory(out, b)):
+            _gemm.gemm(a, b, out, True, False, _core.threads(), None, half, add=True)
+        else:  # a .grad the kernel cannot write to: the product made whole, then added
+            np.add(out, make(), out=out)
+    return autograd.AddableGrad(shape, make, add_into)
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
