@@ -11,6 +11,11 @@ them (the product still accumulates in float32), and in backward so is the incom
 the rounding in force at the forward pass is the one its backward uses. What the backward
 reads of an intermediate operand is the 2-byte copy the forward packing wrote
 (_autocast.saved_operand); only the operands a gradient needs are kept.
+
+A weight's gradient (aᵀ·g over a batch of at most one K block) goes back unmade
+(autograd.AddableGrad): where backward has the weight's .grad to add it into, the kernel adds
+each finished tile there, with the bits of .grad + the product, and no weight-sized array is
+made.
 """
 from __future__ import annotations
 
