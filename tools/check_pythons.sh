@@ -3,9 +3,9 @@
 # list: 3.9 to 3.13), each with a numpy it allows. For each interpreter on this machine (pyenv's,
 # or pythonX.Y on PATH; a missing one is skipped with a line saying so): a wheel built from the
 # sdist (or the one already in DIST for that interpreter), installed in a fresh venv, imported,
-# the reference trainings' state hashes printed beside the pins, and the exact-mode determinism
-# test on the scalar and best paths. Then once, on 3.11, the whole suite against numpy 1.26 (the
-# last 1.x: the code has numpy-1.x branches).
+# the reference trainings' state hashes printed beside the pins, the exact-mode determinism
+# test on the scalar and best paths, and the graph's memory tests. Then once, on 3.11, the
+# whole suite against numpy 1.26 (the last 1.x: the code has numpy-1.x branches).
 #
 # Usage: tools/check_pythons.sh DIST   (DIST holds onemodel-*.tar.gz, and maybe wheels)
 #        PYTHONS="3.9 3.13" tools/check_pythons.sh DIST   (some of them; the numpy 1.26 suite
@@ -87,7 +87,9 @@ EOF
     (cd "$work" && best=$("$venv/bin/python" -c \
         "from onemodel import _kernels; print(_kernels.available_isas()[-1])") &&
      "$venv/bin/python" -m pytest -p no:cacheprovider -q \
-        -k "exact_mode and (scalar-1 or $best-1 or $best-2)" "$root/tests/test_determinism.py")
+        -k "exact_mode and (scalar-1 or $best-1 or $best-2)" "$root/tests/test_determinism.py" &&
+     # What backward may overwrite rests on the interpreter's reference counts.
+     "$venv/bin/python" -m pytest -p no:cacheprovider -q "$root/tests/test_graph_memory.py")
     echo "check_pythons: CPython $version passed in $((SECONDS - start)) s"
 done
 
