@@ -3,6 +3,7 @@ ops whose gradients need its shape alone is freed as soon as the program drops i
 node's saved values go as soon as the backward pass has run it (as PyTorch's graph)."""
 from __future__ import annotations
 
+import contextlib
 import gc
 import weakref
 
@@ -281,6 +282,16 @@ def test_a_weight_gradient_added_by_the_product_has_the_bits_of_adding_it_made(c
     at 1-3 threads, under autocast too; past one K block (300 rows), a weight used twice and a
     2-D operand that is not a leaf take the gradient made whole, with the same bits."""
     from onemodel import _config, _kernels
+    isa, threads = _kernels.selected_isa(), _config.get_num_threads()
+    try:
+        _weight_grads_on_every_path(cast)
+    finally:  # the path and thread count the suite had
+        _kernels.select_isa(isa)
+        _config.set_num_threads(threads)
+
+
+def _weight_grads_on_every_path(cast) -> None:
+    from onemodel import _config, _kernels
     rng = np.random.default_rng(7)
     w_shared = nn.Linear(24, 24, bias=False)
     model = nn.ModuleList([nn.Linear(40, 24), w_shared])
@@ -292,7 +303,7 @@ def test_a_weight_gradient_added_by_the_product_has_the_bits_of_adding_it_made(c
         xs = [om.from_numpy(rng.standard_normal((rows, 40)).astype(np.float32)) for _ in (0, 1)]
 
         def run(step: int) -> None:
-            with amp.autocast(cast) if cast else _no_cast():
+            with amp.autocast(cast) if cast else contextlib.nullcontext():
                 h = F.relu(model[0](xs[step]))
                 h = model[1](model[1](h))                 # one weight, two feeds
                 loss = ((h @ w2) @ (w2.detach() * 1.0).T).sum()
@@ -309,11 +320,6 @@ def test_a_weight_gradient_added_by_the_product_has_the_bits_of_adding_it_made(c
                 for g, want in zip(got, first):
                     np.testing.assert_array_equal(g.view(np.uint32), want.view(np.uint32),
                                                   err_msg=str(key))
-
-
-def _no_cast():
-    import contextlib
-    return contextlib.nullcontext()
 
 
 def test_a_weight_gradient_added_by_the_product_needs_no_array_of_its_size() -> None:
