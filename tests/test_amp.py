@@ -112,8 +112,9 @@ def test_packing_rounds_as_torch_converts(dtype, torch_dtype, isa):
 def test_rounding_in_the_packing_is_the_product_of_the_rounded_operands(
         dtype, trans_a, trans_b, isa, same_bits_everywhere):
     rng = np.random.default_rng(trans_a * 2 + trans_b)
+    # 300 columns: a depth of op(B) converted in two stretches; 260 rows: op(A) in two blocks.
     for m, k, n, batch in ((13, 37, 9, None), (70, 300, 45, None), (5, 17, 33, 3),
-                           (1, 1, 1, None), (260, 520, 70, None)):
+                           (1, 1, 1, None), (260, 520, 70, None), (20, 40, 300, None)):
         sa, sb = ((k, m) if trans_a else (m, k)), ((n, k) if trans_b else (k, n))
         if batch:
             sa, sb = (batch,) + sa, (batch,) + sb

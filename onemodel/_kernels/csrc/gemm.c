@@ -99,6 +99,9 @@ static int bf16_dot_kernel(om_gemm_ukernel *dot) {
  * a multiple of 2^-126: bf16 (e, m) is m * 2^(e - 134) with m an integer. */
 enum { NO_TINY_SUMS = 142 };
 
+static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
+static int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
+
 /* An operand as a strided view: element (r, c) is at index r * rs + c * cs of p (elements of
  * 4 bytes, or 2 for the 2-byte formats), read as fmt says; save (NULL, or the rounded operand's
  * bits, at the same indices) is written by the packing that owns the block (block()). */
@@ -148,28 +151,50 @@ void om_gemm_transpose_f32(int64_t depth, int rows, const float *src, int64_t rs
         for (int64_t k = 0; k < depth; k++) dst[k * width + i] = src[i * rs + k];
 }
 
-/* The packing copies are a tile's width (8 to 32 floats): an inline loop, where a memcpy call
- * per row costs more than the copy (a fifth of the time of a product packing-bound). */
-static inline void copy_floats(float *dst, const float *src, int n) {
+/* The packing copies are a tile's width or height (4 to 32 floats): an inline loop, where a
+ * memcpy call per run costs more than the copy (a fifth of the time of a product
+ * packing-bound); restrict spares it the compiler's check for overlap. */
+static inline void copy_floats(float *restrict dst, const float *restrict src, int n) {
     for (int i = 0; i < n; i++) dst[i] = src[i];
 }
 
-/* `runs` runs of n values of v contiguous in memory, run i from element (r, c) + i * step (in
- * elements) into dst + i * dst_stride (converted); a run's source is fetched 8 runs ahead.
- * float32 values to round without saving their bits into runs back to back (a tile's height)
- * are copied, then rounded in place as one run: per run, converting cost more than it did.
- * Returns convert's. */
-static int load_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t c, int64_t runs,
-                     int64_t step, int n, float *dst, int64_t dst_stride) {
-    view at = shifted(v, r, c, 1);
-    const int round_after = v.fmt <= OM_F32_TO_F16 && !at.save && dst_stride == n;
-    if (v.fmt != OM_F32 && !round_after)
-        return u->convert(runs, n, at.p, step, v.fmt, dst, dst_stride, at.save);
-    for (int64_t i = 0; i < runs; i++) {
-        OM_PREFETCH((const float *)at.p + (i + 8) * step);
-        copy_floats(dst + i * dst_stride, (const float *)at.p + i * step, n);
+/* Packing's row buffer: 16 runs of a K block (a transposing step's), or a stretch of a depth. */
+enum { ROWBUF_FLOATS = 16 * OM_GEMM_KC };
+/* Values of a depth converted at a time: enough to amortise a call, few enough to stay in L1. */
+enum { STRETCH_FLOATS = 256 };
+
+/* Packing where the values of each depth are contiguous in memory (op(B) stored row-major,
+ * op(A) stored transposed): for k < kc, the n values at depth k (from element (k, 0) of v, or
+ * (0, k) when along_cols) go to the panels `width` values wide and panel_stride floats apart,
+ * at dst + k * width (the last panel's lanes past n are left alone). float32 is copied a
+ * panel at a time, the depth 8 ahead fetched; another format is converted into rowbuf a
+ * stretch of whole panels at a time (per panel's run of 6 to 32 values, converting cost
+ * several times more) and then dealt out. Returns convert's. */
+static int load_depths(const om_gemm_ukernel *u, view v, int along_cols, int64_t kc, int64_t n,
+                       int width, float *dst, int64_t panel_stride, float *rowbuf) {
+    const int64_t stretch = v.fmt == OM_F32 ? width : STRETCH_FLOATS / width * width;
+    const int64_t step = along_cols ? v.cs : v.rs;   /* elements from one depth to the next */
+    const int64_t bytes = step * (is_2byte(v.fmt) ? 2 : 4);
+    int tiny = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += stretch) {
+        const int64_t len = min64(stretch, n - j0);
+        const view first = along_cols ? shifted(v, j0, 0, 1) : shifted(v, 0, j0, 1);
+        float *panels = dst + j0 / width * panel_stride;
+        for (int64_t k = 0; k < kc; k++, panels += width) {
+            const char *at = (const char *)first.p + k * bytes;
+            OM_PREFETCH(at + 8 * bytes);
+            if (v.fmt == OM_F32) {   /* one panel's run */
+                copy_floats(panels, (const float *)at, (int)len);
+                continue;
+            }
+            tiny |= u->convert(1, len, at, 0, v.fmt, rowbuf, len,
+                               first.save ? first.save + k * step : NULL);
+            float *panel = panels;
+            for (int64_t j = 0; j < len; j += width, panel += panel_stride)
+                copy_floats(panel, rowbuf + j, len - j < width ? (int)(len - j) : width);
+        }
     }
-    return v.fmt != OM_F32 && u->convert(1, runs * n, dst, 0, v.fmt, dst, 0, NULL);
+    return tiny;
 }
 
 /* The runs of a converting transpose are short (a K block), too short for the hardware to
@@ -259,7 +284,10 @@ static void pack_a(const ctx *x, int64_t rows, int64_t kc, view a, float *dst, i
     const om_gemm_ukernel *u = x->u;
     const int mr = u->mr;
     const int64_t depth = packed_depth(x, kc);
-    OM_ALIGNED(64) float rowbuf[16 * OM_GEMM_KC];
+    OM_ALIGNED(64) float rowbuf[ROWBUF_FLOATS];
+    /* op(A) = transpose: each depth holds the block's rows contiguously, read across panels */
+    const int across = !x->pairs && a.cs != 1;
+    const int tiny = across ? load_depths(u, a, 1, kc, rows, mr, dst, depth * mr, rowbuf) : 0;
     for (int64_t i0 = 0; i0 < rows; i0 += mr, dst += depth * mr) {
         int h = rows - i0 < mr ? (int)(rows - i0) : mr;
         if (x->pairs) {
@@ -269,13 +297,12 @@ static void pack_a(const ctx *x, int64_t rows, int64_t kc, view a, float *dst, i
                 pairs_from_rows(x, a, i0, 0, 0, 1, kc, h, dst, mr, 0);
             continue;
         }
-        const int tiny =   /* rows of A contiguous along k: a transpose (mr <= 16), else
-                            * (op(A) = transpose) each k holds the mr values contiguously */
-            a.cs == 1 ? transpose_runs(u, a, i0, 0, 1, 0, kc, h, rowbuf, dst, mr)
-                      : load_runs(u, a, i0, 0, kc, a.cs, h, dst, mr);
+        /* rows of A contiguous along k: a transpose (mr <= 16) */
+        const int panel_tiny = across ? tiny : transpose_runs(u, a, i0, 0, 1, 0, kc, h, rowbuf,
+                                                              dst, mr);
         for (int64_t k = 0; k < kc && h < mr; k++)
             for (int i = h; i < mr; i++) dst[k * mr + i] = 0.0f;
-        finish_panel(x->u, x->bf16, dst, kc, depth, mr, tiny, emin ? emin + i0 / mr : NULL);
+        finish_panel(x->u, x->bf16, dst, kc, depth, mr, panel_tiny, emin ? emin + i0 / mr : NULL);
     }
 }
 
@@ -301,16 +328,14 @@ static void pack_b(const ctx *x, int64_t kc, int64_t cols, view b, float *dst, i
         return;
     }
     int tiny = 0;          /* packing's conversions saw a tiny value (of any panel) */
+    OM_ALIGNED(64) float rowbuf[ROWBUF_FLOATS];
     if (b.cs == 1) {       /* rows of B contiguous: read each row once, in order */
         float *end = dst + (panels - 1) * depth * nr;  /* the last panel, `last` wide */
-        for (int64_t k = 0; k < kc; k++) {
-            tiny |= load_runs(u, b, k, 0, panels - 1, nr, nr, dst + k * nr, depth * nr);
-            tiny |= load_runs(u, b, k, (panels - 1) * nr, 1, 0, (int)last, end + k * nr, 0);
+        tiny = load_depths(u, b, 0, kc, cols, nr, dst, depth * nr, rowbuf);
+        for (int64_t k = 0; k < kc && last < nr; k++)
             for (int64_t j = last; j < nr; j++) end[k * nr + j] = 0.0f;
-        }
     } else {
         /* op(B) = transpose: columns of op(B) are contiguous along k, transposed 16 at a time */
-        OM_ALIGNED(64) float rowbuf[16 * OM_GEMM_KC];
         for (int64_t p = 0; p < panels; p++) {
             float *d = dst + p * depth * nr;
             int w = p + 1 < panels ? nr : (int)last;
@@ -440,9 +465,6 @@ static int macro_kernel(const ctx *x, int64_t rows, int64_t cols, int64_t depth,
     }
     return slow;
 }
-
-static int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
-static int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
 
 /* The rows [m0, m1) x columns [n0, n1) of one product. The saved copy of each element of
  * op(A) is written by its first packing in the job of the first column block, and op(B)'s by
