@@ -219,6 +219,9 @@ static int transpose_runs(const om_gemm_ukernel *u, view v, int64_t r, int64_t c
     }
     prefetch_runs(v, r, c, dr, dc, depth, rows);
     const view first = shifted(v, r, c, 1);
+    if (u->convert_transpose)
+        return u->convert_transpose(depth, rows, first.p, dr * v.rs + dc * v.cs, v.fmt, dst,
+                                    width, first.save);
     const int tiny = u->convert(rows, depth, first.p, dr * v.rs + dc * v.cs, v.fmt, rowbuf,
                                 depth, first.save);
     u->transpose(depth, rows, rowbuf, depth, dst, width);

@@ -68,6 +68,10 @@ typedef struct {
     om_gemm_convert_run_pairs_fn convert_run_pairs;
     /* Whether a nonzero one of n floats is below 2^-56 in magnitude (the widening paths'). */
     int (*has_tiny)(const float *x, int64_t n);
+    /* NULL, or the transposing step over `rows` <= 16 runs in any format (stride elements
+     * apart), converting as convert does, in one pass; returns convert's. */
+    int (*convert_transpose)(int64_t depth, int rows, const void *src, int64_t stride, int fmt,
+                             float *dst, int width, uint16_t *save);
 } om_gemm_ukernel;
 
 /* The plain C transpose, for paths without a faster one (data movement only: no bits change). */

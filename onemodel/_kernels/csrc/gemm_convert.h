@@ -12,11 +12,8 @@
 #include "gemm.h"
 #include "half.h"
 
-#if defined(__F16C__) || defined(__AVX2__)
+#if defined(__AVX2__)
 #include <immintrin.h>
-#define OM_F16C 1
-#else
-#define OM_F16C 0
 #endif
 
 /* The ukernel's has_tiny (gemm.h) in integers on the bit patterns, which vectorise on every path:
@@ -89,6 +86,32 @@ static inline __m256i bf16_words8(const void *src, int64_t i, int fmt, uint16_t 
 }
 #endif
 
+#if defined(__AVX2__)
+/* 8 values from src + i as fmt reads them (OM_F32 too), save as convert's; the lanes of a
+ * bfloat16 format that are tiny (bf16_tiny) are set in *tiny. */
+static OM_ALWAYS_INLINE __m256 load8_as(const void *src, int64_t i, int fmt, uint16_t *save,
+                              __m256i *tiny) {
+    switch (fmt) {
+    case OM_F32_TO_BF16:
+    case OM_BF16: {
+        const __m256i h = bf16_words8(src, i, fmt, save);
+        *tiny = _mm256_or_si256(*tiny, bf16_tiny8(h));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+    }
+    case OM_F32_TO_F16: {
+        const __m128i r = _mm256_cvtps_ph(_mm256_loadu_ps((const float *)src + i),
+                                          _MM_FROUND_TO_NEAREST_INT);
+        if (save) _mm_storeu_si128((__m128i *)(save + i), r);
+        return _mm256_cvtph_ps(r);
+    }
+    case OM_F16:
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i)));
+    default:
+        return _mm256_loadu_ps((const float *)src + i);
+    }
+}
+#endif
+
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 /* bf16_words8 on 16 values: the same integer steps, the choices by mask registers. */
 static inline __m512i bf16_words16(const void *src, int64_t i, int fmt, uint16_t *save) {
@@ -112,55 +135,43 @@ static inline __m512i bf16_words16(const void *src, int64_t i, int fmt, uint16_t
 }
 #endif
 
+#if defined(__AVX2__)
+/* convert_vectors's AVX2 loop from i, for a constant fmt. */
+static OM_ALWAYS_INLINE int64_t convert8s(int64_t i, int64_t n, const void *src, int fmt,
+                                          float *dst, uint16_t *save, int *tiny) {
+    __m256i tiny8 = _mm256_setzero_si256();
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8_as(src, i, fmt, save, &tiny8));
+    *tiny |= !_mm256_testz_si256(tiny8, tiny8);
+    return i;
+}
+#endif
+
 /* convert's vector loops over the longest prefix of whole vectors; returns its length, and
  * sets *tiny if a bf16 value converted is (bf16_tiny). */
 static int64_t convert_vectors(int64_t n, const void *src, int fmt, float *dst, uint16_t *save,
                                int *tiny) {
     int64_t i = 0;
-    switch (fmt) {
-    case OM_F32_TO_BF16:
-    case OM_BF16: {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-        __mmask16 tiny16 = 0;
-        for (; i + 16 <= n; i += 16) {
-            const __m512i h = bf16_words16(src, i, fmt, save);
-            const __m512i magnitude = _mm512_and_si512(h, _mm512_set1_epi32(0x7FFF));
-            tiny16 |= _mm512_mask_cmplt_epi32_mask(
-                _mm512_cmpgt_epi32_mask(magnitude, _mm512_setzero_si512()), magnitude,
-                _mm512_set1_epi32(0x2380));
-            _mm512_storeu_si512(dst + i, _mm512_slli_epi32(h, 16));
-        }
-        *tiny |= tiny16 != 0;
+    __mmask16 tiny16 = 0;
+    for (; i + 16 <= n && (fmt == OM_F32_TO_BF16 || fmt == OM_BF16); i += 16) {
+        const __m512i h = bf16_words16(src, i, fmt, save);
+        const __m512i magnitude = _mm512_and_si512(h, _mm512_set1_epi32(0x7FFF));
+        tiny16 |= _mm512_mask_cmplt_epi32_mask(
+            _mm512_cmpgt_epi32_mask(magnitude, _mm512_setzero_si512()), magnitude,
+            _mm512_set1_epi32(0x2380));
+        _mm512_storeu_si512(dst + i, _mm512_slli_epi32(h, 16));
+    }
+    *tiny |= tiny16 != 0;
 #endif
 #if defined(__AVX2__)
-        __m256i tiny8 = _mm256_setzero_si256();
-        for (; i + 8 <= n; i += 8) {
-            const __m256i h = bf16_words8(src, i, fmt, save);
-            tiny8 = _mm256_or_si256(tiny8, bf16_tiny8(h));
-            _mm256_storeu_si256((__m256i *)(dst + i), _mm256_slli_epi32(h, 16));
-        }
-        *tiny |= !_mm256_testz_si256(tiny8, tiny8);
-#endif
-        break;
+    switch (fmt) {   /* a loop per format */
+    case OM_F32_TO_BF16: return convert8s(i, n, src, OM_F32_TO_BF16, dst, save, tiny);
+    case OM_BF16: return convert8s(i, n, src, OM_BF16, dst, save, tiny);
+    case OM_F32_TO_F16: return convert8s(i, n, src, OM_F32_TO_F16, dst, save, tiny);
+    case OM_F16: return convert8s(i, n, src, OM_F16, dst, save, tiny);
     }
-    case OM_F32_TO_F16:
-#if OM_F16C
-        for (; i + 8 <= n; i += 8) {
-            const __m128i r = _mm256_cvtps_ph(_mm256_loadu_ps((const float *)src + i),
-                                              _MM_FROUND_TO_NEAREST_INT);
-            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(r));
-            if (save) _mm_storeu_si128((__m128i *)(save + i), r);
-        }
 #endif
-        break;
-    case OM_F16:
-#if OM_F16C
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(
-                _mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))));
-#endif
-        break;
-    }
+    (void)n, (void)src, (void)fmt, (void)dst, (void)save, (void)tiny;
     return i;
 }
 

@@ -54,6 +54,13 @@ enum { OM_ISA_SCALAR = 0, OM_ISA_SSE2 = 1, OM_ISA_AVX2 = 2, OM_ISA_AVX512 = 3, O
 #define OM_UNROLL(n) OM_PRAGMA(GCC unroll n)
 #endif
 
+/* For a function whose callers pass a format as a constant, so that its choice folds away. */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define OM_ALWAYS_INLINE __forceinline
+#else
+#define OM_ALWAYS_INLINE inline __attribute__((always_inline))
+#endif
+
 /* Before Visual Studio 2022 (MSVC 19.30), /fp:precise let the compiler contract a multiply and
  * an add into a fused multiply-add on x64, which would change exact-mode bits. */
 #if defined(_MSC_VER) && !defined(__clang__) && _MSC_VER < 1930
