@@ -55,10 +55,12 @@ enum { OM_ISA_SCALAR = 0, OM_ISA_SSE2 = 1, OM_ISA_AVX2 = 2, OM_ISA_AVX512 = 3, O
 #endif
 
 /* For a function whose callers pass a format as a constant, so that its choice folds away. */
-#if defined(_MSC_VER) && !defined(__clang__)
+#if defined(__GNUC__) || defined(__clang__)
+#define OM_ALWAYS_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
 #define OM_ALWAYS_INLINE __forceinline
 #else
-#define OM_ALWAYS_INLINE inline __attribute__((always_inline))
+#define OM_ALWAYS_INLINE inline
 #endif
 
 /* Before Visual Studio 2022 (MSVC 19.30), /fp:precise let the compiler contract a multiply and
