@@ -392,6 +392,46 @@ def test_conv2d_is_the_float32_convolution_of_the_rounded_operands(dtype, shape,
     _same_bits(gx, conv(x, rnd(w, dtype), False, rnd(g, dtype))[1])
 
 
+def read_as_operand(x, dtype):
+    """x rounded, as a product's packing reads it: a bfloat16 subnormal as a zero of its sign."""
+    r = rnd(x, dtype)
+    if dtype == "bf16":
+        r[np.abs(r) < np.float32(2.0 ** -126)] *= np.float32(0.0)
+    return r
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("shape", [
+    (5, 3, 7, 9),       # runs of 63 values: 32 runs converted at a time, the last block short
+    (3, 2, 2100),       # runs longer than a block: 2048 values and a tail
+    (300, 4),           # (N, C): runs of one value
+])
+def test_batch_norm_reads_its_input_rounded_and_keeps_it_in_two_bytes(dtype, shape, isa,
+                                                                      same_bits_everywhere):
+    """Under autocast batch norm normalises its input rounded as a product's operand (torch's
+    reads a convolution's 2-byte output): output, running statistics and gradients are float32
+    batch norm's on the rounded values, on every path and thread count, training and eval."""
+    rng = np.random.default_rng(8)
+    c = shape[1]
+    x = (rng.normal(size=shape) * 3 + 1).astype(np.float32)
+    x.reshape(-1)[:2] = [1e-39, -2e-39]   # bfloat16 subnormals: read as zeros
+    g = rng.normal(size=shape).astype(np.float32)
+    weight, bias = rng.normal(size=c).astype(np.float32), rng.normal(size=c).astype(np.float32)
+
+    def bn(xv, cast, training):
+        xs, ws, bs = (om.tensor(v, requires_grad=True) for v in (xv, weight, bias))
+        rm, rv = om.zeros(c), om.ones(c)
+        with amp.autocast(dtype, enabled=cast):
+            out = F.batch_norm(xs * np.float32(1.0), rm, rv, ws, bs, training=training)
+        out.backward(om.from_numpy(g))
+        return [a.detach().numpy() for a in (out, rm, rv, xs.grad, ws.grad, bs.grad)]
+
+    for training in (True, False):
+        got = same_bits_everywhere(lambda _: bn(x, True, training))
+        for a, b in zip(got, bn(read_as_operand(x, dtype), False, training)):
+            _same_bits(a, b)
+
+
 def _closure_arrays(t):
     fn = t._node.backward_fn
     return [c.cell_contents for c in fn.__closure__ or ()
@@ -410,17 +450,21 @@ def test_saved_operands_are_two_bytes_and_the_float32_inputs_are_freed(dtype):
         s = q @ q
         image = (x * np.float32(0.5)).reshape(1, 4, 4, 4)
         c = F.conv2d(image, w.reshape(8, 2, 2, 4)[:, :, :, :2].reshape(8, 4, 2, 1) * 1.0)
+        normed_input = c * np.float32(1.0)
+        normed = F.batch_norm(normed_input, None, None, training=True)
     saved = _closure_arrays(y)
     assert [a.dtype for a in saved if a.size == h.numel()] == [np.uint16]
     assert {a.dtype for a in _closure_arrays(s)} == {np.dtype(np.uint16)}
     assert np.uint16 in [a.dtype for a in _closure_arrays(c)]
-    refs = weakref.ref(h), weakref.ref(q), weakref.ref(image)
+    assert [a.dtype for a in _closure_arrays(normed) if a.size == c.numel()] == [np.uint16]
+    del c
+    refs = weakref.ref(h), weakref.ref(q), weakref.ref(image), weakref.ref(normed_input)
     expected_bits = round_bits(h.detach().numpy(), dtype)
-    del h, q, image
+    del h, q, image, normed_input
     gc.collect()
-    assert [r() for r in refs] == [None] * 3, "the graph keeps a float32 operand alive"
+    assert [r() for r in refs] == [None] * 4, "the graph keeps a float32 operand alive"
     assert np.array_equal([a for a in saved if a.size == expected_bits.size][0], expected_bits)
-    (y.sum() + s.sum() + c.sum()).backward()
+    (y.sum() + s.sum() + normed.sum()).backward()
     assert x.grad is not None and w.grad is not None
 
 

@@ -19,10 +19,10 @@ BUDGETS = {
     "python (onemodel/, without examples)": (
         [p for p in ROOT.rglob("*.py") if "examples" not in p.parts], 9000),
     "cython (onemodel/_kernels/*.pyx, *.pxd)": (
-        sorted(ROOT.glob("_kernels/*.pyx")) + sorted(ROOT.glob("_kernels/*.pxd")), 1360),
+        sorted(ROOT.glob("_kernels/*.pyx")) + sorted(ROOT.glob("_kernels/*.pxd")), 1380),
     # C: 6,500, raised to 6,600 when bfloat16 convolutions took the dot-product rule and kernel
     # (engine.md section 5), which conv.c's own product driver, removed for gemm.c's, did not have.
-    "c (onemodel/_kernels/csrc/)": (sorted(ROOT.glob("_kernels/csrc/**/*.[ch]")), 6730),
+    "c (onemodel/_kernels/csrc/)": (sorted(ROOT.glob("_kernels/csrc/**/*.[ch]")), 6790),
 }
 SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
         tokenize.ENDMARKER, tokenize.ENCODING}

@@ -5,7 +5,7 @@ shape-checking wrappers.
 onemodel.functional.conv validates user arguments and allocates; these wrappers check again
 that every array agrees with the others, so no shape can make a kernel read or write out of
 bounds. Arrays are float32 (int64 for indices and windows), C-contiguous; under autocast
-(half = 1 or 2) a convolution's input may be the uint16 bits its forward saved.
+(half = 1 or 2) a convolution's or batch norm's input may be the uint16 bits its forward saved.
 """
 import numpy as np
 
@@ -40,14 +40,18 @@ cdef extern from "pool.h" nogil:
     void om_avg_pool2d_backward_f32(const om_pool_windows *p, const int64_t *dh,
                                     const int64_t *dw, const float *gy, float *gx, int nthreads)
 
+cdef extern from "gemm.h" nogil:
+    enum:
+        OM_F32, OM_F32_TO_BF16, OM_F32_TO_F16, OM_BF16, OM_F16
+
 cdef extern from "batch_norm.h" nogil:
-    void om_batch_norm_stats_f32(const float *x, int64_t n, int64_t c, int64_t s, double eps,
-                                 float *mean, float *var, float *var_unbiased, float *invstd,
-                                 int nthreads)
-    void om_batch_norm_apply_f32(const float *x, const float *mean, const float *invstd,
-                                 const float *w, const float *b, float *y, int64_t n,
-                                 int64_t c, int64_t s, int nthreads)
-    void om_batch_norm_backward_f32(const float *x, const float *gy, const float *mean,
+    void om_batch_norm_stats_f32(const void *x, int fmt, uint16_t *save, int64_t n, int64_t c,
+                                 int64_t s, double eps, float *mean, float *var,
+                                 float *var_unbiased, float *invstd, int nthreads)
+    void om_batch_norm_apply_f32(const void *x, int fmt, uint16_t *save, const float *mean,
+                                 const float *invstd, const float *w, const float *b, float *y,
+                                 int64_t n, int64_t c, int64_t s, int nthreads)
+    void om_batch_norm_backward_f32(const void *x, int fmt, const float *gy, const float *mean,
                                     const float *invstd, const float *w, float *gx, float *gw,
                                     float *gb, int64_t n, int64_t c, int64_t s,
                                     int batch_stats, int nthreads)
@@ -251,48 +255,76 @@ def avg_pool2d_backward(gy, gx, hs, he, ws, we, dh, dw, int nthreads) -> None:
         om_avg_pool2d_backward_f32(&p, dhp, dwp, _cptr(gyv), _fptr(gxv), nthreads)
 
 
-cdef tuple _bn_dims(str op, x):
+cdef tuple _bn_dims(str op, x, int half):
+    """(n, c, s, how the kernel reads x: gemm.h's format) of batch norm's input, checked."""
     if not isinstance(x, np.ndarray) or x.ndim != 3:
         raise ValueError(f"{op}: input must be a 3-D array (n, c, s)")
-    _require(op, "input", x, tuple(x.shape))
-    return tuple(x.shape)
+    if half < 0 or half > 2:
+        raise ValueError(f"{op}: half must be 0, 1 (bf16) or 2 (fp16), got {half}")
+    bits = half != 0 and x.dtype == np.uint16
+    _require(op, "input", x, tuple(x.shape), np.uint16 if bits else np.float32)
+    fmt = (OM_F32 if not half else (OM_BF16 if bits else OM_F32_TO_BF16) if half == 1
+           else (OM_F16 if bits else OM_F32_TO_F16))
+    return tuple(x.shape) + (fmt,)
 
 
-def batch_norm_stats(x, double eps, mean, var, var_unbiased, invstd, int nthreads) -> None:
-    """Per-channel mean, biased and unbiased variance, 1 / sqrt(var + eps) of x (n, c, s)."""
-    n, c, s = _bn_dims("batch_norm", x)
+cdef uint16_t *_bn_save(x, int fmt, save, y) except? NULL:
+    """Where a rounded input's bits go: save's data, or NULL for None."""
+    if save is None:
+        return NULL
+    if fmt not in (OM_F32_TO_BF16, OM_F32_TO_F16):
+        raise ValueError("batch_norm: save needs a float32 input and half = 1 or 2")
+    _require("batch_norm", "save", save, tuple(x.shape), np.uint16)
+    if not save.flags.writeable or np.may_share_memory(save, x) or (
+            y is not None and np.may_share_memory(save, y)):
+        raise ValueError("batch_norm: save must be writeable and apart from input and output")
+    return <uint16_t *>_data(save)
+
+
+def batch_norm_stats(x, double eps, mean, var, var_unbiased, invstd, int nthreads, int half=0,
+                     save=None) -> None:
+    """Per-channel mean, biased and unbiased variance, 1 / sqrt(var + eps) of x (n, c, s); with
+    half, of x rounded (its bits into save unless None) or of the bits x holds."""
+    cdef int fmt
+    n, c, s, fmt = _bn_dims("batch_norm", x, half)
     if n * s < 1:
         raise ValueError(f"batch_norm: no values per channel in input {tuple(x.shape)}")
     for name, a in (("mean", mean), ("var", var), ("var_unbiased", var_unbiased),
                     ("invstd", invstd)):
         _require("batch_norm", name, a, (c,))
-    cdef const float[::1] xv = x.reshape(-1)
+    cdef uint16_t *sp = _bn_save(x, fmt, save, None)
+    cdef const void *xp = _data(x)
     cdef float[::1] mv = mean, vv = var, uv = var_unbiased, iv = invstd
     cdef int64_t cn = n, cc = c, cs = s
     with nogil:
-        om_batch_norm_stats_f32(_cptr(xv), cn, cc, cs, eps, _fptr(mv), _fptr(vv), _fptr(uv),
+        om_batch_norm_stats_f32(xp, fmt, sp, cn, cc, cs, eps, _fptr(mv), _fptr(vv), _fptr(uv),
                                 _fptr(iv), nthreads)
 
 
-def batch_norm_apply(x, mean, invstd, w, b, y, int nthreads) -> None:
-    """y = (x - mean) * (invstd * w) + b per channel of x (n, c, s)."""
-    n, c, s = _bn_dims("batch_norm", x)
+def batch_norm_apply(x, mean, invstd, w, b, y, int nthreads, int half=0, save=None) -> None:
+    """y = (x - mean) * (invstd * w) + b per channel of x (n, c, s), x read as in
+    batch_norm_stats."""
+    cdef int fmt
+    n, c, s, fmt = _bn_dims("batch_norm", x, half)
     for name, a in (("mean", mean), ("invstd", invstd), ("weight", w), ("bias", b)):
         _require("batch_norm", name, a, (c,))
     _require("batch_norm", "output", y, (n, c, s))
-    cdef const float[::1] xv = x.reshape(-1), mv = mean, iv = invstd, wv = w, bv = b
+    cdef uint16_t *sp = _bn_save(x, fmt, save, y)
+    cdef const void *xp = _data(x)
+    cdef const float[::1] mv = mean, iv = invstd, wv = w, bv = b
     cdef float[::1] yv = y.reshape(-1)
     cdef int64_t cn = n, cc = c, cs = s
     with nogil:
-        om_batch_norm_apply_f32(_cptr(xv), _cptr(mv), _cptr(iv), _cptr(wv), _cptr(bv),
+        om_batch_norm_apply_f32(xp, fmt, sp, _cptr(mv), _cptr(iv), _cptr(wv), _cptr(bv),
                                 _fptr(yv), cn, cc, cs, nthreads)
 
 
 def batch_norm_backward(x, gy, mean, invstd, w, gx, gw, gb, bint batch_stats,
-                        int nthreads) -> None:
-    """Gradients of batch_norm_apply into gx, gw, gb (each may be None); with batch_stats the
-    mean and invstd are x's own batch statistics."""
-    n, c, s = _bn_dims("batch_norm backward", x)
+                        int nthreads, int half=0) -> None:
+    """Gradients of batch_norm_apply into gx, gw, gb (each may be None), x read as there; with
+    batch_stats the mean and invstd are x's own batch statistics."""
+    cdef int fmt
+    n, c, s, fmt = _bn_dims("batch_norm backward", x, half)
     _require("batch_norm backward", "grad_output", gy, (n, c, s))
     for name, a in (("mean", mean), ("invstd", invstd), ("weight", w)):
         _require("batch_norm backward", name, a, (c,))
@@ -301,8 +333,8 @@ def batch_norm_backward(x, gy, mean, invstd, w, gx, gw, gb, bint batch_stats,
                            ("grad_bias", gb, (c,))):
         if a is not None:
             _require("batch_norm backward", name, a, shape)
-    cdef const float[::1] xv = x.reshape(-1), gyv = gy.reshape(-1), mv = mean, iv = invstd
-    cdef const float[::1] wv = w
+    cdef const void *xp = _data(x)
+    cdef const float[::1] gyv = gy.reshape(-1), mv = mean, iv = invstd, wv = w
     cdef float[::1] gxv = gx.reshape(-1) if gx is not None else empty
     cdef float[::1] gwv = gw if gw is not None else empty
     cdef float[::1] gbv = gb if gb is not None else empty
@@ -311,5 +343,5 @@ def batch_norm_backward(x, gy, mean, invstd, w, gx, gw, gb, bint batch_stats,
     cdef float *gbp = _fptr(gbv) if gb is not None else NULL
     cdef int64_t cn = n, cc = c, cs = s
     with nogil:
-        om_batch_norm_backward_f32(_cptr(xv), _cptr(gyv), _cptr(mv), _cptr(iv), _cptr(wv),
+        om_batch_norm_backward_f32(xp, fmt, _cptr(gyv), _cptr(mv), _cptr(iv), _cptr(wv),
                                    gxp, gwp, gbp, cn, cc, cs, batch_stats, nthreads)

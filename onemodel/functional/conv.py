@@ -6,7 +6,9 @@ input), so one max kernel and one average kernel serve max_pool2d, avg_pool2d an
 adaptive_avg_pool2d. The association orders of every sum are in the design note of conv.c.
 Under onemodel.amp.autocast conv2d runs on bfloat16 / float16 operands as linear does
 (functional/linalg.py): the kernel rounds the images as it loads them, and an intermediate
-input is kept for the backward pass as the 2-byte copy that loading wrote.
+input is kept for the backward pass as the 2-byte copy that loading wrote. batch_norm reads its
+input rounded the same way and keeps its 2-byte copy (the float32 conv output it normalises is
+what a convnet's graph would otherwise hold most of).
 """
 from __future__ import annotations
 
@@ -369,7 +371,8 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     Training: normalises with the batch mean and biased variance and, when given, updates the
     running statistics in place: running = (1 - momentum)·running + momentum·batch, with the
     unbiased variance for running_var (computed in double, rounded once). Evaluation: uses the
-    running statistics.
+    running statistics. Under autocast the input is read rounded to bfloat16 / float16 (as a
+    product reads its operands) and kept for backward in 2 bytes; the arithmetic is float32.
     """
     op = "batch_norm"
     x = _core.as_tensor(input, op)
@@ -394,13 +397,23 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
 
     x3 = x._data.reshape(n, c, s)
     threads = _core.threads()
+    # Under autocast the kernels read x rounded as a product's operand (torch's batch norm reads
+    # a convolution's bfloat16 output), and the backward reads the 2-byte copy they wrote.
+    half = _autocast.half_code()
+    grad_x = x.requires_grad
+    needed = grad_x or any(t is not None and t.requires_grad for t in (w, b))
+    x_keep, save = _autocast.saved_operand(x, x3, half, needed)
+    src = x3
     if training and n * s == 0:
         # An empty batch has no statistics: the output is empty and the running statistics
         # stay as they are, as in PyTorch (weight and bias get zero gradients).
         mean, invstd = np.zeros(c, np.float32), np.ones(c, np.float32)
     elif training:
         mean, var, var_unbiased, invstd = (np.empty(c, np.float32) for _ in range(4))
-        _conv.batch_norm_stats(x3, float(eps), mean, var, var_unbiased, invstd, threads)
+        _conv.batch_norm_stats(x3, float(eps), mean, var, var_unbiased, invstd, threads, half,
+                               save)
+        if save is not None:  # apply reads the bits the statistics pass saved
+            src, save = save, None
         if rm is not None:
             assert rv is not None  # both or neither (checked above)
             m = float(momentum)
@@ -414,22 +427,24 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     wd = np.ones(c, np.float32) if w is None else w._data
     bd = np.zeros(c, np.float32) if b is None else b._data
     y = np.empty(x3.shape, np.float32)
-    _conv.batch_norm_apply(x3, mean, invstd, wd, bd, y, threads)
-
+    _conv.batch_norm_apply(src, mean, invstd, wd, bd, y, threads, half, save)
     inputs = tuple(t for t in (x, w, b) if t is not None)
+    # The closure reads these, not x: an input saved in 2 bytes must be free to go.
+    x_shape = x.shape
 
     def backward(g: np.ndarray):
-        gx = np.empty(x3.shape, np.float32) if x.requires_grad else None
+        assert x_keep is not None  # backward runs only when a gradient is needed
+        gx = np.empty((n, c, s), np.float32) if grad_x else None
         gw = np.empty(c, np.float32) if w is not None and w.requires_grad else None
         gb = np.empty(c, np.float32) if b is not None and b.requires_grad else None
-        _conv.batch_norm_backward(x3, np.ascontiguousarray(g.reshape(x3.shape)), mean, invstd,
-                                  wd, gx, gw, gb, bool(training), _core.threads())
-        grads = [None if gx is None else gx.reshape(x.shape)]
+        _conv.batch_norm_backward(x_keep, np.ascontiguousarray(g.reshape(n, c, s)), mean,
+                                  invstd, wd, gx, gw, gb, bool(training), _core.threads(), half)
+        grads = [None if gx is None else gx.reshape(x_shape)]
         grads += [gw] if w is not None else []
         grads += [gb] if b is not None else []
         return grads
 
-    saved = tuple(t for t in (x, w) if t is not None)
+    saved = _autocast.protected((x,) if w is None else (x, w), (x_keep,))
     return _core.record(op, y.reshape(x.shape), inputs, backward, saved)
 
 

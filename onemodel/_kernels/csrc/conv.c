@@ -129,22 +129,12 @@ static layout source_layout(const om_conv2d_shape *s, int64_t nb) {
     return l;
 }
 
-static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
-    OM_ISA_TABLE(om_gemm_ukernel_f32);
-
 /* n values of x from element e on into dst: copied, or under autocast rounded (their bits
  * into s->x_save) or widened from the bits x holds (conv.h). */
 static void load_run(const om_conv2d_shape *s, const void *x, int64_t e, int64_t n, float *dst) {
-    if (!s->half) {
-        memcpy(dst, (const float *)x + e, (size_t)n * sizeof(float));
-        return;
-    }
-    const om_gemm_convert_fn convert = ukernels[om_isa]()->convert;
-    if (s->x_bits)
-        convert(1, n, (const uint16_t *)x + e, 0, s->half == 1 ? OM_BF16 : OM_F16, dst, 0, NULL);
-    else
-        convert(1, n, (const float *)x + e, 0, s->half == 1 ? OM_F32_TO_BF16 : OM_F32_TO_F16,
-                dst, 0, s->x_save ? s->x_save + e : NULL);
+    const int rounding = s->half == 1 ? OM_F32_TO_BF16 : OM_F32_TO_F16;
+    om_gemm_load(x, !s->half ? OM_F32 : s->x_bits ? rounding + (OM_BF16 - OM_F32_TO_BF16)
+                                                  : rounding, e, 1, n, 0, dst, s->x_save);
 }
 
 /* Masks of the taps' columns: keep[j·count + e] = -1 when tap column j of element e lies

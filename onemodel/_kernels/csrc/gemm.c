@@ -64,6 +64,18 @@ enum { MC_TILES = 32, NC_TILES = 32 };
 static const om_gemm_ukernel *(*const ukernels[OM_ISA_COUNT])(void) =
     OM_ISA_TABLE(om_gemm_ukernel_f32);
 
+void om_gemm_load(const void *x, int fmt, int64_t e, int64_t rows, int64_t n, int64_t stride,
+                  float *dst, uint16_t *save) {
+    if (fmt == OM_F32) {
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(dst + r * n, (const float *)x + e + r * stride, (size_t)n * sizeof(float));
+        return;
+    }
+    const int64_t size = fmt == OM_BF16 || fmt == OM_F16 ? 2 : 4;
+    ukernels[om_isa]()->convert(rows, n, (const char *)x + e * size, stride, fmt, dst, n,
+                                save ? save + e : NULL);
+}
+
 static int use_bf16_dot = -1;   /* -1: where it is faster (decided on first use) */
 
 int om_gemm_set_bf16_dot(int on) {

@@ -46,6 +46,11 @@ enum { OM_F32 = 0, OM_F32_TO_BF16 = 1, OM_F32_TO_F16 = 2, OM_BF16 = 3, OM_F16 = 
  * keeps them). Returns whether a bfloat16 value in dst is tiny (has_tiny's test), else 0. */
 typedef int (*om_gemm_convert_fn)(int64_t rows, int64_t n, const void *src, int64_t stride,
                                   int fmt, float *dst, int64_t dst_stride, uint16_t *save);
+/* `rows` runs of n values of x (in format fmt), run r from element e + r * stride, into dst
+ * back to back, by the selected path's convert; a rounding format's bits into save (x's
+ * layout) unless save is NULL. */
+void om_gemm_load(const void *x, int fmt, int64_t e, int64_t rows, int64_t n, int64_t stride,
+                  float *dst, uint16_t *save);
 
 /* The converting steps of the dot-product kernel (gemm_avx512bf16.c): bfloat16 words of pairs
  * of depths into panels `width` words wide, from rows across the depth (convert_pairs: the
