@@ -63,6 +63,8 @@ SHAPE_ONLY = {
     "linear under autocast": (lambda x: _cast(lambda: F.linear(x, W)), lambda: _leaf(4, 12)),
     "matmul under autocast": (lambda x: _cast(lambda: x @ W.T), lambda: _leaf(4, 12)),
     "conv2d under autocast": (lambda x: _cast(lambda: F.conv2d(x, CONV_W)), _image),
+    "batch_norm under autocast": (
+        lambda x: _cast(lambda: F.batch_norm(x, None, None, training=True)), _image),
 }
 
 

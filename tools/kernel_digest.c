@@ -332,15 +332,15 @@ static void check_conv(run_t *r, int nt) {
     float *bx = uniform(size, 4.0f), *bg = uniform(size, 1.0f), *w = uniform(c, 2.0f);
     float *b = uniform(c, 1.0f), *by = zeros(size), *bgx = zeros(size), *gw = zeros(c);
     float *gb = zeros(c), *mean = zeros(c), *var = zeros(c), *varu = zeros(c), *inv = zeros(c);
-    om_batch_norm_stats_f32(bx, n, c, sp, 1e-5, mean, var, varu, inv, nt);
+    om_batch_norm_stats_f32(bx, OM_F32, NULL, n, c, sp, 1e-5, mean, var, varu, inv, nt);
     rec_f32(r, "batch_norm mean", mean, c);
     rec_f32(r, "batch_norm var", var, c);
     rec_f32(r, "batch_norm var unbiased", varu, c);
     rec_f32(r, "batch_norm invstd", inv, c);
-    om_batch_norm_apply_f32(bx, mean, inv, w, b, by, n, c, sp, nt);
+    om_batch_norm_apply_f32(bx, OM_F32, NULL, mean, inv, w, b, by, n, c, sp, nt);
     rec_f32(r, "batch_norm apply", by, size);
     for (int stats = 0; stats < 2; stats++) {
-        om_batch_norm_backward_f32(bx, bg, mean, inv, w, bgx, gw, gb, n, c, sp, stats, nt);
+        om_batch_norm_backward_f32(bx, OM_F32, bg, mean, inv, w, bgx, gw, gb, n, c, sp, stats, nt);
         rec_f32(r, stats ? "batch_norm dx (batch stats)" : "batch_norm dx", bgx, size);
         rec_f32(r, stats ? "batch_norm dw (batch stats)" : "batch_norm dw", gw, c);
         rec_f32(r, stats ? "batch_norm db (batch stats)" : "batch_norm db", gb, c);
