@@ -13,7 +13,7 @@ What a product keeps for its backward is, for an intermediate operand, the 2-byt
 forward packing wrote (uint16 storage, widened by the backward's packing); the graph never holds
 an input's values, so the float32 tensor can then be freed; a leaf (a parameter, an input) is
 alive anyway and is rounded again, to the same bits. Batch norm (functional/conv.py) reads its
-input rounded the same way, as torch's reads a convolution's bfloat16 output, and keeps the
+input rounded to 2 bytes, as torch's reads a convolution's bfloat16 output, and keeps the
 2-byte copy for its backward; its arithmetic is float32's. Everything else (reductions, other
 norms, softmax, losses), master weights, gradients and optimizer state stay float32.
 """

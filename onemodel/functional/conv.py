@@ -371,8 +371,9 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     Training: normalises with the batch mean and biased variance and, when given, updates the
     running statistics in place: running = (1 - momentum)·running + momentum·batch, with the
     unbiased variance for running_var (computed in double, rounded once). Evaluation: uses the
-    running statistics. Under autocast the input is read rounded to bfloat16 / float16 (as a
-    product reads its operands) and kept for backward in 2 bytes; the arithmetic is float32.
+    running statistics. Under autocast the input is read rounded to bfloat16 / float16 (as
+    torch's reads a convolution's 2-byte output) and kept for backward in 2 bytes; the
+    arithmetic is float32.
     """
     op = "batch_norm"
     x = _core.as_tensor(input, op)
@@ -397,8 +398,8 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
 
     x3 = x._data.reshape(n, c, s)
     threads = _core.threads()
-    # Under autocast the kernels read x rounded as a product's operand (torch's batch norm reads
-    # a convolution's bfloat16 output), and the backward reads the 2-byte copy they wrote.
+    # Under autocast the kernels read x rounded to 2 bytes (torch's batch norm reads a
+    # convolution's bfloat16 output), and the backward reads the 2-byte copy they wrote.
     half = _autocast.half_code()
     grad_x = x.requires_grad
     needed = grad_x or any(t is not None and t.requires_grad for t in (w, b))

@@ -2,10 +2,10 @@
  *
  * Exact mode: every per-channel sum is lane_sums.h's, images in ascending order; the
  * per-element arithmetic is separate float multiplies and adds (no fused multiply-add).
- * Threads split the channels. Under autocast x is read as a product reads its operands
- * (gemm.h's formats, om_gemm_load), converted a block at a time: whole runs of s values when
- * they are short, else a CHUNK of one run (a whole number of lanes, so the lane sums add in the
- * same order as over the whole run).
+ * Threads split the channels. Under autocast x is read rounded to bfloat16 / float16 (half.h's
+ * rounding, subnormals kept: the values torch's batch norm reads from a 2-byte tensor),
+ * converted a block at a time: whole runs of s values when they are short, else a CHUNK of one
+ * run (a whole number of lanes, so the lane sums add in the same order as over the whole run).
  */
 #include "batch_norm.h"
 
@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "gemm.h"
+#include "half.h"
 #include "isa.h"
 #include "lane_sums.h"
 
@@ -46,11 +47,31 @@ typedef struct {
 } bn_block;
 
 /* The runs from element e on, stride elements apart: x's own memory, or converted into buf
- * (rows * len <= CHUNK). */
+ * (rows * len <= CHUNK). bfloat16 is half.h's rounding and widening, which the compiler
+ * vectorises (a widening is a shift); float16 is gemm.h's (F16C's instructions where the path
+ * has them). */
 static bn_block load(const bn_source *x, int64_t e, int64_t rows, int64_t len, int64_t stride,
                      float *buf) {
     if (x->fmt == OM_F32) return (bn_block){(const float *)x->p + e, stride};
-    om_gemm_load(x->p, x->fmt, e, rows, len, stride, buf, x->save);
+    if (x->fmt == OM_F16 || x->fmt == OM_F32_TO_F16) {
+        om_gemm_load(x->p, x->fmt, e, rows, len, stride, buf, x->save);
+        return (bn_block){buf, len};
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t at = e + r * stride;
+        float *d = buf + r * len;
+        if (x->fmt == OM_BF16) {
+            const uint16_t *h = (const uint16_t *)x->p + at;
+            for (int64_t u = 0; u < len; u++) d[u] = om_bf16_widen(h[u]);
+            continue;
+        }
+        const float *v = (const float *)x->p + at;
+        for (int64_t u = 0; u < len; u++) {
+            const uint16_t h = om_bf16_round(v[u]);
+            if (x->save) x->save[at + u] = h;
+            d[u] = om_bf16_widen(h);
+        }
+    }
     return (bn_block){buf, len};
 }
 
