@@ -7,8 +7,8 @@ adaptive_avg_pool2d. The association orders of every sum are in the design note 
 Under onemodel.amp.autocast conv2d runs on bfloat16 / float16 operands as linear does
 (functional/linalg.py): the kernel rounds the images as it loads them, and an intermediate
 input is kept for the backward pass as the 2-byte copy that loading wrote. batch_norm reads its
-input rounded the same way and keeps its 2-byte copy (the float32 conv output it normalises is
-what a convnet's graph would otherwise hold most of).
+input rounded to 2 bytes too and keeps its 2-byte copy (the float32 conv output it normalises
+is what a convnet's graph would otherwise hold most of).
 """
 from __future__ import annotations
 
