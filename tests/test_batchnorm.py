@@ -10,7 +10,10 @@ from onemodel.tensor import tensor
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 
-SHAPES = [(8, 3), (4, 5, 7), (2, 3, 5, 6), (2, 2, 1, 2), (3, 17, 4, 5)]
+# The kernel reads blocks of 2,048 values: whole runs (the last 3 shapes: runs of 1 and of 63,
+# 32 runs to a block, the last block short) or pieces of a run longer than a block.
+SHAPES = [(8, 3), (4, 5, 7), (2, 3, 5, 6), (2, 2, 1, 2), (3, 17, 4, 5), (2100, 2), (40, 3, 63),
+          (2, 3, 2100)]
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -53,7 +56,7 @@ def test_central_differences(check_grad, rng):
     check_grad(lambda x, w, b: batch_norm(x, None, None, w, b, True), x, w, b, ref64=_bn64)
 
 
-@pytest.mark.parametrize("shape", [(2, 3), (5, 16, 17), (4, 7, 15, 16)])
+@pytest.mark.parametrize("shape", [(2, 3), (5, 16, 17), (4, 7, 15, 16), (40, 3, 63)])
 def test_exact_bits_every_path_and_thread_count(check_exact, rng, shape):
     x = rng.standard_normal(shape, dtype=np.float32)
     w = rng.standard_normal(shape[1], dtype=np.float32)
