@@ -95,6 +95,7 @@ def adversarial(rng, m, k, n, kind):
         a[:, ::3] = -a[:, ::3]
     elif kind == "subnormal":  # bf16 subnormal inputs
         a[rng.random(a.shape) < 0.3] = np.float32(2.0 ** -130)
+        b[rng.random(b.shape) < 0.3] = np.float32(-(2.0 ** -129))
     return bf16(a), bf16(b)
 
 
@@ -176,14 +177,21 @@ def test_every_path_and_thread_count_agree(kind, isa, bf16_dot, same_bits_everyw
     same_bits_everywhere(lambda t: [product(a, b, ta, tb, t) for a, ta, b, tb in cases])
 
 
-def test_saved_operands_read_the_same_as_rounded_ones():
+@pytest.mark.parametrize("kind", ["tiny", "subnormal"])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_saved_operands_read_the_same_as_rounded_ones(kind, transposed, isa):
+    """The saved bits read as an operand give the product of the values they were saved from:
+    tiny and subnormal values in runs along the depth, and (transposed) in runs across it,
+    tile-high runs included."""
     rng = np.random.default_rng(3)
-    a, b = adversarial(rng, 20, 41, 36, "tiny")
-    save_a = np.empty(a.shape, np.uint16)
+    a, b = adversarial(rng, 20, 38, 36, kind)   # depth 32 + 6: a short run of 6
+    if transposed:
+        a, b = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
+    save_a, save_b = np.empty(a.shape, np.uint16), np.empty(b.shape, np.uint16)
     out = np.empty((20, 36), np.float32)
-    _gemm.gemm(a, b, out, False, False, 1, half=1, save_a=save_a)
+    _gemm.gemm(a, b, out, transposed, transposed, 1, half=1, save_a=save_a, save_b=save_b)
     again = np.empty_like(out)
-    _gemm.gemm(save_a, b, again, False, False, 1, half=1)
+    _gemm.gemm(save_a, save_b, again, transposed, transposed, 1, half=1)
     assert np.array_equal(out.view(np.uint32), again.view(np.uint32))
 
 
@@ -231,34 +239,61 @@ def _product_by_identity(layout, x, saved=None):
 
 
 @pytest.mark.filterwarnings("ignore:invalid value")
+@pytest.mark.parametrize("odd", [True, False])
 @pytest.mark.parametrize("layout", ["A rows", "A columns", "B rows", "B columns"])
-def test_pair_packing_at_every_width(layout, isa, bf16_dot):
+def test_pair_packing_at_every_width(layout, odd, isa, bf16_dot):
     """Packing writes each operand's bf16 words from runs along the depth or from rows across
     it, 16, 8 and fewer values at a time: every value's saved bits are its rounding, and a
     product with the identity gives every packed value back (subnormals read as zero), from
-    the float32 values and again from the saved bits as the operand."""
+    the float32 values and again from the saved bits as the operand. The last few values of a
+    run or row: an odd number of them (which AVX2 reads one by one from 2-byte bits), or 6."""
     values = _values_to_pack()
     m, k = 13, 37          # runs of 37 (16 + 16 + 5) and rows of 8 + 5 lanes (the A tile)
     if layout.startswith("B"):
         m, k = 45, 37      # rows of 32 + 13 lanes (the B tile)
+    m, k = (m, k) if odd else (m + 1, k + 1)
     chunk = m * k
     for start in range(0, values.size, chunk):
         x = np.resize(values[start:start + chunk], (m, k))   # (m, k): op(A), or op(B)^T
         saved = np.empty((m, k), np.uint16)
-        out = _product_by_identity(layout, x, saved)
+        _product_by_identity(layout, x, saved)
         u = x.view(np.uint32).astype(np.uint64)
         want = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
         nan = np.isnan(x)
         want[nan] = ((u[nan] | 0x400000) >> 16).astype(np.uint16)
         assert np.array_equal(saved, want), (isa, layout, start)
-        # The product by the identity (rows free of inf and NaN, whose zero products spread).
+        # The product by the identity, with the values that are or round to inf or NaN made
+        # ones (their zero products would spread along the row).
         packed = (want.astype(np.uint32) << 16).view(np.float32).copy()
         packed[(want & 0x7F80) == 0] = 0.0
-        finite = np.isfinite(packed).all(axis=1)
-        from_bits = _product_by_identity(layout, saved.copy())
-        for got, source in ((out, "float32"), (from_bits, "bf16 bits")):
-            np.testing.assert_array_equal(got[finite], packed[finite] + np.float32(0),
+        ones = ~np.isfinite(packed)
+        packed[ones] = 1.0
+        from_values = _product_by_identity(layout, np.where(ones, np.float32(1), x))
+        from_bits = _product_by_identity(layout, np.where(ones, np.uint16(0x3F80), saved))
+        for got, source in ((from_values, "float32"), (from_bits, "bf16 bits")):
+            np.testing.assert_array_equal(got, packed + np.float32(0),
                                           err_msg=f"{isa} {layout} {start} from {source}")
+
+
+@pytest.mark.parametrize("layout", ["A rows", "A columns", "B rows", "B columns"])
+def test_a_lone_subnormal_reads_as_zero(layout, isa):
+    """A subnormal among ones reads as zero wherever packing meets it (whole vectors, the
+    short rest of a run or row, the values read one by one), from float32 values and from
+    bf16 bits: it is the only value that tells the tile rule that the panel is tiny."""
+    m, k = 14, 38          # the rests: 6 of a run, 6 of a row (A), 6 of the B tile's 40 + 6
+    if layout.startswith("B"):
+        m = 46
+    spots = [(i, j) for i in (0, m - 1) for j in range(k)] + \
+            [(i, j) for i in range(m) for j in (0, k - 1)]
+    for bits in (0x0040, 0x8001):
+        for i, j in spots:
+            x = np.full((m, k), 0x3F80, np.uint16)
+            x[i, j] = bits
+            want = np.ones((m, k), np.float32)
+            want[i, j] = 0.0
+            for source in (x, (x.astype(np.uint32) << 16).view(np.float32)):
+                got = _product_by_identity(layout, source)
+                assert np.array_equal(got, want), (layout, hex(bits), i, j, source.dtype)
 
 
 @pytest.mark.skipif(not HAS_DOT, reason="this CPU (or build) has no AVX512_BF16: the "

@@ -59,25 +59,25 @@ static inline void transpose8(__m256 r[8]) {
 
 /* Packing's converting transpose (gemm.h) for a constant fmt: blocks of 8 rows x 8 depths
  * loaded as fmt reads them (the conversion in registers, no pass through a row buffer),
- * transposed, and stored a depth at a time; the last depths (fewer than 8) converted into a
- * small block first. */
+ * transposed, and stored a depth at a time; the last depths (fewer than 8), and all of a block
+ * of rows that held a rare bfloat16 value (bf16_seen), converted into a small block first. */
 static OM_ALWAYS_INLINE int transpose_as(int64_t depth, int rows, const void *src,
                                          int64_t stride, int fmt, float *dst, int width,
                                          uint16_t *save) {
     const int64_t size = fmt == OM_BF16 || fmt == OM_F16 ? 2 : 4;
-    __m256i tiny = _mm256_setzero_si256();
-    int tail_tiny = 0;
+    int tiny = 0;
     for (int i0 = 0; i0 < rows; i0 += 8) {
         const int h = rows - i0 < 8 ? rows - i0 : 8;
         const char *block = (const char *)src + i0 * stride * size;
         uint16_t *block_save = save ? save + i0 * stride : NULL;
+        bf16_seen s = bf16_seen_none();
         int64_t k = 0;
         for (; k + 8 <= depth; k += 8) {
             __m256 r[8];
 OM_UNROLL(8)
             for (int i = 0; i < 8; i++)
                 r[i] = i < h ? load8_as(block + i * stride * size, k, fmt,
-                                        block_save ? block_save + i * stride : NULL, &tiny)
+                                        block_save ? block_save + i * stride : NULL, &s)
                              : _mm256_setzero_ps();
             transpose8(r);
             for (int j = 0; j < 8; j++) {
@@ -87,14 +87,16 @@ OM_UNROLL(8)
                     store_first(dst + (k + j) * width + i0, h, r[j]);
             }
         }
-        if (k == depth) continue;
-        float last[8 * 8];
-        tail_tiny |= convert(h, depth - k, block + k * size, stride, fmt, last, 8,
-                             block_save ? block_save + k : NULL);
-        for (int64_t j = k; j < depth; j++)
-            for (int i = 0; i < h; i++) dst[j * width + i0 + i] = last[i * 8 + (j - k)];
+        for (k = bf16_rare(&s) ? 0 : k; k < depth; k += 8) {
+            const int64_t n = depth - k < 8 ? depth - k : 8;
+            float last[8 * 8];
+            tiny |= convert(h, n, block + k * size, stride, fmt, last, 8,
+                            block_save ? block_save + k : NULL);
+            for (int64_t j = 0; j < n; j++)
+                for (int i = 0; i < h; i++) dst[(k + j) * width + i0 + i] = last[i * 8 + j];
+        }
     }
-    return tail_tiny || !_mm256_testz_si256(tiny, tiny);
+    return tiny;
 }
 
 static int convert_transpose(int64_t depth, int rows, const void *src, int64_t stride, int fmt,

@@ -32,39 +32,6 @@ static inline uint16_t bf16_flushed(uint16_t h) {
 /* has_tiny's test on flushed bf16 bits: 0 < |x| < 2^-56. */
 static inline int bf16_tiny(uint32_t h) { return (h & 0x7FFFu) - 1u < 0x237Fu; }
 
-#if defined(__AVX2__)
-/* bf16_flushed on 8 lanes of bf16 bits held in 32-bit lanes. */
-static inline __m256i bf16_flushed8(__m256i h) {
-    const __m256i subnormal = _mm256_cmpeq_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x7F80)),
-                                                 _mm256_setzero_si256());
-    return _mm256_blendv_epi8(h, _mm256_and_si256(h, _mm256_set1_epi32(0x8000)), subnormal);
-}
-
-/* om_bf16_round on 8 lanes of float bits u: the bits in the low halves of 32-bit lanes. */
-static inline __m256i bf16_round8(__m256i u) {
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)),
-                                           _mm256_set1_epi32(0x7F800000));
-    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i nearest = _mm256_srli_epi32(
-        _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd), 16);
-    const __m256i quiet = _mm256_srli_epi32(_mm256_or_si256(u, _mm256_set1_epi32(0x400000)), 16);
-    return _mm256_blendv_epi8(nearest, quiet, nan);
-}
-
-/* bf16_tiny on 8 lanes of flushed bf16 bits (all ones where tiny). */
-static inline __m256i bf16_tiny8(__m256i h) {
-    const __m256i magnitude = _mm256_and_si256(h, _mm256_set1_epi32(0x7FFF));
-    return _mm256_and_si256(_mm256_cmpgt_epi32(magnitude, _mm256_setzero_si256()),
-                            _mm256_cmpgt_epi32(_mm256_set1_epi32(0x2380), magnitude));
-}
-
-/* The low halves of 8 32-bit lanes (each below 2^16) stored as 8 uint16. */
-static inline void store_halves8(uint16_t *p, __m256i v) {
-    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0x08);
-    _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(packed));
-}
-#endif
-
 /* The bf16 bits packing gives x as `fmt` reads it (OM_F32_TO_BF16 rounds, OM_BF16 holds the
  * bits), a subnormal flushed; *save (if not NULL) receives the unflushed rounding. */
 static inline uint32_t bf16_word(const void *src, int64_t i, int fmt, uint16_t *save) {
@@ -75,28 +42,66 @@ static inline uint32_t bf16_word(const void *src, int64_t i, int fmt, uint16_t *
 }
 
 #if defined(__AVX2__)
-/* bf16_word on 8 consecutive values from src + i (save + i as bf16_word's save). */
-static inline __m256i bf16_words8(const void *src, int64_t i, int fmt, uint16_t *save) {
-    if (fmt == OM_BF16)
-        return bf16_flushed8(_mm256_cvtepu16_epi32(
-            _mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))));
-    const __m256i r = bf16_round8(_mm256_loadu_si256((const __m256i *)((const float *)src + i)));
-    if (save) store_halves8(save + i, r);
-    return bf16_flushed8(r);
+/* The low halves of 8 32-bit lanes (each below 2^16) stored as 8 uint16. */
+static inline void store_halves8(uint16_t *p, __m256i v) {
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0x08);
+    _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(packed));
 }
-#endif
 
-#if defined(__AVX2__)
-/* 8 values from src + i as fmt reads them (OM_F32 too), save as convert's; the lanes of a
- * bfloat16 format that are tiny (bf16_tiny) are set in *tiny. */
+/* The AVX2 loops convert bfloat16 formats fast, for the common values only, and note what
+ * they met: low, the least |x| - 1 (unsigned, so a zero is the largest), high, the greatest
+ * |x| (bits). When a value was rare (bf16_rare: a NaN, which must stay a NaN, or
+ * 0 < |x| < 2^-56, the magnitudes that the dot-product rule flushes or watches), the scalar
+ * code converts the run again by every rule (bf16_word), and reports tiny values; the fast
+ * conversion of the common ones gives no tiny value (they round to at least 2^-56). */
+typedef struct {
+    __m256i low, high;
+} bf16_seen;
+
+static inline bf16_seen bf16_seen_none(void) {
+    return (bf16_seen){_mm256_set1_epi32(-1), _mm256_setzero_si256()};
+}
+
+static inline int bf16_rare(const bf16_seen *s) {
+    const __m256i tiny = _mm256_cmpeq_epi32(_mm256_min_epu32(s->low, _mm256_set1_epi32(0x237FFFFE)),
+                                            s->low);
+    const __m256i nan = _mm256_cmpgt_epi32(s->high, _mm256_set1_epi32(0x7F800000));
+    const __m256i rare = _mm256_or_si256(tiny, nan);
+    return !_mm256_testz_si256(rare, rare);
+}
+
+/* 8 values as float bits u (a bfloat16 format's already in the high halves) noted in *s. */
+static inline void bf16_note8(__m256i u, bf16_seen *s) {
+    const __m256i a = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
+    s->low = _mm256_min_epu32(s->low, _mm256_sub_epi32(a, _mm256_set1_epi32(1)));
+    s->high = _mm256_max_epi32(s->high, a);
+}
+
+/* om_bf16_round on 8 lanes of float bits u, the bits in the high halves (the float value),
+ * right for the values bf16_rare does not call rare. */
+static inline __m256i bf16_round8(__m256i u, bf16_seen *s) {
+    bf16_note8(u, s);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd),
+                            _mm256_set1_epi32((int)0xFFFF0000u));
+}
+
+/* 8 values from src + i as fmt reads them (OM_F32 too), save as convert's; a bfloat16 format
+ * converted fast, noted in *s (bf16_seen). */
 static OM_ALWAYS_INLINE __m256 load8_as(const void *src, int64_t i, int fmt, uint16_t *save,
-                              __m256i *tiny) {
+                                        bf16_seen *s) {
     switch (fmt) {
-    case OM_F32_TO_BF16:
+    case OM_F32_TO_BF16: {
+        const __m256i r = bf16_round8(_mm256_loadu_si256((const __m256i *)((const float *)src + i)),
+                                      s);
+        if (save) store_halves8(save + i, _mm256_srli_epi32(r, 16));
+        return _mm256_castsi256_ps(r);
+    }
     case OM_BF16: {
-        const __m256i h = bf16_words8(src, i, fmt, save);
-        *tiny = _mm256_or_si256(*tiny, bf16_tiny8(h));
-        return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+        const __m256i u = _mm256_slli_epi32(_mm256_cvtepu16_epi32(
+            _mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))), 16);
+        bf16_note8(u, s);
+        return _mm256_castsi256_ps(u);
     }
     case OM_F32_TO_F16: {
         const __m128i r = _mm256_cvtps_ph(_mm256_loadu_ps((const float *)src + i),
@@ -136,18 +141,19 @@ static inline __m512i bf16_words16(const void *src, int64_t i, int fmt, uint16_t
 #endif
 
 #if defined(__AVX2__)
-/* convert_vectors's AVX2 loop from i, for a constant fmt. */
+/* convert_vectors's AVX2 loop from i, for a constant fmt; returns i itself when a bfloat16
+ * value was rare (bf16_seen: the scalar code converts them all again). */
 static OM_ALWAYS_INLINE int64_t convert8s(int64_t i, int64_t n, const void *src, int fmt,
-                                          float *dst, uint16_t *save, int *tiny) {
-    __m256i tiny8 = _mm256_setzero_si256();
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8_as(src, i, fmt, save, &tiny8));
-    *tiny |= !_mm256_testz_si256(tiny8, tiny8);
-    return i;
+                                          float *dst, uint16_t *save) {
+    const int64_t start = i;
+    bf16_seen s = bf16_seen_none();
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8_as(src, i, fmt, save, &s));
+    return bf16_rare(&s) ? start : i;
 }
 #endif
 
-/* convert's vector loops over the longest prefix of whole vectors; returns its length, and
- * sets *tiny if a bf16 value converted is (bf16_tiny). */
+/* convert's vector loops over a prefix of whole vectors; returns its length, and sets *tiny if
+ * a bf16 value converted is (bf16_tiny). */
 static int64_t convert_vectors(int64_t n, const void *src, int fmt, float *dst, uint16_t *save,
                                int *tiny) {
     int64_t i = 0;
@@ -165,10 +171,10 @@ static int64_t convert_vectors(int64_t n, const void *src, int fmt, float *dst, 
 #endif
 #if defined(__AVX2__)
     switch (fmt) {   /* a loop per format */
-    case OM_F32_TO_BF16: return convert8s(i, n, src, OM_F32_TO_BF16, dst, save, tiny);
-    case OM_BF16: return convert8s(i, n, src, OM_BF16, dst, save, tiny);
-    case OM_F32_TO_F16: return convert8s(i, n, src, OM_F32_TO_F16, dst, save, tiny);
-    case OM_F16: return convert8s(i, n, src, OM_F16, dst, save, tiny);
+    case OM_F32_TO_BF16: return convert8s(i, n, src, OM_F32_TO_BF16, dst, save);
+    case OM_BF16: return convert8s(i, n, src, OM_BF16, dst, save);
+    case OM_F32_TO_F16: return convert8s(i, n, src, OM_F32_TO_F16, dst, save);
+    case OM_F16: return convert8s(i, n, src, OM_F16, dst, save);
     }
 #endif
     (void)n, (void)src, (void)fmt, (void)dst, (void)save, (void)tiny;
@@ -208,34 +214,36 @@ static inline void store_first_halves(uint16_t *p, int64_t n, __m256i v) {
 
 /* convert's values for a run of 0 < n < 8 (all of a run of AVX2's 6-row panels): the vector
  * code's bits on the lanes a masked load fills, zeros after; all 8 stored when `room` says
- * dst has room for them. A 2-byte format loads whole 32-bit pairs, so an odd n of them is
- * left to the scalar code (returns 0 then, else 1). */
+ * dst has room for them. Returns 0, for the scalar code to convert the run, when it holds an
+ * odd n of a 2-byte format (which loads whole 32-bit pairs) or a rare bfloat16 value. */
 static inline int convert_short(int64_t n, const void *src, int fmt, float *dst,
-                                uint16_t *save, int room, int *tiny) {
+                                uint16_t *save, int room) {
     __m256 v;
-    __m256i h = _mm256_setzero_si256();   /* the flushed bf16 bits (the lanes past n: zeros) */
+    bf16_seen s = bf16_seen_none();
     if (fmt == OM_BF16 || fmt == OM_F16) {
         if (n & 1) return 0;
         const __m128i pairs = _mm_maskload_epi32((const int *)src,
                                                  _mm256_castsi256_si128(first_lanes(n / 2)));
-        if (fmt == OM_BF16) h = bf16_flushed8(_mm256_cvtepu16_epi32(pairs));
-        v = fmt == OM_F16 ? _mm256_cvtph_ps(pairs)
-                          : _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+        if (fmt == OM_F16) {
+            v = _mm256_cvtph_ps(pairs);
+        } else {
+            const __m256i u = _mm256_slli_epi32(_mm256_cvtepu16_epi32(pairs), 16);
+            bf16_note8(u, &s);
+            v = _mm256_castsi256_ps(u);
+        }
     } else {
         const __m256 x = _mm256_maskload_ps((const float *)src, first_lanes(n));
         if (fmt == OM_F32_TO_BF16) {
-            const __m256i r = bf16_round8(_mm256_castps_si256(x));
-            if (save) store_first_halves(save, n, r);
-            h = bf16_flushed8(r);
-            v = _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+            const __m256i r = bf16_round8(_mm256_castps_si256(x), &s);
+            if (save) store_first_halves(save, n, _mm256_srli_epi32(r, 16));
+            v = _mm256_castsi256_ps(r);
         } else {
             const __m128i r = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT);
             if (save) store_first_halves(save, n, _mm256_cvtepu16_epi32(r));
             v = _mm256_cvtph_ps(r);
         }
     }
-    const __m256i lanes_tiny = bf16_tiny8(h);
-    *tiny |= !_mm256_testz_si256(lanes_tiny, lanes_tiny);
+    if (bf16_rare(&s)) return 0;
     if (room)
         _mm256_storeu_ps(dst, v);
     else
@@ -256,8 +264,8 @@ static inline int convert_run(int64_t n, const void *src, int fmt, float *dst, u
     int64_t i = convert_vectors(n, src, fmt, dst, save, &tiny);
 #if defined(__AVX2__)
     const int64_t size = fmt == OM_BF16 || fmt == OM_F16 ? 2 : 4;
-    if (i < n && convert_short(n - i, (const char *)src + i * size, fmt, dst + i,
-                               save ? save + i : NULL, room, &tiny))
+    if (i < n && n - i < 8 && convert_short(n - i, (const char *)src + i * size, fmt, dst + i,
+                                            save ? save + i : NULL, room))
         return tiny;
 #endif
     for (; i < n; i++) {
