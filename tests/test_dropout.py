@@ -197,6 +197,17 @@ def test_large_masks_at_every_thread_count(op, shape, lead, same_bits_everywhere
     np.testing.assert_array_equal(bits(gx), bits(g * mask))
 
 
+@pytest.mark.parametrize("n", [*range(1, 36), 1023, 1025, 140_003])
+def test_mask_on_every_path(isa, n):
+    """Each path's draw (the vector ones take 4 to 8 lanes and a scalar tail; blocks of 1024
+    and the threads' shares start anywhere) against the numpy reference, at 1 to 3 threads."""
+    for threads in (1, 2, 3):
+        om.set_num_threads(threads)
+        np.testing.assert_array_equal(bits(dropout_mask((n,), 0.3, 2 ** 63 + 9, 7)),
+                                      bits(numpy_mask((n,), 0.3, 2 ** 63 + 9, 7)),
+                                      err_msg=f"{isa} path, {threads} threads")
+
+
 def test_a_strided_input_gives_the_contiguous_inputs_bits(rng):
     x = rng.standard_normal((40, 30)).astype(np.float32)
     strided = dropout(om.tensor(x).T, 0.5, seed=2, draw=9).numpy()

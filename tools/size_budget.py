@@ -21,8 +21,9 @@ BUDGETS = {
     "cython (onemodel/_kernels/*.pyx, *.pxd)": (
         sorted(ROOT.glob("_kernels/*.pyx")) + sorted(ROOT.glob("_kernels/*.pxd")), 1380),
     # C: 6,500, raised to 6,600 when bfloat16 convolutions took the dot-product rule and kernel
-    # (engine.md section 5), which conv.c's own product driver, removed for gemm.c's, did not have.
-    "c (onemodel/_kernels/csrc/)": (sorted(ROOT.glob("_kernels/csrc/**/*.[ch]")), 6810),
+    # (engine.md section 5), which conv.c's own product driver, removed for gemm.c's, did not have;
+    # 6,810 -> 6,840 when dropout's draw became a per-path kernel (1.6x faster on AVX2).
+    "c (onemodel/_kernels/csrc/)": (sorted(ROOT.glob("_kernels/csrc/**/*.[ch]")), 6840),
 }
 SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
         tokenize.ENDMARKER, tokenize.ENCODING}
