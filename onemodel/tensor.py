@@ -47,6 +47,25 @@ def _is_float32(dtype: Any) -> bool:
         return False
 
 
+def to_float32_on_cpu(args: tuple, kwargs: dict, what: str) -> bool:
+    """Checks the arguments of torch's .to(device=None, dtype=None, non_blocking=False) (a
+    device as a string or a torch.device, a tensor for its dtype): the CPU and float32 pass, anything else is refused naming
+    `what`. Returns whether float32 was asked for."""
+    targets = list(args) + [kwargs.pop(k) for k in ("device", "dtype") if k in kwargs]
+    kwargs.pop("non_blocking", None)  # nothing is asynchronous here
+    if kwargs or len(targets) > 2:
+        raise TypeError(f"to: expected to(device=None, dtype=None, non_blocking=False), got "
+                        f"{args!r} and {kwargs!r}")
+    convert = False
+    for v in targets:
+        if v is None or str(v).split(":")[0] == "cpu":  # "cpu", "cpu:0", torch.device("cpu")
+            continue
+        if not _is_float32(v):
+            raise TypeError(f"to: only the CPU and float32 are supported, got {v!r} ({what})")
+        convert = True
+    return convert
+
+
 def _canonical(arr: np.ndarray, op: str) -> np.ndarray:
     if arr.dtype.kind == "f":
         arr = arr.astype(np.float32, copy=False)
@@ -184,20 +203,9 @@ class Tensor:
         """to("cpu"), to(float32) (as numpy or PyTorch spell it, or a float32 tensor), or both,
         as torch.Tensor.to: self when nothing changes (a copy with copy=True), else float().
         Other devices and dtypes are refused."""
-        targets = list(args) + [kwargs.pop(k) for k in ("device", "dtype") if k in kwargs]
         copy = bool(kwargs.pop("copy", False))
-        kwargs.pop("non_blocking", None)  # nothing is asynchronous here
-        if kwargs or len(targets) > 2:
-            raise TypeError(f"to: expected to(device=None, dtype=None, non_blocking=False, "
-                            f"copy=False), got {args!r} and {kwargs!r}")
-        convert = False
-        for v in targets:
-            if v is None or (isinstance(v, str) and v.split(":")[0] == "cpu"):
-                continue
-            if not _is_float32(v):
-                raise TypeError(f"to: only the CPU and float32 are supported, got {v!r} "
-                                f"(tensor of shape {self.shape}, {self._data.dtype})")
-            convert = True
+        convert = to_float32_on_cpu(args, kwargs, f"tensor of shape {self.shape}, "
+                                                  f"{self._data.dtype}")
         out = self.float() if convert else self
         return out.clone() if copy and out is self else out
 

@@ -136,3 +136,33 @@ def test_load_state_dict_strict_lists_every_problem_before_changing_anything():
         m.load_state_dict(sd, strict=False)
     for name, value in m.state_dict().items():
         np.testing.assert_array_equal(value, before[name], err_msg=name)
+
+
+def test_to_cpu_and_float32_return_the_module_like_torch():
+    """`model = Net().to(device)`: the module itself for the CPU and float32, as torch returns
+    its module; its parameters untouched."""
+    ours, theirs = build(nn, seed=1), build(torch.nn)
+    before = {k: v.copy() for k, v in ours.state_dict().items()}
+    for args, kwargs in [(("cpu",), {}), ((torch.device("cpu"),), {}), ((torch.float32,), {}),
+                         (("cpu", torch.float32), {"non_blocking": True}),
+                         ((), {"device": "cpu", "dtype": torch.float32})]:
+        assert ours.to(*args, **kwargs) is ours and theirs.to(*args, **kwargs) is theirs
+    # numpy's spellings of float32 and a float32 tensor, as Tensor.to takes them
+    assert ours.to(np.float32) is ours and ours.to(dtype="float32") is ours
+    assert ours.to(om.ones(2, 3)) is ours
+    assert ours.cpu() is ours and ours.float() is ours
+    assert theirs.cpu() is theirs and theirs.float() is theirs
+    after = ours.state_dict()
+    assert all(after[k].dtype == np.float32 and np.array_equal(after[k], v)
+               for k, v in before.items())
+
+
+@pytest.mark.parametrize("target", ["cuda", "cuda:0", "meta", torch.float64, torch.float16,
+                                    torch.bfloat16, np.int64])
+def test_to_another_device_or_dtype_is_refused_with_the_module_named(target):
+    model = nn.Linear(3, 2, seed=0)
+    with pytest.raises(TypeError, match=r"to: only the CPU and float32 .*Linear: its "
+                                        r"parameters are float32 .*amp\.autocast"):
+        model.to(target)
+    with pytest.raises(TypeError, match="to: expected to"):
+        model.to("cpu", copy=True)

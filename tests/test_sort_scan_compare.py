@@ -105,6 +105,7 @@ def test_comparisons_match_torch(name, rng):
 def test_to_float32_and_cpu_only():
     x = om.tensor([1.0, 2.0])
     assert x.to("cpu") is x and x.to(torch.float32) is x and x.to(np.float32) is x
+    assert x.to(torch.device("cpu")) is x
     assert x.to("cpu", dtype="float32") is x and x.to(x) is x
     copied = x.to("cpu", copy=True)
     assert copied is not x and copied.tolist() == x.tolist()

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional
 
 import numpy as np
 
-from ..tensor import Tensor, float32
+from ..tensor import Tensor, float32, to_float32_on_cpu
 
 
 class Parameter(Tensor):
@@ -307,6 +307,21 @@ class Module:
             np.copyto(t._data, value)
             t._version += 1
         return IncompatibleKeys(missing, unexpected)
+
+    # -- device and dtype ------------------------------------------------------------------
+    def to(self, *args: Any, **kwargs: Any) -> "Module":
+        """model.to(device) / .to(dtype) as in PyTorch: the module itself, for the CPU and
+        float32, which its parameters already are; other devices and dtypes are refused (mixed
+        precision is amp.autocast)."""
+        to_float32_on_cpu(args, kwargs, f"{type(self).__name__}: its parameters are float32 "
+                                        f"on the CPU; for mixed precision use amp.autocast")
+        return self
+
+    def cpu(self) -> "Module":
+        return self
+
+    def float(self) -> "Module":
+        return self
 
     # -- modes and gradients --------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":
