@@ -4,12 +4,12 @@ __version__ = "0.1.0"
 from ._config import (config, get_mode, get_num_threads, mode, set_mode,  # noqa: E402
                       set_num_threads)
 from .autograd import enable_grad, no_grad  # noqa: E402
-from .tensor import (Tensor, arange, empty, empty_like, from_numpy, full, full_like,  # noqa: E402
-                     ones, ones_like, tensor, zeros, zeros_like)
+from .tensor import (Tensor, arange, device, empty, empty_like, from_numpy, full,  # noqa: E402
+                     full_like, ones, ones_like, tensor, zeros, zeros_like)
 from .random import (Generator, default_generator, get_rng_state, manual_seed,  # noqa: E402
                      multinomial, rand, randint, randn, randperm, set_rng_state)
-from . import (amp, checkpoint, data, distributed, functional, interop, nn,  # noqa: E402
-               optim, train)
+from . import (amp, checkpoint, cuda, data, distributed, functional, interop,  # noqa: E402
+               nn, optim, train)
 # The tensor functions PyTorch users call as torch.cat, torch.exp, ...: onemodel.functional's,
 # under the same names (tests/test_torch_signatures.py holds them to torch's arguments).
 from .functional import (abs, add, cat, clamp, clamp_max, clamp_min, clone,  # noqa: E402
@@ -23,7 +23,8 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "set_num_threads", "Generator", "default_generator", "manual_seed", "get_rng_state",
            "set_rng_state", "rand", "randn", "randint", "randperm", "multinomial", "Tensor",
            "tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-           "full_like", "empty_like", "arange", "no_grad", "enable_grad", "amp", "checkpoint",
+           "full_like", "empty_like", "arange", "device", "no_grad", "enable_grad", "amp",
+           "checkpoint", "cuda",
            "data", "distributed", "functional", "interop", "nn", "optim", "train",
            "abs", "add", "cat", "clamp", "clamp_max", "clamp_min", "clone", "cumsum", "div",
            "eq", "erf", "exp", "flatten", "gather", "ge", "gt", "le", "log", "log_softmax", "lt",

@@ -47,10 +47,32 @@ def _is_float32(dtype: Any) -> bool:
         return False
 
 
+class device:
+    """torch.device for the one device there is: device("cpu") (or "cpu:0", or
+    device("cpu", 0)) prints as "cpu" and is what .to() takes; any other is refused."""
+
+    def __init__(self, type: Any = "cpu", index: Optional[int] = None) -> None:
+        if str(type).split(":")[0] != "cpu":
+            raise ValueError(f"device: onemodel runs on the CPU only, got {type!r}")
+        self.type, self.index = "cpu", None
+
+    def __str__(self) -> str:
+        return "cpu"
+
+    def __repr__(self) -> str:
+        return "device(type='cpu')"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, (device, str)) and str(other).split(":")[0] == "cpu"
+
+    def __hash__(self) -> int:
+        return hash("cpu")
+
+
 def to_float32_on_cpu(args: tuple, kwargs: dict, what: str) -> bool:
     """Checks the arguments of torch's .to(device=None, dtype=None, non_blocking=False) (a
-    device as a string or a torch.device, a tensor for its dtype): the CPU and float32 pass, anything else is refused naming
-    `what`. Returns whether float32 was asked for."""
+    device as a string or a device object, a tensor for its dtype): the CPU and float32 pass,
+    anything else is refused naming `what`. Returns whether float32 was asked for."""
     targets = list(args) + [kwargs.pop(k) for k in ("device", "dtype") if k in kwargs]
     kwargs.pop("non_blocking", None)  # nothing is asynchronous here
     if kwargs or len(targets) > 2:

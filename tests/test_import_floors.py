@@ -10,7 +10,7 @@ import os
 import onemodel
 
 FLOORS = [
-    {"_ieee", "_kernels", "_config", "progress"},
+    {"_ieee", "_kernels", "_config", "progress", "cuda"},
     {"autograd", "tensor"},          # each names the other: autograd's hints, tensor's backward()
     {"random"},
     {"_autocast"},

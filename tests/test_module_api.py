@@ -166,3 +166,21 @@ def test_to_another_device_or_dtype_is_refused_with_the_module_named(target):
         model.to(target)
     with pytest.raises(TypeError, match="to: expected to"):
         model.to("cpu", copy=True)
+
+
+def test_a_ported_scripts_first_lines():
+    """What a PyTorch script types before its model, with torch renamed: the functional module
+    under torch's path, the device choice, and .to(device) on the model and the data."""
+    import onemodel.nn.functional as F_ported
+    from onemodel import functional
+    assert F_ported is functional and om.nn.functional is functional
+    dev = om.device("cuda" if om.cuda.is_available() else "cpu")
+    assert om.cuda.device_count() == 0
+    assert str(dev) == "cpu" and repr(dev) == repr(torch.device("cpu")) and dev.type == "cpu"
+    assert dev == "cpu" and dev == om.device("cpu:0") == om.device("cpu", 0) and dev != "cuda"
+    model = nn.Linear(3, 2, seed=0).to(dev)
+    x = om.ones(4, 3).to(dev)
+    assert model(x).shape == (4, 2)
+    for other in ("cuda", "cuda:0", "mps", torch.device("cuda")):
+        with pytest.raises(ValueError, match="device: onemodel runs on the CPU only"):
+            om.device(other)

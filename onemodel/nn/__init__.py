@@ -1,4 +1,7 @@
 """Modules: named parameters and buffers in a fixed state order, and the layers built on them."""
+import sys
+
+from .. import functional
 from . import init, utils
 from .attention import (
     MultiheadAttention,
@@ -46,9 +49,13 @@ from .normalization import GroupNorm, RMSNorm
 from .recurrent import GRU, LSTM
 from .ternary import TernaryConv2d, TernaryLinear, TernaryWeight, ternary_weights
 
+# `import torch.nn.functional as F`, ported, imports onemodel.functional under this name too.
+sys.modules[__name__ + ".functional"] = functional
+
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "Dropout",
     "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MaxPool2d", "Module",
+    "functional",
     "ModuleDict", "ModuleList", "ParameterList",
     "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh", "init", "utils",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LSTM", "GRU",
