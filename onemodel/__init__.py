@@ -9,7 +9,7 @@ from .tensor import (Tensor, arange, device, empty, empty_like, from_numpy, full
 from .random import (Generator, default_generator, get_rng_state, manual_seed,  # noqa: E402
                      multinomial, rand, randint, randn, randperm, set_rng_state)
 from . import (amp, checkpoint, cuda, data, distributed, functional, interop,  # noqa: E402
-               nn, optim, train)
+               nn, optim, train, utils)
 # The tensor functions PyTorch users call as torch.cat, torch.exp, ...: onemodel.functional's,
 # under the same names (tests/test_torch_signatures.py holds them to torch's arguments).
 from .functional import (abs, add, cat, clamp, clamp_max, clamp_min, clone,  # noqa: E402
@@ -25,7 +25,7 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "device", "no_grad", "enable_grad", "amp",
            "checkpoint", "cuda",
-           "data", "distributed", "functional", "interop", "nn", "optim", "train",
+           "data", "distributed", "functional", "interop", "nn", "optim", "train", "utils",
            "abs", "add", "cat", "clamp", "clamp_max", "clamp_min", "clone", "cumsum", "div",
            "eq", "erf", "exp", "flatten", "gather", "ge", "gt", "le", "log", "log_softmax", "lt",
            "matmul", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "permute",

@@ -102,6 +102,34 @@ def _stack(values: list, what: str) -> np.ndarray:
     return np.stack(arrays)
 
 
+class Dataset:
+    """torch.utils.data.Dataset: the base of a map-style dataset, whose subclass defines
+    __getitem__(i) (an example) and __len__; the DataLoader reads it per example."""
+
+    def __getitem__(self, index: int) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define __getitem__")
+
+
+class TensorDataset(Dataset):
+    """torch.utils.data.TensorDataset: example i is (t[i] for t in tensors), all of one
+    length. The DataLoader cuts its batches from the arrays at once, as from a tuple of them."""
+
+    def __init__(self, *tensors: Any) -> None:
+        if not tensors or not all(_is_array(t) for t in tensors):
+            raise TypeError("TensorDataset: expected one or more tensors or arrays, got "
+                            + ", ".join(type(t).__name__ for t in tensors))
+        if len({len(t) for t in tensors}) != 1:
+            raise ValueError(f"TensorDataset: the tensors need the same first dimension, got "
+                             f"shapes {[tuple(t.shape) for t in tensors]}")
+        self.tensors = tensors
+
+    def __getitem__(self, index: int) -> tuple:
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return len(self.tensors[0])
+
+
 class DataLoader:
     """Iterates over `dataset` in batches of `batch_size` (see the module notes)."""
 
@@ -131,7 +159,9 @@ class DataLoader:
     def _as_arrays(dataset: Any) -> tuple[Optional[dict[Any, np.ndarray]], str]:
         """The arrays of an array dataset by field (index or name) and how a batch holds them
         ("one", "tuple" or "dict"); or (None, "examples") for a dataset read per example."""
-        if _is_array(dataset):
+        if isinstance(dataset, TensorDataset):
+            fields, kind = dict(enumerate(dataset.tensors)), "tuple"
+        elif _is_array(dataset):
             fields, kind = {0: dataset}, "one"
         elif isinstance(dataset, dict):
             if not dataset or not all(_is_array(a) for a in dataset.values()):

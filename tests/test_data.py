@@ -225,3 +225,44 @@ def test_what_cannot_be_batched_is_named():
         next(iter(DataLoader(mixed, 2, shuffle=False, prefetch=0)))
     with pytest.raises(TypeError, match="got int"):
         DataLoader(5, 2)
+
+
+def test_tensor_dataset_and_the_torch_import_path():
+    """`from torch.utils.data import DataLoader, TensorDataset, Dataset`, ported: examples and
+    length as torch's TensorDataset, batches as from the tuple of arrays, and
+    len(loader.dataset) the number of examples (what an accuracy divides by)."""
+    torch = pytest.importorskip("torch")
+    from onemodel.utils.data import DataLoader as PortedLoader
+    from onemodel.utils.data import Dataset, TensorDataset
+    assert PortedLoader is DataLoader and om.utils.data is om.data
+    x = np.random.default_rng(0).normal(size=(10, 3)).astype(np.float32)
+    y = np.arange(10) % 3
+    ours = TensorDataset(om.from_numpy(x), om.from_numpy(y))
+    theirs = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+    assert isinstance(ours, Dataset) and len(ours) == len(theirs) == 10
+    for i in (0, 7, -1):
+        assert [t.numpy().tolist() for t in ours[i]] == [t.numpy().tolist() for t in theirs[i]]
+    loader = DataLoader(ours, 4, seed=3)
+    assert len(loader.dataset) == 10
+    for (bx, by), (tx, ty) in zip(loader, DataLoader((x, y), 4, seed=3)):
+        assert bx.numpy().tobytes() == tx.numpy().tobytes() and by.numpy().tolist() == \
+            ty.numpy().tolist()
+    with pytest.raises(ValueError, match=r"TensorDataset: .*same first dimension.*\(10, 3\), "
+                                         r"\(9,\)"):
+        TensorDataset(x, y[:9])
+    with pytest.raises(TypeError, match="TensorDataset: expected one or more tensors"):
+        TensorDataset([1, 2], x)
+
+
+def test_a_dataset_subclass_is_read_per_example():
+    class Squares(om.data.Dataset):
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            return np.float32(i * i)
+
+    assert next(iter(DataLoader(Squares(), 5, shuffle=False))).numpy().tolist() == [
+        0.0, 1.0, 4.0, 9.0, 16.0]
+    with pytest.raises(NotImplementedError, match="Empty must define __getitem__"):
+        type("Empty", (om.data.Dataset,), {})()[0]

@@ -16,7 +16,7 @@ FLOORS = [
     {"_autocast"},
     {"functional"},
     {"optim", "data", "checkpoint"},
-    {"nn", "amp"},
+    {"nn", "amp", "utils"},
     {"distributed", "interop"},
     {"train", "plot"},
     {"examples"},
