@@ -12,8 +12,9 @@ from . import (amp, checkpoint, cuda, data, distributed, functional, interop,  #
                nn, optim, train, utils)
 # The tensor functions PyTorch users call as torch.cat, torch.exp, ...: onemodel.functional's,
 # under the same names (tests/test_torch_signatures.py holds them to torch's arguments).
-from .functional import (abs, add, cat, clamp, clamp_max, clamp_min, clone,  # noqa: E402
-                         cumsum, div, eq, erf, exp, flatten, gather, ge, gt, le, log,
+from .functional import (abs, add, argmax, argmin, cat, clamp, clamp_max,  # noqa: E402
+                         clamp_min, clone, cumsum, div, eq, erf, exp, flatten, gather, ge,
+                         gt, le, log,
                          log_softmax, lt, matmul, max, maximum, mean, min, minimum, mul, ne,
                          neg, permute, pow, relu, reshape, sigmoid, softmax, sort, sqrt,
                          squeeze, stack, sub, sum, tanh, topk, transpose, tril, triu, unsqueeze,
@@ -26,7 +27,8 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "full_like", "empty_like", "arange", "device", "no_grad", "enable_grad", "amp",
            "checkpoint", "cuda",
            "data", "distributed", "functional", "interop", "nn", "optim", "train", "utils",
-           "abs", "add", "cat", "clamp", "clamp_max", "clamp_min", "clone", "cumsum", "div",
+           "abs", "add", "argmax", "argmin", "cat", "clamp", "clamp_max", "clamp_min", "clone",
+           "cumsum", "div",
            "eq", "erf", "exp", "flatten", "gather", "ge", "gt", "le", "log", "log_softmax", "lt",
            "matmul", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "permute",
            "pow", "relu", "reshape", "sigmoid", "softmax", "sort", "sqrt", "squeeze", "stack",

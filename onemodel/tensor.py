@@ -529,16 +529,6 @@ class Tensor:
     def log_softmax(self, dim: int, dtype: Any = None) -> "Tensor":
         return F.log_softmax(self, dim, dtype=dtype)
 
-    def _arg(self, op: str, fn: Any, dim: Optional[int], keepdim: bool) -> "Tensor":
-        if dim is None:
-            index = np.asarray(fn(self._data), dtype=np.int64)
-            return Tensor._wrap(index.reshape((1,) * self.ndim) if keepdim else index)
-        if self._data.size == 0:
-            raise ValueError(f"{op}: the tensor of shape {self.shape} has no elements")
-        axis = F._core.normalize_dim(dim, self.ndim, op)
-        return Tensor._wrap(np.require(fn(self._data, axis=axis, keepdims=keepdim), np.int64,
-                                       "C"))
-
     def topk(self, k: int, dim: Optional[int] = None, largest: bool = True,
              sorted: bool = True) -> Any:
         return F.topk(self, k, dim, largest, sorted)
@@ -556,11 +546,10 @@ class Tensor:
         return F.triu(self, diagonal)
 
     def argmax(self, dim: Optional[int] = None, keepdim: bool = False) -> "Tensor":
-        """The index of the largest value (the first, as PyTorch on CPU); int64."""
-        return self._arg("argmax", np.argmax, dim, keepdim)
+        return F.argmax(self, dim, keepdim)
 
     def argmin(self, dim: Optional[int] = None, keepdim: bool = False) -> "Tensor":
-        return self._arg("argmin", np.argmin, dim, keepdim)
+        return F.argmin(self, dim, keepdim)
 
     # -- more method spellings, composed of the ops above --------------------------------
     @property

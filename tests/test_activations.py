@@ -102,6 +102,8 @@ def test_one_hot_matches_torch(num_classes):
     (lambda: F.one_hot(om.tensor([0]), -2), ValueError, "num_classes must be"),
     (lambda: F.silu(om.ones(2), inplace=True), ValueError, "silu: inplace=True is not"),
     (lambda: nn.LeakyReLU(inplace=True), ValueError, "LeakyReLU: inplace=True"),
+    (lambda: nn.ReLU(inplace=True), ValueError, "ReLU: inplace=True is not supported"),
+    (lambda: F.relu(om.ones(2), inplace=True), ValueError, "relu: inplace=True is not"),
     (lambda: F.elu(om.tensor([1, 2])), TypeError, "elu: input must be float32"),
     (lambda: F.normalize(om.ones(2, 3), p=float("nan")), ValueError,
      "normalize: p must be a number"),
@@ -132,3 +134,9 @@ def test_normalize_of_a_zero_slice_has_torch_gradient(check_torch, p):
     check_torch(lambda t: F.normalize(t, p), lambda t: TF.normalize(t, p), x)
     check_torch(lambda t: F.normalize(t, p, eps=0.5), lambda t: TF.normalize(t, p, eps=0.5),
                 x * np.float32(0.1))
+
+
+def test_relu_takes_torchs_inplace_false():
+    x = om.tensor([-1.0, 0.5, 2.0])
+    expected = [0.0, 0.5, 2.0]
+    assert nn.ReLU(inplace=False)(x).tolist() == F.relu(x, inplace=False).tolist() == expected

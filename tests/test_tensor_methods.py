@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import onemodel as om
+from onemodel import functional as F
 
 torch = pytest.importorskip("torch")
 
@@ -69,10 +70,13 @@ def test_expand_keeps_signed_zero_and_nan():
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_argmax_argmin_match_torch(rng, op, dim, keepdim):
     x = rng.integers(0, 3, (4, 5)).astype(np.float32)  # ties: the first index, as torch
-    ours = getattr(om.tensor(x), op)(dim, keepdim=keepdim)
     ref = getattr(torch.from_numpy(x), op)(dim, keepdim=keepdim)
-    assert ours.dtype == np.int64 and ours.shape == tuple(ref.shape)
-    np.testing.assert_array_equal(ours.numpy(), ref.numpy())
+    # the method, and the function at the top level and in functional (torch.argmax)
+    for ours in (getattr(om.tensor(x), op)(dim, keepdim=keepdim),
+                 getattr(om, op)(om.tensor(x), dim, keepdim), getattr(F, op)(om.tensor(x), dim)
+                 if not keepdim else getattr(F, op)(om.tensor(x), dim=dim, keepdim=True)):
+        assert ours.dtype == np.int64 and ours.shape == tuple(ref.shape)
+        np.testing.assert_array_equal(ours.numpy(), ref.numpy())
 
 
 def test_requires_grad_and_data():
@@ -96,6 +100,7 @@ def test_requires_grad_and_data():
     (lambda t: t.chunk(0), "chunk: chunks must be a positive integer"),
     (lambda t: t.split(1, dim=2), "split: dim 2 out of range"),
     (lambda t: t.argmax(3), "argmax: dim 3 out of range"),
+    (lambda t: om.argmin(t[:0]), r"argmin: the tensor of shape \(0, 3\) has no elements"),
     (lambda t: t.masked_fill(t, 0.0), "where: condition must be a bool tensor"),
 ])
 def test_bad_arguments_raise_naming_them(call, match):

@@ -50,7 +50,7 @@ from .loss import (
 )
 from .nn import embedding, layer_norm, log_softmax, normalize, one_hot, softmax
 from .normalization import group_norm, rms_norm
-from .reduction import cumsum, max, mean, min, sum
+from .reduction import argmax, argmin, cumsum, max, mean, min, sum
 from .sampling import interpolate
 from .shape import (
     cat,
@@ -69,7 +69,8 @@ from .shape import (
 from .sorting import sort, topk
 
 __all__ = [
-    "abs", "adaptive_avg_pool2d", "add", "avg_pool1d", "avg_pool2d", "batch_norm",
+    "abs", "adaptive_avg_pool2d", "add", "argmax", "argmin", "avg_pool1d", "avg_pool2d",
+    "batch_norm",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cat", "clamp", "clamp_max",
     "clamp_min", "clone",
     "conv1d", "conv2d", "cross_entropy", "ctc_loss", "cumsum", "div", "dropout", "dropout1d",

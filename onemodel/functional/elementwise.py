@@ -420,7 +420,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 _RELU_MASKED = 1 << 16
 
 
-def relu(input: Tensor) -> Tensor:
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """x < 0 ? 0 : x (-0 and NaN pass), its gradient g where the output is > 0 or NaN, as
     PyTorch; float32 by the vmath kernel (one pass each way), integers by numpy.
 
@@ -428,6 +428,7 @@ def relu(input: Tensor) -> Tensor:
     graph keeps that as one bit per element (not the float32 output, which the next op may
     not need to keep), and the kernel reads it widened to 1.0 / 0.0; below, the output itself
     (the mask's passes would cost more time than its memory is worth)."""
+    check_not_inplace("relu", inplace)
     x = as_tensor(input, "relu")
     if x._data.dtype != float32:
         return Tensor._wrap(np.maximum(x._data, 0))

@@ -1,4 +1,4 @@
-"""Reductions: sum, mean, max and min over axes.
+"""Reductions: sum, mean, max and min over axes, and argmax and argmin.
 
 Float sums go through the engine's one summation kernel (_core.sum_axis), so their association
 order depends on the shape alone: the reduced axes are grouped into runs of adjacent axes, each
@@ -183,3 +183,25 @@ def cumsum(input: Tensor, dim: int) -> Tensor:
         return (np.ascontiguousarray(np.flip(np.add.accumulate(reversed_g, axis=axis), axis)),)
 
     return record("cumsum", out, (x,), backward)
+
+
+def _index_of(op: str, fn: Any, input: Tensor, dim: Optional[int], keepdim: bool) -> Tensor:
+    x = as_tensor(input, op)
+    if x._data.size == 0:
+        raise ValueError(f"{op}: the tensor of shape {x.shape} has no elements")
+    if dim is None:
+        index = np.asarray(fn(x._data), dtype=int64)
+        return Tensor._wrap(index.reshape((1,) * x.ndim) if keepdim else index)
+    axis = normalize_dim(dim, x.ndim, op)
+    return Tensor._wrap(np.require(fn(x._data, axis=axis, keepdims=keepdim), int64, "C"))
+
+
+def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest value (the first, as PyTorch on CPU; NaN counts as the
+    largest) over the flattened tensor or along dim; int64."""
+    return _index_of("argmax", np.argmax, input, dim, keepdim)
+
+
+def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest value, as argmax."""
+    return _index_of("argmin", np.argmin, input, dim, keepdim)

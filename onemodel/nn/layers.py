@@ -200,6 +200,10 @@ class Identity(Module):
 
 
 class ReLU(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        check_not_inplace("ReLU", inplace)
+
     def forward(self, input: Tensor) -> Tensor:
         return F.relu(input)
 
