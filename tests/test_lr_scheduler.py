@@ -45,6 +45,7 @@ def _theirs(torch, make):
 CASES = {
     "StepLR": lambda m, o: m.StepLR(o, 7, gamma=0.5),
     "StepLR-default-gamma": lambda m, o: m.StepLR(o, 4),
+    "StepLR-float-step-size": lambda m, o: m.StepLR(o, 3.0, gamma=0.95),  # torch's tutorials
     "CosineAnnealingLR": lambda m, o: m.CosineAnnealingLR(o, STEPS, eta_min=1e-3),
     "OneCycleLR": lambda m, o: m.OneCycleLR(o, [0.5, 0.2], total_steps=STEPS, **(
         {"cycle_momentum": False} if m.__name__.startswith("torch") else {})),
@@ -98,6 +99,9 @@ def test_cosine_stays_at_eta_min_after_t_max():
 
 @pytest.mark.parametrize("make,match", [
     (lambda o: lr_scheduler.StepLR(o, 0), "step_size"),
+    (lambda o: lr_scheduler.StepLR(o, 2.5), r"step_size must be an integer >= 1, got 2\.5"),
+    (lambda o: lr_scheduler.StepLR(o, float("nan")), "step_size"),
+    (lambda o: lr_scheduler.CosineAnnealingLR(o, True), "total_steps must be an integer"),
     (lambda o: lr_scheduler.StepLR(object(), 3), "optimizer"),
     (lambda o: lr_scheduler.OneCycleLR(o, [0.1, 0.2, 0.3], 10), "max_lr"),
     (lambda o: lr_scheduler.LinearLR(o, start_factor=0.0), "start_factor"),

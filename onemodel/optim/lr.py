@@ -64,7 +64,11 @@ def _number(owner: str, name: str, value: Any, low: float = -math.inf,
 
 
 def _steps(owner: str, name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+    """A count of steps; a float with an integer value (PyTorch's tutorials write
+    StepLR(optimizer, 1.0)) counts as that integer."""
+    whole = isinstance(value, (int, np.integer)) or (
+        isinstance(value, (float, np.floating)) and float(value).is_integer())
+    if isinstance(value, bool) or not whole or value < low:
         raise ValueError(f"{owner}: {name} must be an integer >= {low}, got {value!r}")
     return int(value)
 
