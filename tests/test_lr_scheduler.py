@@ -101,7 +101,7 @@ def test_cosine_stays_at_eta_min_after_t_max():
     (lambda o: lr_scheduler.StepLR(o, 0), "step_size"),
     (lambda o: lr_scheduler.StepLR(o, 2.5), r"step_size must be an integer >= 1, got 2\.5"),
     (lambda o: lr_scheduler.StepLR(o, float("nan")), "step_size"),
-    (lambda o: lr_scheduler.CosineAnnealingLR(o, True), "total_steps must be an integer"),
+    (lambda o: lr_scheduler.CosineAnnealingLR(o, True), "CosineAnnealingLR: T_max must be an "),
     (lambda o: lr_scheduler.StepLR(object(), 3), "optimizer"),
     (lambda o: lr_scheduler.OneCycleLR(o, [0.1, 0.2, 0.3], 10), "max_lr"),
     (lambda o: lr_scheduler.LinearLR(o, start_factor=0.0), "start_factor"),

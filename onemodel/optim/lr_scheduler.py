@@ -87,6 +87,7 @@ class StepLR(LRScheduler):
 
 class CosineAnnealingLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0) -> None:
+        T_max = _lr._steps("CosineAnnealingLR", "T_max", T_max, 1)  # named as the caller knows it
         super().__init__(optimizer, [_lr.CosineLR(b, T_max, eta_min)
                                      for b in _bases("CosineAnnealingLR", optimizer)])
 
