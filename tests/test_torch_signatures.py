@@ -22,6 +22,7 @@ DEFAULT_DIFFERENCES = {
     # Ours takes the names "relu" and "gelu" (docs/spec/api.md).
     ("TransformerEncoderLayer", "activation"): "relu",
     ("TransformerDecoderLayer", "activation"): "relu",
+    ("Transformer", "activation"): "relu",
 }
 
 # class -> (our positional arguments, PyTorch's) where they differ by name or slot.

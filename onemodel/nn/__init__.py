@@ -5,6 +5,7 @@ from .. import functional
 from . import init, utils
 from .attention import (
     MultiheadAttention,
+    Transformer,
     TransformerDecoder,
     TransformerDecoderLayer,
     TransformerEncoder,
@@ -63,6 +64,6 @@ __all__ = [
     "ELU", "LeakyReLU", "SiLU", "Softmax",
     "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
     "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "RMSNorm", "Upsample",
-    "TransformerDecoder", "TransformerDecoderLayer",
+    "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
     "UpsamplingBilinear2d", "UpsamplingNearest2d", "AvgPool1d", "BCELoss",
 ]

@@ -26,8 +26,8 @@ import numpy as np
 from .. import functional as F
 from ..functional.attention import attend, causal_mask
 from ..random import Generator
-from ..tensor import Tensor, float32
-from .init import resolve_generator, xavier_normal_
+from ..tensor import Tensor, float32, to_float32_on_cpu
+from .init import resolve_generator, xavier_normal_, xavier_uniform_
 from .layers import Dropout, LayerNorm, Linear, _positive
 from .module import Module, Parameter
 
@@ -392,3 +392,66 @@ class TransformerDecoder(_LayerStack):
             x = layer(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
                       memory_key_padding_mask, bool(tgt_is_causal), memory_is_causal)
         return self._finish(x)
+
+
+class Transformer(Module):
+    """torch.nn.Transformer: `encoder` (num_encoder_layers TransformerEncoderLayers and a final
+    LayerNorm) and `decoder` (num_decoder_layers TransformerDecoderLayers and a final LayerNorm),
+    so state names and interop are the stacks'; forward(src, tgt, ...) returns the decoder's
+    output over the encoded src. As PyTorch, every parameter of two or more dimensions is then
+    drawn again from Xavier-uniform (in state order, from `generator`, else Generator(seed),
+    else the default generator). Dropout seeds: the encoder's layers from `seed`, the decoder's
+    from seed + 4·num_encoder_layers, so no two dropouts share a mask stream."""
+
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: Union[str, Callable] = "relu", custom_encoder: Optional[Any] = None,
+                 custom_decoder: Optional[Any] = None, layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, *,
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
+        super().__init__()
+        if custom_encoder is not None or custom_decoder is not None:
+            raise ValueError("Transformer: custom_encoder and custom_decoder are not supported; "
+                             "compose TransformerEncoder and TransformerDecoder instead")
+        g = resolve_generator(generator, seed)
+        options: dict[str, Any] = dict(
+            dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
+            layer_norm_eps=layer_norm_eps, batch_first=batch_first, norm_first=norm_first,
+            bias=bias, generator=g)
+        encoder_layers = _positive(num_encoder_layers, "num_encoder_layers", "Transformer")
+        self.encoder = TransformerEncoder(
+            TransformerEncoderLayer(d_model, nhead, seed=seed, **options), encoder_layers,
+            LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+        self.decoder = TransformerDecoder(
+            TransformerDecoderLayer(d_model, nhead, seed=_offset(seed, 4 * encoder_layers),
+                                    **options),
+            _positive(num_decoder_layers, "num_decoder_layers", "Transformer"),
+            LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, bool(batch_first)
+        for p in self.parameters():
+            if p.ndim > 1:
+                xavier_uniform_(p, generator=g)
+
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Any = None, tgt_mask: Any = None,
+                memory_mask: Any = None, src_key_padding_mask: Any = None,
+                tgt_key_padding_mask: Any = None, memory_key_padding_mask: Any = None,
+                src_is_causal: Optional[bool] = None, tgt_is_causal: Optional[bool] = None,
+                memory_is_causal: bool = False) -> Tensor:
+        batch = 0 if self.batch_first else 1
+        if src.ndim == 3 and tgt.ndim == 3 and src.shape[batch] != tgt.shape[batch]:
+            raise ValueError(f"Transformer: src {src.shape} and tgt {tgt.shape} differ in batch "
+                             f"size (dimension {batch}, batch_first={self.batch_first})")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise ValueError(f"Transformer: src {src.shape} and tgt {tgt.shape} must have "
+                             f"d_model = {self.d_model} features last")
+        memory = self.encoder(src, src_mask, src_key_padding_mask, src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                            memory_key_padding_mask, tgt_is_causal, memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:
+        """The (sz, sz) causal mask: 0.0 where query i may see key j <= i, -inf above the
+        diagonal, as torch's (device and dtype: the CPU and float32 only)."""
+        to_float32_on_cpu((device, dtype), {}, "Transformer.generate_square_subsequent_mask")
+        return Tensor._wrap(causal_mask(_positive(sz, "sz", "generate_square_subsequent_mask"),
+                                        sz))
