@@ -247,6 +247,12 @@ def test_tensor_dataset_and_the_torch_import_path():
     for (bx, by), (tx, ty) in zip(loader, DataLoader((x, y), 4, seed=3)):
         assert bx.numpy().tobytes() == tx.numpy().tobytes() and by.numpy().tolist() == \
             ty.numpy().tolist()
+    class Unindexable(TensorDataset):  # batches are cut from the arrays, not read per example
+        def __getitem__(self, index):
+            raise AssertionError("read per example")
+
+    assert [b.numpy().tolist() for b, _ in DataLoader(Unindexable(x, y), 4, shuffle=False)] == [
+        x[i:i + 4].tolist() for i in range(0, 10, 4)]
     with pytest.raises(ValueError, match=r"TensorDataset: .*same first dimension.*\(10, 3\), "
                                          r"\(9,\)"):
         TensorDataset(x, y[:9])

@@ -36,7 +36,8 @@ void om_dropout_draw_scalar(uint64_t stream, uint32_t threshold, int64_t begin, 
     om_dropout_draw(stream, threshold, begin, end, keep);
 }
 
-/* SSE2 and NEON have no 64-bit lane multiply: the scalar draw. */
+/* SSE2 and NEON run the scalar draw: with two 64-bit lanes and no 64-bit lane multiply, the
+ * compiler keeps the hash scalar there. */
 static const om_dropout_draw_fn draws[OM_ISA_COUNT] = {
     om_dropout_draw_scalar, om_dropout_draw_scalar, OM_ISA_ENTRY_AVX2(om_dropout_draw_avx2),
     OM_ISA_ENTRY_AVX512(om_dropout_draw_avx512), om_dropout_draw_scalar};
