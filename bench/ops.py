@@ -23,7 +23,8 @@ N = 1 << 20
 def numpy_forward(x: np.ndarray, out: np.ndarray) -> dict:
     fns = {"exp": lambda: np.exp(x, out=out), "log": lambda: np.log(x, out=out),
            "relu": lambda: np.maximum(x, np.float32(0), out=out),
-           "tanh": lambda: np.tanh(x, out=out),
+           "tanh": lambda: np.tanh(x, out=out), "sin": lambda: np.sin(x, out=out),
+           "cos": lambda: np.cos(x, out=out),
            "sigmoid": lambda: np.divide(1.0, np.add(1.0, np.exp(np.negative(x, out=out),
                                                               out=out), out=out), out=out)}
     try:
@@ -40,7 +41,8 @@ def torch_forward(op: str, xt: torch.Tensor, ot: torch.Tensor):
             "tanh": lambda: torch.tanh(xt, out=ot), "sigmoid": lambda: torch.sigmoid(xt, out=ot),
             "erf": lambda: torch.erf(xt, out=ot), "softplus": lambda: F.softplus(xt),
             "gelu": lambda: F.gelu(xt), "gelu_tanh": lambda: F.gelu(xt, approximate="tanh"),
-            "relu": lambda: torch.relu(xt)}[op]
+            "relu": lambda: torch.relu(xt), "sin": lambda: torch.sin(xt, out=ot),
+            "cos": lambda: torch.cos(xt, out=ot)}[op]
 
 
 def torch_backward(op: str, st: torch.Tensor, gt: torch.Tensor):
@@ -52,7 +54,8 @@ def torch_backward(op: str, st: torch.Tensor, gt: torch.Tensor):
             "softplus": lambda: aten.softplus_backward(gt, st, 1.0, 20.0),
             "gelu": lambda: aten.gelu_backward(gt, st),
             "gelu_tanh": lambda: aten.gelu_backward(gt, st, approximate="tanh"),
-            "relu": lambda: aten.threshold_backward(gt, st, 0.0)}[op]
+            "relu": lambda: aten.threshold_backward(gt, st, 0.0),
+            "sin": lambda: gt * st.cos(), "cos": lambda: gt * -st.sin()}[op]
 
 
 def row(name: str, threads: int, om: float, np_s: float, th: float) -> None:

@@ -13,10 +13,10 @@ from . import (amp, checkpoint, cuda, data, distributed, functional, interop,  #
 # The tensor functions PyTorch users call as torch.cat, torch.exp, ...: onemodel.functional's,
 # under the same names (tests/test_torch_signatures.py holds them to torch's arguments).
 from .functional import (abs, add, argmax, argmin, cat, clamp, clamp_max,  # noqa: E402
-                         clamp_min, clone, cumsum, div, eq, erf, exp, flatten, gather, ge,
+                         clamp_min, clone, cos, cumsum, div, eq, erf, exp, flatten, gather, ge,
                          gt, le, log,
                          log_softmax, lt, matmul, max, maximum, mean, min, minimum, mul, ne,
-                         neg, permute, pow, relu, reshape, sigmoid, softmax, sort, sqrt,
+                         neg, permute, pow, relu, reshape, sigmoid, sin, softmax, sort, sqrt,
                          squeeze, stack, sub, sum, tanh, topk, transpose, tril, triu, unsqueeze,
                          where)
 
@@ -28,8 +28,9 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "checkpoint", "cuda",
            "data", "distributed", "functional", "interop", "nn", "optim", "train", "utils",
            "abs", "add", "argmax", "argmin", "cat", "clamp", "clamp_max", "clamp_min", "clone",
-           "cumsum", "div",
+           "cos", "cumsum", "div",
            "eq", "erf", "exp", "flatten", "gather", "ge", "gt", "le", "log", "log_softmax", "lt",
            "matmul", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "permute",
-           "pow", "relu", "reshape", "sigmoid", "softmax", "sort", "sqrt", "squeeze", "stack",
+           "pow", "relu", "reshape", "sigmoid", "sin", "softmax", "sort", "sqrt", "squeeze",
+           "stack",
            "sub", "sum", "tanh", "topk", "transpose", "tril", "triu", "unsqueeze", "where"]

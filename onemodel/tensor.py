@@ -508,6 +508,12 @@ class Tensor:
     def erf(self) -> "Tensor":
         return F.erf(self)
 
+    def sin(self) -> "Tensor":
+        return F.sin(self)
+
+    def cos(self) -> "Tensor":
+        return F.cos(self)
+
     def relu(self) -> "Tensor":
         return F.relu(self)
 

@@ -16,7 +16,7 @@ from onemodel._kernels import _vmath
 OPS = _vmath.OPS
 # Max error in ulp over all 2^32 inputs, from tools/ulp_sweep.py (also stated in vmath.h).
 MAX_ULP = {"exp": 1.0, "log": 1.0, "tanh": 1.25, "sigmoid": 2.0, "erf": 2.0, "softplus": 2.0,
-           "gelu": 2.0, "gelu_tanh": 2.0, "relu": 0.0}
+           "gelu": 2.0, "gelu_tanh": 2.0, "relu": 0.0, "sin": 0.501, "cos": 0.501}
 SIZES = (0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 10_007)
 THREADS = (1, 2, 3)
 
@@ -42,7 +42,8 @@ def inputs(rng, n):
     special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-40, -3e-39,
                         1.1754944e-38, -1.1754944e-38, 3e38, -3e38, 88.72, 88.73, -103.9, -104.1,
                         89.0, -87.3, 20.0, -20.0, 15.9, -16.1, 9.0, -9.0, 0.625, -0.625,
-                        0.9, -0.9, 0.7071, -0.7072, 0.5, 1.0, -1.0, 2.0, 1e-7, -1e-7],
+                        0.9, -0.9, 0.7071, -0.7072, 0.5, 1.0, -1.0, 2.0, 1e-7, -1e-7,
+                        1048576.0, -1048575.9, 5000.0],
                        np.float32)
     x[:min(n, special.size)] = special[:n]
     return x
@@ -79,7 +80,7 @@ def test_special_values(op):
     y = forward(op, x)
     nan_in = np.isnan(x)
     assert np.isnan(y[nan_in]).all(), f"{op}: NaN in must give NaN out"
-    ref = {"exp": np.exp, "log": np.log, "tanh": np.tanh}.get(op)
+    ref = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sin": np.sin, "cos": np.cos}.get(op)
     if ref is not None:
         with np.errstate(all="ignore"):
             expected = ref(x.astype(np.float64)).astype(np.float32)
@@ -121,6 +122,35 @@ def test_tanh_interval_edges(isa):
             assert ulp <= MAX_ULP["tanh"], f"tanh: {ulp:.3f} ulp at {bits:#010x}"
     tiny = np.array([2.0**-13, -2.0**-13, 1e-30, -3e-39, 1e-45, -1e-45, 2.0**-20], np.float32)
     assert forward("tanh", tiny).tobytes() == tiny.tobytes()
+
+
+def test_sin_cos_reductions_meet_at_their_switch(isa):
+    """sin and cos reduce |x| < 2^20 in double (Cody-Waite) and larger |x| lane by lane (Payne-
+    Hanek over the bits of 2/pi, whose window moves with the exponent): windows on both sides
+    of the switch and at the start of every binade up to the largest float, both signs, keep
+    the bound and the scalar bits on every path."""
+    switch = int(np.float32(2.0**20).view(np.uint32))
+    starts = [switch - 2048, 0x7f7fffff - 2047]
+    starts += [int(np.float32(2.0**e).view(np.uint32)) - 1024 for e in range(21, 128)]
+    for op in ("sin", "cos"):
+        for start in starts:
+            for sign in (0, 1 << 31):
+                ulp, bits, mismatches = _vmath.ulp_sweep(op, sign + start, sign + start + 2048, 1)
+                assert mismatches == 0, f"{op}: {isa} differs from scalar near {start:#x}"
+                assert ulp <= MAX_ULP[op], f"{op}: {ulp:.4f} ulp at {bits:#010x}"
+
+
+def test_sin_is_odd_and_cos_even_bit_for_bit():
+    """Both reductions and both polynomials are symmetric in x, so sin(-x) = -sin(x) and
+    cos(-x) = cos(x) exactly, zeros keep their sign in sin, and inf gives NaN."""
+    x = inputs(np.random.default_rng(7), 20_000)
+    x = x[np.isfinite(x)]
+    assert forward("sin", -x).tobytes() == (-forward("sin", x)).tobytes()
+    assert forward("cos", -x).tobytes() == forward("cos", x).tobytes()
+    zeros = np.array([0.0, -0.0, 1e-45, -1e-45, 2.0**-13], np.float32)
+    assert forward("sin", zeros).tobytes() == zeros.tobytes()
+    assert (forward("cos", zeros) == 1).all()
+    assert np.isnan(forward("sin", np.float32([np.inf, -np.inf]))).all()
 
 
 def test_every_path_matches_scalar_bit_for_bit(isa, same_bits_everywhere):
@@ -234,7 +264,8 @@ def torch_fns(torch):
     F = torch.nn.functional
     return {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
             "erf": torch.erf, "softplus": F.softplus, "gelu": F.gelu,
-            "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "relu": torch.relu}
+            "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "relu": torch.relu,
+            "sin": torch.sin, "cos": torch.cos}
 
 
 def scaled_error(a, b):
@@ -269,7 +300,8 @@ def test_backward_against_float64_derivatives():
     erf64 = np.vectorize(math.erf)
     cdf = 0.5 * (1 + erf64(x64 / np.sqrt(2)))
     expected = {"softplus": sig, "erf": 2 / np.sqrt(np.pi) * np.exp(-x64 ** 2),
-                "gelu": cdf + x64 * np.exp(-x64 ** 2 / 2) / np.sqrt(2 * np.pi)}
+                "gelu": cdf + x64 * np.exp(-x64 ** 2 / 2) / np.sqrt(2 * np.pi),
+                "sin": np.cos(x64), "cos": -np.sin(x64)}
     for op, d in expected.items():
         assert scaled_error(backward(op, x, g), d) <= 1e-6, op
     y = forward("tanh", x)
@@ -279,7 +311,7 @@ def test_backward_against_float64_derivatives():
 def test_validation_names_the_op():
     x = np.ones(4, np.float32)
     with pytest.raises(ValueError, match="unknown op"):
-        _vmath.unary("cos", x, x, 1)
+        _vmath.unary("tan", x, x, 1)
     with pytest.raises(TypeError, match="tanh: x must be float32"):
         _vmath.unary("tanh", np.ones(4), x, 1)
     with pytest.raises(TypeError, match="exp: out must be a numpy.ndarray"):

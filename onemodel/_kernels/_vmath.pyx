@@ -23,7 +23,8 @@ cdef extern from "vmath_kernels.h" nogil:
     void om_vmath_ulp_sweep(int op, int64_t start, int64_t stop, int nthreads, double *max_ulp,
                             uint32_t *worst_bits, int64_t *mismatches)
 
-OPS = ("exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh", "relu")
+OPS = ("exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh", "relu", "sin",
+       "cos")
 
 
 def saves_output(str op) -> bool:

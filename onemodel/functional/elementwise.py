@@ -387,6 +387,14 @@ def erf(input: Tensor) -> Tensor:
     return _transcendental("erf", input, "erf", promote=True)
 
 
+def sin(input: Tensor) -> Tensor:
+    return _transcendental("sin", input, "sin", promote=True)
+
+
+def cos(input: Tensor) -> Tensor:
+    return _transcendental("cos", input, "cos", promote=True)
+
+
 @quiet
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold, as PyTorch.

@@ -237,6 +237,72 @@ static const float om_tanh_rows[OM_TANH_LUT][8] = {OM_TANH_INTERVALS(OM_TANH_ROW
 /* Beyond +-20, v has saturated the sigmoid; clamping keeps x^3 finite. */
 #define OM_GELU_T_XMAX 20.0f
 
+/* ---- sin, cos --------------------------------------------------------------------------- */
+
+/* x = n pi/2 + r with |r| <= pi/4, then sin(x) or cos(x) is +-sin(r) or +-cos(r) by n mod 4.
+ * The reduction and both Taylor polynomials run in double (as glibc's sinf does), so the one
+ * rounding that matters is the last, to float: error 0.5 ulp plus ~2^-13 (the polynomials'
+ * truncation, below 2^-36 relative). Below OM_TRIG_BIG, n = round(x 2/pi) and r = (x - n P1)
+ * - n P2 (Cody-Waite: P1 has 32 significant bits, so n P1 is exact for n < 2^21 and the first
+ * difference is exact, Sterbenz); from OM_TRIG_BIG on, and for inf, lane by lane,
+ * om_trig_reduce_large (Payne-Hanek). r travels as two floats hi + lo (48 bits, exact when
+ * widened and added), so both reductions meet in float vectors: a lane's bits never depend on
+ * its neighbours. */
+#define OM_TRIG_BIG 1048576.0f                   /* 2^20 */
+#define OM_2_OVER_PI_D 0.63661977236758134308    /* 0x1.45f306dc9c883p-1 */
+#define OM_PIO2_1_D 1.5707963267341256           /* 0x1.921fb544p+0 */
+#define OM_PIO2_2_D 6.077100506506192e-11        /* 0x1.0b4611a626331p-34 */
+#define OM_PIO2_2M64_D 8.515303950216386e-20     /* pi/2 2^-64: 0x1.921fb54442d18p-64 */
+#define OM_ROUND_MAGIC_D 6755399441055744.0      /* 1.5 2^52 */
+/* sin(r) = r + r^3 S(r^2) and cos(r) = 1 + r^2 C(r^2), Taylor to r^11 and r^12, highest first */
+static const double om_sin_coeffs[5] = {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120,
+                                        -1.0 / 6};
+static const double om_cos_coeffs[6] = {1.0 / 479001600, -1.0 / 3628800, 1.0 / 40320,
+                                        -1.0 / 720, 1.0 / 24, -0.5};
+
+/* The bits of 2/pi after the point, 32 to a word, behind one zero word: bit j of the array
+ * (0 = the top bit of word 0) weighs 2^(31 - j). floor(2^(32 k) 2/pi) mod 2^32 for k = 1..7. */
+static const uint32_t om_two_over_pi_words[8] = {
+    0x00000000u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u,
+    0xf534ddc0u, 0xdb629599u, 0x3c439041u, 0xfe5163abu};
+
+/* Bits [j, j + 32) of om_two_over_pi_words. */
+static inline uint64_t om_two_over_pi_at(int j) {
+    const uint32_t *w = om_two_over_pi_words + (j >> 5);
+    return ((((uint64_t)w[0] << 32) | w[1]) << (j & 31)) >> 32;
+}
+
+/* Payne-Hanek for OM_TRIG_BIG <= |x| (finite; inf gives a NaN r): |x| = m 2^e with m a 24-bit
+ * integer. Bits of 2/pi weighing 2^(2-e) or more make multiples of 4 in x 2/pi, which leave
+ * n mod 4 alone, so only the 96 bits W from weight 2^(1-e) on are needed: x 2/pi mod 4 =
+ * 4 frac(m W / 2^96) (those after them add below 2^-70). Of m W mod 2^96, the top 2 bits are
+ * n mod 4 and the next 62 the fraction, rounded to the nearest n by reading it signed. */
+static inline void om_trig_reduce_large(float x, float *hi, float *lo, float *q) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    int biased = (int)(u >> 23 & 0xff);
+    if (biased == 0xff) {
+        const uint32_t nan = OM_NAN_BITS;
+        memcpy(hi, &nan, 4);
+        *lo = 0.0f;
+        *q = 0.0f;
+        return;
+    }
+    uint64_t m = (u & 0x7fffffu) | 0x800000u;
+    int j = biased - 150 + 30; /* e - 1, as a bit position of om_two_over_pi_words */
+    uint64_t top = ((m * om_two_over_pi_at(j)) << 32) + m * om_two_over_pi_at(j + 32) +
+                   ((m * om_two_over_pi_at(j + 64)) >> 32);
+    uint32_t n = (uint32_t)((top >> 62) + (top >> 61 & 1));
+    double r = (double)(int64_t)(top << 2) * OM_PIO2_2M64_D;
+    if (u >> 31) {
+        r = -r;
+        n = 0u - n;
+    }
+    *hi = (float)r;
+    *lo = (float)(r - (double)*hi);
+    *q = (float)(n & 3u);
+}
+
 /* ---- backward: grad_in from the saved tensor and the incoming gradient ------------------ */
 /* The formulas and their evaluation order are PyTorch's. */
 

@@ -8,7 +8,8 @@
 #include <stdint.h>
 
 enum { OM_VMATH_EXP, OM_VMATH_LOG, OM_VMATH_TANH, OM_VMATH_SIGMOID, OM_VMATH_ERF,
-       OM_VMATH_SOFTPLUS, OM_VMATH_GELU, OM_VMATH_GELU_TANH, OM_VMATH_RELU, OM_VMATH_OPS };
+       OM_VMATH_SOFTPLUS, OM_VMATH_GELU, OM_VMATH_GELU_TANH, OM_VMATH_RELU, OM_VMATH_SIN,
+       OM_VMATH_COS, OM_VMATH_OPS };
 
 #define OM_VMATH_DECLARE_OP(op, isa)                                                       \
     void om_##op##_f32_##isa(const float *x, float *y, int64_t n);                         \
@@ -18,7 +19,8 @@ enum { OM_VMATH_EXP, OM_VMATH_LOG, OM_VMATH_TANH, OM_VMATH_SIGMOID, OM_VMATH_ERF
     OM_VMATH_DECLARE_OP(tanh, isa) OM_VMATH_DECLARE_OP(sigmoid, isa)                        \
     OM_VMATH_DECLARE_OP(erf, isa) OM_VMATH_DECLARE_OP(softplus, isa)                        \
     OM_VMATH_DECLARE_OP(gelu, isa) OM_VMATH_DECLARE_OP(gelu_tanh, isa)                     \
-    OM_VMATH_DECLARE_OP(relu, isa)
+    OM_VMATH_DECLARE_OP(relu, isa) OM_VMATH_DECLARE_OP(sin, isa)                            \
+    OM_VMATH_DECLARE_OP(cos, isa)
 OM_VMATH_DECLARE(scalar)
 OM_VMATH_DECLARE(sse2)
 OM_VMATH_DECLARE(avx2)

@@ -50,6 +50,8 @@ OML_BOTH(softplus)
 OML_BOTH(gelu)
 OML_BOTH(gelu_tanh)
 OML_BOTH(relu)
+OML_BOTH(sin)
+OML_BOTH(cos)
 #undef OML_BOTH
 #undef OML_UNARY
 #undef OML_BACKWARD
