@@ -13,11 +13,13 @@ integer (what a checkpoint's extra integers carry) and set_rng_state() takes it 
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
 from ._kernels import _vmath
+from .autograd import no_grad
 from .tensor import Tensor
 
 GOLDEN = 0x9E3779B97F4A7C15
@@ -179,6 +181,63 @@ def standard_normals(generator: Generator, n: int,
     used = int(pair_of[-1]) + 1 if n else 0
     generator.state = (start + 2 * used * GOLDEN) & MASK64
     return values.astype(np.float32)
+
+
+def resolve_generator(generator: Optional[Generator], seed: Optional[int] = None) -> Generator:
+    """`generator` itself when given, else Generator(seed), else the default generator."""
+    if generator is None:
+        return default_generator if seed is None else Generator(seed)
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator must be an onemodel.Generator, got "
+                        f"{type(generator).__name__}")
+    return generator
+
+
+# -- in place: torch.nn.init's uniform_ and normal_, which Tensor.uniform_ and Tensor.normal_
+# call too. Each fills an existing tensor under no_grad (identity, optimizer references and the
+# graph stay valid), as PyTorch's do, and returns it.
+
+def _fill(tensor: Tensor, values: Any) -> Tensor:
+    with no_grad():
+        tensor.copy_(values)
+    return tensor
+
+
+def _check_tensor(tensor: Any, op: str) -> None:
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{op}: tensor must be an onemodel Tensor, got {type(tensor).__name__}")
+
+
+def _float_target(tensor: Any, op: str) -> tuple:
+    _check_tensor(tensor, op)
+    if tensor.dtype != np.float32:
+        raise TypeError(f"{op}: tensor must be float32, got {tensor.dtype} (shape "
+                        f"{tuple(tensor.shape)})")
+    return tuple(tensor.shape)
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
+             generator: Optional[Generator] = None) -> Tensor:
+    """Fills tensor with Uniform(a, b) = a + (b − a)·u in float32, row-major
+    (docs/spec/training.txt 1.1)."""
+    shape = _float_target(tensor, "uniform_")
+    if not a <= b:
+        raise ValueError(f"uniform_: a must be <= b, got a={a}, b={b}")
+    return _fill(tensor, resolve_generator(generator).uniform(a, b, shape))
+
+
+def _check_std(std: float, op: str) -> None:
+    if not std >= 0:
+        raise ValueError(f"{op}: std must be >= 0, got {std}")
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
+            generator: Optional[Generator] = None) -> Tensor:
+    """Fills tensor with N(mean, std²): mean + std·z in float32, z from the polar method."""
+    shape = _float_target(tensor, "normal_")
+    _check_std(std, "normal_")
+    z = standard_normals(resolve_generator(generator), math.prod(shape))
+    return _fill(tensor, (np.float32(mean) + np.float32(std) * z).reshape(shape))
 
 
 def rand(*size: Any, generator: Optional[Generator] = None) -> Tensor:

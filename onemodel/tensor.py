@@ -318,6 +318,18 @@ class Tensor:
     def fill_(self, value: Any) -> "Tensor":
         return self._inplace("fill_", np.asarray(value, self._data.dtype))
 
+    def uniform_(self, from_: builtins.float = 0.0, to: builtins.float = 1.0, *,
+                 generator: Any = None) -> "Tensor":
+        """Fills self in place with Uniform(from_, to): nn.init.uniform_'s draws."""
+        from .random import uniform_  # random names Tensor: imported where it runs
+        return uniform_(self, from_, to, generator)
+
+    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, *,
+                generator: Any = None) -> "Tensor":
+        """Fills self in place with N(mean, std²): nn.init.normal_'s draws."""
+        from .random import normal_
+        return normal_(self, mean, std, generator)
+
     @quiet
     def _update(self, op: str, ufunc: np.ufunc, other: Any) -> "Tensor":
         """self = ufunc(self, other), written straight into self's memory."""

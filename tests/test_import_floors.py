@@ -11,8 +11,8 @@ import onemodel
 
 FLOORS = [
     {"_ieee", "_kernels", "_config", "progress", "cuda"},
-    {"autograd", "tensor"},          # each names the other: autograd's hints, tensor's backward()
-    {"random"},
+    # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_
+    {"autograd", "tensor", "random"},
     {"_autocast"},
     {"functional"},
     {"optim", "data", "checkpoint"},

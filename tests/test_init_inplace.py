@@ -238,3 +238,36 @@ def test_apply_initialises_in_place():
     assert not m[2].bias.detach().numpy().any()
 
 
+
+
+def test_tensor_uniform_and_normal_are_nn_init_draws_in_place():
+    """Tensor.uniform_(a, b) and Tensor.normal_(mean, std), as PyTorch scripts write them on a
+    parameter's .data, are nn.init's draws (the same bits from the same generator state),
+    written into the parameter itself; the default generator when none is given."""
+    for method, fn, args in (("uniform_", init.uniform_, (-0.1, 0.1)),
+                             ("normal_", init.normal_, (0.0, 0.02))):
+        ours, ref = big(30, 7), big(30, 7)
+        before = id(ours._data)
+        om.manual_seed(3)
+        assert getattr(ours.data, method)(*args) is not None
+        om.manual_seed(3)
+        fn(ref, *args)
+        assert ours.detach().numpy().tobytes() == ref.detach().numpy().tobytes()
+        assert id(ours._data) == before and ours.requires_grad
+        g1, g2 = om.Generator(5), om.Generator(5)
+        t = om.zeros(11)
+        getattr(t, method)(*args, generator=g1)
+        assert t.numpy().tobytes() == fn(om.zeros(11), *args, generator=g2).numpy().tobytes()
+    t = om.zeros(100_000)
+    lo, hi = t.uniform_(-2.0, 3.0).numpy().min(), t.numpy().max()
+    assert -2.0 <= lo < -1.99 and 2.99 < hi < 3.0
+    mean, std = moments(t.normal_(1.5, 0.5))
+    assert abs(mean - 1.5) < 0.01 and abs(std - 0.5) < 0.01
+    t = om.zeros(3)
+    with pytest.raises(ValueError, match="uniform_: a must be <= b"):
+        t.uniform_(1.0, 0.0)
+    with pytest.raises(ValueError, match="normal_: std must be >= 0"):
+        t.normal_(0.0, -1.0)
+    with pytest.raises(TypeError, match="normal_: tensor must be float32, got int64"):
+        om.zeros(3, dtype=np.int64).normal_()
+    assert t.numpy().tolist() == [0.0, 0.0, 0.0]

@@ -13,25 +13,27 @@ in construction order, so they draw one after another from one stream:
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
-from .. import random
 from ..autograd import no_grad
-from ..random import Generator, standard_normals
+
+# torch.nn.init's uniform_ and normal_, and the layers' generator rule, live in random (so that
+# Tensor.uniform_ and Tensor.normal_ can call them); re-exported here under their torch names
+from ..random import (  # noqa: F401
+    Generator,
+    _check_std,
+    _check_tensor,
+    _fill,
+    _float_target,
+    normal_,
+    resolve_generator,
+    standard_normals,
+    uniform_,
+)
 from ..tensor import Tensor
 from .module import Parameter
-
-
-def resolve_generator(generator: Optional[Generator], seed: Optional[int] = None) -> Generator:
-    """`generator` itself when given, else Generator(seed), else the default generator."""
-    if generator is None:
-        return random.default_generator if seed is None else Generator(seed)
-    if not isinstance(generator, Generator):
-        raise TypeError(f"generator must be an onemodel.Generator, got "
-                        f"{type(generator).__name__}")
-    return generator
 
 
 def fan_in_bound(fan_in: int) -> np.float32:
@@ -58,49 +60,6 @@ def uniform_parameter(shape: Sequence[int], bound: float | np.floating,
 # the default generator. The fans and gains are PyTorch's formulas; the values are not
 # PyTorch's, because the bits come from SplitMix64 (docs/spec/training.txt 1.1).
 
-
-
-def _fill(tensor: Tensor, values: Any) -> Tensor:
-    with no_grad():
-        tensor.copy_(values)
-    return tensor
-
-
-def _check_tensor(tensor: Any, op: str) -> None:
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"{op}: tensor must be an onemodel Tensor, got {type(tensor).__name__}")
-
-
-def _float_target(tensor: Any, op: str) -> tuple:
-    _check_tensor(tensor, op)
-    if tensor.dtype != np.float32:
-        raise TypeError(f"{op}: tensor must be float32, got {tensor.dtype} (shape "
-                        f"{tuple(tensor.shape)})")
-    return tuple(tensor.shape)
-
-
-def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
-             generator: Optional[Generator] = None) -> Tensor:
-    """Fills tensor with Uniform(a, b) = a + (b − a)·u in float32, row-major
-    (docs/spec/training.txt 1.1)."""
-    shape = _float_target(tensor, "uniform_")
-    if not a <= b:
-        raise ValueError(f"uniform_: a must be <= b, got a={a}, b={b}")
-    return _fill(tensor, resolve_generator(generator).uniform(a, b, shape))
-
-
-def _check_std(std: float, op: str) -> None:
-    if not std >= 0:
-        raise ValueError(f"{op}: std must be >= 0, got {std}")
-
-
-def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
-            generator: Optional[Generator] = None) -> Tensor:
-    """Fills tensor with N(mean, std²): mean + std·z in float32, z from the polar method."""
-    shape = _float_target(tensor, "normal_")
-    _check_std(std, "normal_")
-    z = standard_normals(resolve_generator(generator), math.prod(shape))
-    return _fill(tensor, (np.float32(mean) + np.float32(std) * z).reshape(shape))
 
 
 # Rejection needs about 1/mass draws per value; below this mass that is refused, not looped.
