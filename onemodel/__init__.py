@@ -10,6 +10,8 @@ from .random import (Generator, default_generator, get_rng_state, manual_seed,  
                      multinomial, rand, randint, randn, randperm, set_rng_state)
 from . import (amp, checkpoint, cuda, data, distributed, functional, interop,  # noqa: E402
                nn, optim, train, utils)
+from .checkpoint import load_state_dict as load  # noqa: E402
+from .checkpoint import save_state_dict as save  # noqa: E402
 # The tensor functions PyTorch users call as torch.cat, torch.exp, ...: onemodel.functional's,
 # under the same names (tests/test_torch_signatures.py holds them to torch's arguments).
 from .functional import (abs, add, argmax, argmin, cat, clamp, clamp_max,  # noqa: E402
@@ -24,7 +26,8 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "set_num_threads", "Generator", "default_generator", "manual_seed", "get_rng_state",
            "set_rng_state", "rand", "randn", "randint", "randperm", "multinomial", "Tensor",
            "tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-           "full_like", "empty_like", "arange", "device", "no_grad", "enable_grad", "amp",
+           "full_like", "empty_like", "arange", "device", "no_grad", "enable_grad", "save", "load",
+           "amp",
            "checkpoint", "cuda",
            "data", "distributed", "functional", "interop", "nn", "optim", "train", "utils",
            "abs", "add", "argmax", "argmin", "cat", "clamp", "clamp_max", "clamp_min", "clone",

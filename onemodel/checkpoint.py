@@ -62,7 +62,7 @@ import re
 import stat
 import struct
 import tempfile
-from typing import Any, Iterable, Optional
+from typing import Any, BinaryIO, Iterable, Mapping, Optional
 
 import numpy as np
 
@@ -131,8 +131,23 @@ def _short(value: Any) -> str:
 
 # -- the training state of a target --------------------------------------------------------
 def _model_state(model: Any) -> list[tuple[str, np.ndarray]]:
-    """The model's own parameter and buffer arrays (not copies), in the state order."""
+    """The model's own parameter and buffer arrays (not copies), in the state order; for a
+    state dict (save_state_dict), its arrays in its own order."""
+    if isinstance(model, Mapping):
+        return [_state_entry(name, value) for name, value in model.items()]
     return [(name, t._data) for name, t in model._named_state()]
+
+
+def _state_entry(name: Any, value: Any) -> tuple[str, np.ndarray]:
+    if not isinstance(name, str):
+        raise TypeError(f"save: a state dict's keys are names (str), got {_short(name)}")
+    array = getattr(value, "_data", value)  # a Tensor's own array
+    if not isinstance(array, (np.ndarray, np.generic)):
+        raise TypeError(f"save: state_dict[{name!r}] is of type {type(value).__name__}; "
+                        "onemodel.save writes a state dict of name -> tensor (model.state_dict())"
+                        ". For a training state with its optimizer and counters use "
+                        "onemodel.checkpoint.save(path, model, optimizer, extra={...})")
+    return name, np.asarray(array)
 
 
 def _optimizer_state(optimizer: Any) -> list[tuple[str, np.ndarray]]:
@@ -881,6 +896,47 @@ def _extra_of(data: memoryview, checksum: Optional[int]) -> dict:
     _check_manifest_length(m_len, MAX_MANIFEST)
     return _validate_manifest(_parse_manifest(
         data[HEADER.size:HEADER.size + m_len].tobytes()), version)["extra"]
+
+
+# -- state dicts: onemodel.save and onemodel.load, as torch.save(model.state_dict(), f) -----
+def save_state_dict(state_dict: Mapping[str, Any], f: str | os.PathLike | BinaryIO) -> None:
+    """Writes a state dict (name -> tensor or array, as model.state_dict() returns) as a
+    model-only checkpoint, its entries in the dict's order: atomically to a path (as save), or
+    into a binary file object. Anything else (nested dicts, numbers) is a TypeError and an
+    unsupported dtype a ValueError, before anything is written."""
+    if not isinstance(state_dict, Mapping):
+        raise TypeError(f"save: expected a state dict (name -> tensor), got "
+                        f"{type(state_dict).__name__}")
+    if hasattr(f, "write"):
+        f.write(to_bytes(state_dict))
+    else:
+        path = os.fspath(f)
+        _atomic_write(path, _chunks_for(path, state_dict, None, None))
+
+
+def load_state_dict(f: str | os.PathLike | BinaryIO, map_location: Any = None, *,
+                    weights_only: Optional[bool] = None) -> dict[str, np.ndarray]:
+    """The model section of a checkpoint (save_state_dict's, or save's with or without an
+    optimizer) as a dict name -> array, in file order, for module.load_state_dict. No target:
+    the header, checksum, manifest and layout are checked as for load, and the names must be
+    unique; every array is bounded by the file's own bytes. A file holds tensors only, so every
+    load is weights-only; map_location may name the CPU, nothing else."""
+    if map_location is not None and str(map_location) != "cpu":
+        raise ValueError(f"load: map_location {map_location!r}: onemodel runs on the CPU only")
+    data, crc = (_as_view(f.read()), None) if hasattr(f, "read") else _read_file(os.fspath(f))
+    version, m_len, d_off = _check_header(data, crc)
+    _check_manifest_length(m_len, MAX_MANIFEST)
+    manifest = _validate_manifest(
+        _parse_manifest(data[HEADER.size:HEADER.size + m_len].tobytes()), version)
+    entries = manifest["model"]
+    names = [e["name"] for e in entries]
+    if len(set(names)) != len(names):
+        twice = next(n for i, n in enumerate(names) if n in names[:i])
+        raise BadManifest(f"model: tensor name {_short(twice)} appears more than once")
+    _check_layout(_file_entries(manifest), data, HEADER.size + m_len, d_off)
+    return {e["name"]: np.frombuffer(data, DTYPES[e["dtype"]], math.prod(e["shape"]),
+                                     d_off + e["offset"]).reshape(e["shape"]).copy()
+            for e in entries}
 
 
 # -- rotation -------------------------------------------------------------------------------

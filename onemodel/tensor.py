@@ -489,6 +489,20 @@ class Tensor:
     def transpose(self, dim0: int, dim1: int) -> "Tensor":
         return F.transpose(self, dim0, dim1)
 
+    def t(self) -> "Tensor":
+        """The transpose of a matrix, as torch's: a 0-d or 1-d tensor is returned as it is."""
+        if self.ndim > 2:
+            raise ValueError(f"t: expects a tensor of at most 2 dimensions, got shape "
+                             f"{self.shape}; use transpose(dim0, dim1) or permute")
+        return self if self.ndim < 2 else F.transpose(self, 0, 1)
+
+    def contiguous(self) -> "Tensor":
+        """self: a tensor's array is always C-contiguous (views are copied where they are made)."""
+        return self
+
+    def is_contiguous(self) -> bool:
+        return True
+
     def permute(self, *dims: Any) -> "Tensor":
         return F.permute(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int)
                          else dims)

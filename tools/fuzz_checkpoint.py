@@ -18,12 +18,14 @@ The second form needs nothing: it runs N random mutations of the seeds through t
 Every input is tried against four model/optimizer pairs, as it is and again with its header
 repaired (magic, version 1 or 2, flags restored; manifest_length bounded by the file;
 data_offset, data_length and file_length made consistent; a version-2 checksum recomputed),
-so that mutations of the manifest and the data get past the header and checksum checks. Any
+so that mutations of the manifest and the data get past the header and checksum checks; each
+also goes through the reader without a target (checkpoint.load_state_dict, onemodel.load). Any
 exception other than CheckpointError is a crash, and so is a rejected input that changed its
 target.
 """
 from __future__ import annotations
 
+import io
 import os
 import random
 import re
@@ -144,6 +146,10 @@ class Harness:
         self.report_every = 0  # the atheris run prints its counts this often
 
     def _try(self, variant: bytes) -> None:
+        try:  # the target-free reader (onemodel.load) refuses with CheckpointError alone too
+            checkpoint.load_state_dict(io.BytesIO(variant))
+        except checkpoint.CheckpointError:
+            pass
         for i, (name, model, optimizer) in enumerate(self.pairs):
             try:
                 checkpoint.from_bytes(variant, model, optimizer)
