@@ -1,6 +1,8 @@
 """onemodel: neural-network training on CPUs with the same bits on every machine."""
 __version__ = "0.1.0"
 
+import numpy  # noqa: E402
+
 from ._config import (config, get_mode, get_num_threads, mode, set_mode,  # noqa: E402
                       set_num_threads)
 from .autograd import enable_grad, no_grad  # noqa: E402
@@ -10,7 +12,18 @@ from .random import (Generator, default_generator, get_rng_state, manual_seed,  
                      multinomial, rand, randint, randn, randperm, set_rng_state)
 from . import (amp, checkpoint, cuda, data, distributed, functional, interop,  # noqa: E402
                nn, optim, train, utils)
+from .amp import autocast  # noqa: E402
 from .checkpoint import load_state_dict as load  # noqa: E402
+
+# PyTorch's dtype names, as the numpy dtypes tensors hold (float64 and float16 are refused by the
+# constructors with the reason; bfloat16 and float16 are what amp.autocast takes).
+float32 = float = numpy.dtype("float32")
+float64 = double = numpy.dtype("float64")
+float16 = half = numpy.dtype("float16")
+bfloat16 = "bfloat16"
+int32 = int = numpy.dtype("int32")
+int64 = long = numpy.dtype("int64")
+bool = numpy.dtype("bool")
 from .checkpoint import save_state_dict as save  # noqa: E402
 # The tensor functions PyTorch users call as torch.cat, torch.exp, ...: onemodel.functional's,
 # under the same names (tests/test_torch_signatures.py holds them to torch's arguments).
@@ -27,7 +40,8 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "set_rng_state", "rand", "randn", "randint", "randperm", "multinomial", "Tensor",
            "tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "device", "no_grad", "enable_grad", "save", "load",
-           "amp",
+           "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int32", "int",
+           "int64", "long", "bool", "autocast", "amp",
            "checkpoint", "cuda",
            "data", "distributed", "functional", "interop", "nn", "optim", "train", "utils",
            "abs", "add", "argmax", "argmin", "cat", "clamp", "clamp_max", "clamp_min", "clone",

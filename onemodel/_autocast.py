@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -57,19 +57,30 @@ def half_code() -> int:
     return _HALF_CODES[_state.dtype]
 
 
-def dtype_name(dtype: str) -> str:
-    """"bf16" or "fp16" for any accepted spelling; TypeError or ValueError otherwise."""
+def dtype_name(dtype: Any) -> str:
+    """"bf16" or "fp16" for any accepted spelling (onemodel.bfloat16 and onemodel.float16
+    too); TypeError or ValueError otherwise."""
+    if isinstance(dtype, np.dtype):
+        dtype = str(dtype)
     if not isinstance(dtype, str):
         raise TypeError(f"autocast: dtype must be the string 'bf16' or 'fp16', got "
                         f"{type(dtype).__name__} {dtype!r}")
+    if dtype == "cpu":
+        raise ValueError("autocast: 'cpu' is a device, and the first argument is the dtype: "
+                         "autocast('bf16'), or torch's autocast(device_type='cpu', dtype=...)")
     if dtype not in _DTYPES:
         raise ValueError(f"autocast: dtype must be 'bf16' or 'fp16', got {dtype!r}")
     return _DTYPES[dtype]
 
 
 @contextlib.contextmanager
-def autocast(dtype: str = "bf16", enabled: bool = True) -> Iterator[None]:
-    """Runs matrix products with `dtype` operands inside the block (nesting restores)."""
+def autocast(dtype: Any = "bf16", enabled: bool = True, *,
+             device_type: Optional[str] = None) -> Iterator[None]:
+    """Runs matrix products with `dtype` operands inside the block (nesting restores).
+    device_type is torch's first argument, taken by keyword: the CPU, the one there is."""
+    if device_type is not None and device_type != "cpu":
+        raise ValueError(f"autocast: onemodel runs on the CPU only, got device_type "
+                         f"{device_type!r}")
     name = dtype_name(dtype)
     previous = operand_dtype()
     _state.dtype = name if enabled else None

@@ -20,7 +20,7 @@ import numpy as np
 
 from ._kernels import _vmath
 from .autograd import no_grad
-from .tensor import Tensor
+from .tensor import Tensor, check_device
 
 GOLDEN = 0x9E3779B97F4A7C15
 MASK64 = (1 << 64) - 1
@@ -240,24 +240,30 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
     return _fill(tensor, (np.float32(mean) + np.float32(std) * z).reshape(shape))
 
 
-def rand(*size: Any, generator: Optional[Generator] = None) -> Tensor:
+def rand(*size: Any, generator: Optional[Generator] = None, requires_grad: bool = False,
+         device: Any = None) -> Tensor:
     """Uniform [0, 1) float32 draws (Generator.uniform), from the default generator unless
     `generator` is given."""
+    check_device(device, "rand")
     g = default_generator if generator is None else generator
-    return g.uniform(0.0, 1.0, _size(size, "rand"))
+    return g.uniform(0.0, 1.0, _size(size, "rand"))._set_requires_grad(requires_grad)
 
 
-def randn(*size: Any, generator: Optional[Generator] = None) -> Tensor:
+def randn(*size: Any, generator: Optional[Generator] = None, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
     """Standard normal float32 draws (Marsaglia's polar method: standard_normals)."""
+    check_device(device, "randn")
     shape = _size(size, "randn")
     g = default_generator if generator is None else generator
-    return Tensor._wrap(standard_normals(g, int(np.prod(shape, dtype=np.int64))).reshape(shape))
+    z = standard_normals(g, int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    return Tensor._wrap(z)._set_requires_grad(requires_grad)
 
 
 def randint(low: int, high: Optional[int] = None, size: Any = (),
-            generator: Optional[Generator] = None) -> Tensor:
+            generator: Optional[Generator] = None, *, device: Any = None) -> Tensor:
     """int64 draws in [low, high) (PyTorch's randint(high, size) and randint(low, high, size)):
     floor(u * (high - low)) + low with u = the top 53 bits of a draw / 2^53."""
+    check_device(device, "randint")
     if high is None or (size == () and isinstance(high, (tuple, list))):
         low, high, size = 0, low, (() if high is None else high)
     for name, value in (("low", low), ("high", high)):
@@ -274,8 +280,9 @@ def randint(low: int, high: Optional[int] = None, size: Any = (),
     return Tensor._wrap(values.reshape(shape))
 
 
-def randperm(n: int, generator: Optional[Generator] = None) -> Tensor:
+def randperm(n: int, generator: Optional[Generator] = None, *, device: Any = None) -> Tensor:
     """A permutation of 0 .. n-1 (int64): the stable order of n draws, as the DataLoader's."""
+    check_device(device, "randperm")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"randperm: n must be an integer >= 0, got {n!r}")
     return Tensor._wrap(np.argsort(_draw_u64(generator, int(n)), kind="stable").astype(np.int64))

@@ -27,10 +27,7 @@ def _as_array(data: Any, dtype: Optional[Any]) -> np.ndarray:
         data = data._data
     arr = np.array(data, copy=True)
     if dtype is not None:
-        target = np.dtype(dtype)
-        if target not in _DTYPES:
-            raise TypeError(f"tensor: unsupported dtype {target}; "
-                            "use float32, int32, int64 or bool")
+        target = _dtype_arg(dtype, "tensor")
         return np.require(arr.astype(target, copy=False), requirements="C")
     return _canonical(arr, "tensor")
 
@@ -240,6 +237,10 @@ class Tensor:
             ", requires_grad=True" if self._requires_grad else "")
         dtype = "" if self._data.dtype == float32 else f", dtype={self._data.dtype}"
         return f"tensor({body}{dtype}{extra})"
+
+    def __format__(self, spec: str) -> str:
+        """f"{loss:.4f}" formats a 0-d tensor's value, as torch's; others as their repr."""
+        return format(self.item(), spec) if self.ndim == 0 else object.__format__(self, spec)
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
@@ -660,8 +661,10 @@ class Tensor:
 
 
 # -- constructors ------------------------------------------------------------------------
-def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False) -> Tensor:
+def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False, *,
+           device: Any = None) -> Tensor:
     """Copies data into a new tensor; float data becomes float32, integer data int64."""
+    check_device(device, "tensor")
     return Tensor._wrap(_as_array(data, dtype), False)._set_requires_grad(requires_grad)
 
 
@@ -673,10 +676,20 @@ def from_numpy(a: np.ndarray) -> Tensor:
 
 
 def _dtype_arg(dtype: Any, op: str) -> np.dtype:
-    target = np.dtype(dtype)
+    try:
+        target = np.dtype(dtype)
+    except TypeError:
+        target = None
     if target not in _DTYPES:
-        raise TypeError(f"{op}: unsupported dtype {target}; use float32, int32, int64 or bool")
+        raise TypeError(f"{op}: unsupported dtype {dtype if target is None else target}; use "
+                        "float32, int32, int64 or bool (bfloat16 and float16 are amp.autocast's)")
     return target
+
+
+def check_device(device: Any, op: str) -> None:
+    """torch's device= argument: None or the CPU ("cpu", "cpu:0", a device); nothing else."""
+    if device is not None and str(device).split(":")[0] != "cpu":
+        raise ValueError(f"{op}: onemodel runs on the CPU only, got device {device!r}")
 
 
 def _shape_arg(shape: Sequence[Any], op: str) -> tuple:
@@ -688,17 +701,23 @@ def _shape_arg(shape: Sequence[Any], op: str) -> tuple:
     return out
 
 
-def zeros(*shape: Any, dtype: Any = float32, requires_grad: bool = False) -> Tensor:
+def zeros(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
+    check_device(device, "zeros")
     arr = np.zeros(_shape_arg(shape, "zeros"), _dtype_arg(dtype, "zeros"))
     return Tensor._wrap(arr)._set_requires_grad(requires_grad)
 
 
-def ones(*shape: Any, dtype: Any = float32, requires_grad: bool = False) -> Tensor:
+def ones(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
+         device: Any = None) -> Tensor:
+    check_device(device, "ones")
     arr = np.ones(_shape_arg(shape, "ones"), _dtype_arg(dtype, "ones"))
     return Tensor._wrap(arr)._set_requires_grad(requires_grad)
 
 
-def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False, *,
+         device: Any = None) -> Tensor:
+    check_device(device, "full")
     shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full")
     kind = np.asarray(value).dtype.kind
     if dtype is None:
@@ -707,9 +726,10 @@ def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False)
         requires_grad)
 
 
-def empty(*shape: Any, dtype: Any = float32, requires_grad: bool = False) -> Tensor:
+def empty(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
     """zeros: memory is never handed out uninitialised, so that results stay reproducible."""
-    return zeros(*shape, dtype=dtype, requires_grad=requires_grad)
+    return zeros(*shape, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
 def _like(other: Any, op: str) -> Tensor:
@@ -718,30 +738,35 @@ def _like(other: Any, op: str) -> Tensor:
     return other
 
 
-def zeros_like(other: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
+               device: Any = None) -> Tensor:
     t = _like(other, "zeros_like")
     return zeros(t.shape, dtype=t.dtype if dtype is None else dtype,
-                 requires_grad=requires_grad)
+                 requires_grad=requires_grad, device=device)
 
 
-def ones_like(other: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def ones_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
+              device: Any = None) -> Tensor:
     t = _like(other, "ones_like")
     return ones(t.shape, dtype=t.dtype if dtype is None else dtype,
-                requires_grad=requires_grad)
+                requires_grad=requires_grad, device=device)
 
 
 def full_like(other: Tensor, value: Any, dtype: Any = None,
-              requires_grad: bool = False) -> Tensor:
+              requires_grad: bool = False, *, device: Any = None) -> Tensor:
     t = _like(other, "full_like")
     return full(t.shape, value, dtype=t.dtype if dtype is None else dtype,
-                requires_grad=requires_grad)
+                requires_grad=requires_grad, device=device)
 
 
-def empty_like(other: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return zeros_like(other, dtype=dtype, requires_grad=requires_grad)
+def empty_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
+               device: Any = None) -> Tensor:
+    return zeros_like(other, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
-def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, *,
+           device: Any = None) -> Tensor:
+    check_device(device, "arange")
     if end is None:
         start, end = 0, start
     values = np.arange(start, end, step)
