@@ -31,13 +31,16 @@ exception raised while reading the dataset is raised in the consuming thread.
 """
 from __future__ import annotations
 
+import itertools
+import math
 import queue
 import threading
-from typing import Any, Iterator, Mapping, Optional
+import warnings
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from .random import MASK64, mix, splitmix_blocks
+from .random import MASK64, Generator, mix, randperm, resolve_generator, splitmix_blocks
 from .tensor import Tensor, _canonical
 
 _C0 = 0x9E3779B97F4A7C15
@@ -130,6 +133,60 @@ class TensorDataset(Dataset):
         return len(self.tensors[0])
 
 
+class Subset(Dataset):
+    """torch.utils.data.Subset: example i is dataset[indices[i]]. The DataLoader batches a
+    Subset of an array dataset from its arrays, any other per example."""
+
+    def __init__(self, dataset: Any, indices: Sequence[int]) -> None:
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, idx: Any) -> Any:
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]
+        return self.dataset[self.indices[idx]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def random_split(dataset: Any, lengths: Sequence[Union[int, float]],
+                 generator: Optional[Generator] = None) -> list[Subset]:
+    """torch.utils.data.random_split: disjoint Subsets of the given lengths covering `dataset`,
+    in the order of randperm(len(dataset), generator) (the default generator when None), so the
+    split is the same on every machine (not torch's). Lengths are integers summing to
+    len(dataset), or fractions summing to 1: each gets floor(n·fraction), and the remainder goes
+    one at a time to the splits in order, round-robin (torch's rule)."""
+    try:
+        lengths = list(lengths)
+    except TypeError:
+        raise ValueError(f"random_split: lengths must be a list of lengths or fractions, got "
+                         f"{lengths!r}") from None
+    for i, x in enumerate(lengths):
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+            raise ValueError(f"random_split: lengths[{i}] must be a number, got {x!r}")
+    n = len(dataset)
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:  # fractions: torch's test, exactly
+        for i, f in enumerate(lengths):
+            if not 0 <= f <= 1:
+                raise ValueError(f"random_split: lengths[{i}] = {f!r} is not a fraction "
+                                 "between 0 and 1")
+        counts = [math.floor(n * f) for f in lengths]
+        for i in range(n - sum(counts)):  # the remainder: one each, round-robin
+            counts[i % len(counts)] += 1
+        for i, c in enumerate(counts):
+            if c == 0:
+                warnings.warn(f"random_split: split {i} is empty", stacklevel=2)
+    else:
+        counts = [_integer("random_split", f"lengths[{i}]", x, 0) for i, x in enumerate(lengths)]
+    if sum(counts) != n:
+        raise ValueError(f"random_split: lengths {counts} sum to {sum(counts)}, not to "
+                         f"len(dataset) = {n}")
+    order = randperm(n, generator=resolve_generator(generator)).tolist()
+    return [Subset(dataset, order[end - c:end])
+            for end, c in zip(itertools.accumulate(counts), counts)]
+
+
 class DataLoader:
     """Iterates over `dataset` in batches of `batch_size` (see the module notes)."""
 
@@ -149,8 +206,18 @@ class DataLoader:
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
         self.dataset = dataset
-        self._arrays, self._kind = self._as_arrays(dataset)
-        self._n = (len(next(iter(self._arrays.values()))) if self._arrays is not None
+        # A Subset (of a Subset ...) of an array dataset is batched from the arrays too, its
+        # examples' rows looked up through the composed indices.
+        base, self._rows = dataset, None
+        while isinstance(base, Subset):
+            rows = np.asarray(base.indices, dtype=np.int64).reshape(-1)
+            self._rows = rows if self._rows is None else rows[self._rows]
+            base = base.dataset
+        self._arrays, self._kind = self._as_arrays(base)
+        if self._arrays is None:
+            self._rows = None  # read per example, through the Subset itself
+        self._n = (len(self._rows) if self._rows is not None else
+                   len(next(iter(self._arrays.values()))) if self._arrays is not None
                    else len(dataset))
         self.epoch = 0
         self.position = 0
@@ -227,6 +294,8 @@ class DataLoader:
 
     def _batch(self, idx: np.ndarray) -> Any:
         if self._arrays is not None:
+            if self._rows is not None:
+                idx = self._rows[idx]
             fields = {k: _to_tensor(a[idx], f"dataset field {k!r}")
                       for k, a in self._arrays.items()}
             return (fields[0] if self._kind == "one" else fields if self._kind == "dict"

@@ -20,7 +20,7 @@ import numpy as np
 
 from ._kernels import _vmath
 from .autograd import no_grad
-from .tensor import Tensor, check_device
+from .tensor import Tensor, check_device, is_float32
 
 GOLDEN = 0x9E3779B97F4A7C15
 MASK64 = (1 << 64) - 1
@@ -257,6 +257,29 @@ def randn(*size: Any, generator: Optional[Generator] = None, requires_grad: bool
     g = default_generator if generator is None else generator
     z = standard_normals(g, int(np.prod(shape, dtype=np.int64))).reshape(shape)
     return Tensor._wrap(z)._set_requires_grad(requires_grad)
+
+
+def rand_like(input: Tensor, *, dtype: Any = None, generator: Optional[Generator] = None,
+              requires_grad: bool = False, device: Any = None) -> Tensor:
+    """rand of input's shape; the draws are float32, so input (or dtype) must be too."""
+    return rand(_float_shape(input, dtype, "rand_like"), generator=generator,
+                requires_grad=requires_grad, device=device)
+
+
+def randn_like(input: Tensor, *, dtype: Any = None, generator: Optional[Generator] = None,
+               requires_grad: bool = False, device: Any = None) -> Tensor:
+    return randn(_float_shape(input, dtype, "randn_like"), generator=generator,
+                 requires_grad=requires_grad, device=device)
+
+
+def _float_shape(input: Any, dtype: Any, op: str) -> tuple:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(input).__name__}")
+    wanted = input.dtype if dtype is None else dtype
+    if not is_float32(wanted):
+        raise TypeError(f"{op}: the draws are float32, got dtype {wanted} (a tensor of shape "
+                        f"{tuple(input.shape)}); randint draws integers")
+    return tuple(input.shape)
 
 
 def randint(low: int, high: Optional[int] = None, size: Any = (),

@@ -32,7 +32,7 @@ def _as_array(data: Any, dtype: Optional[Any]) -> np.ndarray:
     return _canonical(arr, "tensor")
 
 
-def _is_float32(dtype: Any) -> bool:
+def is_float32(dtype: Any) -> bool:
     """Whether `dtype` names float32: numpy's spellings, torch.float32, or a float32 tensor."""
     if isinstance(dtype, Tensor):
         return dtype._data.dtype == float32
@@ -79,7 +79,7 @@ def to_float32_on_cpu(args: tuple, kwargs: dict, what: str) -> bool:
     for v in targets:
         if v is None or str(v).split(":")[0] == "cpu":  # "cpu", "cpu:0", torch.device("cpu")
             continue
-        if not _is_float32(v):
+        if not is_float32(v):
             raise TypeError(f"to: only the CPU and float32 are supported, got {v!r} ({what})")
         convert = True
     return convert
@@ -490,6 +490,75 @@ class Tensor:
     def transpose(self, dim0: int, dim1: int) -> "Tensor":
         return F.transpose(self, dim0, dim1)
 
+    def mul(self, other: Any) -> "Tensor":
+        return F.mul(self, other)
+
+    def pow(self, exponent: Any) -> "Tensor":
+        return F.pow(self, exponent)
+
+    def gather(self, dim: int, index: Any) -> "Tensor":
+        return F.gather(self, dim, index)
+
+    def any(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+        return F.any(self, dim, keepdim)
+
+    def all(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+        return F.all(self, dim, keepdim)
+
+    def matmul(self, other: Any) -> "Tensor":
+        return F.matmul(self, other)
+
+    def bmm(self, mat2: Any) -> "Tensor":
+        return F.bmm(self, mat2)
+
+    def outer(self, vec2: Any) -> "Tensor":
+        return F.outer(self, vec2)
+
+    def index_select(self, dim: int, index: Any) -> "Tensor":
+        return F.index_select(self, dim, index)
+
+    def var(self, dim: Any = None, *, correction: builtins.float = 1,
+            keepdim: builtins.bool = False, unbiased: Any = None) -> "Tensor":
+        return F.var(self, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
+
+    def std(self, dim: Any = None, *, correction: builtins.float = 1,
+            keepdim: builtins.bool = False, unbiased: Any = None) -> "Tensor":
+        return F.std(self, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+        return F.norm(self, p, dim, keepdim)
+
+    def round(self) -> "Tensor":
+        return F.round(self)
+
+    def floor(self) -> "Tensor":
+        return F.floor(self)
+
+    def ceil(self) -> "Tensor":
+        return F.ceil(self)
+
+    def trunc(self) -> "Tensor":
+        return F.trunc(self)
+
+    def sign(self) -> "Tensor":
+        return F.sign(self)
+
+    def isnan(self) -> "Tensor":
+        return F.isnan(self)
+
+    def isinf(self) -> "Tensor":
+        return F.isinf(self)
+
+    def isfinite(self) -> "Tensor":
+        return F.isfinite(self)
+
+    def allclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                 equal_nan: builtins.bool = False) -> builtins.bool:
+        return F.allclose(self, other, rtol, atol, equal_nan)
+
+    def equal(self, other: Any) -> builtins.bool:
+        return F.equal(self, other)
+
     def t(self) -> "Tensor":
         """The transpose of a matrix, as torch's: a 0-d or 1-d tensor is returned as it is."""
         if self.ndim > 2:
@@ -659,6 +728,52 @@ class Tensor:
         axis = F._core.normalize_dim(dim, self.ndim, "chunk")
         return self.split(max(-(-self.shape[axis] // int(chunks)), 1), axis)
 
+    # Last in the class: these names shadow int, bool and device in the annotations after them.
+    def int(self) -> "Tensor":
+        return Tensor._wrap(self._data.astype(int32))
+
+    def bool(self) -> "Tensor":
+        return Tensor._wrap(self._data.astype(bool_))
+
+    def double(self) -> "Tensor":
+        raise TypeError("double: float64 tensors are not supported; onemodel computes in float32")
+
+    def half(self) -> "Tensor":
+        raise TypeError("half: float16 tensors are not supported; mixed precision is "
+                        "amp.autocast('fp16')")
+
+    @property
+    def device(self) -> device:
+        return device("cpu")
+
+    def cpu(self) -> "Tensor":
+        return self
+
+    def cuda(self, *args: Any, **kwargs: Any) -> "Tensor":
+        raise ValueError("cuda: onemodel runs on the CPU only")
+
+    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: builtins.bool = False, *,
+                   device: Any = None) -> "Tensor":
+        """A new tensor of data, of self's dtype unless dtype is given, as torch's."""
+        return tensor(data, self.dtype if dtype is None else dtype, requires_grad, device=device)
+
+    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False,
+                  device: Any = None) -> "Tensor":
+        return zeros(*size, dtype=self.dtype if dtype is None else dtype,
+                     requires_grad=requires_grad, device=device)
+
+    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False,
+                 device: Any = None) -> "Tensor":
+        return ones(*size, dtype=self.dtype if dtype is None else dtype,
+                    requires_grad=requires_grad, device=device)
+
+    def new_full(self, size: Any, fill_value: Any, dtype: Any = None,
+                 requires_grad: builtins.bool = False, *, device: Any = None) -> "Tensor":
+        return full(size, fill_value, self.dtype if dtype is None else dtype, requires_grad,
+                    device=device)
+
+    new_empty = new_zeros
+
 
 # -- constructors ------------------------------------------------------------------------
 def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False, *,
@@ -666,6 +781,16 @@ def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False, 
     """Copies data into a new tensor; float data becomes float32, integer data int64."""
     check_device(device, "tensor")
     return Tensor._wrap(_as_array(data, dtype), False)._set_requires_grad(requires_grad)
+
+
+def is_tensor(obj: Any) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"numel: expected a Tensor, got {type(input).__name__}")
+    return input.numel()
 
 
 def from_numpy(a: np.ndarray) -> Tensor:
@@ -772,6 +897,33 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, *,
     values = np.arange(start, end, step)
     return Tensor._wrap(values.astype(_dtype_arg(dtype, "arange")) if dtype is not None
                         else _canonical(values, "arange"))
+
+
+def eye(n: int, m: Optional[int] = None, *, dtype: Any = float32, requires_grad: bool = False,
+        device: Any = None) -> Tensor:
+    """The n × m identity (m = n by default), as torch.eye."""
+    check_device(device, "eye")
+    rows, cols = _shape_arg((n, n if m is None else m), "eye")
+    return Tensor._wrap(np.eye(rows, cols, dtype=_dtype_arg(dtype, "eye")))._set_requires_grad(
+        requires_grad)
+
+
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = float32,
+             requires_grad: bool = False, device: Any = None) -> Tensor:
+    """`steps` values from start to end, as torch.linspace computes them in float32: step =
+    (end − start) / (steps − 1), start + i·step for the first half and end − (steps − 1 − i)·step
+    for the second, so both ends are exact."""
+    check_device(device, "linspace")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ValueError(f"linspace: steps must be an integer >= 0, got {steps!r}")
+    lo, hi = np.float32(start), np.float32(end)
+    step = (hi - lo) / np.float32(max(steps - 1, 1))
+    i = np.arange(steps, dtype=np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = np.where(i < steps // 2, lo + i * step, hi - (np.float32(steps - 1) - i) * step)
+    values[:steps == 1] = lo  # one step is start, as torch's
+    return Tensor._wrap(values.astype(_dtype_arg(dtype, "linspace")))._set_requires_grad(
+        requires_grad)
 
 
 # Bound once, after Tensor exists (functional imports this module): the operators and methods

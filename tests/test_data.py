@@ -1,5 +1,8 @@
-"""DataLoader: order as a function of (seed, epoch), sharding, batching, prefetch, resume."""
+"""DataLoader: order as a function of (seed, epoch), sharding, batching, prefetch, resume;
+Subset and random_split against torch's, and batched by the DataLoader."""
+import math
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -272,3 +275,128 @@ def test_a_dataset_subclass_is_read_per_example():
         0.0, 1.0, 4.0, 9.0, 16.0]
     with pytest.raises(NotImplementedError, match="Empty must define __getitem__"):
         type("Empty", (om.data.Dataset,), {})()[0]
+
+
+def test_subset_reads_through_its_indices_as_torch_does():
+    torch = pytest.importorskip("torch")
+    x = np.arange(20, dtype=np.float32).reshape(10, 2)
+    y = np.arange(10) * 10
+    idx = [7, 2, 2, 9]
+    ours = om.data.Subset(om.data.TensorDataset(om.from_numpy(x), om.from_numpy(y)), idx)
+    theirs = torch.utils.data.Subset(
+        torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), idx)
+    assert isinstance(ours, om.data.Dataset) and len(ours) == len(theirs) == 4
+    for i in (0, 2, -1):
+        assert [t.numpy().tolist() for t in ours[i]] == [t.numpy().tolist() for t in theirs[i]]
+    # A list index reads the dataset once with the mapped list, as torch's.
+    assert om.data.Subset(list("abcdefghij"), idx)[1] == "c"
+    assert om.data.Subset(np.arange(10) * 3, idx)[[0, 3]].tolist() == [21, 27]
+
+
+def _split_indices(parts):
+    return [list(p.indices) for p in parts]
+
+
+def test_random_split_lengths_cover_the_dataset_once_in_randperm_order():
+    parts = om.data.random_split(range(10), [3, 0, 7], generator=om.Generator(7))
+    assert [len(p) for p in parts] == [3, 0, 7]
+    order = om.randperm(10, generator=om.Generator(7)).tolist()
+    assert sum(_split_indices(parts), []) == order != list(range(10))
+    assert [[p[i] for i in range(len(p))] for p in parts] == _split_indices(parts)
+    again = om.data.random_split(range(10), (3, 0, 7), generator=om.Generator(7))
+    assert _split_indices(again) == _split_indices(parts)
+    other = om.data.random_split(range(10), [3, 0, 7], generator=om.Generator(8))
+    assert _split_indices(other) != _split_indices(parts)
+    g = om.Generator(7)
+    om.data.random_split(range(10), [5, 5], generator=g)
+    assert g.state != om.Generator(7).state  # the draw advances the given generator
+
+
+def test_random_split_without_generator_uses_the_default_generator():
+    state = om.get_rng_state()
+    try:
+        om.manual_seed(3)
+        parts = om.data.random_split(np.arange(12), [0.5, 0.5])
+        om.manual_seed(3)
+        assert sum(_split_indices(parts), []) == om.randperm(12).tolist()
+    finally:
+        om.set_rng_state(state)
+
+
+@pytest.mark.parametrize("fractions", [[0.3, 0.3, 0.4], [0.5, 0.5], [0.1, 0.2, 0.7],
+                                       [1.0], [0.25, 0.25, 0.25, 0.25], [0.9, 0.1, 0.0]])
+def test_random_split_fractions_have_torchs_lengths(fractions):
+    torch = pytest.importorskip("torch")
+    for n in range(0, 24):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # both warn of empty splits
+            ours = om.data.random_split(range(n), fractions, generator=om.Generator(n))
+            theirs = torch.utils.data.random_split(range(n), fractions)
+        assert [len(p) for p in ours] == [len(p) for p in theirs], n
+        assert sorted(sum(_split_indices(ours), [])) == list(range(n))
+
+
+def test_random_split_fraction_remainders_go_round_robin_and_empty_splits_warn():
+    parts = om.data.random_split(range(11), [0.3, 0.3, 0.4])  # floors 3, 3, 4; one left
+    assert [len(p) for p in parts] == [4, 3, 4]
+    with pytest.warns(UserWarning) as record:
+        parts = om.data.random_split(range(3), [0.7, 0.1, 0.2])  # floors 2, 0, 0; one left
+    assert [len(p) for p in parts] == [3, 0, 0]
+    assert [str(w.message) for w in record] == ["random_split: split 1 is empty",
+                                                "random_split: split 2 is empty"]
+
+
+@pytest.mark.parametrize("lengths, error, match", [
+    ([3, 6], ValueError, r"lengths \[3, 6\] sum to 9, not to len\(dataset\) = 10"),
+    ([3, 8], ValueError, "sum to 11"),
+    ([-1, 11], ValueError, r"lengths\[0\] must be an integer >= 0"),
+    ([2.5, 7.5], ValueError, r"lengths\[0\] must be an integer"),
+    ([1.5, -0.5], ValueError, r"lengths\[0\] = 1\.5 is not a fraction"),
+    ([0.5, 0.6], ValueError, r"lengths\[0\] must be an integer"),  # neither lengths nor 1
+    # sums to 1.0000000000000002: torch's test takes fractions up to 1 only, and refuses these
+    ([1 / 9] * 9, ValueError, r"lengths\[0\] must be an integer"),
+    ([5, "5"], ValueError, r"lengths\[1\] must be a number"),
+    (10, ValueError, "lengths must be a list"),
+])
+def test_random_split_refuses_bad_lengths(lengths, error, match):
+    with pytest.raises(error, match=match):
+        om.data.random_split(range(10), lengths)
+
+
+def test_random_split_refuses_a_foreign_generator():
+    with pytest.raises(TypeError, match="generator must be an onemodel.Generator"):
+        om.data.random_split(range(10), [5, 5], generator=np.random.default_rng(0))
+
+
+def test_subsets_of_a_tensor_dataset_batch_as_their_arrays():
+    """The usual train/validation split: each Subset's batches are those of its rows' arrays,
+    shuffled or not, with the tuple and dtypes of the TensorDataset's batches; a Subset of a
+    Subset reads through both index lists."""
+    from onemodel.utils.data import Subset, random_split
+    x = np.random.default_rng(1).normal(size=(23, 3)).astype(np.float64)
+    y = np.arange(23) * 10
+    dataset = om.data.TensorDataset(om.from_numpy(x), om.from_numpy(y))
+    train, val = random_split(dataset, [0.8, 0.2], generator=om.Generator(5))
+    assert isinstance(train, Subset) and (len(train), len(val)) == (19, 4)
+    for part in (train, val, Subset(train, [4, 0, 18, 7, 7])):
+        rows = np.asarray([part.indices[i] for i in range(len(part))])
+        if isinstance(part.dataset, Subset):
+            rows = np.asarray(part.dataset.indices)[rows]
+        for shuffle in (False, True):
+            got = list(DataLoader(part, 4, shuffle=shuffle, seed=9))
+            want = list(DataLoader((x[rows], y[rows]), 4, shuffle=shuffle, seed=9))
+            assert len(got) == len(want) == math.ceil(len(part) / 4)
+            for (gx, gy), (wx, wy) in zip(got, want):
+                assert gx.dtype == np.float32 and gy.dtype == np.int64
+                assert gx.numpy().tobytes() == wx.numpy().tobytes()
+                assert gy.numpy().tolist() == wy.numpy().tolist()
+    seen = sum((_ids((b[1],)) for b in DataLoader(train, 5)), []) + \
+        sum((_ids((b[1],)) for b in DataLoader(val, 5)), [])
+    assert sorted(seen) == sorted(y.tolist())
+
+    class Unreadable(om.data.TensorDataset):  # the loader must read the arrays, not examples
+        def __getitem__(self, i):
+            raise AssertionError("read per example")
+
+    part = Subset(Subset(Unreadable(om.from_numpy(x), om.from_numpy(y)), [5, 1, 9]), [2, 0])
+    assert [b[1].numpy().tolist() for b in DataLoader(part, 2, shuffle=False)] == [[90, 50]]

@@ -94,3 +94,164 @@ def test_t_contiguous_and_is_contiguous_as_torch():
         om.zeros(2, 3, 4).t()
     y = om.zeros(3, 2).t()
     assert y.contiguous() is y and y.is_contiguous() and y.numpy().flags.c_contiguous
+
+
+def both(x, requires_grad=False):
+    """The same float32 values as a onemodel and a torch tensor."""
+    x = np.asarray(x, np.float32)
+    return (om.tensor(x, requires_grad=requires_grad),
+            torch.tensor(x).requires_grad_(requires_grad))
+
+
+STEPWISE = ("round", "floor", "ceil", "trunc", "sign")
+
+
+@pytest.mark.parametrize("name", STEPWISE)
+def test_stepwise_functions_match_torch_with_zero_gradients(name):
+    values = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.0, -0.0, 2.49999, -7.2, 1e30, np.inf, -np.inf,
+              np.nan, 3.0, -1e-40]
+    ours, theirs = both(values, requires_grad=True)
+    out, ref = getattr(om, name)(ours), getattr(torch, name)(theirs)
+    np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
+    assert np.signbit(out.detach().numpy()).tolist() == np.signbit(ref.detach().numpy()).tolist()
+    assert getattr(ours, name)().detach().numpy().tobytes() == out.detach().numpy().tobytes()
+    out.sum().backward()
+    ref.sum().backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())  # zeros
+    ints = om.tensor([3, -2])
+    assert getattr(om, name)(ints).numpy().tolist() == getattr(torch, name)(
+        torch.tensor([3, -2])).tolist()
+
+
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (0, False), (1, True), ((0, 2), False),
+                                         (-1, True)])
+def test_var_std_norm_match_torch_forward_and_backward(dim, keepdim):
+    x = np.random.default_rng(1).standard_normal((4, 5, 6)).astype(np.float32) * 3 + 1
+    for name, kwargs in (("var", {}), ("var", {"correction": 0}), ("std", {}),
+                         ("std", {"unbiased": False}), ("std", {"correction": 2}),
+                         ("norm", {}), ("norm", {"p": 1}), ("norm", {"p": float("inf")})):
+        ours, theirs = both(x, requires_grad=True)
+        if name == "norm":
+            out = ours.norm(dim=dim, keepdim=keepdim, **kwargs)
+            ref = theirs.norm(dim=dim, keepdim=keepdim, **kwargs)
+        else:
+            out = getattr(om, name)(ours, dim, keepdim=keepdim, **kwargs)
+            ref = getattr(torch, name)(theirs, dim, keepdim=keepdim, **kwargs)
+        assert out.shape == tuple(ref.shape), (name, kwargs)
+        np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=2e-6,
+                                   err_msg=f"{name} {kwargs}")
+        g = np.random.default_rng(2).standard_normal(ref.shape).astype(np.float32)
+        out.backward(om.tensor(g))
+        ref.backward(torch.tensor(g))
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-4,
+                                   atol=1e-6, err_msg=f"{name} {kwargs} gradient")
+
+
+def test_norm_of_zeros_has_a_zero_gradient_and_bad_p_is_refused():
+    ours, theirs = both(np.zeros((2, 3)), requires_grad=True)
+    ours.norm(dim=1).sum().backward()
+    theirs.norm(dim=1).sum().backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+    assert not np.isnan(ours.grad.numpy()).any()
+    with pytest.raises(ValueError, match="norm: p must be 'fro', 2, 1 or inf, got 3"):
+        om.norm(ours, p=3)
+
+
+def test_tests_and_truth_match_torch():
+    values = [[1.0, np.nan, np.inf], [-np.inf, 0.0, -2.0]]
+    ours, theirs = both(values)
+    for name in ("isnan", "isinf", "isfinite"):
+        assert getattr(om, name)(ours).numpy().tolist() == getattr(torch, name)(theirs).tolist()
+        assert getattr(ours, name)().numpy().tolist() == getattr(torch, name)(theirs).tolist()
+    for name in ("any", "all"):
+        for dim in (None, 0, 1):
+            kw = {} if dim is None else {"dim": dim}
+            assert getattr(ours, name)(**kw).numpy().tolist() == \
+                getattr(theirs, name)(**kw).tolist(), (name, dim)
+    a, b = both([[1.0, 2.0], [3.0, 4.0]])
+    for other in ([[1.0, 2.0], [3.0, 4.0 + 1e-6]], [[1.0, 2.0], [3.0, 4.1]], [1.0, 2.0]):
+        oo, tt = both(other)
+        assert om.allclose(a, oo) == torch.allclose(b, tt)
+        assert om.equal(a, oo) == torch.equal(b, tt) and a.equal(oo) == b.equal(tt)
+    assert om.allclose(ours, ours, equal_nan=True) and not om.allclose(ours, ours)
+
+
+def test_products_and_selections_match_torch():
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5))
+    (ox, tx), (oy, ty) = both(x, True), both(y, True)
+    out, ref = om.bmm(ox, oy), torch.bmm(tx, ty)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"bmm: expected \(b, n, m\) and \(b, m, p\), got "
+                                         r"\(2, 3, 4\) and \(3, 4, 5\)"):
+        om.bmm(ox, om.zeros(3, 4, 5))
+    (ou, tu), (ov, tv) = both(rng.standard_normal(3), True), both(rng.standard_normal(4), True)
+    out, ref = ou.outer(ov), torch.outer(tu, tv)
+    assert out.detach().numpy().tobytes() == ref.detach().numpy().tobytes()
+    out.sum().backward()
+    ref.sum().backward()
+    np.testing.assert_allclose(ou.grad.numpy(), tu.grad.numpy(), rtol=1e-6)
+    idx = [2, 0, 2]
+    out, ref = om.index_select(ox, 2, om.tensor(idx)), torch.index_select(tx, 2, torch.tensor(idx))
+    np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
+    out.sum().backward()
+    ref.sum().backward()
+    np.testing.assert_array_equal(ox.grad.numpy(), tx.grad.numpy())
+    with pytest.raises(ValueError, match="index_select: index must be a 1-D integer tensor"):
+        ox.index_select(0, om.tensor([[0]]))
+    for ours, theirs in ((om.split(ox, 2, 2), torch.split(tx, 2, 2)),
+                         (om.chunk(ox, 3, 1), torch.chunk(tx, 3, 1))):
+        assert [p.shape for p in ours] == [tuple(p.shape) for p in theirs]
+    assert ox.pow(2).detach().numpy().tobytes() == tx.pow(2).detach().numpy().tobytes()
+    g = om.tensor([[[1], [0], [2]], [[3], [3], [0]]])
+    assert ox.gather(2, g).detach().numpy().tobytes() == \
+        tx.gather(2, torch.tensor(g.numpy())).detach().numpy().tobytes()
+    assert ox.mul(ox).detach().numpy().tobytes() == (ox * ox).detach().numpy().tobytes()
+    assert ox.matmul(oy).detach().numpy().tobytes() == (ox @ oy).detach().numpy().tobytes()
+
+
+def test_constructors_eye_linspace_and_likes():
+    for args in ((3,), (2, 4), (0,)):
+        np.testing.assert_array_equal(om.eye(*args).numpy(), torch.eye(*args).numpy())
+    assert om.eye(2, dtype=om.long).dtype == np.int64
+    assert om.eye(2, requires_grad=True).requires_grad
+    for start, end, steps in ((0, 1, 5), (-3.7, 11.3, 1001), (5, -5, 17), (0, 1, 1), (2, 2, 4),
+                              (0, 10, 0)):
+        ours = om.linspace(start, end, steps).numpy()
+        ref = torch.linspace(start, end, steps).numpy()
+        assert ours.shape == ref.shape and ours.dtype == np.float32
+        np.testing.assert_allclose(ours, ref, rtol=0, atol=np.spacing(np.float32(max(abs(start),
+                                                                                   abs(end)))))
+        if steps:
+            assert ours[0] == np.float32(start) and (steps == 1 or ours[-1] == np.float32(end))
+    with pytest.raises(ValueError, match="linspace: steps must be an integer >= 0, got -1"):
+        om.linspace(0, 1, -1)
+    x = om.zeros(2, 3)
+    for like in (om.rand_like(x), om.randn_like(x, requires_grad=True),
+                 om.rand_like(om.zeros(2, 3, dtype=om.long), dtype=om.float)):
+        assert like.shape == (2, 3) and like.dtype == np.float32
+    with pytest.raises(TypeError, match="rand_like: the draws are float32, got dtype int64"):
+        om.rand_like(om.zeros(2, dtype=om.long))
+    om.manual_seed(4)
+    a = om.randn_like(x)
+    om.manual_seed(4)
+    assert a.numpy().tobytes() == om.randn(2, 3).numpy().tobytes()
+    assert om.is_tensor(x) and not om.is_tensor(x.numpy()) and om.numel(x) == 6
+
+
+def test_device_and_conversion_methods():
+    x = om.tensor([[1.5, -2.0]])
+    assert x.device == om.device("cpu") and str(x.device) == "cpu" and x.cpu() is x
+    assert x.int().dtype == np.int32 and x.int().numpy().tolist() == [[1, -2]]
+    assert x.bool().numpy().tolist() == torch.tensor([[1.5, -2.0]]).bool().tolist()
+    with pytest.raises(ValueError, match="cuda: onemodel runs on the CPU only"):
+        x.cuda()
+    with pytest.raises(TypeError, match="double: float64 tensors are not supported"):
+        x.double()
+    with pytest.raises(TypeError, match=r"half: .*amp.autocast\('fp16'\)"):
+        x.half()
+    i = om.tensor([1, 2])
+    assert i.new_zeros(2, 3).dtype == np.int64 and i.new_zeros((2, 3)).shape == (2, 3)
+    assert x.new_ones(4).numpy().tolist() == [1.0] * 4 and x.new_empty(2).shape == (2,)
+    assert x.new_full((2,), 7).numpy().tolist() == [7.0, 7.0]
+    assert i.new_tensor([3.7]).dtype == np.int64 and x.new_tensor([3]).dtype == np.float32

@@ -346,6 +346,31 @@ def _float_input(input: Any, op: str, promote: bool = False) -> Tensor:
     return x
 
 
+def _stepwise(op: str, fn: Any, input: Any) -> Tensor:
+    """A function that is constant between its steps: exact in numpy, and its gradient is
+    zero (as PyTorch's), so nothing flows back through it."""
+    x = as_tensor(input, op)
+    return record(op, fn(x._data), (x,), lambda g: (np.zeros_like(g),))
+
+
+def _rounding(op: str, ufunc: np.ufunc) -> Any:
+    """torch.round (halves to even: numpy's rint), floor, ceil and trunc."""
+    def rounded(input: Any) -> Tensor:
+        return _stepwise(op, ufunc, input)
+
+    rounded.__name__ = rounded.__qualname__ = op
+    return rounded
+
+
+round, floor, ceil, trunc = (_rounding(op, ufunc) for op, ufunc in (
+    ("round", np.rint), ("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)))
+
+
+def sign(input: Any) -> Tensor:
+    """(x > 0) − (x < 0): -1, 0 or 1, and +0 for ±0 and NaN, as torch.sign."""
+    return _stepwise("sign", lambda a: np.subtract(a > 0, a < 0, dtype=a.dtype), input)
+
+
 @quiet
 def sqrt(input: Tensor) -> Tensor:
     x = _float_input(input, "sqrt", promote=True)

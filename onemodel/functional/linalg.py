@@ -169,6 +169,22 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
                    (a_keep, b_keep))
 
 
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched matrix product of (b, n, m) and (b, m, p), as torch.bmm (no broadcasting)."""
+    sa, sb = _core.as_tensor(input, "bmm").shape, _core.as_tensor(mat2, "bmm").shape
+    if len(sa) != 3 or len(sb) != 3 or sa[0] != sb[0] or sa[2] != sb[1]:
+        raise ValueError(f"bmm: expected (b, n, m) and (b, m, p), got {sa} and {sb}")
+    return matmul(input, mat2)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """input[i] · vec2[j] (one rounding each), as torch.outer."""
+    a, b = _core.as_tensor(input, "outer"), _core.as_tensor(vec2, "outer")
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"outer: expected two 1-D tensors, got shapes {a.shape} and {b.shape}")
+    return a.unsqueeze(1) * b.unsqueeze(0)
+
+
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """input·weightᵀ + bias with weight of shape (out_features, in_features), as
     torch.nn.functional.linear."""

@@ -112,6 +112,54 @@ def mean(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
     return record("mean", out, (x,), backward)
 
 
+def var(input: Tensor, dim: Dim = None, *, correction: float = 1, keepdim: bool = False,
+        unbiased: Optional[bool] = None) -> Tensor:
+    """Σ (x − mean)² / (N − correction), as torch.var (unbiased=False, the older spelling, is
+    correction 0); composed of mean, sub, mul and sum, so its bits and gradient are theirs."""
+    x = as_tensor(input, "var")
+    axes = _axes(dim, x.ndim, "var")
+    c = correction if unbiased is None else int(unbiased)
+    d = x - mean(x, axes, keepdim=True)
+    return sum(d * d, axes, keepdim) / float(math.prod(x.shape[i] for i in axes) - c)
+
+
+def std(input: Tensor, dim: Dim = None, *, correction: float = 1, keepdim: bool = False,
+        unbiased: Optional[bool] = None) -> Tensor:
+    """sqrt(var), as torch.std."""
+    return var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """The 2-norm ("fro", 2; its gradient 0 where the norm is 0, as torch's), the 1-norm or the
+    largest |x| (inf) over dim or the whole tensor, as torch.norm."""
+    x = as_tensor(input, "norm")
+    if p == 1:
+        return sum(x.abs(), dim, keepdim)
+    if p == math.inf:  # the largest |x| over the reduced axes, moved last and merged
+        axes = _axes(dim, x.ndim, "norm")
+        kept = [i for i in range(x.ndim) if i not in axes]
+        flat = x.abs().permute(kept + list(axes)).reshape(tuple(x.shape[i] for i in kept) + (-1,))
+        largest = max(flat, -1)[0]
+        return largest.reshape(_kept_shape(x.shape, axes)) if keepdim else largest
+    if p not in ("fro", 2):
+        raise ValueError(f"norm: p must be 'fro', 2, 1 or inf, got {p!r}")
+    if x._data.dtype != float32:
+        raise TypeError(f"norm: input must be float32, got {x._data.dtype} (shape {x.shape})")
+    a = x._data
+    axes = _axes(dim, a.ndim, "norm")
+    out = np.sqrt(_sum_float(a * a, axes) if axes else a * a)
+    if keepdim:
+        out = out.reshape(_kept_shape(a.shape, axes))
+
+    def backward(g: np.ndarray) -> tuple:
+        kept = out.reshape(_kept_shape(a.shape, axes))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = np.where(kept == 0, np.float32(0), g.reshape(kept.shape) / kept)
+        return (a * scale,)
+
+    return record("norm", out, (x,), backward, (x,))
+
+
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """max(x): the largest element (NaN if any), its gradient shared equally among ties as
     torch.amax. max(x, dim): (values, indices) of the first largest along dim, the gradient

@@ -170,6 +170,26 @@ def index(x: Tensor, idx: Any) -> Tensor:
     return _core.record("index", _fresh(np.asarray(out), x._data), (x,), backward)
 
 
+def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
+    """The entries of `index` (1-D integers) along dim, as torch.index_select."""
+    x = _tensor(input, "index_select")
+    axis = _core.normalize_dim(dim, x.ndim, "index_select")
+    i = np.asarray(index._data if isinstance(index, Tensor) else index)
+    if i.ndim != 1 or i.dtype.kind not in "iu":
+        raise ValueError(f"index_select: index must be a 1-D integer tensor, got shape "
+                         f"{i.shape} of {i.dtype}")
+    return x[(slice(None),) * axis + (i,)]
+
+
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
+    """As Tensor.split: pieces of a size, or of the sizes listed."""
+    return _tensor(tensor, "split").split(split_size_or_sections, dim)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    return _tensor(input, "chunk").chunk(chunks, dim)
+
+
 def _check_index_tensor(index: Any, op: str, x_shape: tuple) -> np.ndarray:
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}: index must be an integer Tensor, got {type(index).__name__}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -99,6 +99,26 @@ class StepLR(Schedule):
 
     def _rate(self, s: int) -> float:
         return self.base_lr * ipow(self.gamma, s // self.step_size)
+
+
+def _milestones(owner: str, value: Any) -> list[int]:
+    """Step indices >= 0 in any order, sorted; a repeated one counts twice (PyTorch's
+    MultiStepLR holds them in a Counter)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ValueError(f"{owner}: milestones must be a list of steps, got {value!r}")
+    return sorted(_steps(owner, f"milestones[{k}]", m, 0) for k, m in enumerate(value))
+
+
+class MultiStepLR(Schedule):
+    """base·γ^k with k the number of milestones <= s."""
+
+    def __init__(self, base_lr: float, milestones: Iterable[int], gamma: float = 0.1) -> None:
+        self.base_lr = _number("MultiStepLR", "base_lr", base_lr, 0.0)
+        self.milestones = _milestones("MultiStepLR", milestones)
+        self.gamma = _number("MultiStepLR", "gamma", gamma, 0.0)
+
+    def _rate(self, s: int) -> float:
+        return self.base_lr * ipow(self.gamma, bisect.bisect_right(self.milestones, s))
 
 
 class CosineLR(Schedule):
