@@ -12,21 +12,25 @@ from .tensor import (Tensor, arange, device, empty, empty_like, eye, from_numpy,
 from .random import (Generator, default_generator, get_rng_state, manual_seed,  # noqa: E402
                      multinomial, rand, rand_like, randint, randn, randn_like, randperm,
                      set_rng_state)
-from . import (amp, checkpoint, cuda, data, distributed, functional, interop,  # noqa: E402
-               nn, optim, train, utils)
+from . import (amp, backends, checkpoint, cuda, data, distributed, functional,  # noqa: E402
+               interop, nn, optim, train, utils)
+from .backends import accelerator  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .checkpoint import load_state_dict as load  # noqa: E402
 from .checkpoint import save_state_dict as save  # noqa: E402
 
 # The tensor functions PyTorch users call as torch.cat, torch.exp, ...: onemodel.functional's,
 # under the same names (tests/test_torch_signatures.py holds them to torch's arguments).
-from .functional import (abs, add, all, allclose, any, argmax, argmin, bmm, cat, ceil, chunk,  # noqa: E402
-                         clamp, clamp_max, clamp_min, clone, cos, cumsum, div, eq, equal, erf, exp,
-                         flatten, floor, gather, ge, gt, index_select, isfinite, isinf, isnan, le,
-                         log, log_softmax, lt, matmul, max, maximum, mean, min, minimum, mul, ne,
-                         neg, norm, outer, permute, pow, relu, reshape, round, sigmoid, sign, sin,
-                         softmax, sort, split, sqrt, squeeze, stack, std, sub, sum, tanh, topk,
-                         transpose, tril, triu, trunc, unsqueeze, var, where)
+from .functional import (abs, add, all, allclose, amax, amin, any, argmax, argmin,  # noqa: E402
+                         argsort, bmm, cat, ceil, chunk, clamp, clamp_max, clamp_min, clone, cos,
+                         cumsum, div, einsum, eq, equal, erf, exp, flatten, flip, floor, gather,
+                         ge, gt, hstack, index_select, isfinite, isinf, isnan, le, log,
+                         log_softmax, logsumexp, lt, masked_select, matmul, max, maximum, mean,
+                         meshgrid, min, minimum, movedim, mul, narrow, ne, neg, nonzero, norm,
+                         outer, permute, pow, reciprocal, relu, repeat_interleave, reshape, roll,
+                         round, rsqrt, sigmoid, sign, sin, softmax, sort, split, sqrt, square,
+                         squeeze, stack, std, sub, sum, tanh, topk, transpose, tril, triu, trunc,
+                         unsqueeze, var, vstack, where)
 
 # PyTorch's dtype names, as the numpy dtypes tensors hold (float64 and float16 are refused by the
 # constructors with the reason; bfloat16 and float16 are what amp.autocast takes).
@@ -44,13 +48,16 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "device", "no_grad", "enable_grad", "save", "load",
            "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int32", "int",
-           "int64", "long", "bool", "autocast", "amp", "checkpoint", "cuda", "data", "distributed",
-           "functional", "interop", "nn", "optim", "train", "utils", "abs", "add", "argmax",
-           "argmin", "cat", "clamp", "clamp_max", "clamp_min", "clone", "cos", "cumsum", "div",
-           "eq", "erf", "exp", "flatten", "gather", "ge", "gt", "le", "log", "log_softmax", "lt",
-           "matmul", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "permute",
-           "pow", "relu", "reshape", "sigmoid", "sin", "softmax", "sort", "sqrt", "squeeze",
-           "stack", "sub", "sum", "tanh", "topk", "transpose", "tril", "triu", "unsqueeze",
-           "where", "eye", "linspace", "is_tensor", "numel", "rand_like", "randn_like", "allclose",
-           "equal", "isnan", "isinf", "isfinite", "ceil", "floor", "round", "sign", "trunc", "bmm",
-           "outer", "norm", "std", "var", "split", "chunk", "index_select", "any", "all"]
+           "int64", "long", "bool", "autocast", "amp", "backends", "accelerator", "checkpoint",
+           "cuda", "data", "distributed", "functional", "interop", "nn", "optim", "train", "utils",
+           "abs", "add", "argmax", "argmin", "cat", "clamp", "clamp_max", "clamp_min", "clone",
+           "cos", "cumsum", "div", "eq", "erf", "exp", "flatten", "gather", "ge", "gt", "le",
+           "log", "log_softmax", "lt", "matmul", "max", "maximum", "mean", "min", "minimum", "mul",
+           "ne", "neg", "permute", "pow", "relu", "reshape", "sigmoid", "sin", "softmax", "sort",
+           "sqrt", "squeeze", "stack", "sub", "sum", "tanh", "topk", "transpose", "tril", "triu",
+           "unsqueeze", "where", "eye", "linspace", "is_tensor", "numel", "rand_like",
+           "randn_like", "allclose", "equal", "isnan", "isinf", "isfinite", "ceil", "floor",
+           "round", "sign", "trunc", "bmm", "outer", "norm", "std", "var", "split", "chunk",
+           "index_select", "any", "all", "einsum", "flip", "roll", "movedim", "narrow", "hstack",
+           "vstack", "nonzero", "masked_select", "repeat_interleave", "meshgrid", "amax", "amin",
+           "logsumexp", "argsort", "square", "reciprocal", "rsqrt"]

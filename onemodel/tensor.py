@@ -559,6 +559,54 @@ class Tensor:
     def equal(self, other: Any) -> builtins.bool:
         return F.equal(self, other)
 
+    def flip(self, *dims: Any) -> "Tensor":
+        return F.flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+
+    def roll(self, shifts: Any, dims: Any = None) -> "Tensor":
+        return F.roll(self, shifts, dims)
+
+    def movedim(self, source: Any, destination: Any) -> "Tensor":
+        return F.movedim(self, source, destination)
+
+    def narrow(self, dim: int, start: int, length: int) -> "Tensor":
+        return F.narrow(self, dim, start, length)
+
+    def swapaxes(self, axis0: int, axis1: int) -> "Tensor":
+        return F.transpose(self, axis0, axis1)
+
+    def expand_as(self, other: "Tensor") -> "Tensor":
+        return self.expand(other.shape)
+
+    def amax(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+        return F.amax(self, dim, keepdim)
+
+    def amin(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+        return F.amin(self, dim, keepdim)
+
+    def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> "Tensor":
+        return F.logsumexp(self, dim, keepdim)
+
+    def argsort(self, dim: int = -1, descending: builtins.bool = False) -> "Tensor":
+        return F.argsort(self, dim, descending)
+
+    def square(self) -> "Tensor":
+        return F.square(self)
+
+    def reciprocal(self) -> "Tensor":
+        return F.reciprocal(self)
+
+    def rsqrt(self) -> "Tensor":
+        return F.rsqrt(self)
+
+    def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
+        return F.nonzero(self, as_tuple=as_tuple)
+
+    def masked_select(self, mask: Any) -> "Tensor":
+        return F.masked_select(self, mask)
+
+    def repeat_interleave(self, repeats: Any, dim: Optional[int] = None) -> "Tensor":
+        return F.repeat_interleave(self, repeats, dim)
+
     def t(self) -> "Tensor":
         """The transpose of a matrix, as torch's: a 0-d or 1-d tensor is returned as it is."""
         if self.ndim > 2:

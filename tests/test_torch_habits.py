@@ -255,3 +255,96 @@ def test_device_and_conversion_methods():
     assert x.new_ones(4).numpy().tolist() == [1.0] * 4 and x.new_empty(2).shape == (2,)
     assert x.new_full((2,), 7).numpy().tolist() == [7.0, 7.0]
     assert i.new_tensor([3.7]).dtype == np.int64 and x.new_tensor([3]).dtype == np.float32
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(3, 4), (4, 5)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 8), (2, 3, 5, 8)]), ("i,j->ij", [(3,), (4,)]),
+    ("ij->ji", [(3, 4)]), ("ij->", [(3, 4)]), ("ij->j", [(3, 4)]), ("i,i->", [(5,), (5,)]),
+    ("...ij,...jk->...ik", [(2, 3, 3, 4), (2, 3, 4, 5)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]), ("ij,kl->ijkl", [(2, 3), (4, 5)]),
+    ("b i d, b j d -> b i j", [(2, 3, 4), (2, 5, 4)])])
+def test_einsum_matches_torch_forward_and_backward(equation, shapes):
+    rng = np.random.default_rng(len(equation))
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    ours = [om.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, ref = om.einsum(equation, *ours), torch.einsum(equation, *theirs)
+    assert out.shape == tuple(ref.shape)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
+    g = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
+    out.backward(om.tensor(g))
+    ref.backward(torch.tensor(g))
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_einsum_refusals_name_the_problem():
+    x = om.zeros(3, 3)
+    with pytest.raises(ValueError, match="einsum: subscripts 'ii' for an operand of shape"):
+        om.einsum("ii->i", x)
+    with pytest.raises(ValueError, match="names 2 operands, got 1"):
+        om.einsum("ij,jk->ik", x)
+    with pytest.raises(ValueError, match="subscript 'j' has size 3 in one operand and 4"):
+        om.einsum("ij,jk->ik", x, om.zeros(4, 2))
+    with pytest.raises(ValueError, match="output subscripts 'iz' must be distinct input"):
+        om.einsum("ij->iz", x)
+
+
+def test_reorderings_and_selections_match_torch():
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7.5
+    o, t = om.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    g = np.random.default_rng(0).standard_normal(96).astype(np.float32)
+    cases = [
+        (lambda x: x.flip(0, 2), lambda x: x.flip(0, 2)),
+        (lambda x: om.flip(x, [1]), lambda x: torch.flip(x, [1])),
+        (lambda x: om.roll(x, 5), lambda x: torch.roll(x, 5)),
+        (lambda x: x.roll((1, -2), (0, 2)), lambda x: x.roll((1, -2), (0, 2))),
+        (lambda x: om.movedim(x, (0, 1), (2, 0)), lambda x: torch.movedim(x, (0, 1), (2, 0))),
+        (lambda x: x.narrow(2, -3, 2), lambda x: x.narrow(2, -3, 2)),
+        (lambda x: x.swapaxes(0, 2), lambda x: x.swapaxes(0, 2)),
+        (lambda x: om.hstack([x, x]), lambda x: torch.hstack([x, x])),
+        (lambda x: om.vstack([x[0, 0], x[1, 1]]), lambda x: torch.vstack([x[0, 0], x[1, 1]])),
+        (lambda x: x.masked_select(om.tensor([True, False, True, True])),
+         lambda x: x.masked_select(torch.tensor([True, False, True, True]))),
+        (lambda x: om.repeat_interleave(x, om.tensor([1, 0, 2]), 1),
+         lambda x: torch.repeat_interleave(x, torch.tensor([1, 0, 2]), 1)),
+        (lambda x: x.repeat_interleave(2), lambda x: x.repeat_interleave(2)),
+        (lambda x: x[0].expand_as(x), lambda x: x[0].expand_as(x)),
+        (lambda x: om.amax(x, (0, 2)), lambda x: torch.amax(x, (0, 2))),
+        (lambda x: x.amin(1, keepdim=True), lambda x: x.amin(1, keepdim=True)),
+        (lambda x: om.logsumexp(x, 1), lambda x: torch.logsumexp(x, 1)),
+        (lambda x: x.logsumexp((0, 2), keepdim=True),
+         lambda x: x.logsumexp((0, 2), keepdim=True)),
+        (lambda x: om.square(x), lambda x: torch.square(x)),
+        (lambda x: x.abs().rsqrt(), lambda x: x.abs().rsqrt()),
+        (lambda x: x.reciprocal(), lambda x: x.reciprocal()),
+    ]
+    for k, (ours, theirs) in enumerate(cases):
+        o.grad, t.grad = None, None
+        out, ref = ours(o), theirs(t)
+        assert out.shape == tuple(ref.shape), k
+        np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6,
+                                   err_msg=str(k))
+        grad = g[:ref.numel()].reshape(ref.shape)
+        out.backward(om.tensor(grad))
+        ref.backward(torch.tensor(grad))
+        np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-5, err_msg=str(k))
+    i = np.array([[0, 1.5, 0], [2, 0, -1]], np.float32)
+    assert om.nonzero(om.tensor(i)).numpy().tolist() == torch.nonzero(torch.tensor(i)).tolist()
+    assert [p.numpy().tolist() for p in om.tensor(i).nonzero(as_tuple=True)] == \
+        [p.tolist() for p in torch.tensor(i).nonzero(as_tuple=True)]
+    assert om.nonzero(om.tensor(3.0)).shape == tuple(torch.nonzero(torch.tensor(3.0)).shape)
+    assert om.argsort(om.tensor(i), 1).numpy().tolist() == \
+        torch.argsort(torch.tensor(i), dim=1, stable=True).tolist()
+    for indexing in ("ij", "xy"):
+        for p, q in zip(om.meshgrid(om.arange(3.0), om.arange(4.0), indexing=indexing),
+                        torch.meshgrid(torch.arange(3.0), torch.arange(4.0), indexing=indexing)):
+            np.testing.assert_array_equal(p.numpy(), q.numpy())
+    with pytest.raises(ValueError, match="narrow: start 3 and length 2 leave dim 0 of size 2"):
+        o.narrow(0, 3, 2)
+    with pytest.raises(ValueError, match="repeat_interleave: repeats must be integers >= 0"):
+        o.repeat_interleave(om.tensor([1, 2]), 1)
+    with pytest.raises(ValueError, match="amax: dims 1 of shape .* hold no elements"):
+        om.amax(om.zeros(2, 0), 1)

@@ -16,12 +16,14 @@ import tokenize
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "onemodel"
 # part -> (files, budget in lines of code)
 BUDGETS = {
-    # Python: 9,000, raised to 9,420 for what ported PyTorch scripts type first (om.save and
-    # om.load of a state dict, dtype names, device= on the constructors, x.t(), f"{loss:.4f}",
-    # var/std/norm, eye/linspace, rounding and tests of values, the schedulers ExponentialLR,
-    # MultiStepLR and ReduceLROnPlateau, random_split).
+    # Python: 9,000, raised to 10,060 for the breadth of the API that ported PyTorch scripts
+    # use (om.save and om.load of a state dict, dtype names, device= on the constructors,
+    # einsum, var/std/norm, amax/logsumexp, flip/roll/movedim and kin, eye/linspace, rounding
+    # and tests of values, the schedulers ExponentialLR, MultiStepLR and ReduceLROnPlateau,
+    # random_split, nine activations, five losses, 1-d pools, pixel shuffles, padding layers,
+    # ParameterDict): each a few lines over the exact ops, tested against torch.
     "python (onemodel/, without examples)": (
-        [p for p in ROOT.rglob("*.py") if "examples" not in p.parts], 9420),
+        [p for p in ROOT.rglob("*.py") if "examples" not in p.parts], 10060),
     "cython (onemodel/_kernels/*.pyx, *.pxd)": (
         sorted(ROOT.glob("_kernels/*.pyx")) + sorted(ROOT.glob("_kernels/*.pxd")), 1380),
     # C: 6,500, raised to 6,600 when bfloat16 convolutions took the dot-product rule and kernel

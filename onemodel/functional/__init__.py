@@ -1,13 +1,16 @@
 """Differentiable tensor ops (docs/spec/engine.md section 2) with PyTorch's names and arguments."""
+from .activation import hardswish, hardtanh, logsigmoid, mish, prelu, relu6, softsign
 from .attention import scaled_dot_product_attention
 from .compare import all, allclose, any, eq, equal, ge, gt, isfinite, isinf, isnan, le, lt, ne
 from .conv import (
+    adaptive_avg_pool1d,
     adaptive_avg_pool2d,
     avg_pool1d,
     avg_pool2d,
     batch_norm,
     conv1d,
     conv2d,
+    max_pool1d,
     max_pool2d,
 )
 from .ctc import ctc_loss
@@ -33,62 +36,98 @@ from .elementwise import (
     mul,
     neg,
     pow,
+    reciprocal,
     relu,
     round,
+    rsqrt,
     sigmoid,
     sign,
     silu,
     sin,
     softplus,
     sqrt,
+    square,
     sub,
     tanh,
     trunc,
     where,
 )
-from .linalg import bmm, linear, matmul, outer, tril, triu
+from .linalg import bmm, einsum, linear, matmul, outer, tril, triu
 from .loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    cosine_similarity,
     cross_entropy,
+    huber_loss,
+    kl_div,
     l1_loss,
     mse_loss,
     nll_loss,
+    pairwise_distance,
+    smooth_l1_loss,
 )
 from .nn import embedding, layer_norm, log_softmax, normalize, one_hot, softmax
 from .normalization import group_norm, rms_norm
-from .reduction import argmax, argmin, cumsum, max, mean, min, norm, std, sum, var
-from .sampling import interpolate
+from .reduction import (
+    amax,
+    amin,
+    argmax,
+    argmin,
+    cumsum,
+    logsumexp,
+    max,
+    mean,
+    min,
+    norm,
+    std,
+    sum,
+    var,
+)
+from .sampling import interpolate, pixel_shuffle, pixel_unshuffle
 from .shape import (
     cat,
     chunk,
     clone,
     flatten,
+    flip,
     gather,
+    hstack,
     index,
     index_select,
+    masked_select,
+    meshgrid,
+    movedim,
+    narrow,
+    nonzero,
     pad,
     permute,
+    repeat_interleave,
     reshape,
+    roll,
     split,
     squeeze,
     stack,
     transpose,
     unsqueeze,
+    vstack,
 )
-from .sorting import sort, topk
+from .sorting import argsort, sort, topk
 
-__all__ = [
-    "abs", "all", "any", "adaptive_avg_pool2d", "add", "allclose", "argmax", "argmin", "avg_pool1d",
-    "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "bmm",
-    "cat", "ceil", "chunk", "clamp", "clamp_max", "clamp_min", "clone", "conv1d", "conv2d", "cos",
-    "cross_entropy", "ctc_loss", "cumsum", "div", "dropout", "dropout1d", "dropout2d", "elu",
-    "embedding", "eq", "equal", "erf", "exp", "flatten", "floor", "gather", "ge", "gelu",
-    "group_norm", "gt", "index", "index_select", "interpolate", "isfinite", "isinf", "isnan",
-    "l1_loss", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "lt", "matmul",
-    "max", "max_pool2d", "maximum", "mean", "min", "minimum", "mse_loss", "mul", "ne", "neg",
-    "nll_loss", "norm", "normalize", "one_hot", "outer", "pad", "permute", "pow", "relu",
-    "reshape", "rms_norm", "round", "scaled_dot_product_attention", "sigmoid", "sign", "silu",
-    "sin", "softmax", "softplus", "sort", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum",
-    "tanh", "topk", "transpose", "tril", "triu", "trunc", "unsqueeze", "var", "where",
-]
+__all__ = ["abs", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "add", "all", "allclose", "amax",
+           "amin", "any", "argmax", "argmin", "argsort", "avg_pool1d", "avg_pool2d", "batch_norm",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "bmm", "cat", "ceil",
+           "chunk", "clamp", "clamp_max", "clamp_min", "clone", "conv1d", "conv2d", "cos",
+           "cosine_similarity", "cross_entropy", "ctc_loss", "cumsum", "div", "dropout",
+           "dropout1d", "dropout2d", "einsum", "elu", "embedding", "eq", "equal", "erf", "exp",
+           "flatten", "flip", "floor", "gather", "ge", "gelu", "group_norm", "gt", "hardswish",
+           "hardtanh", "hstack", "huber_loss", "index", "index_select", "interpolate", "isfinite",
+           "isinf", "isnan", "kl_div", "l1_loss", "layer_norm", "le", "leaky_relu", "linear",
+           "log", "log_softmax", "logsigmoid", "logsumexp", "lt", "masked_select", "matmul", "max",
+           "max_pool1d", "max_pool2d", "maximum", "mean", "meshgrid", "min", "minimum", "mish",
+           "movedim", "mse_loss", "mul", "narrow", "ne", "neg", "nll_loss", "nonzero", "norm",
+           "normalize", "one_hot", "outer", "pad", "pairwise_distance", "permute", "pixel_shuffle",
+           "pixel_unshuffle", "pow", "prelu", "reciprocal", "relu", "relu6", "repeat_interleave",
+           "reshape", "rms_norm", "roll", "round", "rsqrt", "scaled_dot_product_attention",
+           "sigmoid", "sign", "silu", "sin", "smooth_l1_loss", "softmax", "softplus", "softsign",
+           "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "sub", "sum", "tanh",
+           "topk", "transpose", "tril", "triu", "trunc", "unsqueeze", "var", "vstack", "where"]

@@ -12,7 +12,7 @@ is what a convnet's graph would otherwise hold most of).
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -228,8 +228,23 @@ def max_pool2d(input: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = 
     as torch.nn.functional.max_pool2d. The gradient goes to the first maximal element in
     row-major window order, as in PyTorch. With return_indices, also the int64 index
     (row * W + column) of that element in its plane."""
-    op = "max_pool2d"
-    x = _image(input, op)
+    return _max_pool("max_pool2d", _image(input, "max_pool2d"), kernel_size, stride, padding,
+                     dilation, ceil_mode, return_indices)
+
+
+def max_pool1d(input: Tensor, kernel_size: IntSingle, stride: Optional[IntSingle] = None,
+               padding: IntSingle = 0, dilation: IntSingle = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
+    """max_pool2d over (N, C, L) or (C, L) seen as a height of 1; indices are positions in L."""
+    op = "max_pool1d"
+    kernel, stride, padding, dilation = _row_window(op, kernel_size, stride, padding, dilation)
+    return _over_rows(op, input, lambda rows: _max_pool(
+        op, rows, kernel, stride, padding, dilation, ceil_mode, return_indices))
+
+
+def _max_pool(op: str, x: Tensor, kernel_size: IntPair, stride: Optional[IntPair],
+              padding: IntPair, dilation: IntPair, ceil_mode: bool,
+              return_indices: bool) -> Any:
     _, _, (sh, sw), (hs, he, _, oh), (ws, we, _, ow) = _pool_args(
         x, kernel_size, stride, padding, op, bool(ceil_mode), dilation)
     windows = (hs, he, ws, we)
@@ -295,17 +310,32 @@ def avg_pool1d(input: Tensor, kernel_size: IntSingle, stride: Optional[IntSingle
                count_include_pad: bool = True) -> Tensor:
     """avg_pool2d over (N, C, L) or (C, L) seen as a height of 1, as PyTorch computes it."""
     op = "avg_pool1d"
+    kernel, stride, padding, _ = _row_window(op, kernel_size, stride, padding, 1)
+    return _over_rows(op, input, lambda rows: _avg_pool(
+        op, rows, kernel, stride, padding, ceil_mode, count_include_pad, None))
+
+
+def _row_window(op: str, kernel_size: IntSingle, stride: Optional[IntSingle],
+                padding: IntSingle, dilation: IntSingle) -> tuple:
+    """A 1-d pooling's kernel, stride, padding and dilation as the 2-d ones over a height of 1
+    (an empty stride means the kernel's, as PyTorch)."""
+    kernel = _ints(kernel_size, "kernel_size", op, 1, 1)
+    stride = kernel if stride is None or stride == () else _ints(stride, "stride", op, 1, 1)
+    return ((1,) + kernel, (1,) + stride, (0,) + _ints(padding, "padding", op, 0, 1),
+            (1,) + _ints(dilation, "dilation", op, 1, 1))
+
+
+def _over_rows(op: str, input: Any, pool: Callable[[Tensor], Any]) -> Any:
+    """A 1-d pooling of (N, C, L) or (C, L): `pool` over its rows as (..., 1, L) images, each
+    output (and indices) back to (..., L_out)."""
     x = _core.as_tensor(input, op)
     _core.require_float(x, op)
     if x.ndim not in (2, 3):
         raise ValueError(f"{op}: input must be (N, C, L) or (C, L), got shape {x.shape}")
-    kernel = _ints(kernel_size, "kernel_size", op, 1, 1)
-    stride = kernel if stride is None else _ints(stride, "stride", op, 1, 1)
-    padding = _ints(padding, "padding", op, 0, 1)
-    rows = reshape(x, x.shape[:-1] + (1, x.shape[-1]))
-    y = _avg_pool(op, rows, (1,) + kernel, (1,) + stride, (0,) + padding, ceil_mode,
-                  count_include_pad, None)
-    return reshape(y, x.shape[:-1] + y.shape[-1:])
+    out = pool(reshape(x, x.shape[:-1] + (1, x.shape[-1])))
+    outs = tuple(reshape(y, x.shape[:-1] + y.shape[-1:]) for y in (
+        out if isinstance(out, tuple) else (out,)))
+    return outs if isinstance(out, tuple) else outs[0]
 
 
 def _avg_pool(op: str, x: Tensor, kernel_size: IntPair, stride: Optional[IntPair],
@@ -339,7 +369,18 @@ def adaptive_avg_pool2d(input: Tensor,
         else tuple(output_size)
     if len(sizes) != 2:
         raise ValueError(f"{op}: output_size must be an int or a pair, got {output_size!r}")
-    out_hw = tuple(x.shape[-2 + i] if s is None else s for i, s in enumerate(sizes))
+    return _adaptive(op, x, tuple(x.shape[-2 + i] if s is None else s
+                                  for i, s in enumerate(sizes)))
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: IntSingle) -> Tensor:
+    """adaptive_avg_pool2d over (N, C, L) or (C, L) seen as a height of 1."""
+    op = "adaptive_avg_pool1d"
+    size = _ints(output_size, "output_size", op, 1, 1)
+    return _over_rows(op, input, lambda rows: _adaptive(op, rows, (1,) + size))
+
+
+def _adaptive(op: str, x: Tensor, out_hw: tuple) -> Tensor:
     _pair(out_hw, "output_size", op, 1)
     if x.shape[-2] < 1 or x.shape[-1] < 1:
         raise ValueError(f"{op}: input {x.shape} has an empty spatial dimension")
@@ -449,5 +490,5 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     return _core.record(op, y.reshape(x.shape), inputs, backward, saved)
 
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm", "conv1d", "conv2d",
-           "max_pool2d"]
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
+           "conv1d", "conv2d", "max_pool1d", "max_pool2d"]

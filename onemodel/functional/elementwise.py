@@ -142,7 +142,7 @@ def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tenso
     sides = _sides(a, b)
     x, y = (a._data if b._requires_grad else None), b._data
     return record("div", out, (a, b),
-                  lambda g: _grads(lambda: g / y, lambda: -g * x / (y * y), sides),
+                  lambda g: _grads(lambda: g / y, lambda: -g * (x / y / y), sides),
                   (a, b) if x is not None else (b,))
 
 
@@ -369,6 +369,22 @@ round, floor, ceil, trunc = (_rounding(op, ufunc) for op, ufunc in (
 def sign(input: Any) -> Tensor:
     """(x > 0) − (x < 0): -1, 0 or 1, and +0 for ±0 and NaN, as torch.sign."""
     return _stepwise("sign", lambda a: np.subtract(a > 0, a < 0, dtype=a.dtype), input)
+
+
+def square(input: Any) -> Tensor:
+    """x·x, as torch.square."""
+    x = as_tensor(input, "square")
+    return mul(x, x)
+
+
+def reciprocal(input: Any) -> Tensor:
+    """1/x, one rounding, as torch.reciprocal."""
+    return div(1.0, _float_input(input, "reciprocal", promote=True))
+
+
+def rsqrt(input: Any) -> Tensor:
+    """1/sqrt(x), each rounded (two roundings), as torch.rsqrt."""
+    return reciprocal(sqrt(input))
 
 
 @quiet

@@ -185,6 +185,70 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     return a.unsqueeze(1) * b.unsqueeze(0)
 
 
+def _einsum_pair(a: Tensor, sa: str, b: Tensor, sb: str, keep: str) -> tuple[Tensor, str]:
+    """a (subscripts sa) times b (sb), summed over the letters not in keep, as one batched
+    matrix product: batch letters (in both, kept), then a's, the contracted, b's."""
+    batch = [c for c in sa if c in sb and c in keep]
+    summed = [c for c in sa if c in sb and c not in keep]
+    left = [c for c in sa if c not in sb]
+    right = [c for c in sb if c not in sa]
+    size = {**dict(zip(sa, a.shape)), **dict(zip(sb, b.shape))}
+    for c in batch + summed:
+        if a.shape[sa.index(c)] != b.shape[sb.index(c)]:
+            raise ValueError(f"einsum: subscript {c!r} has size {a.shape[sa.index(c)]} in one "
+                             f"operand and {b.shape[sb.index(c)]} in the other")
+    lead = [size[c] for c in batch]
+    am = a.permute([sa.index(c) for c in batch + left + summed]).reshape(
+        lead + [math.prod(size[c] for c in left), math.prod(size[c] for c in summed)])
+    bm = b.permute([sb.index(c) for c in batch + summed + right]).reshape(
+        lead + [math.prod(size[c] for c in summed), math.prod(size[c] for c in right)])
+    out = matmul(am, bm).reshape(lead + [size[c] for c in left + right])
+    return out, "".join(batch + left + right)
+
+
+def einsum(equation: str, *operands: Tensor) -> Tensor:
+    """torch.einsum through the exact ops: per operand, letters it alone has and the result
+    lacks are summed first; operands are then taken pairwise, left to right, each pair one
+    batched matrix product (matmul) over their shared letters. "..." stands for the same
+    leading dims in every operand. A letter repeated within one operand (a diagonal) is
+    refused."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    ts = [_core.as_tensor(t, "einsum") for t in operands]
+    eq = equation.replace(" ", "")
+    inputs, arrow, out = eq.partition("->")
+    subs = inputs.split(",")
+    if len(subs) != len(ts) or not ts:
+        raise ValueError(f"einsum: {equation!r} names {len(subs)} operands, got {len(ts)}")
+    dots = max((t.ndim - len(s.replace("...", "")) for s, t in zip(subs, ts)
+                if "..." in s), default=0)
+    spare = "".join(chr(0x100 + i) for i in range(dots))  # letters no equation uses
+    subs = [s.replace("...", spare[dots - (t.ndim - len(s) + 3):]) if "..." in s else s
+            for s, t in zip(subs, ts)]
+    if not arrow:  # implicit: the letters used once, in alphabetical order
+        out = "".join(sorted(c for c in set("".join(subs)) if "".join(subs).count(c) == 1))
+    out = out.replace("...", spare)
+    for s, t in zip(subs, ts):
+        if len(s) != t.ndim or len(set(s)) != len(s) or not all(c.isalpha() for c in s):
+            raise ValueError(f"einsum: subscripts {s!r} for an operand of shape {t.shape} "
+                             "(one distinct letter per dimension)")
+    if not set(out) <= set("".join(subs)) or len(set(out)) != len(out):
+        raise ValueError(f"einsum: output subscripts {out!r} must be distinct input letters")
+    for i, (s, t) in enumerate(zip(subs, ts)):  # letters only this operand has, not output
+        alone = [d for d, c in enumerate(s) if c not in out and
+                 not any(c in o for j, o in enumerate(subs) if j != i)]
+        if alone:
+            ts[i], subs[i] = t.sum(alone), "".join(c for c in s if s.index(c) not in alone)
+    result, letters = ts[0], subs[0]
+    for k in range(1, len(ts)):
+        keep = out + "".join(subs[k + 1:])
+        result, letters = _einsum_pair(result, letters, ts[k], subs[k], keep)
+    gone = [d for d, c in enumerate(letters) if c not in out]
+    if gone:
+        result, letters = result.sum(gone), "".join(c for c in letters if c in out)
+    return result.permute([letters.index(c) for c in out]) if letters != out else result
+
+
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """input·weightᵀ + bias with weight of shape (out_features, in_features), as
     torch.nn.functional.linear."""

@@ -2,7 +2,8 @@
 
 Each returns a rank-0 float32 tensor for reduction "mean" and "sum" and the unreduced tensor
 for "none". nll_loss is an op with its own backward; the others are compositions of ops, so
-their gradients come from the ops' own backward passes.
+their gradients come from the ops' own backward passes. cosine_similarity and
+pairwise_distance (torch.nn's distances, which metric losses build on) are here too.
 """
 from __future__ import annotations
 
@@ -12,19 +13,22 @@ from typing import Any, Optional
 import numpy as np
 
 from ..tensor import Tensor
-from ._core import as_tensor, record, require_float, sum_to_shape
-from .elementwise import log, mul, relu, softplus, sub
+from ._core import as_tensor, broadcast_shape, normalize_dim, record, require_float, sum_to_shape
+from .elementwise import abs, add, div, exp, log, mul, pow, relu, softplus, sub, where
 from .nn import log_softmax
-from .reduction import mean, sum
+from .reduction import mean, norm, sum
 from .shape import permute, reshape
 
 REDUCTIONS = ("mean", "sum", "none")
 _ONE = np.float32(1.0)
 
 
-def _check_reduction(op: str, reduction: str) -> None:
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"{op}: reduction must be one of {', '.join(REDUCTIONS)}, "
+KL_REDUCTIONS = REDUCTIONS + ("batchmean",)
+
+
+def _check_reduction(op: str, reduction: str, allowed: tuple = REDUCTIONS) -> None:
+    if reduction not in allowed:
+        raise ValueError(f"{op}: reduction must be one of {', '.join(allowed)}, "
                          f"got {reduction!r}")
 
 
@@ -234,8 +238,11 @@ def _difference(op: str, input: Tensor, target: Any, size_average: Any, reduce: 
     return sub(input, as_tensor(target, op, input))
 
 
-def _weighted_reduce(op: str, loss: Tensor, weight: Any, input: Tensor,
-                     reduction: str) -> Tensor:
+def _weighted_reduce(op: str, loss: Tensor, weight: Any, input: Tensor, reduction: str,
+                     by_weight: bool = True) -> Tensor:
+    """The reduced loss, each term times weight (of the input's shape) if given; the mean then
+    divides by Σ weight (mse_loss, l1_loss), or without `by_weight` by the count (huber_loss),
+    as PyTorch's."""
     if weight is None:
         return _reduce(loss, reduction)
     w = as_tensor(weight, op, input)
@@ -244,7 +251,109 @@ def _weighted_reduce(op: str, loss: Tensor, weight: Any, input: Tensor,
         raise ValueError(f"{op}: weight of shape {w.shape} must have the input's shape "
                          f"{input.shape}")
     loss = mul(loss, w)
-    return sum(loss) / sum(w) if reduction == "mean" else _reduce(loss, reduction)
+    if reduction == "mean" and by_weight:
+        return sum(loss) / sum(w)
+    return _reduce(loss, reduction)
+
+
+def _huber(d: Tensor, cut: float, smooth: bool) -> Tensor:
+    """0.5·d² where |d| < cut, else linear in |d|, in PyTorch's order of operations:
+    smooth_l1_loss divides the square by cut (beta) and subtracts 0.5·cut, huber_loss
+    multiplies |d| − 0.5·cut by cut (delta). The square reads d only where it is chosen (and
+    at NaN, where PyTorch's gradient takes that side too), so an infinite d gives no inf·0 in
+    the gradient of the side not taken."""
+    c = np.float32(cut)
+    z = abs(d)
+    small = ~(z._data >= c)
+    q = where(small, d, 0.0)
+    square = mul(mul(q, 0.5), q)
+    if smooth:
+        return where(small, div(square, c), sub(z, c * np.float32(0.5)))
+    return where(small, square, mul(sub(z, c * np.float32(0.5)), c))
+
+
+def smooth_l1_loss(input: Tensor, target: Any, size_average: Optional[bool] = None,
+                   reduce: Optional[bool] = None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    """0.5·d²/beta where |d| < beta, else |d| − 0.5·beta; beta = 0 is l1_loss, as PyTorch's."""
+    _check_cut("smooth_l1_loss", "beta", beta, False)
+    if beta == 0:
+        return l1_loss(input, target, size_average, reduce, reduction)
+    d = _difference("smooth_l1_loss", input, target, size_average, reduce, reduction)
+    return _reduce(_huber(d, beta, True), reduction)
+
+
+def huber_loss(input: Tensor, target: Any, reduction: str = "mean", delta: float = 1.0,
+               weight: Optional[Any] = None) -> Tensor:
+    """0.5·d² where |d| < delta, else delta·(|d| − 0.5·delta); a weight of the input's shape
+    multiplies each term (the mean stays over the count, as PyTorch's)."""
+    _check_cut("huber_loss", "delta", delta, True)
+    d = _difference("huber_loss", input, target, None, None, reduction)
+    return _weighted_reduce("huber_loss", _huber(d, delta, False), weight, input, reduction,
+                            by_weight=False)
+
+
+def _check_cut(op: str, name: str, value: float, strict: bool) -> None:
+    """smooth_l1_loss's beta >= 0, huber_loss's delta > 0 (strict)."""
+    if not (value > 0 if strict else value >= 0):
+        raise ValueError(f"{op}: {name} must be {'>' if strict else '>='} 0, got {value}")
+
+
+def kl_div(input: Tensor, target: Any, size_average: Optional[bool] = None,
+           reduce: Optional[bool] = None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    """target·(log target − input) per element of log-probabilities `input` (0 where target is
+    0, as PyTorch's xlogy), or exp(target)·(target − input) with log_target. "batchmean"
+    divides the sum by the batch size input.shape[0] (the KL divergence per sample), "mean" by
+    the element count, as PyTorch."""
+    op = "kl_div"
+    _check_reduction(op, reduction, KL_REDUCTIONS)
+    _no_legacy(op, size_average, reduce)
+    x, t = _pair(op, input, target, "input", "target")[:2]
+    if log_target:
+        loss = mul(exp(t), sub(t, x))
+    else:
+        loss = sub(where(t._data == 0, 0.0, mul(t, log(t))), mul(t, x))
+    if reduction == "batchmean":
+        return sum(loss) / np.float32(x.shape[0] if x.ndim else 1)
+    return _reduce(loss, reduction)
+
+
+def _pair(op: str, x1: Any, x2: Any, name1: str = "x1", name2: str = "x2") -> tuple:
+    """Both operands as float32 tensors, and the shape they broadcast to."""
+    a, b = as_tensor(x1, op), as_tensor(x2, op)
+    require_float(a, op, name1)
+    require_float(b, op, name2)
+    return a, b, broadcast_shape(a.shape, b.shape, op)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """Σ (x1/‖x1‖)·(x2/‖x2‖) along dim of the broadcast inputs, each norm at least eps, as
+    PyTorch's: it clamps the norms outside the graph, so the gradient flows as if unclamped
+    (and a zero vector's norm passes none)."""
+    a, b, shape = _pair("cosine_similarity", x1, x2)
+    d = normalize_dim(dim, len(shape), "cosine_similarity")
+
+    def unit(x: Tensor) -> Tensor:
+        x = x if x.shape == shape else x.expand(shape)
+        n = norm(x, 2, d, True)
+        return div(x, record("clamp_min", np.maximum(n._data, np.float32(eps)), (n,),
+                             lambda g: (g,)))
+
+    return sum(mul(unit(a), unit(b)), d)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    """The p-norm of x1 − x2 + eps along the last dim, as PyTorch's; p > 0 (0 and negative p,
+    which PyTorch also takes, are refused)."""
+    a, b, _ = _pair("pairwise_distance", x1, x2)
+    if not p > 0:
+        raise ValueError(f"pairwise_distance: p must be > 0, got {p}")
+    d = add(sub(a, b), np.float32(eps))
+    if p in (1, 2, math.inf):
+        return norm(d, p, -1, keepdim)
+    return pow(sum(pow(abs(d), float(p)), -1, keepdim), 1.0 / p)
 
 
 def _no_legacy(op: str, size_average: Any, reduce: Any) -> None:

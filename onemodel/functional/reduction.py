@@ -135,12 +135,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Dim = None, keepdim: bool = False) 
     x = as_tensor(input, "norm")
     if p == 1:
         return sum(x.abs(), dim, keepdim)
-    if p == math.inf:  # the largest |x| over the reduced axes, moved last and merged
-        axes = _axes(dim, x.ndim, "norm")
-        kept = [i for i in range(x.ndim) if i not in axes]
-        flat = x.abs().permute(kept + list(axes)).reshape(tuple(x.shape[i] for i in kept) + (-1,))
-        largest = max(flat, -1)[0]
-        return largest.reshape(_kept_shape(x.shape, axes)) if keepdim else largest
+    if p == math.inf:
+        return amax(x.abs(), dim, keepdim)
     if p not in ("fro", 2):
         raise ValueError(f"norm: p must be 'fro', 2, 1 or inf, got {p!r}")
     if x._data.dtype != float32:
@@ -158,6 +154,38 @@ def norm(input: Tensor, p: Any = "fro", dim: Dim = None, keepdim: bool = False) 
         return (a * scale,)
 
     return record("norm", out, (x,), backward, (x,))
+
+
+def _extreme_over(op: str, input: Tensor, dim: Dim, keepdim: bool) -> Tensor:
+    """torch.amax / amin: the largest (smallest) value over dims (all for None or ()), the
+    gradient shared equally among ties; the reduced axes are moved last and merged into one."""
+    x = as_tensor(input, op)
+    axes = _axes(dim, x.ndim, op)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    flat = x.permute(kept + list(axes)).reshape(tuple(x.shape[i] for i in kept) + (-1,))
+    if flat.shape[-1] == 0:
+        raise ValueError(f"{op}: dims {dim} of shape {x.shape} hold no elements")
+    out = (max if op == "amax" else min)(flat, -1)[0]
+    return out.reshape(_kept_shape(x.shape, axes)) if keepdim else out
+
+
+def amax(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    return _extreme_over("amax", input, dim, keepdim)
+
+
+def amin(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    return _extreme_over("amin", input, dim, keepdim)
+
+
+def logsumexp(input: Tensor, dim: Dim, keepdim: bool = False) -> Tensor:
+    """log Σ exp(x) over dim, shifted by the largest value (0 where that is infinite) so that
+    nothing overflows, as torch.logsumexp; composed of the exact ops."""
+    x = as_tensor(input, "logsumexp")
+    m = amax(x, dim, keepdim=True).detach()
+    m = m.where(m.isfinite(), 0.0)
+    out = (x - m).exp().sum(dim, keepdim=True).log() + m
+    return out if keepdim else out.reshape(tuple(s for i, s in enumerate(x.shape)
+                                                 if i not in _axes(dim, x.ndim, "logsumexp")))
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:

@@ -12,6 +12,9 @@ so the backward pass is theirs: each weight times the output gradient, scatter-a
 input in index order.
 
 area is adaptive average pooling, as PyTorch's.
+
+pixel_shuffle and pixel_unshuffle (Shi et al. 2016) only move values: a reshape, a permute
+and a reshape, so their backward is those ops'.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from ..tensor import Tensor
 from ._core import as_tensor, require_float
 from .conv import adaptive_avg_pool2d
 from .elementwise import add, mul
-from .shape import clone, index, reshape
+from .shape import clone, index, permute, reshape
 
 MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
 # The interpolating modes and the input rank each takes.
@@ -234,3 +237,39 @@ def interpolate(input: Tensor, size: Union[int, Sequence[int], None] = None,
             taps = _linear_taps(out, n, scale, corners)
         y = _blend(y, axis + 2, taps)
     return clone(y) if y is x else y  # a new tensor, as PyTorch's, even for no resizing
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C·r², H, W) -> (*, C, H·r, W·r): channel c·r² + i·r + j goes to row h·r + i, column
+    w·r + j, as PyTorch's."""
+    return _shuffle("pixel_shuffle", "upscale_factor", input, upscale_factor)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H·r, W·r) -> (*, C·r², H, W), the inverse of pixel_shuffle."""
+    return _shuffle("pixel_unshuffle", "downscale_factor", input, downscale_factor)
+
+
+def _shuffle(op: str, name: str, input: Any, r: Any) -> Tensor:
+    x = as_tensor(input, op)
+    if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 1:
+        raise ValueError(f"{op}: {name} must be a positive integer, got {r!r}")
+    if x.ndim < 3:
+        raise ValueError(f"{op}: input must have at least 3 dimensions (*, C, H, W), got shape "
+                         f"{x.shape}")
+    *batch, c, h, w = x.shape
+    if op == "pixel_shuffle":
+        if c % (r * r):
+            raise ValueError(f"{op}: channels {c} of input {x.shape} must be divisible by "
+                             f"upscale_factor² = {r * r}")
+        split, order = (c // (r * r), r, r, h, w), (0, 3, 1, 4, 2)  # (C, H, r, W, r)
+        out = (c // (r * r), h * r, w * r)
+    else:
+        if h % r or w % r:
+            raise ValueError(f"{op}: height {h} and width {w} of input {x.shape} must be "
+                             f"divisible by downscale_factor {r}")
+        split, order = (c, h // r, r, w // r, r), (0, 2, 4, 1, 3)  # (C, r, r, H, W)
+        out = (c * r * r, h // r, w // r)
+    n = len(batch)
+    moved = permute(reshape(x, (*batch, *split)), tuple(range(n)) + tuple(n + i for i in order))
+    return reshape(moved, (*batch, *out))

@@ -233,6 +233,121 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return _core.record("gather", _contiguous(out), (x,), backward)
 
 
+def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """The entries in reverse order along each of dims, as torch.flip."""
+    x = _tensor(input, "flip")
+    axes = {_core.normalize_dim(d, x.ndim, "flip") for d in
+            (dims if isinstance(dims, (tuple, list)) else (dims,))}
+    return x[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))]
+
+
+def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """Entries moved `shifts` places along dims (wrapping around), as torch.roll; without
+    dims, along the flattened tensor, its shape kept."""
+    x = _tensor(input, "roll")
+    if dims is None:
+        return roll(x.reshape(-1), shifts, 0).reshape(x.shape)
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if len(shifts) != len(dims):
+        raise ValueError(f"roll: {len(shifts)} shifts for {len(dims)} dims")
+    for shift, dim in zip(shifts, dims):
+        axis = _core.normalize_dim(dim, x.ndim, "roll")
+        n = x.shape[axis]
+        k = int(shift) % n if n else 0
+        if k:
+            lead = (slice(None),) * axis
+            x = cat([x[lead + (slice(n - k, None),)], x[lead + (slice(0, n - k),)]], axis)
+    return x
+
+
+def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
+    """The dims `source` moved to `destination`, the others in their order, as torch.movedim."""
+    x = _tensor(input, "movedim")
+    src = [_core.normalize_dim(d, x.ndim, "movedim") for d in
+           (source if isinstance(source, (tuple, list)) else (source,))]
+    dst = [_core.normalize_dim(d, x.ndim, "movedim") for d in
+           (destination if isinstance(destination, (tuple, list)) else (destination,))]
+    if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError(f"movedim: source {source} and destination {destination} must be "
+                         "distinct dims, as many of each")
+    rest = iter(d for d in range(x.ndim) if d not in src)
+    where = dict(zip(dst, src))
+    return permute(x, [where[i] if i in where else next(rest) for i in range(x.ndim)])
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """length entries from start along dim (a negative start counts from the end)."""
+    x = _tensor(input, "narrow")
+    axis = _core.normalize_dim(dim, x.ndim, "narrow")
+    n = x.shape[axis]
+    begin = start + n if start < 0 else start
+    if not (0 <= begin <= n and 0 <= length <= n - begin):
+        raise ValueError(f"narrow: start {start} and length {length} leave dim {dim} of size "
+                         f"{n}")
+    return x[(slice(None),) * axis + (slice(begin, begin + length),)]
+
+
+def nonzero(input: Any, *, as_tuple: bool = False) -> Any:
+    """The indices of the nonzero entries in row-major order: an (n, ndim) int64 tensor, or one
+    tensor per dim with as_tuple, as torch.nonzero."""
+    x = _tensor(input, "nonzero")
+    # A 0-d tensor counts as 1-d in the tuple form, and has no columns in the other (torch).
+    where = [i.astype(np.int64) for i in np.nonzero(x._data.reshape(x.shape or (1,)))]
+    if as_tuple:
+        return tuple(Tensor._wrap(w) for w in where)
+    return Tensor._wrap(np.stack(where, axis=1) if x.ndim else
+                        np.zeros((len(where[0]), 0), np.int64))
+
+
+def masked_select(input: Tensor, mask: Any) -> Tensor:
+    """The entries where mask (broadcast) holds, as a 1-D tensor, as torch.masked_select."""
+    x = _tensor(input, "masked_select")
+    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise TypeError(f"masked_select: mask must be a bool tensor, got {m.dtype}")
+    try:
+        shape = np.broadcast_shapes(x.shape, m.shape)
+    except ValueError:
+        raise ValueError(f"masked_select: input {x.shape} and mask {m.shape} cannot be "
+                         "broadcast together") from None
+    return x.expand(shape)[np.broadcast_to(m, shape)]
+
+
+def repeat_interleave(input: Tensor, repeats: Any, dim: Optional[int] = None) -> Tensor:
+    """Each entry repeated `repeats` times (an int, or one count per entry) along dim, or over
+    the flattened tensor without dim, as torch.repeat_interleave."""
+    x = _tensor(input, "repeat_interleave")
+    if dim is None:
+        x, dim = x.reshape(-1), 0
+    axis = _core.normalize_dim(dim, x.ndim, "repeat_interleave")
+    counts = np.asarray(repeats._data if isinstance(repeats, Tensor) else repeats)
+    if counts.dtype.kind not in "iu" or counts.ndim > 1 or (counts < 0).any() or \
+            counts.size not in (1, x.shape[axis]):
+        raise ValueError(f"repeat_interleave: repeats must be integers >= 0, one or one per "
+                         f"entry of dim {dim} (size {x.shape[axis]}), got {counts.tolist()}")
+    rows = np.repeat(np.arange(x.shape[axis]), np.broadcast_to(counts, (x.shape[axis],)))
+    return x[(slice(None),) * axis + (rows,)]
+
+
+def meshgrid(*tensors: Any, indexing: Optional[str] = None) -> tuple:
+    """Coordinate grids of 1-D tensors, as torch.meshgrid ("ij", its default, or "xy")."""
+    indexing = "ij" if indexing is None else indexing
+    ts = [_tensor(t, "meshgrid") for t in (tensors[0] if len(tensors) == 1 and
+                                            isinstance(tensors[0], (list, tuple)) else tensors)]
+    if indexing not in ("ij", "xy") or any(t.ndim != 1 for t in ts):
+        raise ValueError(f"meshgrid: expected 1-D tensors and indexing 'ij' or 'xy', got "
+                         f"shapes {[t.shape for t in ts]} and {indexing!r}")
+    sizes = [t.shape[0] for t in ts]
+    if indexing == "xy" and len(ts) > 1:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, t in enumerate(ts):
+        axis = {0: 1, 1: 0}.get(i, i) if indexing == "xy" and len(ts) > 1 else i
+        out.append(t.reshape([-1 if j == axis else 1 for j in range(len(ts))]).expand(sizes))
+    return tuple(out)
+
+
 # -- joining and padding -----------------------------------------------------------------
 def _check_join(ts: Any, op: str) -> list[Tensor]:
     if isinstance(ts, Tensor) or not isinstance(ts, (list, tuple)) or not ts:
@@ -282,6 +397,18 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         return tuple(_contiguous(np.take(g, i, axis=d)) for i in range(count))
 
     return _core.record("stack", out, ts, backward)
+
+
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """cat along dim 1, or dim 0 for 1-D tensors, as torch.hstack."""
+    ts = _check_join(tensors, "hstack")
+    return cat(ts, 0 if ts[0].ndim == 1 else 1)
+
+
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """cat along dim 0, 1-D tensors taken as rows, as torch.vstack."""
+    ts = _check_join(tensors, "vstack")
+    return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in ts], 0)
 
 
 PAD_MODES = ("constant", "reflect", "replicate", "circular")

@@ -80,3 +80,9 @@ def topk(input: Tensor, k: int, dim: Optional[int] = None, largest: bool = True,
     order = _order(x._data, axis, bool(largest))
     idx = np.take(order, np.arange(int(k)), axis=axis)
     return _result(TopkResult, *_pick("topk", x, axis, idx), scalar)
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
+            stable: bool = False) -> Tensor:
+    """The indices that sort input along dim, as torch.argsort (stable here)."""
+    return sort(input, dim, descending, stable=stable)[1]

@@ -11,19 +11,26 @@ from .attention import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
-from .container import ModuleDict, ModuleList, ParameterList
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .conv import (
+    AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
     AvgPool1d,
     AvgPool2d,
     BatchNorm1d,
     BatchNorm2d,
+    ConstantPad1d,
+    ConstantPad2d,
     Conv1d,
     Conv2d,
+    MaxPool1d,
     MaxPool2d,
+    PixelShuffle,
+    PixelUnshuffle,
     Upsample,
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
+    ZeroPad2d,
 )
 from .layers import (
     ELU,
@@ -33,18 +40,41 @@ from .layers import (
     Dropout2d,
     Embedding,
     Flatten,
+    Hardswish,
+    Hardtanh,
     Identity,
     LayerNorm,
     LeakyReLU,
     Linear,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
     ReLU,
+    ReLU6,
     Sequential,
     Sigmoid,
     SiLU,
     Softmax,
+    Softplus,
+    Softsign,
     Tanh,
+    Unflatten,
 )
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, L1Loss, MSELoss, NLLLoss
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineSimilarity,
+    CrossEntropyLoss,
+    CTCLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    PairwiseDistance,
+    SmoothL1Loss,
+)
 from .module import Module, Parameter
 from .normalization import GroupNorm, RMSNorm
 from .recurrent import GRU, LSTM
@@ -66,4 +96,8 @@ __all__ = [
     "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "RMSNorm", "Upsample",
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
     "UpsamplingBilinear2d", "UpsamplingNearest2d", "AvgPool1d", "BCELoss",
+    "AdaptiveAvgPool1d", "ConstantPad1d", "ConstantPad2d", "CosineSimilarity", "Hardswish",
+    "Hardtanh", "HuberLoss", "KLDivLoss", "LogSigmoid", "LogSoftmax", "MaxPool1d", "Mish",
+    "PairwiseDistance", "ParameterDict", "PixelShuffle", "PixelUnshuffle", "PReLU", "ReLU6",
+    "SmoothL1Loss", "Softplus", "Softsign", "Unflatten", "ZeroPad2d",
 ]

@@ -1,4 +1,4 @@
-"""Containers with PyTorch's semantics: ModuleList, ModuleDict, ParameterList.
+"""Containers with PyTorch's semantics: ModuleList, ModuleDict, ParameterList, ParameterDict.
 
 Each registers what it holds as ordinary children or parameters of itself, so their state is
 named like PyTorch's ("layers.0.weight", "blocks.enc.bias", "scales.1") and takes its place in
@@ -38,14 +38,9 @@ def _renumber(registry: "OrderedDict[str, Any]", values: list) -> None:
     registry.update((str(i), v) for i, v in enumerate(values))
 
 
-class _List(Module):
-    """What ModuleList and ParameterList share: entries named "0", "1", ... by position in
-    one registry, list indexing, and appending that checks every entry before adding any."""
-
-    def __init__(self, entries: Optional[Iterable[Any]] = None) -> None:
-        super().__init__()
-        if entries is not None:
-            self.extend(entries)
+class _Container(Module):
+    """What every container's entries go through: the registry that holds them (named as
+    PyTorch names them), the check or conversion of an entry, and its registration."""
 
     def _registry(self) -> "OrderedDict[str, Any]":
         raise NotImplementedError
@@ -59,6 +54,48 @@ class _List(Module):
 
     def __len__(self) -> int:
         return len(self._registry())
+
+
+class _Modules(_Container):
+    """Entries are child modules (or None)."""
+
+    def _registry(self) -> "OrderedDict[str, Any]":
+        return self._modules
+
+    def _entry(self, value: Any, where: str) -> Optional[Module]:
+        _check_module(value, where)
+        return value
+
+    def _put(self, name: str, value: Any) -> None:
+        self.add_module(name, value)
+
+
+class _Parameters(_Container):
+    """Entries are parameters; a plain Tensor is made a Parameter (a float32 copy that
+    requires gradients), as PyTorch does."""
+
+    def _registry(self) -> "OrderedDict[str, Any]":
+        return self._parameters
+
+    def _entry(self, value: Any, where: str) -> Parameter:
+        if isinstance(value, Parameter):
+            return value
+        if isinstance(value, Tensor):
+            return Parameter(value)
+        raise TypeError(f"{where} must be a Parameter or a Tensor, got {type(value).__name__}")
+
+    def _put(self, name: str, value: Any) -> None:
+        self.register_parameter(name, value)
+
+
+class _List(_Container):
+    """What ModuleList and ParameterList share: entries named "0", "1", ... by position in
+    one registry, list indexing, and appending that checks every entry before adding any."""
+
+    def __init__(self, entries: Optional[Iterable[Any]] = None) -> None:
+        super().__init__()
+        if entries is not None:
+            self.extend(entries)
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._registry().values())
@@ -92,21 +129,85 @@ class _List(Module):
         return self
 
 
-class ModuleList(_List):
+class _Dict(_Container):
+    """What ModuleDict and ParameterDict share: entries by name, in insertion order."""
+
+    _sorts_dicts = False  # whether update() takes a plain dict's entries in key order
+
+    def __init__(self, entries: Optional[Any] = None) -> None:
+        super().__init__()
+        if entries is not None:
+            self.update(entries)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._registry())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._registry()
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._registry():
+            raise KeyError(key)
+        return self._registry()[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        _check_name(key, f"{type(self).__name__}[{key!r}]")
+        self._put(key, self._entry(value, f"{type(self).__name__}[{key!r}]"))
+
+    def __delitem__(self, key: str) -> None:
+        del self._registry()[key]
+
+    def keys(self) -> Iterable[str]:
+        return self._registry().keys()
+
+    def values(self) -> Iterable[Any]:
+        return self._registry().values()
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        return self._registry().items()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._registry().get(key, default)
+
+    def clear(self) -> None:
+        self._registry().clear()
+
+    def pop(self, key: str) -> Any:
+        value = self[key]
+        del self[key]
+        return value
+
+    def update(self, entries: Any) -> None:
+        """Adds (or replaces) every entry of a mapping, or of an iterable of (name, value)
+        pairs; all are checked before any is added."""
+        name = type(self).__name__
+        if isinstance(entries, (Module, Tensor)) and not isinstance(entries, _Dict):
+            raise TypeError(f"{name}.update: expected a mapping or an iterable of (name, value) "
+                            f"pairs, got a {type(entries).__name__}")
+        if isinstance(entries, (Mapping, _Dict)):
+            pairs = list(entries.items())
+            # PyTorch's ParameterDict takes a plain dict's entries sorted (an OrderedDict's
+            # in order): its state order follows.
+            if self._sorts_dicts and not isinstance(entries, (OrderedDict, _Dict)):
+                pairs.sort(key=lambda pair: pair[0])
+        else:
+            pairs = list(entries)
+        checked = []
+        for k, pair in enumerate(pairs):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(f"{name}.update: entry {k} must be a (name, value) pair, "
+                                 f"got {pair!r}")
+            _check_name(pair[0], f"{name}.update")
+            checked.append((pair[0], self._entry(pair[1], f"{name}.update: entry {pair[0]!r}")))
+        for key, value in checked:
+            self._put(key, value)
+
+
+class ModuleList(_Modules, _List):
     """Holds child modules in a list; they are named "0", "1", ... by position."""
 
     def __init__(self, modules: Optional[Iterable[Module]] = None) -> None:
         super().__init__(modules)
-
-    def _registry(self) -> "OrderedDict[str, Any]":
-        return self._modules
-
-    def _entry(self, value: Any, where: str) -> Optional[Module]:
-        _check_module(value, where)
-        return value
-
-    def _put(self, name: str, value: Any) -> None:
-        self.add_module(name, value)
 
     def __delitem__(self, index: Union[int, slice]) -> None:
         values = list(self._modules.values())
@@ -131,89 +232,29 @@ class ModuleList(_List):
         return module
 
 
-class ModuleDict(Module):
+class ModuleDict(_Modules, _Dict):
     """Holds child modules by name, in insertion order."""
 
     def __init__(self, modules: Optional[Union[Mapping[str, Module],
                                                Iterable[tuple[str, Module]]]] = None) -> None:
-        super().__init__()
-        if modules is not None:
-            self.update(modules)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._modules)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._modules
-
-    def __getitem__(self, key: str) -> Module:
-        if key not in self._modules:
-            raise KeyError(key)
-        return self._modules[key]
-
-    def __setitem__(self, key: str, module: Module) -> None:
-        self.add_module(key, module)
-
-    def __delitem__(self, key: str) -> None:
-        del self._modules[key]
-
-    def keys(self) -> Iterable[str]:
-        return self._modules.keys()
-
-    def values(self) -> Iterable[Module]:
-        return self._modules.values()
-
-    def items(self) -> Iterable[tuple[str, Module]]:
-        return self._modules.items()
-
-    def clear(self) -> None:
-        self._modules.clear()
-
-    def pop(self, key: str) -> Module:
-        module = self[key]
-        del self[key]
-        return module
-
-    def update(self, modules: Union[Mapping[str, Module],
-                                    Iterable[tuple[str, Module]]]) -> None:
-        """Adds (or replaces) every entry of a mapping, or of an iterable of (name, module)."""
-        if isinstance(modules, Module) and not isinstance(modules, ModuleDict):
-            raise TypeError(f"ModuleDict.update: expected a mapping or an iterable of "
-                            f"(name, module) pairs, got a {type(modules).__name__}")
-        pairs = list(modules.items() if isinstance(modules, (Mapping, ModuleDict))
-                     else modules)
-        for k, pair in enumerate(pairs):  # all checked before any is added
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValueError(f"ModuleDict.update: entry {k} must be a (name, module) pair, "
-                                 f"got {pair!r}")
-            _check_name(pair[0], "ModuleDict.update")
-            _check_module(pair[1], f"ModuleDict.update: entry {pair[0]!r}")
-        for name, module in pairs:
-            self[name] = module
+        super().__init__(modules)
 
 
-class ParameterList(_List):
-    """Holds parameters in a list, named "0", "1", ...; a plain Tensor is made a Parameter
-    (a float32 copy that requires gradients), as PyTorch does."""
+class ParameterList(_Parameters, _List):
+    """Holds parameters in a list, named "0", "1", ..."""
 
     def __init__(self, values: Optional[Iterable[Tensor]] = None) -> None:
         super().__init__(values)
 
-    def _registry(self) -> "OrderedDict[str, Any]":
-        return self._parameters
 
-    def _entry(self, value: Any, where: str) -> Parameter:
-        if isinstance(value, Parameter):
-            return value
-        if isinstance(value, Tensor):
-            return Parameter(value)
-        raise TypeError(f"{where} must be a Parameter or a Tensor, got {type(value).__name__}")
+class ParameterDict(_Parameters, _Dict):
+    """Holds parameters by name ("scales.alpha" in the state), in insertion order; a plain
+    dict given to the constructor or update() is taken in key order, as PyTorch's."""
 
-    def _put(self, name: str, value: Any) -> None:
-        self.register_parameter(name, value)
+    _sorts_dicts = True
+
+    def __init__(self, parameters: Optional[Any] = None) -> None:
+        super().__init__(parameters)
 
 
-__all__ = ["ModuleDict", "ModuleList", "ParameterList"]
+__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList"]

@@ -1,4 +1,5 @@
-"""Convolution, pooling and batch-norm layers, with PyTorch's arguments and state names.
+"""Convolution, pooling, padding, resizing and batch-norm layers, with PyTorch's arguments and
+state names.
 
 Conv2d.weight is (out_channels, in_channels / groups, kh, kw) (Conv1d's (..., k)), drawn with
 its bias from Uniform(±1/√fanIn), fanIn = in_channels / groups · kh · kw
@@ -8,13 +9,13 @@ running_mean, running_var and num_batches_tracked (int64), so PyTorch's state_di
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from ..functional import conv as C
 from ..functional.sampling import MODES as _INTERPOLATE_MODES
-from ..functional.sampling import interpolate
+from ..functional.sampling import interpolate, pixel_shuffle, pixel_unshuffle
 from ..functional.shape import pad
 from ..random import Generator
 from ..tensor import Tensor
@@ -195,20 +196,23 @@ class BatchNorm2d(_BatchNorm):
 
 
 class MaxPool2d(Module):
-    """Arguments in torch.nn.MaxPool2d's order; with return_indices, forward returns
-    (output, indices)."""
+    """Arguments in torch.nn.MaxPool2d's order (stride defaults to kernel_size); with
+    return_indices, forward returns (output, indices)."""
+
+    _function = staticmethod(C.max_pool2d)
 
     def __init__(self, kernel_size: IntPair, stride: Optional[IntPair] = None,
                  padding: IntPair = 0, dilation: IntPair = 1, return_indices: bool = False,
                  ceil_mode: bool = False) -> None:
         super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.kernel_size, self.padding = kernel_size, padding
+        self.stride = kernel_size if stride is None else stride
         self.dilation, self.return_indices = dilation, bool(return_indices)
         self.ceil_mode = bool(ceil_mode)
 
     def forward(self, input: Tensor) -> Any:
-        return C.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode, self.return_indices)
+        return self._function(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                              self.ceil_mode, self.return_indices)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -257,20 +261,68 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+class MaxPool1d(MaxPool2d):
+    """max_pool1d over (N, C, L) or (C, L) input."""
+
+    _function = staticmethod(C.max_pool1d)
+
+
 class AdaptiveAvgPool2d(Module):
+    _function: Callable[..., Tensor] = staticmethod(C.adaptive_avg_pool2d)
+
     def __init__(self, output_size: Union[int, Sequence[Optional[int]]]) -> None:
         super().__init__()
         self.output_size = output_size
 
     def forward(self, input: Tensor) -> Tensor:
-        return C.adaptive_avg_pool2d(input, self.output_size)
+        return self._function(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
 
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d",
-           "Conv2d", "MaxPool2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    _function = staticmethod(C.adaptive_avg_pool1d)
+
+
+class _ConstantPadNd(Module):
+    """F.pad with a constant; padding is an int for every side or (left, right, ...)."""
+
+    _sides = 0
+
+    def __init__(self, padding: Union[int, Sequence[int]], value: float) -> None:
+        super().__init__()
+        self.padding = (padding,) * self._sides if isinstance(padding, (int, np.integer)) \
+            else tuple(padding)
+        self.value = value
+
+    def forward(self, input: Tensor) -> Tensor:
+        return pad(input, self.padding, "constant", self.value)
+
+    def extra_repr(self) -> str:
+        return f"padding={self.padding}, value={self.value}"
+
+
+class ConstantPad1d(_ConstantPadNd):
+    _sides = 2
+
+
+class ConstantPad2d(_ConstantPadNd):
+    _sides = 4
+
+
+class ZeroPad2d(ConstantPad2d):
+    def __init__(self, padding: Union[int, Sequence[int]]) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
+           "BatchNorm2d", "ConstantPad1d", "ConstantPad2d", "Conv1d", "Conv2d", "MaxPool1d",
+           "MaxPool2d", "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d",
+           "UpsamplingNearest2d", "ZeroPad2d"]
 
 
 class Upsample(Module):
@@ -315,3 +367,37 @@ class UpsamplingBilinear2d(Upsample):
     def __init__(self, size: Union[int, Sequence[int], None] = None,
                  scale_factor: Union[float, Sequence[float], None] = None) -> None:
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+
+class _Shuffle(Module):
+    """pixel_shuffle or pixel_unshuffle by the factor held under PyTorch's name `_factor`."""
+
+    _function: Callable[[Tensor, int], Tensor]
+    _factor = ""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._function(input, getattr(self, self._factor))
+
+    def extra_repr(self) -> str:
+        return f"{self._factor}={getattr(self, self._factor)}"
+
+
+class PixelShuffle(_Shuffle):
+    """pixel_shuffle: (*, C·r², H, W) -> (*, C, H·r, W·r)."""
+
+    _function, _factor = staticmethod(pixel_shuffle), "upscale_factor"
+
+    def __init__(self, upscale_factor: int) -> None:
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+
+class PixelUnshuffle(_Shuffle):
+    """pixel_unshuffle: (*, C, H·r, W·r) -> (*, C·r², H, W)."""
+
+    _function, _factor = staticmethod(pixel_unshuffle), "downscale_factor"
+
+    def __init__(self, downscale_factor: int) -> None:
+        super().__init__()
+        self.downscale_factor = downscale_factor

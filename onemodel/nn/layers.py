@@ -1,4 +1,5 @@
-"""Basic layers: Linear, Embedding, LayerNorm, activations, Flatten, Dropout, Sequential.
+"""Basic layers: Linear, Embedding, LayerNorm, activations, Flatten, Unflatten, Dropout,
+Sequential.
 
 Constructor arguments are PyTorch's; layers that draw initial weights also take
 `generator=` or `seed=` (docs/spec/training.txt 1.1, see init.py). Parameter shapes are PyTorch's
@@ -6,18 +7,20 @@ Constructor arguments are PyTorch's; layers that draw initial weights also take
 """
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
 from .. import functional as F
 from .. import random
+from ..functional._core import normalize_dim
 from ..functional.dropout import dropout
 from ..functional.elementwise import check_not_inplace
 from ..functional.nn import check_padding_idx, implicit_dim
 from ..random import Generator
-from ..tensor import Tensor
+from ..tensor import Tensor, to_float32_on_cpu
 from .init import EMBEDDING_BOUND, fan_in_bound, resolve_generator, uniform_parameter
 from .module import Module, Parameter
 
@@ -199,13 +202,104 @@ class Identity(Module):
         return input
 
 
-class ReLU(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        check_not_inplace("ReLU", inplace)
+class _Activation(Module):
+    """An activation without arguments: `_function` of the input."""
+
+    _function: Callable[[Tensor], Tensor]
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.relu(input)
+        return self._function(input)
+
+
+class _TakesInplace(_Activation):
+    """One that takes PyTorch's inplace=False (True is refused, see check_not_inplace)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        check_not_inplace(type(self).__name__, inplace)
+
+
+class ReLU(_TakesInplace):
+    _function = staticmethod(F.relu)
+
+
+class Hardswish(_TakesInplace):
+    _function = staticmethod(F.hardswish)
+
+
+class Mish(_TakesInplace):
+    _function = staticmethod(F.mish)
+
+
+class Softsign(_Activation):
+    _function = staticmethod(F.softsign)
+
+
+class LogSigmoid(_Activation):
+    _function = staticmethod(F.logsigmoid)
+
+
+class Tanh(_Activation):
+    _function = staticmethod(F.tanh)
+
+
+class Sigmoid(_Activation):
+    _function = staticmethod(F.sigmoid)
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        name = type(self).__name__
+        check_not_inplace(name, inplace)
+        if not max_val > min_val:
+            raise ValueError(f"{name}: max_val ({max_val}) must be greater than min_val "
+                             f"({min_val})")
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardtanh(input, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class Softplus(Module):
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class PReLU(Module):
+    """weight (num_parameters,) filled with init: one slope, or one per channel (dim 1)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        to_float32_on_cpu((device, dtype), {}, "PReLU")
+        self.num_parameters = _positive(num_parameters, "num_parameters", "PReLU")
+        self.weight = Parameter(np.full(self.num_parameters, init, np.float32))
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
 
 
 class GELU(Module):
@@ -222,13 +316,8 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class SiLU(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        check_not_inplace("SiLU", inplace)
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.silu(input)
+class SiLU(_TakesInplace):
+    _function = staticmethod(F.silu)
 
 
 class LeakyReLU(Module):
@@ -261,6 +350,8 @@ class Softmax(Module):
     """softmax along dim. Without dim, PyTorch's deprecated implicit choice (0 for inputs of
     rank 0, 1 or 3, else 1), with PyTorch's warning."""
 
+    _function = staticmethod(F.softmax)
+
     def __init__(self, dim: Optional[int] = None) -> None:
         super().__init__()
         self.dim = dim
@@ -268,21 +359,17 @@ class Softmax(Module):
     def forward(self, input: Tensor) -> Tensor:
         dim = self.dim
         if dim is None:
-            dim = implicit_dim("Softmax", input.ndim, 3)
-        return F.softmax(input, dim)
+            dim = implicit_dim(type(self).__name__, input.ndim, 3)
+        return self._function(input, dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
-class Tanh(Module):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.tanh(input)
+class LogSoftmax(Softmax):
+    """log_softmax along dim (without dim, as Softmax)."""
 
-
-class Sigmoid(Module):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.sigmoid(input)
+    _function = staticmethod(F.log_softmax)
 
 
 class Flatten(Module):
@@ -298,6 +385,31 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Splits dimension dim into unflattened_size (one entry may be -1), as PyTorch's."""
+
+    def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
+        super().__init__()
+        if not isinstance(unflattened_size, (tuple, list)) or any(
+                isinstance(s, bool) or not isinstance(s, (int, np.integer))
+                for s in unflattened_size):
+            raise TypeError(f"Unflatten: unflattened_size must be a tuple or list of ints, got "
+                            f"{unflattened_size!r}")
+        self.dim, self.unflattened_size = dim, unflattened_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        d = normalize_dim(self.dim, input.ndim, "Unflatten")
+        sizes, n = tuple(self.unflattened_size), input.shape[d]
+        known = math.prod(s for s in sizes if s != -1)
+        if sizes.count(-1) > 1 or (n % known if -1 in sizes and known else n != known):
+            raise ValueError(f"Unflatten: sizes {sizes} do not multiply up to the size {n} of "
+                             f"dim {self.dim} of input {input.shape}")
+        return F.reshape(input, input.shape[:d] + sizes + input.shape[d + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
 class Sequential(Module):

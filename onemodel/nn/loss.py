@@ -1,4 +1,5 @@
-"""Loss modules: torch.nn's constructors over the functional losses (docs/spec/training.txt 2).
+"""Loss modules: torch.nn's constructors over the functional losses (docs/spec/training.txt 2),
+and CosineSimilarity and PairwiseDistance.
 
 Each takes PyTorch's constructor arguments in PyTorch's order and checks them at
 construction. The deprecated size_average and reduce are refused with a ValueError in favour
@@ -10,13 +11,15 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .. import functional as F
-from ..functional.loss import _check_reduction
+from ..functional.loss import KL_REDUCTIONS, REDUCTIONS, _check_cut, _check_reduction
 from ..tensor import Tensor
 from .module import Module
 
 
 class _Loss(Module):
     """Holds `reduction`; refuses the deprecated size_average / reduce."""
+
+    _reductions: tuple = REDUCTIONS
 
     def __init__(self, reduction: str, size_average: Optional[bool] = None,
                  reduce: Optional[bool] = None) -> None:
@@ -25,7 +28,7 @@ class _Loss(Module):
         if size_average is not None or reduce is not None:
             raise ValueError(f"{name}: size_average and reduce are deprecated and not "
                              f"supported; use reduction='mean', 'sum' or 'none'")
-        _check_reduction(name, reduction)
+        _check_reduction(name, reduction, self._reductions)
         self.reduction = reduction
 
     def extra_repr(self) -> str:
@@ -123,6 +126,60 @@ class BCEWithLogitsLoss(_WeightedLoss):
                                                   pos_weight=self.pos_weight)
 
 
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                 reduction: str = "mean", beta: float = 1.0) -> None:
+        super().__init__(reduction, size_average, reduce)
+        _check_cut("SmoothL1Loss", "beta", beta, False)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction)
+        _check_cut("HuberLoss", "delta", delta, True)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.huber_loss(input, target, self.reduction, self.delta)
+
+
+class KLDivLoss(_Loss):
+    """kl_div of log-probabilities and probabilities (log-probabilities with log_target);
+    reduction may also be "batchmean", the sum over the batch size."""
+
+    _reductions = KL_REDUCTIONS
+
+    def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                 reduction: str = "mean", log_target: bool = False) -> None:
+        super().__init__(reduction, size_average, reduce)
+        self.log_target = bool(log_target)
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim  # PyTorch's attribute names
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
 class CTCLoss(_Loss):
     """ctc_loss of log_probs (T, B, C); see functional.ctc_loss for the targets' layouts."""
 
@@ -140,5 +197,6 @@ class CTCLoss(_Loss):
                           self.reduction, self.zero_infinity)
 
 
-__all__ = ["BCELoss", "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss",
-           "NLLLoss"]
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "CTCLoss", "CosineSimilarity", "CrossEntropyLoss",
+           "HuberLoss", "KLDivLoss", "L1Loss", "MSELoss", "NLLLoss", "PairwiseDistance",
+           "SmoothL1Loss"]
