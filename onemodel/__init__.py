@@ -14,7 +14,8 @@ from .random import (Generator, default_generator, get_rng_state, manual_seed,  
                      set_rng_state)
 from . import (amp, backends, checkpoint, cuda, data, distributed, functional,  # noqa: E402
                interop, nn, optim, train, utils)
-from .backends import accelerator  # noqa: E402
+from .backends import (accelerator, are_deterministic_algorithms_enabled,  # noqa: E402
+                       use_deterministic_algorithms)
 from .amp import autocast  # noqa: E402
 from .checkpoint import load_state_dict as load  # noqa: E402
 from .checkpoint import save_state_dict as save  # noqa: E402
@@ -60,4 +61,5 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "round", "sign", "trunc", "bmm", "outer", "norm", "std", "var", "split", "chunk",
            "index_select", "any", "all", "einsum", "flip", "roll", "movedim", "narrow", "hstack",
            "vstack", "nonzero", "masked_select", "repeat_interleave", "meshgrid", "amax", "amin",
-           "logsumexp", "argsort", "square", "reciprocal", "rsqrt"]
+           "logsumexp", "argsort", "square", "reciprocal", "rsqrt", "use_deterministic_algorithms",
+           "are_deterministic_algorithms_enabled"]

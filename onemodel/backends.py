@@ -14,3 +14,14 @@ mps = SimpleNamespace(is_available=_no, is_built=_no)
 # torch.accelerator: `current_accelerator()` is None when none is available, as torch's.
 accelerator = SimpleNamespace(is_available=_no, current_accelerator=lambda: None,
                               device_count=lambda: 0)
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """torch's switch to deterministic kernels: every onemodel op already is (in either mode of
+    onemodel.set_mode), so there is nothing to switch; a non-bool mode is refused as torch's."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"use_deterministic_algorithms: mode must be a bool, got {mode!r}")
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return True

@@ -348,3 +348,18 @@ def test_reorderings_and_selections_match_torch():
         o.repeat_interleave(om.tensor([1, 2]), 1)
     with pytest.raises(ValueError, match="amax: dims 1 of shape .* hold no elements"):
         om.amax(om.zeros(2, 0), 1)
+
+
+def test_device_selection_and_backend_flags_of_reproducible_scripts():
+    """The lines that choose a device or ask for reproducibility run unchanged and choose the
+    CPU; cudnn's flags can be set and read back."""
+    device = (om.accelerator.current_accelerator().type if om.accelerator.is_available()
+              else "mps" if om.backends.mps.is_available() else "cpu")
+    assert device == "cpu" and om.zeros(2, device=device).device == om.device("cpu")
+    om.backends.cudnn.benchmark = True
+    om.backends.cudnn.deterministic = True
+    assert om.backends.cudnn.benchmark and not om.backends.cudnn.is_available()
+    om.use_deterministic_algorithms(True)
+    assert om.are_deterministic_algorithms_enabled()
+    with pytest.raises(TypeError, match="mode must be a bool, got 'yes'"):
+        om.use_deterministic_algorithms("yes")
