@@ -1,8 +1,8 @@
 """PyTorch state dicts <-> onemodel modules: names and layouts.
 
-Most modules already use PyTorch's names and layouts (Linear, Conv2d, LayerNorm, BatchNorm with
-num_batches_tracked, Embedding, LSTM and GRU with their gate order and bias pairs), so their
-entries map by name. The differences:
+Most modules already use PyTorch's names and layouts (Linear, Conv2d, ConvTranspose2d, LayerNorm,
+BatchNorm with num_batches_tracked, Embedding, LSTM and GRU with their gate order and bias
+pairs), so their entries map by name. The differences:
 
 - MultiheadAttention: PyTorch's fused in_proj_weight / in_proj_bias are our q, k, v stacked
   along rows (in that order), its q/k/v_proj_weight our q, k, v weights when kdim or vdim

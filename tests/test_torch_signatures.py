@@ -47,10 +47,15 @@ def _classes():
 
 def _torch_init(name):
     cls = getattr(torch.nn, name)
-    if issubclass(cls, torch.nn.RNNBase) and name in ("LSTM", "GRU"):
-        # LSTM/GRU take (*args, **kwargs) and pass them to RNNBase after the mode.
+    if issubclass(cls, torch.nn.RNNBase) and name in ("LSTM", "GRU", "RNN"):
+        # LSTM/GRU/RNN take (*args, **kwargs) and pass them to RNNBase after the mode; RNN
+        # first takes nonlinearity out of the fourth slot.
         params = list(inspect.signature(torch.nn.RNNBase.__init__).parameters.values())
-        return [p for p in params if p.name != "mode"]
+        params = [p for p in params if p.name != "mode"]
+        if name == "RNN":
+            params.insert(4, inspect.Parameter("nonlinearity", inspect.Parameter.
+                                               POSITIONAL_OR_KEYWORD, default="tanh"))
+        return params
     return list(inspect.signature(cls.__init__).parameters.values())
 
 
@@ -83,7 +88,8 @@ def test_every_shared_class_is_checked():
     assert {"Linear", "Conv2d", "Dropout", "MultiheadAttention", "TransformerEncoderLayer",
             "TransformerEncoder", "LSTM", "GRU", "BatchNorm2d", "LayerNorm", "Conv1d",
             "GroupNorm", "RMSNorm", "Dropout1d", "Dropout2d", "Upsample",
-            "TransformerDecoderLayer", "TransformerDecoder"} <= names
+            "TransformerDecoderLayer", "TransformerDecoder", "RNN", "RNNCell", "LSTMCell",
+            "GRUCell", "InstanceNorm1d", "InstanceNorm2d", "Softmin", "Threshold"} <= names
 
 
 @pytest.mark.parametrize("name", list(_classes()))

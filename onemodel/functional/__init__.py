@@ -1,5 +1,22 @@
 """Differentiable tensor ops (docs/spec/engine.md section 2) with PyTorch's names and arguments."""
-from .activation import hardswish, hardtanh, logsigmoid, mish, prelu, relu6, softsign
+from .activation import (
+    celu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+)
 from .attention import scaled_dot_product_attention
 from .compare import all, allclose, any, eq, equal, ge, gt, isfinite, isinf, isnan, le, lt, ne
 from .conv import (
@@ -10,6 +27,8 @@ from .conv import (
     batch_norm,
     conv1d,
     conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
     max_pool1d,
     max_pool2d,
 )
@@ -67,7 +86,7 @@ from .loss import (
     smooth_l1_loss,
 )
 from .nn import embedding, layer_norm, log_softmax, normalize, one_hot, softmax
-from .normalization import group_norm, rms_norm
+from .normalization import group_norm, instance_norm, rms_norm
 from .reduction import (
     amax,
     amin,
@@ -116,18 +135,20 @@ from .sorting import argsort, sort, topk
 __all__ = ["abs", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "add", "all", "allclose", "amax",
            "amin", "any", "argmax", "argmin", "argsort", "avg_pool1d", "avg_pool2d", "batch_norm",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "bmm", "cat", "ceil",
-           "chunk", "clamp", "clamp_max", "clamp_min", "clone", "conv1d", "conv2d", "cos",
+           "celu", "chunk", "clamp", "clamp_max", "clamp_min", "clone", "conv1d", "conv2d", "cos",
            "cosine_similarity", "cross_entropy", "ctc_loss", "cumsum", "div", "dropout",
            "dropout1d", "dropout2d", "einsum", "elu", "embedding", "eq", "equal", "erf", "exp",
-           "flatten", "flip", "floor", "gather", "ge", "gelu", "group_norm", "gt", "hardswish",
-           "hardtanh", "hstack", "huber_loss", "index", "index_select", "interpolate", "isfinite",
-           "isinf", "isnan", "kl_div", "l1_loss", "layer_norm", "le", "leaky_relu", "linear",
-           "log", "log_softmax", "logsigmoid", "logsumexp", "lt", "masked_select", "matmul", "max",
-           "max_pool1d", "max_pool2d", "maximum", "mean", "meshgrid", "min", "minimum", "mish",
-           "movedim", "mse_loss", "mul", "narrow", "ne", "neg", "nll_loss", "nonzero", "norm",
-           "normalize", "one_hot", "outer", "pad", "pairwise_distance", "permute", "pixel_shuffle",
+           "flatten", "flip", "floor", "gather", "ge", "gelu", "glu", "group_norm", "gt",
+           "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hstack", "huber_loss", "index",
+           "index_select", "instance_norm", "interpolate", "isfinite", "isinf", "isnan", "kl_div",
+           "l1_loss", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax",
+           "logsigmoid", "logsumexp", "lt", "masked_select", "matmul", "max", "max_pool1d",
+           "max_pool2d", "maximum", "mean", "meshgrid", "min", "minimum", "mish", "movedim",
+           "mse_loss", "mul", "narrow", "ne", "neg", "nll_loss", "nonzero", "norm", "normalize",
+           "one_hot", "outer", "pad", "pairwise_distance", "permute", "pixel_shuffle",
            "pixel_unshuffle", "pow", "prelu", "reciprocal", "relu", "relu6", "repeat_interleave",
-           "reshape", "rms_norm", "roll", "round", "rsqrt", "scaled_dot_product_attention",
-           "sigmoid", "sign", "silu", "sin", "smooth_l1_loss", "softmax", "softplus", "softsign",
-           "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "sub", "sum", "tanh",
-           "topk", "transpose", "tril", "triu", "trunc", "unsqueeze", "var", "vstack", "where"]
+           "reshape", "rms_norm", "roll", "round", "rsqrt", "scaled_dot_product_attention", "selu",
+           "sigmoid", "sign", "silu", "sin", "smooth_l1_loss", "softmax", "softmin", "softplus",
+           "softshrink", "softsign", "sort", "split", "sqrt", "square", "squeeze", "stack", "std",
+           "sub", "sum", "tanh", "tanhshrink", "threshold", "topk", "transpose", "tril", "triu",
+           "trunc", "unsqueeze", "var", "vstack", "where", "conv_transpose1d", "conv_transpose2d"]

@@ -6,9 +6,12 @@ input), so one max kernel and one average kernel serve max_pool2d, avg_pool2d an
 adaptive_avg_pool2d. The association orders of every sum are in the design note of conv.c.
 Under onemodel.amp.autocast conv2d runs on bfloat16 / float16 operands as linear does
 (functional/linalg.py): the kernel rounds the images as it loads them, and an intermediate
-input is kept for the backward pass as the 2-byte copy that loading wrote. batch_norm reads its
-input rounded to 2 bytes too and keeps its 2-byte copy (the float32 conv output it normalises
-is what a convnet's graph would otherwise hold most of).
+input is kept for the backward pass as the 2-byte copy that loading wrote. conv_transpose1d/2d
+run on conv2d's kernels (forward: its input gradient; backward: its forward and weight
+gradient), so they round as those do; they keep their input in float32 (the input gradient's
+product writes no 2-byte copy). batch_norm reads its input rounded to 2 bytes too and keeps
+its 2-byte copy (the float32 conv output it normalises is what a convnet's graph would
+otherwise hold most of).
 """
 from __future__ import annotations
 
@@ -73,10 +76,10 @@ def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride:
     return _convolution("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
-def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, padding: Any,
-                 dilation: Any, groups: Any) -> Tensor:
-    """conv1d (n = 1) and conv2d (n = 2): checked with the caller's shapes; a 1-D convolution
-    runs as a 2-D one whose height and kernel height are 1."""
+def _operands(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, dilation: Any,
+              groups: Any, transposed: bool = False) -> tuple:
+    """The checked input, weight, bias, stride, dilation and groups of a convolution (n = 1, 2)
+    or, transposed, of its transpose, whose weight is (in_channels, out_channels/groups, ...)."""
     x = _core.as_tensor(x, op)
     _core.require_float(x, op)
     layout = ("H", "W") if n == 2 else ("L",)
@@ -86,19 +89,39 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
     w = _core.as_tensor(weight, op)
     _core.require_float(w, op, "weight")
     if w.ndim != n + 2:
-        raise ValueError(f"{op}: weight must be (out_channels, in_channels/groups, "
+        channels = "in_channels, out_channels" if transposed else "out_channels, in_channels"
+        raise ValueError(f"{op}: weight must be ({channels}/groups, "
                          f"{', '.join('k' + d.lower() for d in layout)}), got shape {w.shape}")
-    b = None if bias is None else _core.as_tensor(bias, op)
-    if b is not None:
-        _core.require_float(b, op, "bias")
-        if b.shape != (w.shape[0],):
-            raise ValueError(f"{op}: bias of shape {b.shape} for weight {w.shape}, expected "
-                             f"({w.shape[0]},)")
     stride = _ints(stride, "stride", op, 1, n)
     dilation = _ints(dilation, "dilation", op, 1, n)
     if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
         raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
-    groups = int(groups)
+    b = None if bias is None else _core.as_tensor(bias, op)
+    if b is not None:
+        _core.require_float(b, op, "bias")
+        k = w.shape[1] * groups if transposed else w.shape[0]
+        if b.shape != (k,):
+            raise ValueError(f"{op}: bias of shape {b.shape} for weight {w.shape}, expected "
+                             f"({k},)")
+    return x, w, b, stride, dilation, int(groups)
+
+
+def _over_height(n: int, xs: tuple, w: np.ndarray, stride: tuple, padding: tuple,
+                 dilation: tuple) -> tuple:
+    """A 1-d convolution's input shape, weight and arguments as the 2-d kernels' over a height
+    of 1 (n = 2: unchanged)."""
+    if n == 2:
+        return xs, w, stride, padding, dilation
+    return (xs[:2] + (1,) + xs[2:], w.reshape(w.shape[:2] + (1,) + w.shape[2:]), (1,) + stride,
+            (0,) + padding, (1,) + dilation)
+
+
+def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, padding: Any,
+                 dilation: Any, groups: Any) -> Tensor:
+    """conv1d (n = 1) and conv2d (n = 2): checked with the caller's shapes; a 1-D convolution
+    runs as a 2-D one whose height and kernel height are 1."""
+    x, w, b, stride, dilation, groups = _operands(op, n, x, weight, bias, stride, dilation,
+                                                  groups)
     k, cg, kernel = w.shape[0], w.shape[1], w.shape[2:]
     if isinstance(padding, str):
         if padding == "valid":
@@ -129,13 +152,8 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
         raise ValueError(f"{op}: kernel {kernel} with dilation {dilation} is larger than the "
                          f"padded input {tuple(s + 2 * q for s, q in zip(xs[2:], padding))} "
                          f"(input {x.shape}, weight {w.shape})")
-    if n == 1:
-        xs, w4 = xs[:2] + (1,) + xs[2:], w._data.reshape(k, cg, 1, kernel[0])
-        out, stride, dilation = ((1,) + t for t in (out, stride, dilation))
-        padding = (0,) + padding
-    else:
-        w4 = w._data
-
+    xs, w4, stride, padding, dilation = _over_height(n, xs, w._data, stride, padding, dilation)
+    out = (1,) * (2 - n) + out
     x4 = np.ascontiguousarray(x._data.reshape(xs))
     y = np.empty((xs[0], k) + out, np.float32)
     args = (stride, padding, dilation, groups)
@@ -163,6 +181,85 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
     inputs = (x, w) if b is None else (x, w, b)
     return _core.record(op, y.reshape(out_shape), inputs, backward,
                         _autocast.protected(inputs, (x_keep, None)))
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
+                     stride: IntPair = 1, padding: IntPair = 0, output_padding: IntPair = 0,
+                     groups: int = 1, dilation: IntPair = 1) -> Tensor:
+    """2-D transposed convolution as torch.nn.functional.conv_transpose2d, weight (in_channels,
+    out_channels/groups, kh, kw): the gradient of a conv2d with respect to its input, computed
+    by conv2d's kernels (exact mode gives their bits; under autocast their rounding)."""
+    return _transposed("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                       output_padding, groups, dilation)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
+                     stride: IntSingle = 1, padding: IntSingle = 0,
+                     output_padding: IntSingle = 0, groups: int = 1,
+                     dilation: IntSingle = 1) -> Tensor:
+    """1-D transposed convolution over (N, C, L) or (C, L), as
+    torch.nn.functional.conv_transpose1d: conv_transpose2d's kernels over a height of 1."""
+    return _transposed("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                       output_padding, groups, dilation)
+
+
+def _transposed(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, padding: Any,
+                output_padding: Any, groups: Any, dilation: Any) -> Tensor:
+    """y = conv_transpose(x, w) is the input gradient of the convolution by w (as conv2d's
+    weight: K = in_channels) of y-shaped images, for the upstream gradient x. Its backward:
+    gx = conv(gy, w), gw = that convolution's weight gradient for images gy and upstream x."""
+    x, w, b, stride, dilation, groups = _operands(op, n, x, weight, bias, stride, dilation,
+                                                  groups, transposed=True)
+    padding = _ints(padding, "padding", op, 0, n)
+    extra = _ints(output_padding, "output_padding", op, 0, n)
+    if any(e >= s and e >= d for e, s, d in zip(extra, stride, dilation)):
+        raise ValueError(f"{op}: output_padding {extra} must be smaller than the stride "
+                         f"{stride} or the dilation {dilation}")
+    batched = x.ndim == n + 2
+    xs, kernel = x.shape if batched else (1,) + x.shape, w.shape[2:]
+    if xs[1] != w.shape[0] or w.shape[0] % groups:
+        raise ValueError(f"{op}: input {x.shape} and weight {w.shape} with groups={groups}: "
+                         f"input channels must be {w.shape[0]}, divisible by {groups}")
+    out = tuple((i - 1) * s - 2 * p + d * (k - 1) + e + 1
+                for i, s, p, d, k, e in zip(xs[2:], stride, padding, dilation, kernel, extra))
+    if min(xs[2:] + kernel + out) < 1:
+        raise ValueError(f"{op}: input {x.shape}, weight {w.shape}, stride {stride}, padding "
+                         f"{padding}, dilation {dilation} and output_padding {extra} give an "
+                         f"output of size {out}: every size must be positive")
+    # An output padding of a stride or more (dilation allows it) makes the convolution of the
+    # output e // s longer than x: its gradient there is zero.
+    more = tuple(e // s for e, s in zip(extra, stride))
+    if any(more):
+        x = pad(x, tuple(a for m in reversed(more) for a in (0, m)))
+        xs = x.shape if batched else (1,) + x.shape
+    xs, w4, stride, padding, dilation = _over_height(n, xs, w._data, stride, padding, dilation)
+    x4 = np.ascontiguousarray(x._data.reshape(xs))
+    y = np.empty((xs[0], w.shape[1] * groups) + (1,) * (2 - n) + out, np.float32)
+    args = (stride, padding, dilation, groups)
+    half = _autocast.half_code()  # read once: the backward rounds as the forward did
+    # The input gradient reads only the shape of the convolution's images: y stands for them.
+    _conv.conv2d_backward(y, w4, x4, y, None, None, *args, _core.threads(), half)
+    if b is not None:
+        y += b._data.reshape(-1, 1, 1)
+    grad_x, grad_w, grad_b = x.requires_grad, w.requires_grad, b is not None and b.requires_grad
+    x_shape, w_shape, y_shape = x.shape, w.shape, y.shape
+
+    def backward(g: np.ndarray):
+        g4 = np.ascontiguousarray(g.reshape(y_shape))
+        gx = np.empty(xs, np.float32) if grad_x else None
+        gw = np.empty(w4.shape, np.float32) if grad_w else None
+        if gx is not None:
+            _conv.conv2d_forward(g4, w4, None, gx, *args, _core.threads(), half)
+        if gw is not None:
+            _conv.conv2d_backward(g4, w4, x4, None, gw, None, *args, _core.threads(), half)
+        planes = g4.reshape(y_shape[:2] + (y_shape[2] * y_shape[3],))
+        gb = _core.sum_axis(_core.sum_axis(planes, 2), 0) if grad_b else None
+        return ((None if gx is None else gx.reshape(x_shape)),
+                (None if gw is None else gw.reshape(w_shape)), gb)
+
+    out_shape = (y_shape[:2] if batched else y_shape[1:2]) + out
+    return _core.record(op, y.reshape(out_shape), (x, w) if b is None else (x, w, b), backward,
+                        (x, w))
 
 
 # -- pooling --------------------------------------------------------------------------------
@@ -491,4 +588,4 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
 
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
-           "conv1d", "conv2d", "max_pool1d", "max_pool2d"]
+           "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d"]

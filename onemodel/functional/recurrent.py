@@ -17,13 +17,15 @@ products with W_hh and dW_hh) take bfloat16 or float16 operands as linear does (
 packing rounds them); the state, the gates and the gradients stay float32.
 
 `lstm_projected_directions` is PyTorch's LSTM with proj_size (h_t = W_hr·(o_t * tanh(c_t))),
-which the fused kernel does not take: it composes each step of differentiable ops (linear,
-sigmoid, tanh, where) in a loop over time. That is slow, but this is a rare case and every op
-it uses has a fixed association order, so it is as deterministic as the kernel.
+and `rnn_directions` its Elman RNN (h_t = tanh or relu of x_t·W_ihᵀ + b_ih + h_{t−1}·W_hhᵀ +
+b_hh), which the fused kernel does not take: they compose each step of differentiable ops
+(linear, sigmoid, tanh, relu, where) in a loop over time. That is slow, but these are rare
+cases and every op they use has a fixed association order, so they are as deterministic as the
+kernel.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -31,7 +33,7 @@ from .. import _autocast
 from .._kernels import _rnn
 from ..tensor import Tensor, float32, int64
 from . import _core
-from .elementwise import add, mul, sigmoid, tanh, where
+from .elementwise import add, mul, relu, sigmoid, tanh, where
 from .linalg import _product, linear
 from .shape import index, stack
 
@@ -65,7 +67,7 @@ class _Direction:
 
     def __init__(self, op: str, cell: str, xw: Any, w_hh: Any, b_hh: Any, h0: Any, c0: Any,
                  reverse: bool) -> None:
-        gates = 4 if cell == "lstm" else 3
+        gates = {"lstm": 4, "gru": 3}.get(cell, 1)
         self.w_hh = _core.as_tensor(w_hh, op)
         _core.require_float(self.w_hh, op, "w_hh")
         if self.w_hh.ndim != 2 or self.w_hh.shape[0] != gates * self.w_hh.shape[1]:
@@ -200,30 +202,76 @@ def gru_layer(xw: Tensor, w_hh: Tensor, b_hh: Optional[Tensor], h0: Tensor,
     return gru_directions([xw], [w_hh], [b_hh], [h0], lengths, [reverse])[0]
 
 
-def _projected_direction(xw: Tensor, w_hh: Tensor, b_hh: Optional[Tensor], w_hr: Tensor,
-                         h0: Tensor, c0: Tensor, lengths: Optional[np.ndarray],
-                         reverse: bool) -> tuple:
-    """One direction of a projected LSTM layer, step by step: (y (T, B, P), h_n, c_n)."""
-    steps, hidden = xw.shape[0], w_hh.shape[0] // 4
-    h, c = h0, c0
+def _stepped(step: Callable[[Tensor, tuple], tuple], xw: Tensor, states: tuple,
+             lengths: Optional[np.ndarray], reverse: bool) -> tuple:
+    """One direction run step by step: step(xw_t, states) gives the new states, h (the output)
+    first. Returns (y (T, B, h's size), *the final states)."""
+    steps = xw.shape[0]
     ys: list = [None] * steps
     zero = np.zeros((), float32)
     for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-        gates = add(index(xw, t), linear(h, w_hh, b_hh))
-        i, f, g, o = (index(gates, (slice(None), slice(k * hidden, (k + 1) * hidden)))
-                      for k in range(4))
-        c_new = add(mul(sigmoid(f), c), mul(sigmoid(i), tanh(g)))
-        h_new = linear(mul(sigmoid(o), tanh(c_new)), w_hr)
+        new = step(index(xw, t), states)
         if lengths is None:
-            h, c, ys[t] = h_new, c_new, h_new
+            states, ys[t] = new, new[0]
         else:
             # Rows past their length keep their state (forward: the last valid one; reverse:
             # h0, not yet started) and output zero, as the kernel's packed sequences.
             live = (t < lengths)[:, None]
-            h, c = where(live, h_new, h), where(live, c_new, c)
-            ys[t] = where(live, h_new, zero)
-    y = stack(ys, 0) if steps else Tensor._wrap(np.zeros((0,) + h0.shape, float32))
-    return y, h, c
+            states = tuple(where(live, a, b) for a, b in zip(new, states))
+            ys[t] = where(live, new[0], zero)
+    y = stack(ys, 0) if steps else Tensor._wrap(np.zeros((0,) + states[0].shape, float32))
+    return (y,) + states
+
+
+def _projected_direction(xw: Tensor, w_hh: Tensor, b_hh: Optional[Tensor], w_hr: Tensor,
+                         h0: Tensor, c0: Tensor, lengths: Optional[np.ndarray],
+                         reverse: bool) -> tuple:
+    """One direction of a projected LSTM layer: (y (T, B, P), h_n, c_n)."""
+    hidden = w_hh.shape[0] // 4
+
+    def step(x_t: Tensor, states: tuple) -> tuple:
+        h, c = states
+        gates = add(x_t, linear(h, w_hh, b_hh))
+        i, f, g, o = (index(gates, (slice(None), slice(k * hidden, (k + 1) * hidden)))
+                      for k in range(4))
+        c_new = add(mul(sigmoid(f), c), mul(sigmoid(i), tanh(g)))
+        return linear(mul(sigmoid(o), tanh(c_new)), w_hr), c_new
+
+    return _stepped(step, xw, (h0, c0), lengths, reverse)
+
+
+def check_nonlinearity(nonlinearity: str, op: str) -> str:
+    if nonlinearity not in ("tanh", "relu"):
+        raise ValueError(f"{op}: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+    return nonlinearity
+
+
+def rnn_cell(xw: Tensor, h: Tensor, w_hh: Tensor, b_hh: Optional[Tensor],
+             nonlinearity: str = "tanh") -> Tensor:
+    """One Elman step, tanh or relu of xw + h·W_hhᵀ + b_hh (xw the input's projection), in
+    PyTorch's order."""
+    z = add(xw, linear(h, w_hh, b_hh))
+    return tanh(z) if check_nonlinearity(nonlinearity, "rnn_cell") == "tanh" else relu(z)
+
+
+def rnn_directions(xws: Sequence[Tensor], w_hhs: Sequence[Tensor],
+                   b_hhs: Sequence[Optional[Tensor]], h0s: Sequence[Tensor],
+                   nonlinearity: str = "tanh", lengths: Any = None,
+                   reverses: Sequence[bool] = (False, True)) -> list:
+    """Elman RNN directions over the same steps, xw (T, B, H) and w_hh (H, H) as for
+    gru_directions: [(y, h_n) per direction]."""
+    op = "rnn_layer"
+    check_nonlinearity(nonlinearity, op)
+    results = []
+    for xw, w_hh, b_hh, h0, reverse in zip(xws, w_hhs, b_hhs, h0s, reverses):
+        d = _Direction(op, "rnn", xw, w_hh, b_hh, h0, None, reverse)
+        lens = check_lengths(lengths, d.xw.shape[1], d.xw.shape[0], op)
+
+        def step(x_t: Tensor, states: tuple, d: _Direction = d) -> tuple:
+            return (rnn_cell(x_t, states[0], d.w_hh, d.b, nonlinearity),)
+
+        results.append(_stepped(step, d.xw, (d.h0,), lens, d.reverse))
+    return results
 
 
 def lstm_projected_directions(xws: Sequence[Tensor], w_hhs: Sequence[Tensor],

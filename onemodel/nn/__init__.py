@@ -23,6 +23,8 @@ from .conv import (
     ConstantPad2d,
     Conv1d,
     Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
     MaxPool1d,
     MaxPool2d,
     PixelShuffle,
@@ -33,13 +35,18 @@ from .conv import (
     ZeroPad2d,
 )
 from .layers import (
+    CELU,
     ELU,
     GELU,
+    GLU,
+    SELU,
     Dropout,
     Dropout1d,
     Dropout2d,
     Embedding,
     Flatten,
+    Hardshrink,
+    Hardsigmoid,
     Hardswish,
     Hardtanh,
     Identity,
@@ -56,9 +63,13 @@ from .layers import (
     Sigmoid,
     SiLU,
     Softmax,
+    Softmin,
     Softplus,
+    Softshrink,
     Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
     Unflatten,
 )
 from .loss import (
@@ -76,28 +87,27 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Module, Parameter
-from .normalization import GroupNorm, RMSNorm
-from .recurrent import GRU, LSTM
+from .normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, RMSNorm
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .ternary import TernaryConv2d, TernaryLinear, TernaryWeight, ternary_weights
 
 # `import torch.nn.functional as F`, ported, imports onemodel.functional under this name too.
 sys.modules[__name__ + ".functional"] = functional
 
-__all__ = [
-    "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "Dropout",
-    "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MaxPool2d", "Module",
-    "functional",
-    "ModuleDict", "ModuleList", "ParameterList",
-    "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh", "init", "utils",
-    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LSTM", "GRU",
-    "TernaryConv2d", "TernaryLinear", "TernaryWeight", "ternary_weights",
-    "ELU", "LeakyReLU", "SiLU", "Softmax",
-    "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
-    "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "RMSNorm", "Upsample",
-    "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
-    "UpsamplingBilinear2d", "UpsamplingNearest2d", "AvgPool1d", "BCELoss",
-    "AdaptiveAvgPool1d", "ConstantPad1d", "ConstantPad2d", "CosineSimilarity", "Hardswish",
-    "Hardtanh", "HuberLoss", "KLDivLoss", "LogSigmoid", "LogSoftmax", "MaxPool1d", "Mish",
-    "PairwiseDistance", "ParameterDict", "PixelShuffle", "PixelUnshuffle", "PReLU", "ReLU6",
-    "SmoothL1Loss", "Softplus", "Softsign", "Unflatten", "ZeroPad2d",
-]
+__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "Dropout",
+           "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MaxPool2d",
+           "Module", "functional", "ModuleDict", "ModuleList", "ParameterList", "Parameter",
+           "ReLU", "Sequential", "Sigmoid", "Tanh", "init", "utils", "MultiheadAttention",
+           "TransformerEncoderLayer", "TransformerEncoder", "LSTM", "GRU", "TernaryConv2d",
+           "TernaryLinear", "TernaryWeight", "ternary_weights", "ELU", "LeakyReLU", "SiLU",
+           "Softmax", "BCEWithLogitsLoss", "CTCLoss", "CrossEntropyLoss", "L1Loss", "MSELoss",
+           "NLLLoss", "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "RMSNorm", "Upsample",
+           "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "UpsamplingBilinear2d",
+           "UpsamplingNearest2d", "AvgPool1d", "BCELoss", "AdaptiveAvgPool1d", "ConstantPad1d",
+           "ConstantPad2d", "CosineSimilarity", "Hardswish", "Hardtanh", "HuberLoss", "KLDivLoss",
+           "LogSigmoid", "LogSoftmax", "MaxPool1d", "Mish", "PairwiseDistance", "ParameterDict",
+           "PixelShuffle", "PixelUnshuffle", "PReLU", "ReLU6", "SmoothL1Loss", "Softplus",
+           "Softsign", "Unflatten", "ZeroPad2d", "CELU", "GLU", "GRUCell", "Hardshrink",
+           "Hardsigmoid", "InstanceNorm1d", "InstanceNorm2d", "LSTMCell", "RNN", "RNNCell", "SELU",
+           "Softmin", "Softshrink", "Tanhshrink", "Threshold", "ConvTranspose1d",
+           "ConvTranspose2d"]

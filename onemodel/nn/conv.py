@@ -3,8 +3,10 @@ state names.
 
 Conv2d.weight is (out_channels, in_channels / groups, kh, kw) (Conv1d's (..., k)), drawn with
 its bias from Uniform(±1/√fanIn), fanIn = in_channels / groups · kh · kw
-(docs/spec/training.txt 1.1). Batch norm keeps PyTorch's state: weight, bias, then the buffers
-running_mean, running_var and num_batches_tracked (int64), so PyTorch's state_dict loads unchanged.
+(docs/spec/training.txt 1.1). ConvTranspose2d.weight is (in_channels, out_channels / groups, kh,
+kw), fanIn = out_channels / groups · kh · kw, as PyTorch's. Batch norm keeps PyTorch's state:
+weight, bias, then the buffers running_mean, running_var and num_batches_tracked (int64), so
+PyTorch's state_dict loads unchanged.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ class _ConvNd(Module):
     """The arguments, weights and repr Conv1d and Conv2d share; _dims is 1 or 2."""
 
     _dims = 0
+    _transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntPair,
                  stride: IntPair = 1, padding: Union[IntPair, str] = 0, dilation: IntPair = 1,
@@ -68,10 +71,14 @@ class _ConvNd(Module):
         else:
             self.padding = C._ints(padding, "padding", layer, 0, n)
         g = resolve_generator(generator, seed)
-        fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
+        # PyTorch's fan in: the weight's second dimension times the taps (a transposed one's
+        # weight is (in_channels, out_channels / groups, ...)).
+        first, second = (self.in_channels, self.out_channels) if self._transposed else \
+            (self.out_channels, self.in_channels)
+        fan_in = second // self.groups * math.prod(self.kernel_size)
         bound = fan_in_bound(fan_in)
         self.weight = uniform_parameter(
-            (self.out_channels, self.in_channels // self.groups) + self.kernel_size, bound, g)
+            (first, second // self.groups) + self.kernel_size, bound, g)
         if bias:
             self.bias = uniform_parameter((self.out_channels,), bound, g)
         else:
@@ -120,6 +127,75 @@ class Conv2d(_ConvNd):
 
     def forward(self, input: Tensor) -> Tensor:
         return self._conv(C.conv2d, input)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """PyTorch's ConvTranspose1d and 2d: its arguments in its order, padding_mode 'zeros' only,
+    its repr; forward's output_size picks the output padding, as PyTorch's."""
+
+    _transposed = True
+    _function: Callable[..., Tensor]
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntPair,
+                 stride: IntPair = 1, padding: IntPair = 0, output_padding: IntPair = 0,
+                 groups: int = 1, bias: bool = True, dilation: IntPair = 1,
+                 padding_mode: str = "zeros", *, generator: Optional[Generator] = None,
+                 seed: Optional[int] = None) -> None:
+        layer, n = type(self).__name__, self._dims
+        if padding_mode != "zeros":
+            raise ValueError(f"{layer}: padding_mode must be 'zeros', the only one PyTorch's "
+                             f"transposed convolutions take, got {padding_mode!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride,
+                         C._ints(padding, "padding", layer, 0, n), dilation, groups, bias,
+                         generator=generator, seed=seed)
+        self.output_padding = C._ints(output_padding, "output_padding", layer, 0, n)
+
+    def _output_padding(self, input: Tensor, output_size: Optional[Sequence[int]]) -> tuple:
+        """self.output_padding, or the one that gives output_size (spatial sizes, or with the
+        batch and channels), within PyTorch's range."""
+        if output_size is None:
+            return self.output_padding
+        layer, n, padding = type(self).__name__, self._dims, self.padding
+        sizes = tuple(output_size)[-n:] if len(output_size) == input.ndim else tuple(output_size)
+        if len(sizes) != n:
+            raise ValueError(f"{layer}: output_size must have {n} or {input.ndim} elements "
+                             f"for a {input.ndim}-D input, got {output_size!r}")
+        assert not isinstance(padding, str)  # refused by __init__
+        low = tuple((i - 1) * s - 2 * p + d * (k - 1) + 1 for i, s, p, d, k in zip(
+            input.shape[-n:], self.stride, padding, self.dilation, self.kernel_size))
+        high = tuple(a + s - 1 for a, s in zip(low, self.stride))
+        if not all(a <= size <= z for a, size, z in zip(low, sizes, high)):
+            raise ValueError(f"{layer}: output_size {sizes} must lie between {low} and {high} "
+                             f"for an input of shape {input.shape}")
+        return tuple(size - a for size, a in zip(sizes, low))
+
+    def forward(self, input: Tensor, output_size: Optional[Sequence[int]] = None) -> Tensor:
+        return self._function(input, self.weight, self.bias, self.stride, self.padding,
+                              self._output_padding(input, output_size), self.groups,
+                              self.dilation)
+
+    def extra_repr(self) -> str:
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}")
+        for name, default in (("padding", 0), ("dilation", 1), ("output_padding", 0)):
+            if getattr(self, name) != (default,) * self._dims:
+                text += f", {name}={getattr(self, name)}"
+        return text + (f", groups={self.groups}" if self.groups != 1 else "") + \
+            ("" if self.bias is not None else ", bias=False")
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution over (N, C, L) or (C, L) input; see
+    functional.conv_transpose1d."""
+
+    _dims, _function = 1, staticmethod(C.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution over (N, C, H, W) or (C, H, W) input; see
+    functional.conv_transpose2d."""
+
+    _dims, _function = 2, staticmethod(C.conv_transpose2d)
 
 
 class _BatchNorm(Module):
@@ -320,9 +396,9 @@ class ZeroPad2d(ConstantPad2d):
 
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
-           "BatchNorm2d", "ConstantPad1d", "ConstantPad2d", "Conv1d", "Conv2d", "MaxPool1d",
-           "MaxPool2d", "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d",
-           "UpsamplingNearest2d", "ZeroPad2d"]
+           "BatchNorm2d", "ConstantPad1d", "ConstantPad2d", "Conv1d", "Conv2d", "ConvTranspose1d",
+           "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "PixelShuffle", "PixelUnshuffle",
+           "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad2d"]
 
 
 class Upsample(Module):

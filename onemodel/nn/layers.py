@@ -231,6 +231,18 @@ class Mish(_TakesInplace):
     _function = staticmethod(F.mish)
 
 
+class Hardsigmoid(_TakesInplace):
+    _function = staticmethod(F.hardsigmoid)
+
+
+class SELU(_TakesInplace):
+    _function = staticmethod(F.selu)
+
+
+class Tanhshrink(_Activation):
+    _function = staticmethod(F.tanhshrink)
+
+
 class Softsign(_Activation):
     _function = staticmethod(F.softsign)
 
@@ -333,17 +345,78 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}"
 
 
-class ELU(Module):
+class _WithAlpha(Module):
+    """ELU and CELU: `_function`(input, alpha)."""
+
+    _function: Callable[[Tensor, float], Tensor]
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
-        check_not_inplace("ELU", inplace)
+        check_not_inplace(type(self).__name__, inplace)
         self.alpha = float(alpha)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.elu(input, self.alpha)
+        return self._function(input, self.alpha)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}"
+
+
+class ELU(_WithAlpha):
+    _function = staticmethod(F.elu)
+
+
+class CELU(_WithAlpha):
+    _function = staticmethod(F.celu)
+
+
+class GLU(Module):
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Threshold(Module):
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        check_not_inplace("Threshold", inplace)
+        self.threshold, self.value = threshold, value
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.threshold(input, self.threshold, self.value)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}"
+
+
+class _Shrink(Module):
+    """Softshrink and Hardshrink: `_function`(input, lambd)."""
+
+    _function: Callable[[Tensor, float], Tensor]
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._function(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class Softshrink(_Shrink):
+    _function = staticmethod(F.softshrink)
+
+
+class Hardshrink(_Shrink):
+    _function = staticmethod(F.hardshrink)
 
 
 class Softmax(Module):
@@ -370,6 +443,12 @@ class LogSoftmax(Softmax):
     """log_softmax along dim (without dim, as Softmax)."""
 
     _function = staticmethod(F.log_softmax)
+
+
+class Softmin(Softmax):
+    """softmin along dim (without dim, as Softmax)."""
+
+    _function = staticmethod(F.softmin)
 
 
 class Flatten(Module):

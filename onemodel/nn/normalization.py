@@ -1,13 +1,17 @@
-"""GroupNorm and RMSNorm with PyTorch's arguments and state (weight ones, bias zeros)."""
+"""GroupNorm, InstanceNorm1d/2d and RMSNorm with PyTorch's arguments and state (weight ones,
+bias zeros)."""
 from __future__ import annotations
 
+import warnings
 from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from ..functional.normalization import group_norm, rms_norm
+from .. import functional as F
+from ..functional.normalization import group_norm, instance_norm, rms_norm
 from ..random import Generator
 from ..tensor import Tensor
+from .conv import _BatchNorm
 from .layers import _positive
 from .module import Module, Parameter
 
@@ -45,6 +49,55 @@ class GroupNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class _InstanceNorm(_BatchNorm):
+    """Instance norm (functional.instance_norm) with batch norm's state, as PyTorch's share
+    _NormBase: weight and bias with affine, running statistics with track_running_stats (used
+    in evaluation, updated in training). The first of `_ranks` is the unbatched input's."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, *, bias: bool = True,
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias,
+                         generator=generator, seed=seed)
+
+    def forward(self, input: Tensor) -> Tensor:
+        name = type(self).__name__
+        if input.ndim not in self._ranks:
+            raise ValueError(f"{name}: expected a {' or '.join(map(str, self._ranks))}-D "
+                             f"input, got shape {input.shape}")
+        unbatched = input.ndim == self._ranks[0]
+        channels = input.shape[0 if unbatched else 1]
+        if channels != self.num_features:
+            message = (f"{name}: input of shape {input.shape} has {channels} channels, "
+                       f"num_features is {self.num_features}")
+            if self.affine:
+                raise ValueError(message)
+            # As PyTorch: without affine (and running statistics) num_features is unused.
+            warnings.warn(message + " (unused: affine=False)", stacklevel=2)
+        x = F.unsqueeze(input, 0) if unbatched else input
+        y = instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                          self.training or not self.track_running_stats, self.momentum or 0.0,
+                          self.eps)
+        return F.squeeze(y, 0) if unbatched else y
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance norm of (N, C, L) or unbatched (C, L) input."""
+
+    _ranks = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance norm of (N, C, H, W) or unbatched (C, H, W) input."""
+
+    _ranks = (3, 4)
 
 
 class RMSNorm(Module):

@@ -1,29 +1,40 @@
-"""LSTM and GRU: PyTorch's constructor, parameter names, shapes and gate order.
+"""RNN, LSTM and GRU, and their cells: PyTorch's constructors, parameter names, shapes and gate
+order.
 
 Parameters per layer k and direction: weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k},
 bias_hh_l{k}, with the suffix _reverse for the backward direction, registered (and drawn) in
 PyTorch's order, every one from Uniform(±1/√hidden_size) as PyTorch initialises them, so
 PyTorch weights load unchanged. forward(input, hx=None, lengths=None) returns (output, h_n) for
-the GRU and (output, (h_n, c_n)) for the LSTM; `lengths` gives packed-sequence meaning to padded
-batches (functional/recurrent.py). A 2-D input (seq, input_size) is one unbatched sequence, as
-PyTorch: its states are (num_layers * num_directions, hidden_size) and batch_first is ignored.
+the RNN and GRU and (output, (h_n, c_n)) for the LSTM; `lengths` gives packed-sequence meaning
+to padded batches (functional/recurrent.py). A 2-D input (seq, input_size) is one unbatched
+sequence, as PyTorch: its states are (num_layers * num_directions, hidden_size) and batch_first
+is ignored.
 
 LSTM(proj_size=P > 0) is PyTorch's projected LSTM: each layer and direction also has
 weight_hr_l{k} (P, hidden_size), registered last, the hidden state h (and so the output, and
 weight_hh's width, and the next layer's input) has size P, the cell state c hidden_size.
+
+RNNCell, LSTMCell and GRUCell are one step of one layer: parameters weight_ih, weight_hh,
+bias_ih, bias_hh (drawn as the layers'), forward(input, hx=None) on (batch, input_size) or
+unbatched (input_size,) input, hx zeros when None; LSTMCell's hx and result are (h, c).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from .. import functional as F
 from ..functional.recurrent import (
     check_lengths,
+    check_nonlinearity,
     gru_directions,
+    gru_layer,
     lstm_directions,
+    lstm_layer,
     lstm_projected_directions,
+    rnn_cell,
+    rnn_directions,
 )
 from ..random import Generator
 from ..tensor import Tensor, float32
@@ -32,9 +43,26 @@ from .layers import _positive
 from .module import Module
 
 
+def _draw(module: Module, suffix: str, width: int, out: int, g: Generator) -> None:
+    """One layer and direction's weight_ih (width wide), weight_hh (out wide), bias_ih, bias_hh
+    and weight_hr, as the module has them, registered and drawn in PyTorch's order from
+    Uniform(±1/√hidden_size)."""
+    hidden = module.hidden_size
+    gh = module._gates * hidden
+    shapes: list[tuple[str, tuple[int, ...]]] = [("weight_ih", (gh, width)),
+                                                 ("weight_hh", (gh, out))]
+    if module.bias:
+        shapes += [("bias_ih", (gh,)), ("bias_hh", (gh,))]
+    if getattr(module, "proj_size", 0):
+        shapes.append(("weight_hr", (module.proj_size, hidden)))
+    for stem, shape in shapes:
+        setattr(module, stem + suffix, uniform_parameter(shape, fan_in_bound(hidden), g))
+
+
 class _Recurrent(Module):
     _gates = 0
     _cell = ""
+    nonlinearity: str  # RNN's
 
     # bidirectional and proj_size are keyword-only: PyTorch's sixth positional argument is the
     # inter-layer dropout, which these layers do not have, so a positional call ported from
@@ -61,20 +89,11 @@ class _Recurrent(Module):
                              f"{self.hidden_size}")
         self.proj_size = int(proj_size)
         g = resolve_generator(generator, seed)
-        bound = fan_in_bound(self.hidden_size)
-        gh = self._gates * self.hidden_size
         out = self._out_size
         for k in range(self.num_layers):
             width = self.input_size if k == 0 else out * self.directions
             for suffix in self._suffixes():
-                shapes: list[tuple[str, tuple[int, ...]]] = [("weight_ih", (gh, width)),
-                                                             ("weight_hh", (gh, out))]
-                if self.bias:
-                    shapes += [("bias_ih", (gh,)), ("bias_hh", (gh,))]
-                if self.proj_size:
-                    shapes.append(("weight_hr", (self.proj_size, self.hidden_size)))
-                for stem, shape in shapes:
-                    setattr(self, f"{stem}_l{k}{suffix}", uniform_parameter(shape, bound, g))
+                _draw(self, f"_l{k}{suffix}", width, out, g)
 
     @property
     def directions(self) -> int:
@@ -145,8 +164,11 @@ class _Recurrent(Module):
                                                     lengths, reverses)
             elif self._cell == "lstm":
                 results = lstm_directions(xws, w_hhs, b_hhs, h0s, c0s, lengths, reverses)
-            else:
+            elif self._cell == "gru":
                 results = gru_directions(xws, w_hhs, b_hhs, h0s, lengths, reverses)
+            else:
+                results = rnn_directions(xws, w_hhs, b_hhs, h0s, self.nonlinearity, lengths,
+                                         reverses)
             hs += [r[1] for r in results]
             cs += [r[2] for r in results] if self._cell == "lstm" else []
             x = results[0][0] if len(results) == 1 else F.cat([r[0] for r in results], 2)
@@ -182,13 +204,128 @@ class LSTM(_Recurrent):
         return y, (h_n, c_n)
 
 
-class GRU(_Recurrent):
-    """Gated recurrent unit; gates (r, z, n) stacked in that order as PyTorch."""
-
-    _gates = 3
-    _cell = "gru"
+class _OneState(_Recurrent):
+    """The layers whose state is h alone: forward returns (output, h_n)."""
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None,
                 lengths: Any = None) -> tuple[Tensor, Tensor]:
         y, h_n, _ = self._run(input, hx, None, lengths)
         return y, h_n
+
+
+class GRU(_OneState):
+    """Gated recurrent unit; gates (r, z, n) stacked in that order as PyTorch."""
+
+    _gates = 3
+    _cell = "gru"
+
+
+class RNN(_OneState):
+    """Elman RNN, h_t = tanh or relu of x_t·W_ihᵀ + b_ih + h_{t−1}·W_hhᵀ + b_hh, with
+    PyTorch's arguments in its order (nonlinearity fourth); step by step of exact ops
+    (functional.recurrent.rnn_directions). Dropout between layers is not supported: 0 only."""
+
+    _gates = 1
+    _cell = "rnn"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, *,
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
+        check_nonlinearity(nonlinearity, "RNN")
+        if dropout:
+            raise ValueError(f"RNN: dropout={dropout} between layers is not supported, only 0 "
+                             "(stack single-layer RNNs with nn.Dropout between them)")
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first,
+                         bidirectional=bidirectional, generator=generator, seed=seed)
+        self.nonlinearity = nonlinearity
+        self.dropout = 0.0
+
+
+class _Cell(Module):
+    """One step of a layer; `_state_names` name hx's parts in errors."""
+
+    _gates = 0
+    _state_names: tuple = ("hx",)
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, *,
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.input_size = _positive(input_size, "input_size", name)
+        self.hidden_size = _positive(hidden_size, "hidden_size", name)
+        self.bias = bool(bias)
+        _draw(self, "", self.input_size, self.hidden_size, resolve_generator(generator, seed))
+
+    def _step(self, input: Any, states: tuple, step: Callable[..., tuple]) -> tuple:
+        """step(x·W_ihᵀ + b_ih, *states), all (batch, ·), the states checked and zeros where
+        None; an unbatched input runs as a batch of one, and the results lose that axis."""
+        name = type(self).__name__
+        x = input if isinstance(input, Tensor) else Tensor(input)
+        if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
+            raise ValueError(f"{name}: input of shape {x.shape} must be (batch, "
+                             f"{self.input_size}) or unbatched ({self.input_size},)")
+        batched = x.ndim == 2
+        expected = x.shape[:-1] + (self.hidden_size,)
+        ready = []
+        for what, state in zip(self._state_names, states):
+            state = Tensor._wrap(np.zeros(expected, float32)) if state is None else \
+                state if isinstance(state, Tensor) else Tensor(state)
+            if state.shape != expected:
+                raise ValueError(f"{name}: {what} has shape {state.shape}, expected "
+                                 f"{expected} for input {x.shape}")
+            ready.append(state if batched else F.unsqueeze(state, 0))
+        x = x if batched else F.unsqueeze(x, 0)
+        xw = F.linear(x, self.weight_ih, self.bias_ih if self.bias else None)
+        out = step(xw, *ready)
+        return out if batched else tuple(F.squeeze(t, 0) for t in out)
+
+    @property
+    def _b_hh(self) -> Optional[Tensor]:
+        return self.bias_hh if self.bias else None
+
+    def extra_repr(self) -> str:
+        nonlinearity = getattr(self, "nonlinearity", "tanh")
+        return (f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+                + ("" if nonlinearity == "tanh" else f", nonlinearity={nonlinearity}"))
+
+
+class RNNCell(_Cell):
+    """tanh or relu of x·W_ihᵀ + b_ih + h·W_hhᵀ + b_hh."""
+
+    _gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", *, generator: Optional[Generator] = None,
+                 seed: Optional[int] = None) -> None:
+        check_nonlinearity(nonlinearity, "RNNCell")
+        super().__init__(input_size, hidden_size, bias, generator=generator, seed=seed)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
+        return self._step(input, (hx,), lambda xw, h: (
+            rnn_cell(xw, h, self.weight_hh, self._b_hh, self.nonlinearity),))[0]
+
+
+class LSTMCell(_Cell):
+    """One LSTM step (gates i, f, g, o) by the LSTM kernel; returns (h, c)."""
+
+    _gates = 4
+    _state_names = ("hx[0]", "hx[1]")
+
+    def forward(self, input: Tensor, hx: Optional[tuple] = None) -> tuple[Tensor, Tensor]:
+        if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise TypeError("LSTMCell: hx must be a pair (h_0, c_0) or None")
+        h, c = self._step(input, (None, None) if hx is None else tuple(hx), lambda xw, h, c:
+                          lstm_layer(F.unsqueeze(xw, 0), self.weight_hh, self._b_hh, h, c)[1:])
+        return h, c
+
+
+class GRUCell(_Cell):
+    """One GRU step (gates r, z, n) by the GRU kernel."""
+
+    _gates = 3
+
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
+        return self._step(input, (hx,), lambda xw, h: (
+            gru_layer(F.unsqueeze(xw, 0), self.weight_hh, self._b_hh, h)[1],))[0]
