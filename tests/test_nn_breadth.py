@@ -148,18 +148,6 @@ def test_prelu_module_trains_as_torchs(rng):
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in ref.named_parameters()]
 
 
-@pytest.mark.parametrize("call", [
-    lambda: F.relu6(om.ones(2), inplace=True), lambda: F.hardtanh(om.ones(2), inplace=True),
-    lambda: F.hardswish(om.ones(2), True), lambda: F.mish(om.ones(2), True),
-    lambda: nn.ReLU6(inplace=True), lambda: nn.Hardtanh(inplace=True),
-    lambda: nn.Hardswish(True), lambda: nn.Mish(inplace=True)])
-def test_inplace_true_is_refused_with_the_reason(call):
-    with pytest.raises(ValueError, match=r"(relu6|hardtanh|hardswish|mish|ReLU6|Hardtanh|"
-                                         r"Hardswish|Mish): inplace=True is not supported; "
-                                         r"every op returns a new tensor"):
-        call()
-
-
 def test_inplace_false_is_accepted():
     x = om.tensor([-1.0, 2.0, 7.0])
     assert F.relu6(x, inplace=False).tolist() == nn.ReLU6(inplace=False)(x).tolist() == [

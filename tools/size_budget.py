@@ -16,16 +16,16 @@ import tokenize
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "onemodel"
 # part -> (files, budget in lines of code)
 BUDGETS = {
-    # Python: 9,000, raised to 10,060 for the breadth of the API that ported PyTorch scripts
+    # Python: 9,000, raised for the breadth of the API that ported PyTorch scripts
     # use (om.save and om.load of a state dict, dtype names, device= on the constructors,
     # einsum, var/std/norm, amax/logsumexp, flip/roll/movedim and kin, eye/linspace, rounding
     # and tests of values, the schedulers ExponentialLR, MultiStepLR and ReduceLROnPlateau,
     # random_split, eighteen activations, five losses, 1-d pools, pixel shuffles, padding
     # layers, ParameterDict, RNN and the RNN/LSTM/GRU cells, instance norm, the transposed
     # convolutions over the conv kernels): each a few lines over the exact ops, tested against
-    # torch; 10,500 in all.
+    # torch; and inplace=True as torch's (functional.elementwise.in_place); 10,520 in all.
     "python (onemodel/, without examples)": (
-        [p for p in ROOT.rglob("*.py") if "examples" not in p.parts], 10500),
+        [p for p in ROOT.rglob("*.py") if "examples" not in p.parts], 10520),
     "cython (onemodel/_kernels/*.pyx, *.pxd)": (
         sorted(ROOT.glob("_kernels/*.pyx")) + sorted(ROOT.glob("_kernels/*.pxd")), 1380),
     # C: 6,500, raised to 6,600 when bfloat16 convolutions took the dot-product rule and kernel

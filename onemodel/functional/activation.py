@@ -16,13 +16,14 @@ import numpy as np
 from .._ieee import quiet
 from ..tensor import Tensor
 from ._core import as_tensor, normalize_dim, record, require_float
-from .elementwise import _float_input, _vm, check_not_inplace, elu, sigmoid, softplus, tanh, where
+from .elementwise import _float_input, _vm, elu, in_place, sigmoid, softplus, tanh, where
 from .nn import _softmax, implicit_dim
 from .shape import narrow, reshape
 
 
 def _hardtanh(op: str, input: Any, min_val: float, max_val: float, inplace: bool) -> Tensor:
-    check_not_inplace(op, inplace)
+    if inplace:
+        return in_place(op, input, lambda t: _hardtanh(op, t, min_val, max_val, False))
     x = _float_input(input, op)
     if min_val > max_val:
         raise ValueError(f"{op}: min_val {min_val} cannot be greater than max_val {max_val}")
@@ -47,7 +48,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     The clamped factor is x + 3 only strictly inside (-3, 3), a constant elsewhere (6 at NaN),
     which gives PyTorch's gradient: 0 from -3 down, g from 3 up and at NaN, g·(2x + 3)/6 in
     between."""
-    check_not_inplace("hardswish", inplace)
+    if inplace:
+        return in_place("hardswish", input, hardswish)
     x = _float_input(input, "hardswish")
     a = x._data
     outside = np.where(a <= -3, np.float32(0), np.float32(6))
@@ -58,7 +60,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x + 3, 0), 6) / 6, PyTorch's expression; the gradient g/6 passes strictly inside
     (-3, 3) only (0 at the bounds and at NaN), as PyTorch's."""
-    check_not_inplace("hardsigmoid", inplace)
+    if inplace:
+        return in_place("hardsigmoid", input, hardsigmoid)
     x = _float_input(input, "hardsigmoid")
     a = x._data
     return where((a > -3) & (a < 3), x + 3.0, np.clip(a + 3, 0, 6)) / 6.0
@@ -69,7 +72,8 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """x·tanh(softplus(x)) (Misra 2019), its gradient PyTorch's one expression
     t + x·σ(x)·(1 − t²), t = tanh(softplus(x)), by the exact kernels: as for silu, the chain
     rule through mul would give g·x·0 = NaN where g·x overflows."""
-    check_not_inplace("mish", inplace)
+    if inplace:
+        return in_place("mish", input, mish)
     x = _float_input(input, "mish")
     a = x._data
     t, s = _vm("tanh", _vm("softplus", a)), _vm("sigmoid", a)
@@ -111,7 +115,8 @@ _SELU_SCALE = np.float32(1.0507009873554804934193349852946)
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """scale·elu(x, alpha) with Klambauer et al.'s constants (PyTorch's convention at 0 and NaN
     is elu's)."""
-    check_not_inplace("selu", inplace)
+    if inplace:
+        return in_place("selu", input, selu)
     return elu(_float_input(input, "selu"), _SELU_ALPHA) * _SELU_SCALE
 
 
@@ -119,7 +124,8 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x where x > 0 (and at NaN), else alpha·(exp(x·(1/alpha)) − 1), PyTorch's arithmetic
     (Barron 2017). Built on elu's exponential side, which takes only x·(1/alpha) <= 0, so alpha
     must be positive (PyTorch refuses only 0)."""
-    check_not_inplace("celu", inplace)
+    if inplace:
+        return in_place("celu", input, lambda t: celu(t, alpha))
     x = _float_input(input, "celu")
     if not alpha > 0:
         raise ValueError(f"celu: alpha must be positive, got {alpha}")
@@ -150,7 +156,12 @@ def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """value where x <= threshold, else x (NaN passes, with its gradient), as PyTorch's."""
-    check_not_inplace("threshold", inplace)
+    if inplace:
+        return in_place("threshold", input, lambda t: _threshold(t, threshold, value))
+    return _threshold(input, threshold, value)
+
+
+def _threshold(input: Any, threshold: float, value: float) -> Tensor:
     x = _float_input(input, "threshold")
     return where(x._data <= np.float32(threshold), np.float32(value), x)
 

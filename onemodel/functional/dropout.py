@@ -24,7 +24,7 @@ from .._ieee import quiet
 from .._kernels import _dropout
 from ..tensor import Tensor
 from ._core import as_tensor, record, require_float, threads
-from .elementwise import check_not_inplace
+from .elementwise import in_place
 
 
 def _check_p(p: float, op: str) -> float:
@@ -105,9 +105,10 @@ def _masked(op: str, x: Any, p: float, training: bool, inplace: bool, seed: Opti
             draw: int, lead: Optional[int]) -> Tensor:
     """x times a mask over its first `lead` axes (every axis for None), broadcast over the
     rest."""
+    if inplace:
+        return in_place(op, x, lambda t: _masked(op, t, p, training, False, seed, draw, lead))
     x = _float(x, op)
     p = _check_p(p, op)
-    check_not_inplace(op, inplace)
     if not training or p == 0.0:
         return x
     if seed is None:

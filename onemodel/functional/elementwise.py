@@ -10,13 +10,13 @@ follow PyTorch's.
 from __future__ import annotations
 
 import builtins
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
 from .._ieee import quiet
 from .._kernels import _vmath
-from ..autograd import may_overwrite
+from ..autograd import is_grad_enabled, may_overwrite
 from ..tensor import Tensor, float32
 from ._core import as_tensor, record, require_float, sum_to_shape, threads
 
@@ -477,7 +477,8 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
     graph keeps that as one bit per element (not the float32 output, which the next op may
     not need to keep), and the kernel reads it widened to 1.0 / 0.0; below, the output itself
     (the mask's passes would cost more time than its memory is worth)."""
-    check_not_inplace("relu", inplace)
+    if inplace:
+        return in_place("relu", input, relu)
     x = as_tensor(input, "relu")
     if x._data.dtype != float32:
         return Tensor._wrap(np.maximum(x._data, 0))
@@ -622,12 +623,30 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
     return record("where", out, (a, b), backward)
 
 
-def check_not_inplace(op: str, inplace: bool) -> None:
-    """PyTorch's activations take inplace=; here every op is out of place (a write into a
-    tensor the graph saved would corrupt gradients), so True is refused rather than ignored."""
-    if inplace:
-        raise ValueError(f"{op}: inplace=True is not supported; every op returns a new tensor "
-                         "(use the result, as with inplace=False)")
+def in_place(op: str, input: Any, function: Callable[[Tensor], Tensor]) -> Tensor:
+    """torch's inplace=True: input itself, now holding function(input), its version bumped (a
+    node that saved input refuses to run, as torch's). Outside the graph the values are
+    written into input's memory. In it, function runs on a stand-in for input as it was (its
+    array, node and version counter), and input then takes the result's array and node, as
+    torch's graph rebases an in-place op: the nodes function made read the former array, so
+    no gradient reads overwritten values. A leaf that requires grad is refused, as by torch."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}: inplace=True needs a Tensor input, got {type(input).__name__}")
+    if not (is_grad_enabled() and input._requires_grad):
+        result = function(input)
+        if result is not input:
+            np.copyto(input._data, result._data)
+            input._version += 1
+        return input
+    if input._node is None:
+        raise RuntimeError(f"{op}: a leaf tensor that requires grad is used in an in-place "
+                           "operation; pass inplace=False or wrap it in onemodel.no_grad()")
+    former = Tensor._wrap(input._data, True)
+    former._node, former._vc = input._node, input._vc
+    result = function(former)
+    if result is not former:
+        input._data, input._node, input._vc = result._data, result._node, [input._vc[0] + 1]
+    return input
 
 
 @quiet
@@ -635,7 +654,8 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x·sigmoid(x) (Ramachandran et al. 2017's swish), its gradient PyTorch's one product
     s·(1 + x·(1 − s)): the chain rule through mul and sigmoid would give g·x·0 = NaN where
     g·x overflows."""
-    check_not_inplace("silu", inplace)
+    if inplace:
+        return in_place("silu", input, silu)
     x = _float_input(input, "silu")
     a = x._data
     s = _vm("sigmoid", a)
@@ -644,7 +664,8 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x > 0, else negative_slope·x; the gradient at 0 is the slope, as PyTorch."""
-    check_not_inplace("leaky_relu", inplace)
+    if inplace:
+        return in_place("leaky_relu", input, lambda t: leaky_relu(t, negative_slope))
     x = _float_input(input, "leaky_relu")
     return where(x > 0, x, mul(x, np.float32(negative_slope)))
 
@@ -655,7 +676,8 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
     exp(x) − 1 cancels for small |x|; Kahan's (e − 1)·x / log(e), e = exp(x), restores the
     digits (PyTorch calls expm1) using only the exact exp and log kernels."""
-    check_not_inplace("elu", inplace)
+    if inplace:
+        return in_place("elu", input, lambda t: elu(t, alpha))
     x = _float_input(input, "elu")
     a = x._data
     neg = np.minimum(a, np.float32(0))  # exp of the positive side would overflow unused

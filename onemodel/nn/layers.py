@@ -17,7 +17,6 @@ from .. import functional as F
 from .. import random
 from ..functional._core import normalize_dim
 from ..functional.dropout import dropout
-from ..functional.elementwise import check_not_inplace
 from ..functional.nn import check_padding_idx, implicit_dim
 from ..random import Generator
 from ..tensor import Tensor, to_float32_on_cpu
@@ -212,11 +211,20 @@ class _Activation(Module):
 
 
 class _TakesInplace(_Activation):
-    """One that takes PyTorch's inplace=False (True is refused, see check_not_inplace)."""
+    """One that takes PyTorch's inplace=False: with True the result is written into the input,
+    which is returned (functional.elementwise.in_place)."""
+
+    _function: Callable[..., Tensor]
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
-        check_not_inplace(type(self).__name__, inplace)
+        self.inplace = bool(inplace)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._function(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class ReLU(_TakesInplace):
@@ -264,14 +272,14 @@ class Hardtanh(Module):
                  inplace: bool = False) -> None:
         super().__init__()
         name = type(self).__name__
-        check_not_inplace(name, inplace)
+        self.inplace = bool(inplace)
         if not max_val > min_val:
             raise ValueError(f"{name}: max_val ({max_val}) must be greater than min_val "
                              f"({min_val})")
         self.min_val, self.max_val = min_val, max_val
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.hardtanh(input, self.min_val, self.max_val)
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}"
@@ -335,28 +343,26 @@ class SiLU(_TakesInplace):
 class LeakyReLU(Module):
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
-        check_not_inplace("LeakyReLU", inplace)
-        self.negative_slope = float(negative_slope)
+        self.negative_slope, self.inplace = float(negative_slope), bool(inplace)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.leaky_relu(input, self.negative_slope)
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class _WithAlpha(Module):
-    """ELU and CELU: `_function`(input, alpha)."""
+    """ELU and CELU: `_function`(input, alpha, inplace)."""
 
-    _function: Callable[[Tensor, float], Tensor]
+    _function: Callable[[Tensor, float, bool], Tensor]
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
-        check_not_inplace(type(self).__name__, inplace)
-        self.alpha = float(alpha)
+        self.alpha, self.inplace = float(alpha), bool(inplace)
 
     def forward(self, input: Tensor) -> Tensor:
-        return self._function(input, self.alpha)
+        return self._function(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}"
@@ -385,11 +391,10 @@ class GLU(Module):
 class Threshold(Module):
     def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
         super().__init__()
-        check_not_inplace("Threshold", inplace)
-        self.threshold, self.value = threshold, value
+        self.threshold, self.value, self.inplace = threshold, value, bool(inplace)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.threshold(input, self.threshold, self.value)
+        return F.threshold(input, self.threshold, self.value, self.inplace)
 
     def extra_repr(self) -> str:
         return f"threshold={self.threshold}, value={self.value}"
