@@ -28,10 +28,10 @@ from .functional import (abs, add, all, allclose, amax, amin, any, argmax, argmi
                          ge, gt, hstack, index_select, isfinite, isinf, isnan, le, log,
                          log_softmax, logsumexp, lt, masked_select, matmul, max, maximum, mean,
                          meshgrid, min, minimum, movedim, mul, narrow, ne, neg, nonzero, norm,
-                         outer, permute, pow, reciprocal, relu, repeat_interleave, reshape, roll,
-                         round, rsqrt, sigmoid, sign, sin, softmax, sort, split, sqrt, square,
-                         squeeze, stack, std, sub, sum, tanh, topk, transpose, tril, triu, trunc,
-                         unsqueeze, var, vstack, where)
+                         outer, permute, pow, prod, reciprocal, relu, repeat_interleave, reshape,
+                         roll, round, rsqrt, sigmoid, sign, sin, softmax, sort, split, sqrt,
+                         square, squeeze, stack, std, sub, sum, tanh, topk, transpose, tril, triu,
+                         trunc, unsqueeze, var, vstack, where)
 
 # PyTorch's dtype names, as the numpy dtypes tensors hold (float64 and float16 are refused by the
 # constructors with the reason; bfloat16 and float16 are what amp.autocast takes).
@@ -62,4 +62,4 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "index_select", "any", "all", "einsum", "flip", "roll", "movedim", "narrow", "hstack",
            "vstack", "nonzero", "masked_select", "repeat_interleave", "meshgrid", "amax", "amin",
            "logsumexp", "argsort", "square", "reciprocal", "rsqrt", "use_deterministic_algorithms",
-           "are_deterministic_algorithms_enabled"]
+           "are_deterministic_algorithms_enabled", "prod"]

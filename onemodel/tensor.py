@@ -583,6 +583,9 @@ class Tensor:
     def amin(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
         return F.amin(self, dim, keepdim)
 
+    def prod(self, dim: Optional[int] = None, keepdim: builtins.bool = False) -> "Tensor":
+        return F.prod(self, dim, keepdim)
+
     def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> "Tensor":
         return F.logsumexp(self, dim, keepdim)
 

@@ -363,3 +363,28 @@ def test_device_selection_and_backend_flags_of_reproducible_scripts():
     assert om.are_deterministic_algorithms_enabled()
     with pytest.raises(TypeError, match="mode must be a bool, got 'yes'"):
         om.use_deterministic_algorithms("yes")
+
+
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (None, True), (0, False), (1, True),
+                                         (-1, False)])
+def test_prod_matches_torch_with_zero_factors(dim, keepdim):
+    """Sequential products; a zero factor's gradient is the product of the others, as torch's
+    (not prod / x)."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    a[0, 1, 2] = a[1, :, 3] = a[2, 2, 1] = a[2, 2, 4] = 0.0
+    ours, theirs = om.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    out = ours.prod(dim, keepdim) if dim is not None else om.prod(ours, keepdim=keepdim)
+    ref = theirs.prod(dim, keepdim) if dim is not None else theirs.prod()
+    if dim is None and keepdim:
+        ref = ref.reshape(1, 1, 1)
+    assert out.shape == tuple(ref.shape)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    g = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
+    out.backward(om.tensor(g))
+    ref.backward(torch.tensor(g))
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-5, atol=1e-7)
+    ints = np.array([[2, 3, 4], [5, 0, 7]])
+    assert om.prod(om.tensor(ints), 1).numpy().tolist() == torch.prod(torch.tensor(ints),
+                                                                       1).tolist()
+    assert om.prod(om.zeros(2, 0), 1).numpy().tolist() == [1.0, 1.0]

@@ -209,9 +209,9 @@ def test_attention_defaults_are_sequence_first_with_weights():
 
 # Top-level functions whose torch docstring opens with another overload than ours: torch.max
 # (input) before max(input, dim, keepdim), sum and mean (input, *, dtype) before (input, dim,
-# keepdim, *, dtype), any and all (input) before (input, dim, keepdim). Their dim/keepdim forms
-# are checked by test_top_level_overloads.
-OVERLOADED = {"max", "min", "sum", "mean", "argmax", "argmin", "any", "all"}
+# keepdim, *, dtype), any, all and prod (input) before (input, dim, keepdim). Their dim/keepdim
+# forms are checked by test_top_level_overloads.
+OVERLOADED = {"max", "min", "sum", "mean", "argmax", "argmin", "any", "all", "prod"}
 # torch's squeeze docstring shows the dim form first; ours also takes torch.squeeze(input).
 TOP_DEFAULT_DIFFERENCES = {("squeeze", "dim"): None}
 # No signature torch can show (no docstring signature, or a non-literal default): checked by

@@ -98,6 +98,7 @@ from .reduction import (
     mean,
     min,
     norm,
+    prod,
     std,
     sum,
     var,
@@ -151,4 +152,5 @@ __all__ = ["abs", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "add", "all", "a
            "sigmoid", "sign", "silu", "sin", "smooth_l1_loss", "softmax", "softmin", "softplus",
            "softshrink", "softsign", "sort", "split", "sqrt", "square", "squeeze", "stack", "std",
            "sub", "sum", "tanh", "tanhshrink", "threshold", "topk", "transpose", "tril", "triu",
-           "trunc", "unsqueeze", "var", "vstack", "where", "conv_transpose1d", "conv_transpose2d"]
+           "trunc", "unsqueeze", "var", "vstack", "where", "conv_transpose1d", "conv_transpose2d",
+           "prod"]

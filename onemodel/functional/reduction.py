@@ -240,6 +240,37 @@ def _extreme(op: str, input: Tensor, dim: Optional[int], keepdim: bool, pick: An
     return result(record(op, values.reshape(out_shape), (x,), along_backward), indices)
 
 
+def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    """The product over the flattened tensor or along dim, each factor multiplied in after the
+    previous one (sequential, so the same bits everywhere); integers and bools give int64, as
+    torch.prod. The gradient of factor i is g times the product of all the others, taken as the
+    running products before and after it, so a zero factor gets the others' product, as torch's.
+    """
+    x = as_tensor(input, "prod")
+    if dim is None:
+        out = prod(x.reshape(-1), 0)
+        return out.reshape((1,) * x.ndim) if keepdim else out
+    a = x._data
+    axis = normalize_dim(dim, a.ndim, "prod")
+    if a.dtype != float32:
+        return Tensor._wrap(np.require(np.prod(a, axis=axis, keepdims=keepdim, dtype=int64),
+                                       requirements="C"))
+    if a.ndim == 0:
+        return record("prod", a.copy(), (x,), lambda g: (g,))
+    n = a.shape[axis]
+    one = np.ones(a.shape[:axis] + (1,) + a.shape[axis + 1:], float32)
+    before = np.concatenate([one, np.multiply.accumulate(a, axis=axis)], axis=axis)
+    out = np.take(before, n, axis=axis)
+
+    def backward(g: np.ndarray) -> tuple:
+        after = np.flip(np.multiply.accumulate(np.flip(a, axis), axis=axis), axis)
+        after = np.concatenate([after, one], axis=axis)
+        others = np.take(before, range(n), axis=axis) * np.take(after, range(1, n + 1), axis=axis)
+        return (others * np.expand_dims(g.reshape(out.shape), axis),)
+
+    return record("prod", np.expand_dims(out, axis) if keepdim else out, (x,), backward)
+
+
 def cumsum(input: Tensor, dim: int) -> Tensor:
     """Running sums along dim, each one float32 add after the previous (sequential, so the
     same bits everywhere); integers and bools give int64, as PyTorch."""
