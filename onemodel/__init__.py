@@ -24,14 +24,14 @@ from .checkpoint import save_state_dict as save  # noqa: E402
 # under the same names (tests/test_torch_signatures.py holds them to torch's arguments).
 from .functional import (abs, add, all, allclose, amax, amin, any, argmax, argmin,  # noqa: E402
                          argsort, bmm, cat, ceil, chunk, clamp, clamp_max, clamp_min, clone, cos,
-                         cumsum, div, einsum, eq, equal, erf, exp, flatten, flip, floor, gather,
-                         ge, gt, hstack, index_select, isfinite, isinf, isnan, le, log,
-                         log_softmax, logsumexp, lt, masked_select, matmul, max, maximum, mean,
-                         meshgrid, min, minimum, movedim, mul, narrow, ne, neg, nonzero, norm,
-                         outer, permute, pow, prod, reciprocal, relu, repeat_interleave, reshape,
-                         roll, round, rsqrt, sigmoid, sign, sin, softmax, sort, split, sqrt,
-                         square, squeeze, stack, std, sub, sum, tanh, topk, transpose, tril, triu,
-                         trunc, unsqueeze, var, vstack, where)
+                         cumsum, div, einsum, eq, equal, erf, exp, expm1, flatten, flip, floor,
+                         gather, ge, gt, hstack, index_select, isfinite, isinf, isnan, le, log,
+                         log1p, log_softmax, logsumexp, lt, masked_select, matmul, max, maximum,
+                         mean, meshgrid, min, minimum, movedim, mul, narrow, ne, neg, nonzero,
+                         norm, outer, permute, pow, prod, reciprocal, relu, repeat_interleave,
+                         reshape, roll, round, rsqrt, sigmoid, sign, sin, softmax, sort, split,
+                         sqrt, square, squeeze, stack, std, sub, sum, tanh, topk, transpose, tril,
+                         triu, trunc, unsqueeze, var, vstack, where)
 
 # PyTorch's dtype names, as the numpy dtypes tensors hold (float64 and float16 are refused by the
 # constructors with the reason; bfloat16 and float16 are what amp.autocast takes).
@@ -62,4 +62,4 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "index_select", "any", "all", "einsum", "flip", "roll", "movedim", "narrow", "hstack",
            "vstack", "nonzero", "masked_select", "repeat_interleave", "meshgrid", "amax", "amin",
            "logsumexp", "argsort", "square", "reciprocal", "rsqrt", "use_deterministic_algorithms",
-           "are_deterministic_algorithms_enabled", "prod"]
+           "are_deterministic_algorithms_enabled", "prod", "expm1", "log1p"]

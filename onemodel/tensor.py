@@ -655,6 +655,12 @@ class Tensor:
     def erf(self) -> "Tensor":
         return F.erf(self)
 
+    def expm1(self) -> "Tensor":
+        return F.expm1(self)
+
+    def log1p(self) -> "Tensor":
+        return F.log1p(self)
+
     def sin(self) -> "Tensor":
         return F.sin(self)
 

@@ -39,6 +39,8 @@ UNARY = {
     "tanh": (F.tanh, torch.tanh, np.tanh, None),
     "sigmoid": (F.sigmoid, torch.sigmoid, lambda x: 1 / (1 + np.exp(-x)), None),
     "erf": (F.erf, torch.erf, _erf64, None),
+    "expm1": (F.expm1, torch.expm1, np.expm1, None),
+    "log1p": (F.log1p, torch.log1p, np.log1p, "positive"),
     "sin": (F.sin, torch.sin, np.sin, None),
     "cos": (F.cos, torch.cos, np.cos, None),
     "softplus": (F.softplus, TF.softplus, lambda x: np.logaddexp(0, x), None),
@@ -493,7 +495,8 @@ def test_clamp_tensor_bounds_dtypes_and_methods(check_torch):
         F.clamp(t, 0.0, [1.0])
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "sigmoid", "erf", "sin", "cos"])
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "sigmoid", "erf", "sin", "cos",
+                                  "expm1", "log1p"])
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
 def test_integer_and_bool_inputs_promote_to_float32_as_torch(name, dtype, check_torch):
     x = np.array([[0, 1, 2], [3, 7, 40]]).astype(dtype)

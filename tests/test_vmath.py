@@ -16,7 +16,8 @@ from onemodel._kernels import _vmath
 OPS = _vmath.OPS
 # Max error in ulp over all 2^32 inputs, from tools/ulp_sweep.py (also stated in vmath.h).
 MAX_ULP = {"exp": 1.0, "log": 1.0, "tanh": 1.25, "sigmoid": 2.0, "erf": 2.0, "softplus": 2.0,
-           "gelu": 2.0, "gelu_tanh": 2.0, "relu": 0.0, "sin": 0.501, "cos": 0.501}
+           "gelu": 2.0, "gelu_tanh": 2.0, "relu": 0.0, "sin": 0.501, "cos": 0.501,
+           "expm1": 1.55, "log1p": 1.0}
 SIZES = (0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 10_007)
 THREADS = (1, 2, 3)
 
@@ -80,7 +81,8 @@ def test_special_values(op):
     y = forward(op, x)
     nan_in = np.isnan(x)
     assert np.isnan(y[nan_in]).all(), f"{op}: NaN in must give NaN out"
-    ref = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sin": np.sin, "cos": np.cos}.get(op)
+    ref = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sin": np.sin, "cos": np.cos,
+           "expm1": np.expm1, "log1p": np.log1p}.get(op)
     if ref is not None:
         with np.errstate(all="ignore"):
             expected = ref(x.astype(np.float64)).astype(np.float32)
@@ -265,7 +267,7 @@ def torch_fns(torch):
     return {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
             "erf": torch.erf, "softplus": F.softplus, "gelu": F.gelu,
             "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "relu": torch.relu,
-            "sin": torch.sin, "cos": torch.cos}
+            "sin": torch.sin, "cos": torch.cos, "expm1": torch.expm1, "log1p": torch.log1p}
 
 
 def scaled_error(a, b):
@@ -281,6 +283,8 @@ def test_forward_and_backward_match_pytorch(op):
     x[:9] = [0.0, -0.0, 1e-40, -1e-40, 30.0, -30.0, 80.0, -80.0, 5.0]
     if op == "log":
         x = np.abs(x) + np.float32(1e-30)
+    if op == "log1p":
+        x = np.abs(x) - np.float32(0.999)
     g = rng.standard_normal(x.size).astype(np.float32)
     t = torch.from_numpy(x.copy()).requires_grad_(True)
     ty = torch_fns(torch)[op](t)
@@ -306,6 +310,10 @@ def test_backward_against_float64_derivatives():
         assert scaled_error(backward(op, x, g), d) <= 1e-6, op
     y = forward("tanh", x)
     assert scaled_error(backward("tanh", y, g), 1 - np.tanh(x64) ** 2) <= 1e-6
+    assert scaled_error(backward("expm1", forward("expm1", x), g), np.exp(x64)) <= 1e-6
+    above = x[x > -0.9]
+    assert scaled_error(backward("log1p", above, g[:above.size]),
+                        1 / (1 + above.astype(np.float64))) <= 1e-6
 
 
 def test_validation_names_the_op():

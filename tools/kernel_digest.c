@@ -165,7 +165,8 @@ static void check_gemm(run_t *r, int nt) {
 }
 
 static const char *const VMATH_NAMES[OM_VMATH_OPS] = {
-    "exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh", "relu", "sin", "cos"};
+    "exp",  "log",  "tanh", "sigmoid", "erf",   "softplus", "gelu",
+    "gelu_tanh", "relu", "sin", "cos", "expm1", "log1p"};
 
 static void check_vmath(run_t *r, int nt) {
     const int64_t n = 4099;  /* specials, then values over the useful ranges of every op */

@@ -4,7 +4,7 @@ import numpy as np
 import numpy.typing as npt
 
 Op = Literal["exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh",
-             "relu", "sin", "cos"]
+             "relu", "sin", "cos", "expm1", "log1p"]
 OPS: tuple[Op, ...]
 
 def saves_output(op: Op) -> bool: ...

@@ -24,7 +24,7 @@ cdef extern from "vmath_kernels.h" nogil:
                             uint32_t *worst_bits, int64_t *mismatches)
 
 OPS = ("exp", "log", "tanh", "sigmoid", "erf", "softplus", "gelu", "gelu_tanh", "relu", "sin",
-       "cos")
+       "cos", "expm1", "log1p")
 
 
 def saves_output(str op) -> bool:

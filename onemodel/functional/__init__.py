@@ -46,10 +46,12 @@ from .elementwise import (
     elu,
     erf,
     exp,
+    expm1,
     floor,
     gelu,
     leaky_relu,
     log,
+    log1p,
     maximum,
     minimum,
     mul,
@@ -153,4 +155,4 @@ __all__ = ["abs", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "add", "all", "a
            "softshrink", "softsign", "sort", "split", "sqrt", "square", "squeeze", "stack", "std",
            "sub", "sum", "tanh", "tanhshrink", "threshold", "topk", "transpose", "tril", "triu",
            "trunc", "unsqueeze", "var", "vstack", "where", "conv_transpose1d", "conv_transpose2d",
-           "prod"]
+           "prod", "expm1", "log1p"]

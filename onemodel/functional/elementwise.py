@@ -428,6 +428,14 @@ def erf(input: Tensor) -> Tensor:
     return _transcendental("erf", input, "erf", promote=True)
 
 
+def expm1(input: Tensor) -> Tensor:
+    return _transcendental("expm1", input, "expm1", promote=True)
+
+
+def log1p(input: Tensor) -> Tensor:
+    return _transcendental("log1p", input, "log1p", promote=True)
+
+
 def sin(input: Tensor) -> Tensor:
     return _transcendental("sin", input, "sin", promote=True)
 

@@ -26,18 +26,20 @@ static const om_unary_fn unary_table[OM_VMATH_OPS][OM_ISA_COUNT] = {
     OM_ISA_TABLE(om_exp_f32), OM_ISA_TABLE(om_log_f32), OM_ISA_TABLE(om_tanh_f32),
     OM_ISA_TABLE(om_sigmoid_f32), OM_ISA_TABLE(om_erf_f32), OM_ISA_TABLE(om_softplus_f32),
     OM_ISA_TABLE(om_gelu_f32), OM_ISA_TABLE(om_gelu_tanh_f32), OM_ISA_TABLE(om_relu_f32),
-    OM_ISA_TABLE(om_sin_f32), OM_ISA_TABLE(om_cos_f32)};
+    OM_ISA_TABLE(om_sin_f32), OM_ISA_TABLE(om_cos_f32), OM_ISA_TABLE(om_expm1_f32),
+    OM_ISA_TABLE(om_log1p_f32)};
 static const om_backward_fn backward_table[OM_VMATH_OPS][OM_ISA_COUNT] = {
     OM_ISA_TABLE(om_exp_backward_f32), OM_ISA_TABLE(om_log_backward_f32),
     OM_ISA_TABLE(om_tanh_backward_f32), OM_ISA_TABLE(om_sigmoid_backward_f32),
     OM_ISA_TABLE(om_erf_backward_f32), OM_ISA_TABLE(om_softplus_backward_f32),
     OM_ISA_TABLE(om_gelu_backward_f32), OM_ISA_TABLE(om_gelu_tanh_backward_f32),
     OM_ISA_TABLE(om_relu_backward_f32), OM_ISA_TABLE(om_sin_backward_f32),
-    OM_ISA_TABLE(om_cos_backward_f32)};
+    OM_ISA_TABLE(om_cos_backward_f32), OM_ISA_TABLE(om_expm1_backward_f32),
+    OM_ISA_TABLE(om_log1p_backward_f32)};
 
 int om_vmath_saves_output(int op) {
     return op == OM_VMATH_EXP || op == OM_VMATH_TANH || op == OM_VMATH_SIGMOID ||
-           op == OM_VMATH_RELU;
+           op == OM_VMATH_RELU || op == OM_VMATH_EXPM1;
 }
 
 /* A call's arguments: op's function on x into y, or (s set) its backward function on s and g
@@ -99,13 +101,15 @@ static double ref_gelu_tanh(double x) {
 static double ref_relu(double x) { return x < 0 ? 0.0 : x; }
 static double ref_sin(double x) { return sin(x); }
 static double ref_cos(double x) { return cos(x); }
+static double ref_expm1(double x) { return expm1(x); }
+static double ref_log1p(double x) { return log1p(x); }
 static double (*const ref_table[OM_VMATH_OPS])(double) = {
     ref_exp, ref_log, ref_tanh, ref_sigmoid, ref_erf, ref_softplus, ref_gelu, ref_gelu_tanh,
-    ref_relu, ref_sin, ref_cos};
+    ref_relu, ref_sin, ref_cos, ref_expm1, ref_log1p};
 static float (*const scalar_table[OM_VMATH_OPS])(float) = {
     om_exp_scalar, om_log_scalar, om_tanh_scalar, om_sigmoid_scalar, om_erf_scalar,
     om_softplus_scalar, om_gelu_scalar, om_gelu_tanh_scalar, om_relu_scalar, om_sin_scalar,
-    om_cos_scalar};
+    om_cos_scalar, om_expm1_scalar, om_log1p_scalar};
 
 /* |y - ref| in units of the float32 ulp at ref; inf counts as 2^128, NaN against a number as
  * 1e9, and a result equal to ref rounded to float32 as 0. */

@@ -9,7 +9,7 @@
 
 enum { OM_VMATH_EXP, OM_VMATH_LOG, OM_VMATH_TANH, OM_VMATH_SIGMOID, OM_VMATH_ERF,
        OM_VMATH_SOFTPLUS, OM_VMATH_GELU, OM_VMATH_GELU_TANH, OM_VMATH_RELU, OM_VMATH_SIN,
-       OM_VMATH_COS, OM_VMATH_OPS };
+       OM_VMATH_COS, OM_VMATH_EXPM1, OM_VMATH_LOG1P, OM_VMATH_OPS };
 
 #define OM_VMATH_DECLARE_OP(op, isa)                                                       \
     void om_##op##_f32_##isa(const float *x, float *y, int64_t n);                         \
@@ -20,7 +20,8 @@ enum { OM_VMATH_EXP, OM_VMATH_LOG, OM_VMATH_TANH, OM_VMATH_SIGMOID, OM_VMATH_ERF
     OM_VMATH_DECLARE_OP(erf, isa) OM_VMATH_DECLARE_OP(softplus, isa)                        \
     OM_VMATH_DECLARE_OP(gelu, isa) OM_VMATH_DECLARE_OP(gelu_tanh, isa)                     \
     OM_VMATH_DECLARE_OP(relu, isa) OM_VMATH_DECLARE_OP(sin, isa)                            \
-    OM_VMATH_DECLARE_OP(cos, isa)
+    OM_VMATH_DECLARE_OP(cos, isa) OM_VMATH_DECLARE_OP(expm1, isa)                           \
+    OM_VMATH_DECLARE_OP(log1p, isa)
 OM_VMATH_DECLARE(scalar)
 OM_VMATH_DECLARE(sse2)
 OM_VMATH_DECLARE(avx2)
@@ -29,8 +30,8 @@ OM_VMATH_DECLARE(neon)
 #undef OM_VMATH_DECLARE
 #undef OM_VMATH_DECLARE_OP
 
-/* 1 if the backward of op takes the forward output y (exp, tanh, sigmoid, relu), 0 if the
- * input x. */
+/* 1 if the backward of op takes the forward output y (exp, tanh, sigmoid, relu, expm1), 0 if
+ * the input x. */
 int om_vmath_saves_output(int op);
 void om_vmath_unary(int op, const float *x, float *y, int64_t n, int nthreads);
 void om_vmath_backward(int op, const float *s, const float *g, float *out, int64_t n,

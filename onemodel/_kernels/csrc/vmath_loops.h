@@ -52,6 +52,8 @@ OML_BOTH(gelu_tanh)
 OML_BOTH(relu)
 OML_BOTH(sin)
 OML_BOTH(cos)
+OML_BOTH(expm1)
+OML_BOTH(log1p)
 #undef OML_BOTH
 #undef OML_UNARY
 #undef OML_BACKWARD
