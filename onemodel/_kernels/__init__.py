@@ -10,7 +10,10 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import sys
+import warnings
+from pathlib import Path
 from types import ModuleType
+from typing import Optional
 
 ISA_NAMES = ("scalar", "sse2", "avx2", "avx512", "neon")
 _MODULE_NAMES = ("_cpu", "_gemm", "_optim", "_reduce", "_conv", "_vmath", "_ctc", "_rnn", "_sr4",
@@ -29,13 +32,39 @@ def _load(name: str, library: str) -> ModuleType:
     return module
 
 
+def _installed_library() -> Optional[str]:
+    """The compiled library of an installed onemodel elsewhere on sys.path whose kernel API (the
+    .pyi stubs) is this source tree's: what `python` started in a clone's root finds after `pip
+    install .`, since the clone's own onemodel/ shadows the installed one."""
+    here = Path(__file__).resolve().parent
+    for entry in sys.path:
+        folder = Path(entry or ".").resolve() / "onemodel" / "_kernels"
+        if folder == here or not folder.is_dir():
+            continue
+        libraries = [p for s in importlib.machinery.EXTENSION_SUFFIXES
+                     for p in folder.glob(f"_lib{s}")]
+        stubs = sorted(p.name for p in here.glob("*.pyi"))
+        if libraries and all((folder / n).is_file() and
+                             (folder / n).read_bytes() == (here / n).read_bytes() for n in stubs):
+            return str(libraries[0])
+    return None
+
+
 def _library_path() -> str:
     spec = importlib.util.find_spec(f"{__name__}._lib")
-    if spec is None or spec.origin is None:
-        raise ImportError("onemodel's compiled kernels (onemodel._kernels._lib) are not built: "
-                          "install the package with pip, or run "
-                          "`python setup.py build_ext --inplace` in a source tree")
-    return spec.origin
+    if spec is not None and spec.origin is not None:
+        return spec.origin
+    source = Path(__file__).resolve().parent.parent
+    installed = _installed_library()
+    if installed is None:
+        raise ImportError(f"onemodel's compiled kernels are not built in {source}: install the "
+                          "package with pip (then run Python from another folder, so that this "
+                          "source folder does not shadow the install), or run `python setup.py "
+                          "build_ext --inplace` here")
+    warnings.warn(f"onemodel is imported from its source folder {source}, which is not built; "
+                  f"its kernels are taken from the installed onemodel ({installed}). Run Python "
+                  "from another folder to use the installed package itself", stacklevel=2)
+    return installed
 
 
 _library = _library_path()
