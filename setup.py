@@ -18,6 +18,7 @@ checks that every level gives the same bits).
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
@@ -34,6 +35,7 @@ from setuptools.command.build_ext import build_ext
 ROOT = Path(__file__).parent
 KERNELS = Path("onemodel") / "_kernels"
 CSRC = KERNELS / "csrc"
+STAMP = "onemodel-kernels.json"  # the settings the library in build/ was built with
 
 MACHINE = platform.machine().lower()
 IS_X86 = MACHINE in ("x86_64", "amd64", "i686", "x86")
@@ -130,15 +132,40 @@ class BuildExt(build_ext):
         (lib,) = self.extensions
         sources = [ROOT / s for s in lib.module_sources] + [
             s for s in sorted((ROOT / CSRC).glob("*.c")) if isa_of(s) is None or isa_of(s) in isas]
+        lib.depends = lib.module_sources + [str(p.relative_to(ROOT))
+                                            for p in (ROOT / CSRC).rglob("*.[ch]")]
+        if self._up_to_date(lib, [self.compiler.compiler_type, getattr(self.compiler,
+                                  "compiler_so", None), base, omp_compile, omp_link, macros]):
+            # The README's second `pip install .` (the test extra) after its first: pip builds
+            # in the clone, whose build/ already holds this library, built by the same
+            # compiler with the same flags from sources none newer than it.
+            print("onemodel: the kernels in build/ are up to date, not compiling them again",
+                  file=sys.stderr)
+            super().build_extensions()  # build_ext itself skips an up-to-date extension
+            return
         # Every object is an independent compiler process: one per core at a time (the build
         # takes half as long on two cores). The object list keeps the sources' order.
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             objects = [obj for objs in pool.map(compile_one, sources) for obj in objs]
         lib.extra_objects = objects
-        lib.depends = lib.module_sources + [str(p.relative_to(ROOT))
-                                            for p in (ROOT / CSRC).rglob("*.[ch]")]
         lib.extra_link_args = omp_link
+        self.force = True  # new objects: link them, whatever the library's time
         super().build_extensions()
+        Path(self.build_temp, STAMP).write_text(self._stamp)
+
+    def _up_to_date(self, lib: Extension, settings: list) -> bool:
+        """Whether the library built last time from these settings is newer than every source,
+        header and this file (a stamp in build_temp holds the settings, numpy's version and
+        the target path)."""
+        target = Path(self.get_ext_fullpath(lib.name))
+        self._stamp = json.dumps([settings, numpy.__version__, str(target)], default=str)
+        stamp = Path(self.build_temp, STAMP)
+        if self.force or not target.exists() or not stamp.exists() or \
+                stamp.read_text() != self._stamp:
+            return False
+        built = target.stat().st_mtime
+        inputs = [ROOT / p for p in lib.depends] + [ROOT / "setup.py"]
+        return all(p.stat().st_mtime < built for p in inputs)
 
     def get_export_symbols(self, ext: Extension) -> list[str]:
         """The init function of every module the shared object holds (MSVC exports only these)."""

@@ -61,6 +61,7 @@ a message instead of a hang. Without mpi4py, or outside mpiexec, there is one wo
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
@@ -113,7 +114,7 @@ def init(timeout: Optional[float] = None) -> tuple[int, int]:
             _timeout = float(os.environ.get("ONEMODEL_DIST_TIMEOUT", _timeout))
         mpi: Any = None
         try:
-            from mpi4py import MPI as mpi
+            mpi = importlib.import_module("mpi4py.MPI")
         except ImportError:
             if launched():
                 raise RuntimeError("distributed.init: started by mpiexec with "

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every CPython the package declares (requires-python, the classifiers, cibuildwheel's build
-# list: 3.9 to 3.13), each with a numpy it allows. For each interpreter on this machine (pyenv's,
+# list: 3.9 to 3.14), each with a numpy it allows. For each interpreter on this machine (pyenv's,
 # or pythonX.Y on PATH; a missing one is skipped with a line saying so): a wheel built from the
-# sdist (or the one already in DIST for that interpreter), installed in a fresh venv, imported,
+# sdist (or the one already in DIST for that interpreter: tools/check_wheel.sh leaves its
+# repaired manylinux wheel there), installed in a fresh venv, imported,
 # the reference trainings' state hashes printed beside the pins, the exact-mode determinism
 # test on the scalar and best paths, and the graph's memory tests. Then once, on 3.11, the
 # whole suite against numpy 1.26 (the last 1.x: the code has numpy-1.x branches).
@@ -20,7 +21,7 @@ pins="$root/testdata/determinism/hashes.json"
 
 # The numpy each interpreter gets: 3.9 the oldest the package declares, the others the newest.
 declare -A NUMPY=([3.9]="numpy==1.25.2" [3.10]="numpy" [3.11]="numpy" [3.12]="numpy"
-                  [3.13]="numpy")
+                  [3.13]="numpy" [3.14]="numpy")
 
 first_file() {  # the first of its arguments that exists, or nothing (globs may match nothing)
     local candidate
@@ -54,7 +55,7 @@ wheel_for() {  # VERSION VENV: DIST's wheel for that CPython, or one built from 
     echo "$wheel"
 }
 
-read -r -a versions <<< "${PYTHONS:-3.9 3.10 3.11 3.12 3.13}"
+read -r -a versions <<< "${PYTHONS:-3.9 3.10 3.11 3.12 3.13 3.14}"
 for version in "${versions[@]}"; do
     python=$(interpreter "$version")
     if [ -z "$python" ]; then

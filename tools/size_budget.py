@@ -1,7 +1,10 @@
-"""The code's size against its budget (in the manner of tinygrad's sz.py): lines of code, not
-counting blank lines, comments and docstrings, per part of the package. Fails (exit 1) when a
-part outgrows its budget: a new feature pays for itself by simplifying something else, or the
-budget is raised in review with the reason.
+"""The code's size, file by file (in the manner of tinygrad's sz.py): lines of code, not
+counting blank lines, comments and docstrings. Every Python, Cython and C file of the package
+(the examples aside) has a cap of FILE_CAP lines; a file may hold more only where CONTRIBUTING.md's
+table "Files over the cap" gives it a cap of its own and the reason. So the budget says where
+the code grows, not only how much: a file that outgrows its cap is split by concern, or its
+row is raised in review with the reason. Fails (exit 1) when a file is over its cap, and when a
+row of the table names a file that no longer needs it (under the default cap) or is gone.
 
 Run: python tools/size_budget.py   (from the clone's root; .ci/run calls it)
 """
@@ -13,29 +16,12 @@ import re
 import sys
 import tokenize
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent / "onemodel"
-# part -> (files, budget in lines of code)
-BUDGETS = {
-    # Python: 9,000, raised for the breadth of the API that ported PyTorch scripts
-    # use (om.save and om.load of a state dict, dtype names, device= on the constructors,
-    # einsum, var/std/norm, amax/logsumexp, flip/roll/movedim and kin, eye/linspace, rounding
-    # and tests of values, the schedulers ExponentialLR, MultiStepLR and ReduceLROnPlateau,
-    # random_split, eighteen activations, five losses, 1-d pools, pixel shuffles, padding
-    # layers, ParameterDict, RNN and the RNN/LSTM/GRU cells, instance norm, the transposed
-    # convolutions over the conv kernels): each a few lines over the exact ops, tested against
-    # torch; inplace=True as torch's (functional.elementwise.in_place); expm1, log1p; 10,560.
-    "python (onemodel/, without examples)": (
-        [p for p in ROOT.rglob("*.py") if "examples" not in p.parts], 10560),
-    "cython (onemodel/_kernels/*.pyx, *.pxd)": (
-        sorted(ROOT.glob("_kernels/*.pyx")) + sorted(ROOT.glob("_kernels/*.pxd")), 1380),
-    # C: 6,500, raised to 6,600 when bfloat16 convolutions took the dot-product rule and kernel
-    # (engine.md section 5), which conv.c's own product driver, removed for gemm.c's, did not have;
-    # 6,810 -> 6,840 when dropout's draw became a per-path kernel (1.6x faster on AVX2);
-    # 6,950 for sin and cos (both argument reductions, Cody-Waite and Payne-Hanek, which the
-    # positional encodings of ported transformer scripts need from 0 to thousands of radians);
-    # 7,000 for expm1 and log1p (on exp's and log's cores).
-    "c (onemodel/_kernels/csrc/)": (sorted(ROOT.glob("_kernels/csrc/**/*.[ch]")), 7000),
-}
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "onemodel"
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+FILE_CAP = 450
+# A row of CONTRIBUTING.md's table: | `onemodel/path` | cap | why |
+ROW = re.compile(r"^\|\s*`(onemodel/[^`]+)`\s*\|\s*([0-9,]+)\s*\|")
 SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
         tokenize.ENDMARKER, tokenize.ENCODING}
 
@@ -77,14 +63,38 @@ COUNTERS = {".py": python_lines, ".pyx": cython_lines, ".pxd": cython_lines, ".c
             ".h": c_lines}
 
 
+def measured_files() -> list[pathlib.Path]:
+    return sorted(p for p in PACKAGE.rglob("*") if p.suffix in COUNTERS and
+                  "examples" not in p.parts and
+                  (p.suffix not in (".c", ".h") or "csrc" in p.parts))  # Cython's output aside
+
+
+def exceptions() -> dict[str, int]:
+    """The caps CONTRIBUTING.md's table gives, by path from the clone's root."""
+    rows = (ROW.match(line) for line in CONTRIBUTING.read_text(encoding="utf-8").splitlines())
+    return {m.group(1): int(m.group(2).replace(",", "")) for m in rows if m}
+
+
 def main() -> int:
-    over = False
-    print(f"{'part':<42} {'lines':>7} {'budget':>7}")
-    for part, (files, budget) in BUDGETS.items():
-        count = sum(COUNTERS[p.suffix](p.read_text(encoding="utf-8")) for p in files)
-        over |= count > budget
-        print(f"{part:<42} {count:>7} {budget:>7}{'  OVER' if count > budget else ''}")
-    return 1 if over else 0
+    caps = exceptions()
+    problems = []
+    for path in measured_files():
+        name = path.relative_to(ROOT).as_posix()
+        count = COUNTERS[path.suffix](path.read_text(encoding="utf-8"))
+        cap = caps.pop(name, None)
+        if cap is None and count > FILE_CAP:
+            problems.append(f"{name}: {count} lines of code, over the cap of {FILE_CAP}: split "
+                            "it by concern, or give it a row in CONTRIBUTING.md with the reason")
+        elif cap is not None and count > cap:
+            problems.append(f"{name}: {count} lines of code, over its cap of {cap} "
+                            "(CONTRIBUTING.md, Files over the cap)")
+        elif cap is not None and count <= FILE_CAP:
+            problems.append(f"{name}: {count} lines of code, under the default cap: remove its "
+                            "row from CONTRIBUTING.md")
+    problems += [f"{name}: named in CONTRIBUTING.md's table but not found" for name in caps]
+    print("\n".join(problems) or f"every file within its cap ({FILE_CAP} lines of code, or its "
+                                   "row in CONTRIBUTING.md)")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
