@@ -12,6 +12,7 @@ import numpy as np
 
 from . import autograd
 from ._ieee import quiet
+from ._printing import tensor_repr
 
 float32 = np.dtype(np.float32)
 int32 = np.dtype(np.int32)
@@ -232,11 +233,8 @@ class Tensor:
         return Tensor._wrap(self._data.astype(int64))
 
     def __repr__(self) -> str:
-        body = np.array2string(self._data, separator=", ", prefix="tensor(")
-        extra = f", grad_fn={self._node.op}" if self._node else (
-            ", requires_grad=True" if self._requires_grad else "")
-        dtype = "" if self._data.dtype == float32 else f", dtype={self._data.dtype}"
-        return f"tensor({body}{dtype}{extra})"
+        return tensor_repr(self._data, self._node.op if self._node else None,
+                           self._requires_grad)
 
     def __format__(self, spec: str) -> str:
         """f"{loss:.4f}" formats a 0-d tensor's value, as torch's; others as their repr."""
