@@ -126,10 +126,7 @@ class LRScheduler:
                 group["initial_lr"] = group["lr"]
         self.base_lrs: list[float] = [group["initial_lr"] for group in groups]
         self.last_epoch = last_epoch
-        # Before the first step the rates this scheduler expects to find are its base rates
-        # (a resumed one trusts the loaded rates): anything else was set by other code.
-        self._last_lr: list[float] = (list(self.base_lrs) if last_epoch < 0
-                                      else [group["lr"] for group in groups])
+        self._last_lr: list[float] = []
         self._initial_step()
 
     def _initial_step(self) -> None:
@@ -171,17 +168,15 @@ class LRScheduler:
         self._set(self.get_lr())
 
     def _chained(self, rates: list[float]) -> list[float]:
-        """The closed-form rates, except for a group whose rate other code changed since this
-        scheduler set it: that rate scaled by this scheduler's change, as torch's chainable
-        forms scale it."""
+        """The closed-form rates, except for a group whose rate is not this scheduler's
+        previous one (other code changed it): that rate scaled by this scheduler's change, as
+        torch's chainable forms scale it."""
         n, floor = self.last_epoch, self._floor()
         before = self._rates(n - 1) if n > 0 else self.base_lrs
         out = []
-        for group, rate, mine, prev in zip(self.optimizer.param_groups, rates, self._last_lr,
-                                           before):
+        for group, rate, prev in zip(self.optimizer.param_groups, rates, before):
             current = group["lr"]
-            untouched = current == mine or current == _lr._f32(prev)
-            if untouched or prev == floor:
+            if current == _lr._f32(prev) or prev == floor:
                 out.append(rate)
             else:
                 out.append(floor + (current - floor) * ((rate - floor) / (prev - floor)))
