@@ -126,7 +126,6 @@ class LRScheduler:
                 group["initial_lr"] = group["lr"]
         self.base_lrs: list[float] = [group["initial_lr"] for group in groups]
         self.last_epoch = last_epoch
-        self._last_lr: list[float] = []
         self._initial_step()
 
     def _initial_step(self) -> None:
@@ -185,7 +184,7 @@ class LRScheduler:
     def _set(self, rates: list[float]) -> None:
         for group, rate in zip(self.optimizer.param_groups, rates):
             group["lr"] = rate
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+        self._last_lr: list[float] = [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
         """Everything in the scheduler's __dict__ but the optimizer (torch's keys)."""
@@ -446,12 +445,11 @@ class OneCycleLR(_MomentumCycle, LRScheduler):
         if n > self.total_steps:
             raise ValueError(f"OneCycleLR: stepped {n} times, past total_steps="
                              f"{self.total_steps}")
-        start = 0.0
-        for k, phase in enumerate(self._schedule_phases):
-            if n <= phase[0] or k == len(self._schedule_phases) - 1:
-                return (n - start) / (phase[0] - start), phase
-            start = phase[0]
-        raise AssertionError("unreachable: the last phase is always chosen")
+        start, phases = 0.0, self._schedule_phases
+        k = 0
+        while k < len(phases) - 1 and n > phases[k][0]:  # the last phase takes the rest
+            start, k = phases[k][0], k + 1
+        return (n - start) / (phases[k][0] - start), phases[k]
 
     def _rates(self, n: int) -> list[float]:
         pct, phase = self._phase(n)
