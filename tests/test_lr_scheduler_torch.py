@@ -397,3 +397,12 @@ def test_rates_without_libm(monkeypatch):
             assert opt.param_groups[g]["lr"] == want
             want = Fraction(float(np.float32(base))) * Fraction(3, 4) ** n
             assert exp.optimizer.param_groups[g]["lr"] == float(np.float32(float(want)))
+
+
+@pytest.mark.parametrize("name", lr_scheduler.__all__)
+def test_signature_as_torch(name):
+    """Every scheduler takes torch 2.13's arguments, in its order, with its defaults."""
+    def params(cls):
+        return [(p.name, p.default) for p in inspect.signature(cls).parameters.values()]
+
+    assert params(getattr(lr_scheduler, name)) == params(getattr(torch.optim.lr_scheduler, name))
