@@ -346,6 +346,12 @@ def test_bad_state_dict_changes_nothing():
         sched.load_state_dict({**state, "surprise": 1})
     with pytest.raises(ValueError, match="last_epoch"):
         sched.load_state_dict({**state, "last_epoch": "4"})
+    warm = lr_scheduler.CosineAnnealingWarmRestarts(opt, 3)
+    for bad in (sched, warm):
+        before = copy.deepcopy(bad.state_dict())
+        with pytest.raises(ValueError, match=r"\.step: epoch must be"):
+            bad.step(-1)
+        assert bad.state_dict() == before
     seq = lr_scheduler.SequentialLR(opt, [lr_scheduler.StepLR(opt, 2),
                                           lr_scheduler.ExponentialLR(opt, 0.9)], [3])
     before = copy.deepcopy(seq.state_dict())

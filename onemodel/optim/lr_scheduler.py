@@ -106,8 +106,8 @@ class LRScheduler:
     """The base: counts step() calls in last_epoch and sets every group's rate to the closed
     form `_rates(last_epoch)` (subclasses give `_rates`, or `_factor` of the base rates)."""
 
-    # Whether this scheduler scales a rate that other code changed since it set it (torch's
-    # chainable forms) instead of setting its own; _floor() is what the scaling keeps fixed.
+    # Whether this scheduler scales a rate that other code changed (torch's chainable forms)
+    # instead of setting its own; _floor() is what the scaling keeps fixed.
     _chainable = True
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
@@ -151,12 +151,14 @@ class LRScheduler:
         return list(self._last_lr)
 
     def step(self, epoch: Optional[int] = None) -> None:
-        self._step_count += 1
         if epoch is not None:
+            epoch = _lr._steps(f"{type(self).__name__}.step", "epoch", epoch, 0)
             warnings.warn(f"{type(self).__name__}.step(epoch) is deprecated, as in PyTorch: "
                           "call step() once per epoch or step", UserWarning, stacklevel=2)
-            self._jump(_lr._steps(f"{type(self).__name__}.step", "epoch", epoch, 0))
+            self._step_count += 1
+            self._jump(epoch)
             return
+        self._step_count += 1
         self.last_epoch += 1
         rates = self.get_lr()
         self._set(self._chained(rates) if self._chainable else rates)
@@ -585,6 +587,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         return [self.eta_min + (base - self.eta_min) * half for base in self.base_lrs]
 
     def step(self, epoch: Optional[float] = None) -> None:  # type: ignore[override]
+        if epoch is not None:
+            epoch = _lr._number(f"{type(self).__name__}.step", "epoch", epoch, 0.0)
         self._step_count += 1
         if epoch is None and self.last_epoch < 0:
             epoch = 0
@@ -595,7 +599,6 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_cur -= self.T_i
                 self.T_i *= self.T_mult
         else:
-            epoch = _lr._number(f"{type(self).__name__}.step", "epoch", epoch, 0.0)
             self._restart_at(epoch)
             self.last_epoch = math.floor(epoch)
         self._set(self.get_lr())
