@@ -40,7 +40,7 @@ import onemodel.functional as F
 from onemodel import checkpoint, nn
 from onemodel._kernels import _gemm, _sr4
 from onemodel.optim import SGD, SR4, AdamW
-from onemodel.optim.lr import CosineLR
+from onemodel.optim.lr import cosine
 
 
 # -- part 1: kernels -------------------------------------------------------------------------
@@ -163,14 +163,14 @@ def train(kind: str, seed: int, data, epochs: int, levels) -> dict:
                   if isinstance(m, (nn.TernaryLinear, nn.TernaryConv2d))]
         opt = SR4(nn.ternary_weights(model), target_step=0.05, seed=seed)
         extra = [SGD([m.scale for m in layers], lr=0.005), SGD([m.bias for m in layers], lr=0.05)]
-        schedule = CosineLR(0.05, steps, 0.0025)
+        schedule = cosine(0.05, steps, 0.0025)
     else:
         g = om.Generator(seed)
         model = nn.Sequential(nn.Linear(64, 256, generator=g), nn.ReLU(),
                               nn.Linear(256, 10, generator=g))
         opt = AdamW(model.parameters(), lr=3e-3)
         extra = []
-        schedule = CosineLR(3e-3, steps, 1.5e-4)
+        schedule = cosine(3e-3, steps, 1.5e-4)
     rng = np.random.default_rng(seed)
     first = {level: None for level in levels}
     updates = 0

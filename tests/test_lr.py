@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from onemodel import optim
-from onemodel.optim.lr import CosineLR, OneCycleLR, StepLR, WarmupCosineLR, WarmupLR, cos_pi
+from onemodel.optim.lr import cos_pi, cosine, one_cycle, step_decay, warmup, warmup_cosine
 from onemodel.tensor import tensor
 
 
@@ -30,18 +30,18 @@ def f32(x):
 
 
 SCHEDULES = {
-    "step": (StepLR(0.1, 7, 0.5),
+    "step": (step_decay(0.1, 7, 0.5),
              lambda s: 0.1 * 0.5 ** (s // 7)),
-    "cosine": (CosineLR(0.1, 60, 1e-3),
+    "cosine": (cosine(0.1, 60, 1e-3),
                lambda s: 1e-3 + (0.1 - 1e-3) * (1 + math.cos(math.pi * min(s / 60, 1))) / 2),
-    "warmup": (WarmupLR(CosineLR(0.1, 80, 1e-3), 20, 0.1),
+    "warmup": (warmup(cosine(0.1, 80, 1e-3), 20, 0.1),
                lambda s: (0.1 * (0.1 + 0.9 * s / 20) if s < 20 else
                           1e-3 + (0.1 - 1e-3) * (1 + math.cos(math.pi * (s - 20) / 80)) / 2)),
-    "onecycle": (OneCycleLR(0.1, 100, 0.3, 25.0, 1e4),
+    "onecycle": (one_cycle(0.1, 100, 0.3, 25.0, 1e4),
                  lambda s: (0.1 + (0.004 - 0.1) / 2 * (math.cos(math.pi * s / 29) + 1)
                             if s <= 29 else 4e-7 + (0.1 - 4e-7) / 2 *
                             (math.cos(math.pi * (s - 29) / 70) + 1))),
-    "warmup-cosine": (WarmupCosineLR(6e-5, 20, 100, 0.02),
+    "warmup-cosine": (warmup_cosine(6e-5, 20, 100, 0.02),
                       lambda s: (6e-5 * (s + 1) / 20 if s < 20 else 6e-5 * (
                           0.02 + 0.98 * (1 + math.cos(math.pi * (s - 20) / 80)) / 2))),
 }
@@ -57,15 +57,15 @@ def test_against_independent_formula(name):
 
 
 def test_cosine_stays_at_min_after_total_steps():
-    sched = CosineLR(0.1, 10, 0.01)
+    sched = cosine(0.1, 10, 0.01)
     assert [sched.lr_at(s) for s in (10, 11, 500)] == [f32(0.01)] * 3
-    assert WarmupCosineLR(1.0, 2, 10, 0.1).lr_at(1000) == f32(0.1)
+    assert warmup_cosine(1.0, 2, 10, 0.1).lr_at(1000) == f32(0.1)
 
 
 def test_warmup_starts_from_the_float32_rate_of_after():
-    after = StepLR(0.1, 5, 0.5)
+    after = step_decay(0.1, 5, 0.5)
     r0 = after.lr_at(0)
-    w = WarmupLR(after, 4, 0.25)
+    w = warmup(after, 4, 0.25)
     assert w.lr_at(0) == f32(r0 * 0.25)
     assert w.lr_at(3) == f32(r0 * (0.25 + 0.75 * 3 / 4))
     assert w.lr_at(4) == r0 and w.lr_at(9) == after.lr_at(5)
@@ -84,12 +84,12 @@ def _torch_lrs(torch, make, steps=100, base=0.1):
 
 
 TORCH_EQUIVALENTS = [
-    (StepLR(0.1, 7, 0.5), lambda t, o: t.optim.lr_scheduler.StepLR(o, 7, 0.5)),
-    (CosineLR(0.1, 100, 1e-3),
+    (step_decay(0.1, 7, 0.5), lambda t, o: t.optim.lr_scheduler.StepLR(o, 7, 0.5)),
+    (cosine(0.1, 100, 1e-3),
      lambda t, o: t.optim.lr_scheduler.CosineAnnealingLR(o, 100, eta_min=1e-3)),
-    (WarmupLR(StepLR(0.1, 1000, 0.5), 30, 0.1),
+    (warmup(step_decay(0.1, 1000, 0.5), 30, 0.1),
      lambda t, o: t.optim.lr_scheduler.LinearLR(o, 0.1, 1.0, total_iters=30)),
-    (OneCycleLR(0.1, 100), lambda t, o: t.optim.lr_scheduler.OneCycleLR(
+    (one_cycle(0.1, 100), lambda t, o: t.optim.lr_scheduler.OneCycleLR(
         o, 0.1, total_steps=100, cycle_momentum=False, anneal_strategy="cos")),
 ]
 
@@ -105,7 +105,7 @@ def test_against_torch_schedulers(ours, make):
 def test_apply_sets_the_rate_for_the_optimizer_step_count():
     p = tensor(np.ones(2, np.float32), requires_grad=True)
     opt = optim.AdamW([p], lr=1.0)
-    sched = WarmupCosineLR(6e-5, 200, 2000, 0.02)
+    sched = warmup_cosine(6e-5, 200, 2000, 0.02)
     for s in range(3):
         assert sched.apply(opt) == sched.lr_at(s) == opt.lr
         p.grad = tensor(np.ones(2, np.float32))
@@ -116,19 +116,40 @@ def test_apply_sets_the_rate_for_the_optimizer_step_count():
 
 
 @pytest.mark.parametrize("make,name", [
-    (lambda: StepLR(0.1, 0, 0.5), "step_size"),
-    (lambda: StepLR(-0.1, 3, 0.5), "base_lr"),
-    (lambda: CosineLR(0.1, 0), "total_steps"),
-    (lambda: CosineLR(0.1, 10, min_lr=float("nan")), "min_lr"),
-    (lambda: WarmupLR(0.1, 10, 0.5), "after"),
-    (lambda: WarmupLR(StepLR(0.1, 3, 0.5), -1, 0.5), "warmup_steps"),
-    (lambda: WarmupLR(StepLR(0.1, 3, 0.5), 5, 1.5), "start_factor"),
-    (lambda: OneCycleLR(0.0, 100), "max_lr"),
-    (lambda: OneCycleLR(0.1, 3, pct_start=0.2), "pct_start"),
-    (lambda: WarmupCosineLR(0.1, 10, 10, 0.1), "total_steps"),
-    (lambda: WarmupCosineLR(0.1, 10, 100, -0.1), "final_factor"),
-    (lambda: StepLR(0.1, 3, 0.5).lr_at(-1), "step"),
+    (lambda: step_decay(0.1, 0, 0.5), "step_size"),
+    (lambda: step_decay(-0.1, 3, 0.5), "base_lr"),
+    (lambda: cosine(0.1, 0), "total_steps"),
+    (lambda: cosine(0.1, 10, min_lr=float("nan")), "min_lr"),
+    (lambda: warmup(0.1, 10, 0.5), "after"),
+    (lambda: warmup(step_decay(0.1, 3, 0.5), -1, 0.5), "warmup_steps"),
+    (lambda: warmup(step_decay(0.1, 3, 0.5), 5, 1.5), "start_factor"),
+    (lambda: one_cycle(0.0, 100), "max_lr"),
+    (lambda: one_cycle(0.1, 3, pct_start=0.2), "pct_start"),
+    (lambda: warmup_cosine(0.1, 10, 10, 0.1), "total_steps"),
+    (lambda: warmup_cosine(0.1, 10, 100, -0.1), "final_factor"),
+    (lambda: step_decay(0.1, 3, 0.5).lr_at(-1), "step"),
 ])
 def test_bad_arguments(make, name):
     with pytest.raises(ValueError, match=name):
         make()
+
+
+FORMER_NAMES = {"StepLR": "step_decay", "MultiStepLR": "multistep_decay", "CosineLR": "cosine",
+                "WarmupLR": "warmup", "OneCycleLR": "one_cycle",
+                "WarmupCosineLR": "warmup_cosine", "LinearLR": "linear_ramp",
+                "LambdaLR": "lambda_factor", "SequentialLR": "sequential"}
+
+
+@pytest.mark.parametrize("old", FORMER_NAMES)
+def test_former_names_are_deprecated_aliases(old):
+    """The pure schedules' former names read as torch's schedulers: still there for a release,
+    with a DeprecationWarning naming the new one, by attribute and by import."""
+    import onemodel.optim.lr as lr
+
+    new = FORMER_NAMES[old]
+    with pytest.warns(DeprecationWarning, match=rf"lr\.{old} is deprecated.*optim\.lr\.{new} \("):
+        assert getattr(lr, old) is getattr(lr, new)
+    with pytest.warns(DeprecationWarning, match=rf"lr_scheduler\.{old}\)"):
+        exec(f"from onemodel.optim.lr import {old}", {})
+    with pytest.raises(AttributeError, match="StepDecay"):
+        lr.StepDecay

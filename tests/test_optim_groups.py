@@ -11,7 +11,7 @@ import pytest
 
 import onemodel as om
 from onemodel import checkpoint, nn, optim
-from onemodel.optim.lr import CosineLR
+from onemodel.optim.lr import cosine
 from onemodel.tensor import tensor
 
 f32 = np.float32
@@ -142,7 +142,7 @@ def test_lr_setter_scales_every_group_by_group_0s_factor():
     assert opt.lr == float(f32(0.05))
     assert opt.param_groups[1]["lr"] == float(f32(float(f32(0.01)) * (
         float(f32(0.05)) / float(f32(0.1)))))
-    sched = CosineLR(0.1, 10)
+    sched = cosine(0.1, 10)
     opt.step_count = 5
     assert sched.apply(opt) == opt.lr
     assert opt.param_groups[1]["lr"] == pytest.approx(0.005, rel=1e-6)

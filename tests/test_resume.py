@@ -18,7 +18,7 @@ import onemodel as om
 import onemodel.functional as F
 from onemodel import _config, checkpoint, nn
 from onemodel.optim import SGD, AdamW, clip_grad_norm
-from onemodel.optim.lr import WarmupCosineLR
+from onemodel.optim.lr import warmup_cosine
 
 TOTAL, SAVED_AT, BATCH = 14, 6, 8
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -32,7 +32,7 @@ def build(optimizer: str, init_seed: int = 0):
         opt = AdamW(model.parameters(), lr=0.02, weight_decay=0.01)
     else:
         opt = SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-4)
-    return model, opt, WarmupCosineLR(opt.lr, warmup_steps=3, total_steps=TOTAL,
+    return model, opt, warmup_cosine(opt.lr, warmup_steps=3, total_steps=TOTAL,
                                       final_factor=0.1)
 
 

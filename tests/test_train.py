@@ -13,7 +13,7 @@ import onemodel.functional as F
 from onemodel import amp, checkpoint, nn
 from onemodel.data import DataLoader
 from onemodel.optim import SGD, AdamW
-from onemodel.optim.lr import WarmupCosineLR
+from onemodel.optim.lr import warmup_cosine
 from onemodel.train import Trainer
 
 
@@ -32,7 +32,7 @@ def _setup(tmp=None, total=12, scaler=None, **kwargs):
     x, y = _data()
     vx, vy = _data(20, seed=9)
     return Trainer(model, F.cross_entropy, opt, DataLoader((x, y), 8, seed=4),
-                   schedule=WarmupCosineLR(1e-2, 2, total, 0.1), clip_norm=0.5,
+                   schedule=warmup_cosine(1e-2, 2, total, 0.1), clip_norm=0.5,
                    eval_loader=DataLoader((vx, vy), 8, shuffle=False), scaler=scaler,
                    checkpoint_dir=None if tmp is None else str(tmp), **kwargs)
 

@@ -97,7 +97,7 @@ def train(record: dict) -> tuple[np.ndarray, dict]:
     load_torch_state_dict(net, record["init"])
     params = list(net.parameters())
     opt = optimizer(config, params)
-    schedule = optim.lr.WarmupCosineLR(config["lr"], config["warmup"], config["steps"],
+    schedule = optim.lr.warmup_cosine(config["lr"], config["warmup"], config["steps"],
                                        config["final_factor"])
     losses = []
     for step in range(config["steps"]):

@@ -1,7 +1,7 @@
 """Seeded trainings in PyTorch, the oracle of docs/spec/training.txt section 8.
 
 Each training runs 50 steps of a small model with gradient-norm clipping (1.0) and the
-WarmupCosineLR schedule of section 10 (5 warm-up steps, then a half cosine to 10% of the base
+warmup_cosine schedule of section 10 (5 warm-up steps, then a half cosine to 10% of the base
 rate at step 50), written here from its formula and set on the optimizer before every step.
 For each it records the initial weights (the PyTorch state dict as numpy), the data, the batch
 order, the loss of every step (before that step's update) and the final state dict, and
@@ -52,7 +52,7 @@ TRAININGS: dict[str, dict[str, Any]] = {
 
 
 def lr_at(base: float, step: int) -> float:
-    """WarmupCosineLR (docs/spec/training.txt 10): base·(s+1)/W, a half cosine down to f·base."""
+    """warmup_cosine (docs/spec/training.txt 10): base·(s+1)/W, a half cosine down to f·base."""
     if step < WARMUP:
         return base * (step + 1) / WARMUP
     p = min((step - WARMUP) / (STEPS - WARMUP), 1.0)

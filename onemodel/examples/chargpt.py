@@ -21,7 +21,7 @@ import onemodel as om
 import onemodel.functional as F
 from onemodel import nn
 from onemodel.optim import AdamW
-from onemodel.optim.lr import WarmupCosineLR
+from onemodel.optim.lr import warmup_cosine
 from onemodel.random import mix
 from onemodel.train import Trainer
 
@@ -145,7 +145,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
     trainer = Trainer(
         model, next_character_loss, AdamW(decay_on_matrices(model, 0.1), lr=o["lr"]),
         Windows(ids[:split], o["block"], o["batch_size"], o["seed"], o["eval_every"]),
-        schedule=WarmupCosineLR(o["lr"], warmup_steps=min(o["steps"] // 10, o["steps"] - 1),
+        schedule=warmup_cosine(o["lr"], warmup_steps=min(o["steps"] // 10, o["steps"] - 1),
                                 total_steps=o["steps"], final_factor=0.1),
         clip_norm=1.0, eval_loader=[validation.batch(k) for k in range(4)],
         eval_every=o["eval_every"], checkpoint_dir=folder, best_metric="loss",

@@ -24,7 +24,7 @@ import onemodel.functional as F
 from onemodel import nn
 from onemodel.data import DataLoader
 from onemodel.optim import AdamW
-from onemodel.optim.lr import WarmupCosineLR
+from onemodel.optim.lr import warmup_cosine
 from onemodel.train import Trainer
 
 from ._runs import decay_on_matrices, fit_run, job_options, open_run, run_options, speaker
@@ -94,7 +94,7 @@ def main(argv: Optional[list[str]] = None) -> float:
     total = steps_per_epoch * o["epochs"]
     warmup = min(steps_per_epoch, total // 2)
     trainer = Trainer(model, F.cross_entropy, optimizer, train,
-                      schedule=WarmupCosineLR(o["lr"], warmup_steps=warmup, total_steps=total,
+                      schedule=warmup_cosine(o["lr"], warmup_steps=warmup, total_steps=total,
                                               final_factor=0.02),
                       clip_norm=1.0, eval_every=steps_per_epoch, checkpoint_dir=folder,
                       keep_last=3, eval_loader=DataLoader(data["val"], 512, shuffle=False),

@@ -18,7 +18,7 @@ import onemodel as om
 import onemodel.functional as F
 from onemodel import checkpoint, nn
 from onemodel.optim import SGD, AdamW, Optimizer, clip_grad_norm
-from onemodel.optim.lr import CosineLR, Schedule, WarmupCosineLR
+from onemodel.optim.lr import Schedule, cosine, warmup_cosine
 
 
 @dataclass
@@ -71,7 +71,7 @@ def mlp(seed: int = 0, batch: int = 32) -> Training:
         s = _batch(k, batch, 256)
         return F.cross_entropy(model(x[s]), y[s])
 
-    return Training(model, opt, CosineLR(0.05, 100), loss_at)
+    return Training(model, opt, cosine(0.05, 100), loss_at)
 
 
 class ConvNet(nn.Module):
@@ -98,7 +98,7 @@ def convnet(seed: int = 0, batch: int = 16) -> Training:
         s = _batch(k, batch, 128)
         return F.cross_entropy(model(x[s]), y[s])
 
-    return Training(model, opt, CosineLR(3e-3, 100, min_lr=1e-4), loss_at)
+    return Training(model, opt, cosine(3e-3, 100, min_lr=1e-4), loss_at)
 
 
 class TransformerClassifier(nn.Module):
@@ -129,7 +129,7 @@ def transformer(seed: int = 0, batch: int = 16) -> Training:
         s = _batch(k, batch, 128)
         return F.cross_entropy(model(om.from_numpy(ids[s])), y[s], label_smoothing=0.05)
 
-    return Training(model, opt, WarmupCosineLR(1e-3, 5, 100, 0.1), loss_at)
+    return Training(model, opt, warmup_cosine(1e-3, 5, 100, 0.1), loss_at)
 
 
 TRAININGS = {"mlp": mlp, "convnet": convnet, "transformer": transformer}

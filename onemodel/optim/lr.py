@@ -5,11 +5,18 @@ IEEE double with + − × ÷ only (the cosine is `cos_pi`, the same bits on ever
 rounded to float32 at the end; it returns the Python float of that float32. `apply(optimizer)`
 sets `optimizer.lr = lr_at(optimizer.step_count)`. A schedule holds no state, so a checkpoint
 needs only the optimizer's step count.
+
+The schedules are named so as not to be mistaken for PyTorch's schedulers
+(`onemodel.optim.lr_scheduler`), which count their own step() calls: `step_decay`,
+`multistep_decay`, `cosine`, `warmup`, `one_cycle`, `warmup_cosine`, `linear_ramp`,
+`lambda_factor`, `sequential`. Their former names (StepLR, CosineLR, WarmupCosineLR, ...) still
+work for a release, with a DeprecationWarning.
 """
 from __future__ import annotations
 
 import bisect
 import math
+import warnings
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -89,13 +96,13 @@ class Schedule:
         return lr
 
 
-class StepLR(Schedule):
+class step_decay(Schedule):
     """base·γ^⌊s/size⌋."""
 
     def __init__(self, base_lr: float, step_size: int, gamma: float) -> None:
-        self.base_lr = _number("StepLR", "base_lr", base_lr, 0.0)
-        self.step_size = _steps("StepLR", "step_size", step_size, 1)
-        self.gamma = _number("StepLR", "gamma", gamma, 0.0)
+        self.base_lr = _number("step_decay", "base_lr", base_lr, 0.0)
+        self.step_size = _steps("step_decay", "step_size", step_size, 1)
+        self.gamma = _number("step_decay", "gamma", gamma, 0.0)
 
     def _rate(self, s: int) -> float:
         return self.base_lr * ipow(self.gamma, s // self.step_size)
@@ -109,40 +116,40 @@ def _milestones(owner: str, value: Any) -> list[int]:
     return sorted(_steps(owner, f"milestones[{k}]", m, 0) for k, m in enumerate(value))
 
 
-class MultiStepLR(Schedule):
+class multistep_decay(Schedule):
     """base·γ^k with k the number of milestones <= s."""
 
     def __init__(self, base_lr: float, milestones: Iterable[int], gamma: float = 0.1) -> None:
-        self.base_lr = _number("MultiStepLR", "base_lr", base_lr, 0.0)
-        self.milestones = _milestones("MultiStepLR", milestones)
-        self.gamma = _number("MultiStepLR", "gamma", gamma, 0.0)
+        self.base_lr = _number("multistep_decay", "base_lr", base_lr, 0.0)
+        self.milestones = _milestones("multistep_decay", milestones)
+        self.gamma = _number("multistep_decay", "gamma", gamma, 0.0)
 
     def _rate(self, s: int) -> float:
         return self.base_lr * ipow(self.gamma, bisect.bisect_right(self.milestones, s))
 
 
-class CosineLR(Schedule):
+class cosine(Schedule):
     """min + (base−min)(1 + cos(π·s/T))/2 with s/T clamped to 1: it stays at min after T."""
 
     def __init__(self, base_lr: float, total_steps: int, min_lr: float = 0.0) -> None:
-        self.base_lr = _number("CosineLR", "base_lr", base_lr, 0.0)
-        self.total_steps = _steps("CosineLR", "total_steps", total_steps, 1)
-        self.min_lr = _number("CosineLR", "min_lr", min_lr, 0.0)
+        self.base_lr = _number("cosine", "base_lr", base_lr, 0.0)
+        self.total_steps = _steps("cosine", "total_steps", total_steps, 1)
+        self.min_lr = _number("cosine", "min_lr", min_lr, 0.0)
 
     def _rate(self, s: int) -> float:
         x = min(s / self.total_steps, 1.0)
         return self.min_lr + (self.base_lr - self.min_lr) * (1.0 + cos_pi(x)) / 2.0
 
 
-class WarmupLR(Schedule):
+class warmup(Schedule):
     """r₀·(f + (1−f)·s/W) for s < W with r₀ = after.lr_at(0); then after.lr_at(s − W)."""
 
     def __init__(self, after: Schedule, warmup_steps: int, start_factor: float) -> None:
         if not isinstance(after, Schedule):
-            raise ValueError(f"WarmupLR: after must be a schedule, got {type(after).__name__}")
+            raise ValueError(f"warmup: after must be a schedule, got {type(after).__name__}")
         self.after = after
-        self.warmup_steps = _steps("WarmupLR", "warmup_steps", warmup_steps, 0)
-        self.start_factor = _number("WarmupLR", "start_factor", start_factor, 0.0, high=1.0)
+        self.warmup_steps = _steps("warmup", "warmup_steps", warmup_steps, 0)
+        self.start_factor = _number("warmup", "start_factor", start_factor, 0.0, high=1.0)
 
     def _rate(self, s: int) -> float:
         if s >= self.warmup_steps:
@@ -151,24 +158,24 @@ class WarmupLR(Schedule):
         return self.after.lr_at(0) * (f + (1.0 - f) * s / self.warmup_steps)
 
 
-class OneCycleLR(Schedule):
+class one_cycle(Schedule):
     """Half-cosine from max/div up to max over steps 0..pct·T−1, then down to
     max/div/final_div at T−1 (PyTorch's OneCycleLR with two phases; momentum not cycled)."""
 
     def __init__(self, max_lr: float, total_steps: int, pct_start: float = 0.3,
                  div_factor: float = 25.0, final_div_factor: float = 1e4) -> None:
-        self.max_lr = _number("OneCycleLR", "max_lr", max_lr, 0.0, low_open=True)
-        self.total_steps = _steps("OneCycleLR", "total_steps", total_steps, 2)
-        self.pct_start = _number("OneCycleLR", "pct_start", pct_start, 0.0, True, 1.0)
-        self.div_factor = _number("OneCycleLR", "div_factor", div_factor, 0.0, low_open=True)
-        self.final_div_factor = _number("OneCycleLR", "final_div_factor", final_div_factor,
+        self.max_lr = _number("one_cycle", "max_lr", max_lr, 0.0, low_open=True)
+        self.total_steps = _steps("one_cycle", "total_steps", total_steps, 2)
+        self.pct_start = _number("one_cycle", "pct_start", pct_start, 0.0, True, 1.0)
+        self.div_factor = _number("one_cycle", "div_factor", div_factor, 0.0, low_open=True)
+        self.final_div_factor = _number("one_cycle", "final_div_factor", final_div_factor,
                                         0.0, low_open=True)
         self.initial_lr = self.max_lr / self.div_factor
         self.min_lr = self.initial_lr / self.final_div_factor
         self.up = self.pct_start * self.total_steps - 1.0
         self.end = self.total_steps - 1.0
         if not 0.0 < self.up < self.end:
-            raise ValueError(f"OneCycleLR: pct_start={pct_start!r} with total_steps="
+            raise ValueError(f"one_cycle: pct_start={pct_start!r} with total_steps="
                              f"{total_steps!r} leaves no rising or no falling phase")
 
     @staticmethod
@@ -181,17 +188,17 @@ class OneCycleLR(Schedule):
         return self._anneal(self.max_lr, self.min_lr, (s - self.up) / (self.end - self.up))
 
 
-class WarmupCosineLR(Schedule):
+class warmup_cosine(Schedule):
     """base·(s+1)/W for s < W, then base·(f + (1−f)·(1 + cos(πp))/2) with p = (s−W)/(T−W)
     clamped to 1 (docs/spec/training.txt section 10)."""
 
     def __init__(self, base_lr: float, warmup_steps: int, total_steps: int,
                  final_factor: float) -> None:
-        self.base_lr = _number("WarmupCosineLR", "base_lr", base_lr, 0.0)
-        self.warmup_steps = _steps("WarmupCosineLR", "warmup_steps", warmup_steps, 0)
-        self.total_steps = _steps("WarmupCosineLR", "total_steps", total_steps,
+        self.base_lr = _number("warmup_cosine", "base_lr", base_lr, 0.0)
+        self.warmup_steps = _steps("warmup_cosine", "warmup_steps", warmup_steps, 0)
+        self.total_steps = _steps("warmup_cosine", "total_steps", total_steps,
                                   self.warmup_steps + 1)
-        self.final_factor = _number("WarmupCosineLR", "final_factor", final_factor, 0.0,
+        self.final_factor = _number("warmup_cosine", "final_factor", final_factor, 0.0,
                                     high=1.0)
 
     def _rate(self, s: int) -> float:
@@ -203,15 +210,15 @@ class WarmupCosineLR(Schedule):
         return self.base_lr * (f + (1.0 - f) * (1.0 + cos_pi(p)) / 2.0)
 
 
-class LinearLR(Schedule):
+class linear_ramp(Schedule):
     """base·(start + (end−start)·min(s, T)/T): PyTorch's LinearLR in closed form."""
 
     def __init__(self, base_lr: float, start_factor: float = 1.0 / 3.0,
                  end_factor: float = 1.0, total_iters: int = 5) -> None:
-        self.base_lr = _number("LinearLR", "base_lr", base_lr, 0.0)
-        self.start_factor = _number("LinearLR", "start_factor", start_factor, 0.0, True, 1.0)
-        self.end_factor = _number("LinearLR", "end_factor", end_factor, 0.0, high=1.0)
-        self.total_iters = _steps("LinearLR", "total_iters", total_iters, 1)
+        self.base_lr = _number("linear_ramp", "base_lr", base_lr, 0.0)
+        self.start_factor = _number("linear_ramp", "start_factor", start_factor, 0.0, True, 1.0)
+        self.end_factor = _number("linear_ramp", "end_factor", end_factor, 0.0, high=1.0)
+        self.total_iters = _steps("linear_ramp", "total_iters", total_iters, 1)
 
     def _rate(self, s: int) -> float:
         f = self.start_factor
@@ -219,35 +226,51 @@ class LinearLR(Schedule):
                                / self.total_iters)
 
 
-class LambdaLR(Schedule):
+class lambda_factor(Schedule):
     """base·lr_lambda(s); pure as long as lr_lambda is."""
 
     def __init__(self, base_lr: float, lr_lambda: Callable[[int], float]) -> None:
         if not callable(lr_lambda):
-            raise ValueError(f"LambdaLR: lr_lambda must be callable, got {lr_lambda!r}")
-        self.base_lr = _number("LambdaLR", "base_lr", base_lr, 0.0)
+            raise ValueError(f"lambda_factor: lr_lambda must be callable, got {lr_lambda!r}")
+        self.base_lr = _number("lambda_factor", "base_lr", base_lr, 0.0)
         self.lr_lambda = lr_lambda
 
     def _rate(self, s: int) -> float:
-        return self.base_lr * _number("LambdaLR", f"lr_lambda({s})", self.lr_lambda(s), 0.0)
+        return self.base_lr * _number("lambda_factor", f"lr_lambda({s})", self.lr_lambda(s), 0.0)
 
 
-class SequentialLR(Schedule):
+class sequential(Schedule):
     """schedules[k].lr_at(s − milestones[k−1]) for milestones[k−1] <= s < milestones[k]: each
     schedule starts from its step 0 at its milestone, as in PyTorch's SequentialLR."""
 
     def __init__(self, schedules: Sequence[Schedule], milestones: Sequence[int]) -> None:
         schedules, milestones = list(schedules), list(milestones)
         if not schedules or not all(isinstance(x, Schedule) for x in schedules):
-            raise ValueError(f"SequentialLR: schedules must be a non-empty list of schedules, "
+            raise ValueError(f"sequential: schedules must be a non-empty list of schedules, "
                              f"got {schedules!r}")
         if len(milestones) != len(schedules) - 1:
-            raise ValueError(f"SequentialLR: milestones must hold {len(schedules) - 1} "
+            raise ValueError(f"sequential: milestones must hold {len(schedules) - 1} "
                              f"steps (one fewer than schedules), got {milestones!r}")
         for k, m in enumerate(milestones):
-            _steps("SequentialLR", f"milestones[{k}]", m, milestones[k - 1] + 1 if k else 1)
+            _steps("sequential", f"milestones[{k}]", m, milestones[k - 1] + 1 if k else 1)
         self.schedules, self.milestones = schedules, [int(m) for m in milestones]
 
     def _rate(self, s: int) -> float:
         k = bisect.bisect_right(self.milestones, s)
         return self.schedules[k].lr_at(s - (self.milestones[k - 1] if k else 0))
+
+
+# The former names, deprecated: they read as PyTorch's schedulers, which these are not.
+_DEPRECATED = {"StepLR": step_decay, "MultiStepLR": multistep_decay, "CosineLR": cosine,
+               "WarmupLR": warmup, "OneCycleLR": one_cycle, "WarmupCosineLR": warmup_cosine,
+               "LinearLR": linear_ramp, "LambdaLR": lambda_factor, "SequentialLR": sequential}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        new = _DEPRECATED[name]
+        warnings.warn(f"onemodel.optim.lr.{name} is deprecated: it is the pure schedule "
+                      f"onemodel.optim.lr.{new.__name__} (torch's scheduler of that name is "
+                      f"onemodel.optim.lr_scheduler.{name})", DeprecationWarning, stacklevel=2)
+        return new
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,6 +34,8 @@ import numpy as np
 from .. import _config
 from ..tensor import Tensor
 
+# Keys a learning-rate scheduler records in a group, as torch's do; numbers, not settings.
+SCHEDULER_KEYS = ("initial_lr", "max_lr", "min_lr", "base_momentum", "max_momentum")
 # A group's parameter count is saved as a float32 hyper-parameter: exact up to 2^24.
 MAX_GROUP_SIZE = 1 << 24
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -72,6 +74,9 @@ class ParamGroup(MutableMapping):
     def __setitem__(self, key: str, value: Any) -> None:
         owner = self._owner
         where = f"{owner.kind}: param_groups[{self._index}]"
+        if key in SCHEDULER_KEYS:
+            self._values[key] = check_number(where, key, value)
+            return
         if key not in owner._changeable:
             raise ValueError(f"{where}[{key!r}] cannot be set: only {list(owner._changeable)} "
                              "can change after construction")
@@ -373,12 +378,16 @@ class Optimizer:
             raise ValueError(f"{where}: {n!r} parameter groups saved, "
                              f"{len(self.param_groups)} in this optimizer")
         for g, (saved, own) in enumerate(zip(groups, self._indexed_groups())):
-            if not isinstance(saved, Mapping) or set(saved) != set(own):
+            if not isinstance(saved, Mapping) or \
+                    set(saved) - set(SCHEDULER_KEYS) != set(own) - set(SCHEDULER_KEYS):
                 raise ValueError(f"{where}: param_groups[{g}] has keys "
                                  f"{list(saved) if isinstance(saved, Mapping) else saved!r}, "
                                  f"expected {list(own)}")
+            for key in SCHEDULER_KEYS:
+                if key in saved:
+                    check_number(f"{where}: param_groups[{g}]", key, saved[key])
             for key, value in own.items():
-                if key != "params" and not _same_kind(saved[key], value):
+                if key not in ("params", *SCHEDULER_KEYS) and not _same_kind(saved[key], value):
                     raise ValueError(f"{where}: param_groups[{g}][{key!r}] is "
                                      f"{saved[key]!r}, expected a {type(value).__name__}")
             if not isinstance(saved["params"], (list, tuple)) or \
@@ -389,6 +398,10 @@ class Optimizer:
         self._check_hyper_parameters(values)
         arrays = self._saved_arrays(where, state_dict["state"])
         self._set_hyper_parameters(values)
+        for group, saved in zip(self.param_groups, groups):
+            for key in SCHEDULER_KEYS:
+                if key in saved:  # a scheduler's records, restored as torch restores them
+                    group[key] = saved[key]
         for dst, src in arrays:
             dst[...] = src
         self._step_count = int(step)

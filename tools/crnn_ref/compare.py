@@ -5,7 +5,7 @@
 Three runs of the recognizer of onemodel.examples.crnn, from the same initial weights
 (PyTorch's initialisation, loaded into onemodel through interop) on the same batch stream
 (lines.training_batch(seed, step, size)), with the job's recipe: AdamW with decay 0.01 on the
-weights only, the warm-up + cosine schedule (onemodel's WarmupCosineLR sets every library's
+weights only, the warm-up + cosine schedule (onemodel's warmup_cosine sets every library's
 rate at each step), gradient-norm clip 5, CTC (blank 0, mean, zero_infinity):
 
 - onemodel (float32, exact mode);
@@ -35,7 +35,7 @@ from onemodel.examples.crnn import __main__ as job
 from onemodel.examples.crnn import lines
 from onemodel.examples.crnn.model import build, character_errors, greedy_decode
 from onemodel.optim import AdamW, clip_grad_norm
-from onemodel.optim.lr import WarmupCosineLR
+from onemodel.optim.lr import warmup_cosine
 
 WINDOW = 200
 
@@ -81,7 +81,7 @@ def _cer(model: Any, forward: Callable, validation: dict) -> dict[str, float]:
 def _train(step_fn: Callable[[int, lines.Batch, float], tuple[float, float]],
            o: dict) -> dict[str, list]:
     losses, norms, times = [], [], []
-    schedule = WarmupCosineLR(o["lr"], warmup_steps=min(o["warmup"], o["steps"] - 1),
+    schedule = warmup_cosine(o["lr"], warmup_steps=min(o["warmup"], o["steps"] - 1),
                               total_steps=o["steps"], final_factor=0.02)
     for step in range(o["steps"]):
         batch = lines.training_batch(o["seed"], step, o["batch_size"])

@@ -19,7 +19,7 @@ import onemodel as om
 import onemodel.functional as F
 from onemodel import nn
 from onemodel.optim import AdamW
-from onemodel.optim.lr import WarmupCosineLR
+from onemodel.optim.lr import warmup_cosine
 from onemodel.train import Trainer
 
 from .._runs import decay_on_matrices, fit_run, job_options, open_run, run_options, speaker
@@ -108,7 +108,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, float]:
                   for s in lines.SOURCES}
     trainer = Trainer(
         model, ctc, optimizer, LineStream(o["seed"], o["batch_size"], o["eval_every"]),
-        schedule=WarmupCosineLR(o["lr"], warmup_steps=min(o["warmup"], o["steps"] - 1),
+        schedule=warmup_cosine(o["lr"], warmup_steps=min(o["warmup"], o["steps"] - 1),
                                 total_steps=o["steps"], final_factor=0.02),
         clip_norm=5.0, eval_loader=[as_inputs(b) for s in lines.SOURCES for b in validation[s]],
         eval_every=o["eval_every"], checkpoint_dir=folder, metrics={"cer": cer},
