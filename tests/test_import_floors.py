@@ -10,7 +10,7 @@ import os
 import onemodel
 
 FLOORS = [
-    {"_ieee", "_kernels", "_config", "progress", "cuda", "backends"},
+    {"_ieee", "_kernels", "_config", "_printing", "progress", "cuda", "backends"},
     # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_
     {"autograd", "tensor", "random"},
     {"_autocast"},
