@@ -18,6 +18,7 @@ checks that every level gives the same bits).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -138,10 +139,9 @@ class BuildExt(build_ext):
                                   "compiler_so", None), base, omp_compile, omp_link, macros]):
             # The README's second `pip install .` (the test extra) after its first: pip builds
             # in the clone, whose build/ already holds this library, built by the same
-            # compiler with the same flags from sources none newer than it.
+            # compiler with the same flags from the same sources.
             print("onemodel: the kernels in build/ are up to date, not compiling them again",
                   file=sys.stderr)
-            super().build_extensions()  # build_ext itself skips an up-to-date extension
             return
         # Every object is an independent compiler process: one per core at a time (the build
         # takes half as long on two cores). The object list keeps the sources' order.
@@ -154,18 +154,18 @@ class BuildExt(build_ext):
         Path(self.build_temp, STAMP).write_text(self._stamp)
 
     def _up_to_date(self, lib: Extension, settings: list) -> bool:
-        """Whether the library built last time from these settings is newer than every source,
-        header and this file (a stamp in build_temp holds the settings, numpy's version and
-        the target path)."""
+        """Whether the library in build/ was built from these settings and sources: a stamp
+        beside it holds the settings, numpy's version, the target and a hash of every source,
+        header and this file (by content: Cython rewrites its C, unchanged, whenever numpy's
+        .pxd files are newer, which they are in every new build environment)."""
         target = Path(self.get_ext_fullpath(lib.name))
-        self._stamp = json.dumps([settings, numpy.__version__, str(target)], default=str)
+        inputs = sorted(lib.depends) + ["setup.py"]
+        hashes = {p: hashlib.sha256((ROOT / p).read_bytes()).hexdigest() for p in inputs}
+        self._stamp = json.dumps([settings, numpy.__version__, str(target), hashes],
+                                 default=str)
         stamp = Path(self.build_temp, STAMP)
-        if self.force or not target.exists() or not stamp.exists() or \
-                stamp.read_text() != self._stamp:
-            return False
-        built = target.stat().st_mtime
-        inputs = [ROOT / p for p in lib.depends] + [ROOT / "setup.py"]
-        return all(p.stat().st_mtime < built for p in inputs)
+        return (not self.force and target.exists() and stamp.exists() and
+                stamp.read_text() == self._stamp)
 
     def get_export_symbols(self, ext: Extension) -> list[str]:
         """The init function of every module the shared object holds (MSVC exports only these)."""
