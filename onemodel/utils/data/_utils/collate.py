@@ -78,7 +78,7 @@ def _collate(batch: Sequence[Any], what: str) -> Any:
             raise TypeError(f"default_collate: {what} is a {type(other).__name__} in example "
                             f"{i} and a {type(elem).__name__} in example 0")
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch  # as given (torch's): the list, or a field's tuple
     if _is_numeric_leaf(elem):
         if isinstance(elem, np.ndarray) and elem.dtype.kind in "USO":
             raise TypeError(_NOT_COLLATABLE.format(elem.dtype))
@@ -92,7 +92,7 @@ def _collate(batch: Sequence[Any], what: str) -> Any:
         except (TypeError, AttributeError):
             return fields
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple
-        return type(elem)(*(_collate(list(s), f"field {name!r}")
+        return type(elem)(*(_collate(s, f"field {name!r}")
                             for name, s in zip(elem._fields, zip(*batch))))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
@@ -101,7 +101,7 @@ def _collate(batch: Sequence[Any], what: str) -> Any:
                 raise RuntimeError(f"default_collate: each element in list of batch should be "
                                    f"of equal size (example 0 has {size} fields, example {i} "
                                    f"{len(other)})")
-        columns = [_collate(list(s), f"field {k}") for k, s in enumerate(zip(*batch))]
+        columns = [_collate(s, f"field {k}") for k, s in enumerate(zip(*batch))]
         if isinstance(elem, tuple) or type(elem) is list:
             return columns  # torch's: a tuple of fields is collated to a list
         try:
