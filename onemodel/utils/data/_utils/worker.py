@@ -41,6 +41,13 @@ def get_worker_info() -> Optional[WorkerInfo]:
     return _worker_info
 
 
+class _KeyErrorMessage(str):
+    """A KeyError shows repr() of its argument: this one's repr is the text itself."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 class WorkerError:
     """An exception raised in a worker, carried to the main process as its type and text."""
 
@@ -54,6 +61,8 @@ class WorkerError:
         assert self.exc_type is not None
         message = (f"Caught {self.exc_type.__name__} in DataLoader worker process "
                    f"{self.worker_id}.\nOriginal {self.text}")
+        if self.exc_type is KeyError:
+            message = _KeyErrorMessage(message)
         try:
             error = self.exc_type(message)
         except Exception:
