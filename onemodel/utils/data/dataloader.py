@@ -113,9 +113,9 @@ class _Fetcher:
     """Makes the batches, in the main process or a worker: the examples of a batch's indices
     collated, or the next batch of an iterable dataset's stream."""
 
-    def __init__(self, dataset: Any, collate_fn: Callable[[Any], Any],
+    def __init__(self, dataset: Any, collate_fn: Callable[[Any], Any], batching: bool,
                  batch_size: Optional[int], drop_last: bool) -> None:
-        self.dataset, self.collate_fn = dataset, collate_fn
+        self.dataset, self.collate_fn, self.batching = dataset, collate_fn, batching
         self.batch_size, self.drop_last = batch_size, drop_last
         self.view: Optional[_ArrayView] = None
         if not isinstance(dataset, IterableDataset):
@@ -133,12 +133,12 @@ class _Fetcher:
         self.source = (self.view if self.view is not None and not isinstance(
             dataset, (TensorDataset, Subset)) else dataset)
 
-    def fetch(self, indices: Any, key: Optional[int]) -> Any:
+    def fetch(self, indices: Any, key: int) -> Any:
+        """The batch of `indices` (one index when batching is off), read with the default
+        generator at `key` (the arrays' path draws nothing)."""
         if self.fast:
             assert self.view is not None
             return self.view.batch(np.asarray(indices, dtype=np.int64))
-        if key is None:
-            return self._collated(indices)
         saved = default_generator.state
         default_generator.state = key
         try:
@@ -147,8 +147,8 @@ class _Fetcher:
             default_generator.state = saved
 
     def _collated(self, indices: Any) -> Any:
-        if self.batch_size is None and not isinstance(indices, list):
-            return self.collate_fn(self.source[indices])  # batching off: one example
+        if not self.batching:
+            return self.collate_fn(self.source[indices])
         getitems = getattr(self.source, "__getitems__", None)
         examples = getitems(indices) if callable(getitems) else [self.source[i] for i in indices]
         return self.collate_fn(examples)
@@ -156,11 +156,13 @@ class _Fetcher:
     def batches(self) -> Iterator[Any]:
         """The batches of one pass over an iterable dataset."""
         stream = iter(self.dataset)
-        if self.batch_size is None:
+        if not self.batching:
             yield from map(self.collate_fn, stream)
             return
-        while chunk := list(itertools.islice(stream, self.batch_size)):
-            if len(chunk) < self.batch_size and self.drop_last:
+        size = self.batch_size
+        assert size is not None  # an iterable dataset is batched by batch_size alone
+        while chunk := list(itertools.islice(stream, size)):
+            if len(chunk) < size and self.drop_last:
                 return
             yield self.collate_fn(chunk)
 
@@ -250,10 +252,10 @@ class DataLoader:
             batch_size = check_integer(owner, "batch_size", batch_size, 1)
         self.dataset = dataset
         self.batch_size = batch_size
+        batching = batch_size is not None or batch_sampler is not None
         self.collate_fn = collate_fn if collate_fn is not None else (
-            default_collate if batch_size is not None or batch_sampler is not None
-            else default_convert)
-        self._fetcher = _Fetcher(dataset, self.collate_fn, batch_size, self.drop_last)
+            default_collate if batching else default_convert)
+        self._fetcher = _Fetcher(dataset, self.collate_fn, batching, batch_size, self.drop_last)
         # The loader's own shuffling draws from a generator it sets per epoch.
         self._order_generator: Optional[Generator] = None
         if sampler is None and not iterable:
@@ -321,11 +323,8 @@ class DataLoader:
         self.epoch = check_integer("DataLoader.set_epoch", "epoch", epoch, 0)
         self.position = 0
 
-    def _batch_key(self, epoch: int, k: int) -> Optional[int]:
-        """The default generator's state while batch k of `epoch` is read (None: the arrays'
-        path, which draws nothing)."""
-        if self._fetcher.fast:
-            return None
+    def _batch_key(self, epoch: int, k: int) -> int:
+        """The default generator's state while batch k of `epoch` is read."""
         return mix((epoch_key(self.seed ^ _BATCH_SALT, epoch) + k) & MASK64)
 
     # -- iteration --------------------------------------------------------------------------------
