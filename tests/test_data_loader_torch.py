@@ -92,7 +92,7 @@ def test_samplers_batch_samplers_and_collate_fn_are_torchs():
           tud.DataLoader(TorchExamples(7), batch_size=2, sampler=order))
     _same(od.DataLoader(Examples(7), batch_size=2, sampler=od.SequentialSampler(range(7))),
           tud.DataLoader(TorchExamples(7), batch_size=2, sampler=tud.SequentialSampler(range(7))))
-    batches = [[6, 1], [2], [0, 4, 5]]
+    batches = [[6, 1], (2,), np.array([0, 4, 5])]  # any sequence of indices, as torch's
     _same(od.DataLoader(Examples(7), batch_sampler=batches),
           tud.DataLoader(TorchExamples(7), batch_sampler=batches))
     _same(od.DataLoader(Examples(7), batch_sampler=od.BatchSampler(range(7), 3, True)),
