@@ -230,6 +230,10 @@ def test_other_option_errors_name_the_argument():
         od.DataLoader(Examples(4), generator=torch.Generator())
     with pytest.raises(ValueError, match="seed or generator, not both"):
         od.DataLoader(Examples(4), seed=3, generator=om.Generator(1))
+    g = om.Generator(1)
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        od.DataLoader(Examples(4), sampler=[0], shuffle=True, generator=g)
+    assert g.state == om.Generator(1).state  # refused before drawing
     with pytest.raises(ValueError, match="an IterableDataset splits its stream itself"):
         od.DataLoader(Stream(0, 4), world_size=2)
     with pytest.raises(TypeError, match="worker_init_fn must be callable"):

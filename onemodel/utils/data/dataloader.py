@@ -219,8 +219,6 @@ class DataLoader:
                                 f"{type(generator).__name__}")
             if seed:
                 raise ValueError(f"{owner}: give seed or generator, not both")
-            seed = generator.next_u64()  # the order's seed: one draw, as torch's loader takes
-        self.seed, self.generator = int(seed), generator
         self.timeout, self.worker_init_fn = timeout, worker_init_fn
         self.multiprocessing_context = multiprocessing_context
         if worker_init_fn is not None and not callable(worker_init_fn):
@@ -269,17 +267,16 @@ class DataLoader:
         self.sampler, self.batch_sampler = sampler, batch_sampler
         if self.world_size > 1:
             self._count()  # sharding needs the epoch's length
+        # The order's seed; a generator gives it by one draw (torch's loader draws from it too).
+        self.seed = generator.next_u64() if generator is not None else int(seed)
+        self.generator = generator
         self._pool: Optional[WorkerPool] = None
         self.epoch = 0
         self.position = 0
 
     @property
-    def _auto_collation(self) -> bool:
-        return self.batch_sampler is not None
-
-    @property
     def _index_sampler(self) -> Any:
-        return self.batch_sampler if self._auto_collation else self.sampler
+        return self.batch_sampler if self.batch_sampler is not None else self.sampler
 
     # -- the schedule of an epoch ---------------------------------------------------------------
     def _count(self) -> Optional[int]:
