@@ -20,12 +20,11 @@ from .sampler import (
                       SequentialSampler,
                       SubsetRandomSampler,
                       WeightedRandomSampler,
-                      epoch_key,
-                      epoch_order,
+                                        epoch_order,
 )
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info",
            "ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "StackDataset",
            "Subset", "TensorDataset", "random_split", "DistributedSampler", "BatchSampler",
            "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler",
-           "WeightedRandomSampler", "epoch_key", "epoch_order", "_utils"]
+           "WeightedRandomSampler", "epoch_order", "_utils"]
