@@ -1,4 +1,4 @@
-"""DataLoader: order as a function of (seed, epoch), sharding, batching, prefetch, resume;
+"""DataLoader: order as a function of (seed, epoch), sharding, batching, resume;
 Subset and random_split against torch's, and batched by the DataLoader."""
 import math
 import warnings
