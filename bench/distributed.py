@@ -75,7 +75,7 @@ def onemodel_trainer(micro_batches: int, micro: int = 0, shard: bool = False):
     x, y = data()
     model = build(nn)
     opt = AdamW(model.parameters(), lr=1e-3)
-    loader = DataLoader((x, y), micro or batches()[1], seed=0, prefetch=0)
+    loader = DataLoader((x, y), micro or batches()[1], seed=0, shuffle=True)
     return Trainer(model, F.cross_entropy, opt, loader, micro_batches=micro_batches,
                    progress=False, shard_optimizer=shard)
 

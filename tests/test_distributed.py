@@ -31,7 +31,7 @@ SETUP = textwrap.dedent("""
             layers.insert(1, nn.BatchNorm1d(12))
         model = nn.Sequential(*layers, nn.Linear(12, 2, generator=g))
         opt = AdamW(model.parameters(), lr=5e-3, weight_decay=0.01)
-        return model, opt, DataLoader((x, y), 5, seed=8)
+        return model, opt, DataLoader((x, y), 5, seed=8, shuffle=True)
 """)
 namespace: dict = {}
 exec(SETUP, namespace)
@@ -557,7 +557,7 @@ def test_peak_memory_does_not_grow_with_accumulation():
                               nn.Linear(256, 256, generator=g), nn.ReLU(),
                               nn.Linear(256, 2, generator=g))
         t = Trainer(model, F.cross_entropy, AdamW(model.parameters()),
-                    DataLoader((x, y), 4, seed=1, prefetch=0), micro_batches=m,
+                    DataLoader((x, y), 4, seed=1, shuffle=True), micro_batches=m,
                     progress=False)
         t.train_step()  # the optimizer state and the sum's integers exist from here on
         tracemalloc.start()

@@ -110,7 +110,7 @@ def test_a_trainer_does_not_live_on_in_its_model_hooks():
     y = (x[:, 0] > 0).astype(np.int64)
     model = nn.Linear(3, 2, generator=om.Generator(1))
     t = Trainer(model, F.cross_entropy, SGD(model.parameters(), lr=0.1),
-                DataLoader((x, y), 4, prefetch=0), micro_batches=2, progress=False)
+                DataLoader((x, y), 4, shuffle=True), micro_batches=2, progress=False)
     t.train_step()
     gone = weakref.ref(t)
     del t

@@ -17,9 +17,9 @@ def _run(folder):
     x = np.random.default_rng(0).standard_normal((32, 4)).astype(np.float32)
     y = (x[:, 0] > 0).astype(np.int64)
     model = nn.Linear(4, 2)
-    Trainer(model, F.cross_entropy, SGD(model.parameters(), lr=0.1), DataLoader((x, y), 8),
-            eval_loader=DataLoader((x, y), 16, shuffle=False), eval_every=4,
-            checkpoint_dir=str(folder), progress=False).fit(12)
+    Trainer(model, F.cross_entropy, SGD(model.parameters(), lr=0.1),
+            DataLoader((x, y), 8, shuffle=True), eval_loader=DataLoader((x, y), 16, shuffle=False),
+            eval_every=4, checkpoint_dir=str(folder), progress=False).fit(12)
 
 
 def test_a_run_is_drawn_to_a_png(tmp_path, capsys):

@@ -31,7 +31,7 @@ def _setup(tmp=None, total=12, scaler=None, **kwargs):
     opt = AdamW(model.parameters(), lr=1e-2)
     x, y = _data()
     vx, vy = _data(20, seed=9)
-    return Trainer(model, F.cross_entropy, opt, DataLoader((x, y), 8, seed=4),
+    return Trainer(model, F.cross_entropy, opt, DataLoader((x, y), 8, seed=4, shuffle=True),
                    schedule=warmup_cosine(1e-2, 2, total, 0.1), clip_norm=0.5,
                    eval_loader=DataLoader((vx, vy), 8, shuffle=False), scaler=scaler,
                    checkpoint_dir=None if tmp is None else str(tmp), **kwargs)
@@ -137,7 +137,7 @@ def test_bad_arguments():
     x, y = _data()
     model = nn.Linear(6, 4)
     opt = SGD(model.parameters(), lr=0.1)
-    loader = DataLoader((x, y), 8)
+    loader = DataLoader((x, y), 8, shuffle=True)
     with pytest.raises(ValueError, match="eval_loader"):
         Trainer(model, F.cross_entropy, opt, loader, eval_every=2)
     with pytest.raises(ValueError, match="accumulate"):
@@ -145,9 +145,9 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="autocast"):
         Trainer(model, F.cross_entropy, opt, loader, autocast="fp8")
     with pytest.raises(ValueError, match="sharded"):
-        Trainer(model, F.cross_entropy, opt, DataLoader((x, y), 8, world_size=2))
+        Trainer(model, F.cross_entropy, opt, DataLoader((x, y), 8, world_size=2, shuffle=True))
     with pytest.raises(ValueError, match="tuple"):
-        Trainer(model, F.cross_entropy, opt, DataLoader(x, 8)).train_step()
+        Trainer(model, F.cross_entropy, opt, DataLoader(x, 8, shuffle=True)).train_step()
 
 
 def test_bf16_autocast_training_learns_and_differs_from_float32():
@@ -176,8 +176,8 @@ def _generator_setup(tmp):
     model = _DropoutNet()
     x, y = _data()
     return Trainer(model, F.cross_entropy, AdamW(model.parameters(), lr=1e-2),
-                   DataLoader((x, y), 8, seed=4), checkpoint_every=4, checkpoint_dir=str(tmp),
-                   progress=False)
+                   DataLoader((x, y), 8, seed=4, shuffle=True), checkpoint_every=4,
+                   checkpoint_dir=str(tmp), progress=False)
 
 
 def test_fit_resume_continues_the_default_generator_bit_for_bit(tmp_path):
@@ -255,7 +255,7 @@ def _regression(tmp, **kwargs):
     x, _ = _data()
     y = x[:, :1] * 2.0 - x[:, 1:2]
     return Trainer(model, F.mse_loss, SGD(model.parameters(), lr=0.05),
-                   DataLoader((x, y), 8, seed=1), eval_loader=DataLoader((x, y), 16,
+                   DataLoader((x, y), 8, seed=1, shuffle=True), eval_loader=DataLoader((x, y), 16,
                                                                          shuffle=False),
                    eval_every=2, checkpoint_dir=str(tmp), progress=False, **kwargs)
 

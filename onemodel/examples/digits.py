@@ -87,7 +87,7 @@ def main(argv: Optional[list[str]] = None) -> float:
     say = speaker(args.quiet)
 
     data = load_splits(o["seed"])
-    train = DataLoader(data["train"], o["batch_size"], seed=o["seed"])
+    train = DataLoader(data["train"], o["batch_size"], seed=o["seed"], shuffle=True)
     model = DigitsNet(o["seed"])
     optimizer = AdamW(decay_on_matrices(model, o["weight_decay"]), lr=o["lr"])
     steps_per_epoch = len(train)

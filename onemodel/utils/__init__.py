@@ -1,9 +1,5 @@
-"""torch.utils's path for ported imports: `from onemodel.utils.data import DataLoader,
-TensorDataset, Dataset` is onemodel.data."""
-import sys
-
-from .. import data
-
-sys.modules[__name__ + ".data"] = data
+"""torch.utils's path for ported imports: onemodel.utils.data is torch.utils.data's
+counterpart (onemodel.data is the same package)."""
+from . import data
 
 __all__ = ["data"]
