@@ -64,10 +64,10 @@ class Adam(Optimizer):
                                                      values["weight_decay"]),
                     amsgrad=bool(values["amsgrad"]))
 
-    def step(self) -> None:
+    def _apply(self) -> None:
         t = self._step_count + 1
         self._coefficients = [self._group_coefficients(group, t) for group in self.param_groups]
-        super().step()
+        super()._apply()
 
     def _group_coefficients(self, group: ParamGroup, t: int) -> tuple:
         beta1, beta2 = group["betas"]

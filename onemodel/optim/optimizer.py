@@ -27,11 +27,12 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import MutableMapping
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
 from .. import _config
+from ..autograd import enable_grad
 from ..tensor import Tensor
 
 # A group's parameter count is saved as a float32 hyper-parameter: exact up to 2^24.
@@ -237,8 +238,24 @@ class Optimizer:
                 p.grad._data[...] = 0.0
                 p.grad._version += 1
 
-    def step(self) -> None:
-        """Updates every parameter that has a gradient, then counts the step."""
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Updates every parameter that has a gradient, then counts the step. As PyTorch's, a
+        closure is called first (under enable_grad) and its loss returned."""
+        loss = self._evaluate(closure)
+        self._apply()
+        return loss
+
+    def _evaluate(self, closure: Optional[Callable[[], Any]]) -> Any:
+        """closure() under enable_grad, or None without one."""
+        if closure is None:
+            return None
+        if not callable(closure):
+            raise TypeError(f"{self.kind}.step: closure must be callable, got "
+                            f"{type(closure).__name__}")
+        with enable_grad():
+            return closure()
+
+    def _apply(self) -> None:
         # Every gradient is checked before any parameter changes.
         work = [(i, p, self._grad_array(i, p)) for i, p in enumerate(self.params)
                 if p.grad is not None]
