@@ -7,9 +7,10 @@ module validates the settings, keeps the per-parameter state in the base class's
 (`state_tensors()`, `state_dict()`, checkpoints) and lists the hyper-parameters a checkpoint
 holds.
 
-A group keeps each setting as the user gave it (PyTorch's `param_groups` show lr=0.05 as 0.05);
-the arithmetic reads `hp(group, key)`, its float32 value, so a run resumed from a checkpoint
-(which stores float32 bits) continues with the same bits.
+A group keeps each setting as the user gave it (PyTorch's `param_groups` show lr=0.05 as 0.05).
+The arithmetic reads `hp(group, key)`: lr and weight decay as float32 values, so a run resumed
+from a checkpoint (which stores float32 bits and restores those two) continues with the same
+bits; the fixed settings (never restored, only checked) as given, in double, as PyTorch does.
 """
 from __future__ import annotations
 
@@ -30,8 +31,11 @@ IGNORED = ("foreach", "capturable", "differentiable", "fused")
 
 
 def hp(group: Mapping[str, Any], key: str) -> float:
-    """A group's setting as the float32 value the arithmetic uses (a Python float)."""
-    return f32(group[key])
+    """A group's setting as the arithmetic reads it: the learning rate and weight decay as their
+    float32 values (a checkpoint restores them from float32 bits), every other setting as the
+    double the user gave, which PyTorch's formulas use (they are fixed, never restored)."""
+    value = group[key]
+    return f32(value) if key in ("lr", "weight_decay") else float(value)
 
 
 def check_beta(where: str, name: str, value: Any, closed: bool = False) -> Any:
@@ -169,12 +173,12 @@ class ElementwiseOptimizer(Optimizer):
         return self._state
 
     def _group_hyper(self, group: Mapping[str, Any]) -> "OrderedDict[str, float]":
-        out = OrderedDict(lr=hp(group, "lr"))
+        out = OrderedDict(lr=f32(group["lr"]))
         for key, kind in self._settings.items():
             if kind == BETAS:
                 out["beta1"], out["beta2"] = (f32(b) for b in group[key])
             else:
-                out[key] = float(bool(group[key])) if kind == FLAG else hp(group, key)
+                out[key] = float(bool(group[key])) if kind == FLAG else f32(group[key])
         return out
 
 

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Optional, Tuple
 import numpy as np
 
 from ._elementwise import BETAS, F32, FLAG, NONNEG, ElementwiseOptimizer, bias_correction, hp, lerp
-from .optimizer import ParamGroup, f32
+from .optimizer import ParamGroup
 
 
 class Adamax(ElementwiseOptimizer):
@@ -37,7 +37,7 @@ class Adamax(ElementwiseOptimizer):
 
     def _rule(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray) -> None:
         g = self._gradient(group, p, g)
-        beta1, beta2 = (f32(b) for b in group["betas"])
+        beta1, beta2 = (float(b) for b in group["betas"])
         m, u = self._own("exp_avg", i), self._own("exp_inf", i)
         m[...] = lerp(m, g, 1.0 - beta1)
         u[...] = np.maximum(u * F32(beta2), np.abs(g) + F32(hp(group, "eps")))

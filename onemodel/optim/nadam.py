@@ -30,7 +30,7 @@ from ._elementwise import (
     hp,
     lerp,
 )
-from .optimizer import ParamGroup, f32
+from .optimizer import ParamGroup
 
 # ln 0.96 as the double nearest to it: PyTorch's momentum schedule raises 0.96 to real powers.
 LN_096 = -0.040821994520255166
@@ -65,7 +65,7 @@ class NAdam(ElementwiseOptimizer):
     def _rule(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray) -> None:
         g = self._gradient(group, p, g)
         t = self._step_count + 1
-        lr, beta1, beta2 = hp(group, "lr"), *(f32(b) for b in group["betas"])
+        lr, beta1, beta2 = hp(group, "lr"), *(float(b) for b in group["betas"])
         psi = hp(group, "momentum_decay")
         mu, mu_next = self._mu(beta1, psi, t), self._mu(beta1, psi, t + 1)
         product = self._own("mu_product", i)

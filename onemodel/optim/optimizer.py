@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 import numpy as np
 
 from .. import _config
-from ..autograd import enable_grad
+from ..autograd import enable_grad, zero_grads
 from ..tensor import Tensor
 
 # A group's parameter count is saved as a float32 hyper-parameter: exact up to 2^24.
@@ -229,14 +229,7 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drops every gradient (PyTorch 2's default), or with set_to_none=False fills each
         existing one with zeros in place."""
-        for p in self.params:
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad._data[...] = 0.0
-                p.grad._version += 1
+        zero_grads(self.params, set_to_none)
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
         """Updates every parameter that has a gradient, then counts the step. As PyTorch's, a

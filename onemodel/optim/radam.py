@@ -22,7 +22,7 @@ import numpy as np
 
 from ._elementwise import BETAS, F32, FLAG, NONNEG, ElementwiseOptimizer, bias_correction, hp, lerp
 from .lr import ipow
-from .optimizer import ParamGroup, f32
+from .optimizer import ParamGroup
 
 
 class RAdam(ElementwiseOptimizer):
@@ -47,7 +47,7 @@ class RAdam(ElementwiseOptimizer):
     def _rule(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray) -> None:
         g = self._gradient(group, p, g)
         t = self._step_count + 1
-        lr, beta1, beta2 = hp(group, "lr"), *(f32(b) for b in group["betas"])
+        lr, beta1, beta2 = hp(group, "lr"), *(float(b) for b in group["betas"])
         m, v = self._own("exp_avg", i), self._own("exp_avg_sq", i)
         m[...] = lerp(m, g, 1.0 - beta1)
         v[...] = v * F32(beta2) + (F32(1.0 - beta2) * g) * g
