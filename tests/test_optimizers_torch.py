@@ -295,6 +295,37 @@ def test_param_groups_show_the_values_given_and_compute_with_float32():
     assert optim.NAdam([p], betas=(0.8, 0.95)).param_groups[0]["betas"] == (0.8, 0.95)
 
 
+@pytest.mark.parametrize("name, settings", [
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "dampening": 0.1, "weight_decay": 0.01}),
+    ("Adam", {"lr": 0.003, "betas": (0.8, 0.95), "eps": 1e-7, "weight_decay": 0.01}),
+    ("AdamW", {"lr": 0.003, "weight_decay": 0.3}),
+])
+def test_sgd_and_adam_groups_show_the_values_given_and_keep_their_bits(name, settings):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal(6).astype(np.float32)
+    p = om.tensor(w.copy(), requires_grad=True)
+    opt = getattr(optim, name)([p], **settings)
+    theirs = getattr(torch.optim, name)([torch.ones(1, requires_grad=True)],
+                                        **settings).param_groups[0]
+    for key in opt.param_groups[0]:
+        if key != "params":
+            assert opt.param_groups[0][key] == theirs[key], key
+    # The arithmetic is training.txt section 3's on the float32 values: the same bits as an
+    # optimizer given those float32 values.
+    rounded_settings = {k: tuple(float(np.float32(b)) for b in v) if isinstance(v, tuple)
+                        else float(np.float32(v)) for k, v in settings.items()}
+    q = om.tensor(w.copy(), requires_grad=True)
+    twin = getattr(optim, name)([q], **rounded_settings)
+    for _ in range(3):
+        g = rng.standard_normal(6).astype(np.float32)
+        p.grad, q.grad = om.tensor(g), om.tensor(g)
+        opt.step()
+        twin.step()
+    assert p.detach().numpy().tobytes() == q.detach().numpy().tobytes()
+    assert opt.hyper_parameters() == twin.hyper_parameters()
+
+
 # -- bad arguments --------------------------------------------------------------------------------
 BAD = [
     ("RMSprop", {"lr": -0.1}, "lr"),

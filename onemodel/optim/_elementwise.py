@@ -44,6 +44,7 @@ def check_beta(where: str, name: str, value: Any, closed: bool = False) -> Any:
     if not (0.0 <= beta <= 1.0 if closed else 0.0 <= beta < 1.0):
         raise ValueError(f"{where}: {name} must be in [0, 1{']' if closed else ')'}, "
                          f"got {value!r}")
+    # float32(β) can round up to 1 (0.99999999 does); a bias correction would be 0.
     if not closed and f32(beta) >= 1.0:
         raise ValueError(f"{where}: {name} rounds to 1 in float32")
     return value
@@ -119,11 +120,6 @@ class ElementwiseOptimizer(Optimizer):
                                      f"got {value!r}")
             out[key] = value
         return out
-
-    def _check_setting(self, where: str, key: str, value: Any) -> Any:
-        """Checks as the base does, but keeps the value as given (see the module notes)."""
-        super()._check_setting(where, key, value)
-        return float(value)
 
     # -- the update -----------------------------------------------------------------------------
     def _update(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray,

@@ -107,9 +107,10 @@ class SR4(Optimizer):
                     theta=_integer(where, "theta", values["theta"], 1, q_clamp),
                     use_dither=bool(values["use_dither"]))
 
-    def _check_setting(self, where: str, key: str, value: Any) -> float:
+    def _check_setting(self, where: str, key: str, value: Any) -> Any:
         if key == "target_step":
-            return f32(_target_step(where, key, value, False))
+            _target_step(where, key, value, False)
+            return value
         return super()._check_setting(where, key, value)
 
     @property
