@@ -5,6 +5,8 @@ same bits on every ISA path and thread count, state_dict and checkpoint round tr
 param_groups as given, and bad arguments refused by name before anything changes."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -376,3 +378,14 @@ def test_bad_gradient_or_setting_changes_nothing(name):
     after = [a.detach().numpy(), b.detach().numpy(), *opt.state_tensors().values()]
     assert all(x.tobytes() == y.tobytes() for x, y in zip(before, after))
     assert opt.step_count == 1 and opt.lr == getattr(optim, name)([a]).lr
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES) + ["LBFGS"])
+def test_signature_is_torchs(name):
+    torch = pytest.importorskip("torch")
+
+    def shape(cls):
+        return [(p.name, p.kind, p.default) for p in
+                inspect.signature(cls.__init__).parameters.values()]
+
+    assert shape(getattr(optim, name)) == shape(getattr(torch.optim, name))
