@@ -1,11 +1,11 @@
 """The shared frame of the elementwise optimizers ported from PyTorch (docs/spec/optimizers.md).
 
-RMSprop, Adagrad, Adadelta, Adamax, NAdam and RAdam each declare their settings (name, kind,
-PyTorch's default) and write `_update` as numpy float32 arithmetic on one parameter: + − × ÷ and
-sqrt are correctly rounded, so the bits are the same on every ISA path and thread count. This
-module validates the settings, keeps the per-parameter state in the base class's mechanism
-(`state_tensors()`, `state_dict()`, checkpoints) and lists the hyper-parameters a checkpoint
-holds.
+RMSprop, Adagrad, Adadelta, Adamax, NAdam and RAdam each declare their settings (name and kind)
+and write `_rule` as numpy float32 arithmetic on one parameter: + − × ÷ and sqrt are correctly
+rounded and numpy never fuses them, so the bits are the same on every ISA path and thread
+count. This module validates the settings, keeps the per-parameter state in the base class's
+mechanism (`state_tensors()`, `state_dict()`, checkpoints) and lists the hyper-parameters a
+checkpoint holds.
 
 A group keeps each setting as the user gave it (PyTorch's `param_groups` show lr=0.05 as 0.05).
 The arithmetic reads `hp(group, key)`: lr and weight decay as float32 values, so a run resumed
@@ -21,13 +21,11 @@ from typing import Any, Iterable, Mapping, Optional, cast
 import numpy as np
 
 from .lr import ipow
-from .optimizer import Optimizer, ParamGroup, check_number, f32
+from .optimizer import FLOAT32_MAX, Optimizer, ParamGroup, check_number, f32
 
 F32 = np.float32
 # What each kind of setting accepts (PyTorch's ranges).
-NONNEG, UNIT, UNIT_CLOSED, BETAS, FLAG = "nonneg", "unit", "unit_closed", "betas", "flag"
-# PyTorch's keywords that select an implementation; one CPU implementation serves them all.
-IGNORED = ("foreach", "capturable", "differentiable", "fused")
+NONNEG, UNIT_CLOSED, BETAS, FLAG = "nonneg", "unit_closed", "betas", "flag"
 
 
 def hp(group: Mapping[str, Any], key: str) -> float:
@@ -64,7 +62,7 @@ def check_ignored(owner: str, options: Mapping[str, Any]) -> None:
 
 
 def lerp(start: np.ndarray, end: np.ndarray, weight: float) -> np.ndarray:
-    """PyTorch's lerp in float32, unfused: start + w·(end − start) for w < 0.5, else
+    """PyTorch's lerp in float32, unfused: start + w·(end − start) for |w| < 0.5, else
     end − (end − start)·(1 − w)."""
     w = F32(weight)
     if abs(weight) < 0.5:
@@ -76,8 +74,7 @@ class ElementwiseOptimizer(Optimizer):
     """An optimizer whose state is float32 arrays per parameter, updated element by element."""
 
     _changeable: tuple = ("lr", "weight_decay")
-    # name -> kind, in PyTorch's order; each subclass lists its own (lr comes first, checked by
-    # the base, weight_decay is always there).
+    # name -> kind of every setting but lr (which the base checks), in PyTorch's order.
     _settings: Mapping[str, str] = {}
 
     def __init__(self, params: Iterable[Any], defaults: Mapping[str, Any],
@@ -104,18 +101,18 @@ class ElementwiseOptimizer(Optimizer):
         for key, kind in self._settings.items():
             value = values[key]
             if key in self._changeable:
-                self._check_setting(where, key, value)
+                value = self._check_setting(where, key, value)
             elif kind == BETAS:
                 value = check_betas(where, value)
             elif kind == FLAG:
                 if not isinstance(value, (bool, np.bool_)):
                     raise ValueError(f"{where}: {key} must be a bool, got {value!r}")
                 value = bool(value)
-            elif kind in (UNIT, UNIT_CLOSED):
-                check_beta(where, key, value, closed=kind == UNIT_CLOSED)
+            elif kind == UNIT_CLOSED:
+                check_beta(where, key, value, closed=True)
             else:
                 number = check_number(where, key, value)
-                if not 0.0 <= number <= float(np.finfo(F32).max):
+                if not 0.0 <= number <= FLOAT32_MAX:
                     raise ValueError(f"{where}: {key} must be >= 0 and finite in float32, "
                                      f"got {value!r}")
             out[key] = value
