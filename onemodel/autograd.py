@@ -28,7 +28,7 @@ import itertools
 import sys
 import threading
 import weakref
-from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -172,6 +172,19 @@ class RemovableHandle:
     def remove(self) -> None:
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
+
+
+def zero_grads(params: "Iterable[Tensor]", set_to_none: bool = True) -> None:
+    """PyTorch's zero_grad over params: drops each .grad (its default), or with
+    set_to_none=False fills each existing one with zeros in place."""
+    for p in params:
+        if p.grad is None:
+            continue
+        if set_to_none:
+            p.grad = None
+        else:
+            p.grad._data[...] = 0.0
+            p.grad._version += 1
 
 
 def register_post_accumulate_grad_hook(t: "Tensor", hook: Callable[["Tensor"], None]

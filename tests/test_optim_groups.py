@@ -126,8 +126,10 @@ def test_group_settings_take_effect_at_the_next_step_as_float32():
     opt = optim.SGD([{"params": [p]}, {"params": [q], "lr": 0.5}], lr=0.1)
     opt.param_groups[1]["lr"] = 0.3
     opt.param_groups[1]["weight_decay"] = 0.1
-    assert opt.param_groups[1]["lr"] == float(f32(0.3))
-    assert opt.param_groups[1]["weight_decay"] == float(f32(0.1))
+    # Shown as given (as PyTorch shows them), held for checkpoints and used as float32.
+    assert opt.param_groups[1]["lr"] == 0.3 and opt.param_groups[1]["weight_decay"] == 0.1
+    assert opt.hyper_parameters()["lr.1"] == float(f32(0.3))
+    assert opt.hyper_parameters()["weight_decay.1"] == float(f32(0.1))
     p.grad, q.grad = tensor(np.ones(3, np.float32)), tensor(np.ones(2, np.float32))
     opt.step()
     assert np.all(p._data == f32(1) - f32(0.1) * f32(1))
@@ -139,7 +141,7 @@ def test_lr_setter_scales_every_group_by_group_0s_factor():
     q = tensor(np.ones(2, np.float32), requires_grad=True)
     opt = optim.AdamW([{"params": [p]}, {"params": [q], "lr": 0.01}], lr=0.1)
     opt.lr = 0.05
-    assert opt.lr == float(f32(0.05))
+    assert opt.lr == 0.05 and opt.hyper_parameters()["lr"] == float(f32(0.05))
     assert opt.param_groups[1]["lr"] == float(f32(float(f32(0.01)) * (
         float(f32(0.05)) / float(f32(0.1)))))
     sched = cosine(0.1, 10)
@@ -194,8 +196,8 @@ def test_fixed_settings_and_bad_values_cannot_be_set():
             opt.param_groups[1]["lr"] = value
     with pytest.raises(ValueError, match="deleted"):
         del opt.param_groups[0]["lr"]
-    assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["betas"] == (
-        float(f32(0.9)), float(f32(0.999)))
+    assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["betas"] == (0.9, 0.999)
+    assert opt.hyper_parameters()["beta1.1"] == float(f32(0.9))
 
 
 # -- zero_grad ---------------------------------------------------------------------------------
@@ -229,7 +231,9 @@ def test_checkpoint_with_groups_round_trips_and_resumes_bit_for_bit():
     opt2 = optim.AdamW(decay_groups(m2, lr=3e-2), lr=0.5, weight_decay=0.0)
     checkpoint.from_bytes(data, m2, opt2)
     assert checkpoint.to_bytes(m2, opt2) == data
-    assert opt2.param_groups[1]["weight_decay"] == 0.25 and opt2.lr == float(f32(1e-2))
+    # Restored from float32 bits, shown as the shortest decimal with those bits.
+    assert opt2.param_groups[1]["weight_decay"] == 0.25 and opt2.lr == 1e-2
+    assert opt2.hyper_parameters()["lr"] == float(f32(1e-2))
     train(opt2, 3, seed=0, start=3)
     assert checkpoint.to_bytes(m2, opt2) == checkpoint.to_bytes(m, opt)
 
@@ -288,7 +292,7 @@ def test_state_dict_round_trip_and_resume_bit_for_bit(make):
     m2.load_state_dict(weights)
     opt2 = make(m2)
     opt2.load_state_dict(copy.deepcopy(sd))
-    assert opt2.param_groups[-1]["lr"] == float(f32(0.02)) and opt2.step_count == 3
+    assert opt2.param_groups[-1]["lr"] == 0.02 and opt2.step_count == 3
     train(opt2, 3, start=3)
     assert checkpoint.to_bytes(m2, opt2) == checkpoint.to_bytes(m, opt)
 

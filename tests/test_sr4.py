@@ -130,7 +130,7 @@ def test_step_matches_plain_implementation(dither):
             p.grad = om.Tensor(g)
             q[i] = ref_step(q[i], g, ts, 2**64 - 5, step, opt.idx_base[i], dither=dither)
         # step 0 mod 3 runs at 0.3, the configured step: through lr, or by asking for <= 0
-        opt.step(ts if step % 3 else None if step % 2 else -1.0)
+        opt.step(target_step=ts if step % 3 else None if step % 2 else -1.0)
     for i, p in enumerate(params):
         assert (unpack(opt.state_tensors()[f"q.{i}"], p.numel()) == q[i]).all()
         assert (p.detach().numpy().reshape(-1) == ternary(q[i])).all()
@@ -142,7 +142,7 @@ def test_default_target_step_and_zero_gradient():
     opt_a, opt_b = SR4([a], target_step=0.5, seed=3), SR4([b], target_step=0.5, seed=3)
     g = np.random.default_rng(1).standard_normal(40).astype(np.float32)
     a.grad, b.grad = om.Tensor(g), om.Tensor(g)
-    opt_a.step(0.0)
+    opt_a.step(target_step=0.0)
     opt_b.step()
     assert (opt_a.state_tensors()["q.0"] == opt_b.state_tensors()["q.0"]).all()
     before = opt_a.state_tensors()["q.0"].copy()
@@ -461,7 +461,7 @@ def test_bad_gradient_changes_nothing():
     with pytest.raises(ValueError, match="shape"):
         opt.step()
     with pytest.raises(ValueError, match="target_step"):
-        opt.step(float("inf"))
+        opt.step(target_step=float("inf"))
     assert opt.step_count == 0
     for v, w in zip(before, opt.state_tensors().values()):
         assert (v == w).all()

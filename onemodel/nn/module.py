@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional
 
 import numpy as np
 
+from ..autograd import zero_grads
 from ..tensor import Tensor, float32, to_float32_on_cpu
 
 
@@ -333,10 +334,10 @@ class Module:
     def eval(self) -> "Module":
         return self.train(False)
 
-    def zero_grad(self) -> None:
-        """Sets every parameter's .grad to None."""
-        for p in self.parameters():
-            p.grad = None
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drops every parameter's .grad (PyTorch 2's default), or with set_to_none=False fills
+        each existing one with zeros in place."""
+        zero_grads(self.parameters(), set_to_none)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
         for p in self.parameters():

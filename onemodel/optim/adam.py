@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping, Optional, Tuple
 import numpy as np
 
 from .._kernels import _optim
+from ._elementwise import check_betas
 from .lr import ipow
 from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32
 
@@ -45,32 +46,23 @@ class Adam(Optimizer):
         self._coefficients: list[tuple] = []
 
     def _check_group(self, where: str, values: dict) -> dict:
-        betas = values["betas"]
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise ValueError(f"{where}: betas must be a pair, got {betas!r}")
-        for k, beta in enumerate(betas):
-            beta = check_number(where, f"betas[{k}]", beta)
-            if not 0.0 <= beta < 1.0:
-                raise ValueError(f"{where}: betas[{k}] must be in [0, 1), got {beta!r}")
-            # float32(β) can round up to 1 (0.99999999 does); the bias correction would be 0.
-            if f32(beta) >= 1.0:
-                raise ValueError(f"{where}: betas[{k}] rounds to 1 in float32")
+        betas = check_betas(where, values["betas"])
         eps = check_number(where, "eps", values["eps"])
         if eps < 0.0:
             raise ValueError(f"{where}: eps must be >= 0, got {eps!r}")
-        return dict(super()._check_group(where, values), betas=(f32(betas[0]), f32(betas[1])),
-                    eps=f32(eps),
+        return dict(super()._check_group(where, values), betas=betas,
+                    eps=values["eps"],
                     weight_decay=self._check_setting(where, "weight_decay",
                                                      values["weight_decay"]),
                     amsgrad=bool(values["amsgrad"]))
 
-    def step(self) -> None:
+    def _apply(self) -> None:
         t = self._step_count + 1
         self._coefficients = [self._group_coefficients(group, t) for group in self.param_groups]
-        super().step()
+        super()._apply()
 
     def _group_coefficients(self, group: ParamGroup, t: int) -> tuple:
-        beta1, beta2 = group["betas"]
+        beta1, beta2 = (f32(beta) for beta in group["betas"])
         bc1 = 1.0 - ipow(beta1, t)
         bc2 = 1.0 - ipow(beta2, t)
         lr, wd = np.float32(group["lr"]), np.float32(group["weight_decay"])

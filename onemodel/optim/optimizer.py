@@ -1,22 +1,26 @@
 """The optimizer base: parameter groups, float32 hyper-parameters, a global step count.
 
-docs/spec/training.txt section 3 and docs/spec/clarifications.md: every hyper-parameter is held as
-float32, the learning rate is read at every step (a schedule sets it), parameters whose `.grad` is
-None are skipped, `step_count` counts completed steps, and the state is float32 (int32 flags),
-shaped like its parameter, zero at creation and listed in a fixed order by `state_tensors()`.
+docs/spec/training.txt section 3 and docs/spec/clarifications.md: every hyper-parameter enters
+the arithmetic (and checkpoints) as its float32 value, while `param_groups` show it as the user
+gave it, as PyTorch's do (docs/spec/optimizers.md section 1; a value restored from a checkpoint's
+float32 bits shows as the shortest decimal with those bits). The learning rate is read at every
+step (a schedule sets it), parameters whose `.grad` is None are skipped, `step_count` counts
+completed steps, and the state is float32 (int32 flags), shaped like its parameter, zero at
+creation and listed in a fixed order by `state_tensors()`.
 
 Parameter groups (docs/spec/clarifications.md) are PyTorch's: `params` is an iterable of tensors
 (one group) or of dicts `{"params": [...], "lr": ..., ...}`, each key missing from a dict taking the
 constructor's value. Each group applies section 3's arithmetic with its own hyper-parameters;
 `step_count` is the optimizer's and the state's index `i` counts the parameters of all groups in
 order. The learning rate and weight decay of a group can be set (`param_groups[g]["lr"] = x`,
-checked and held as float32, used from the next step); the other settings fix the state's
+checked, used as float32 from the next step); the other settings fix the state's
 layout and a checkpoint's fixed settings, so they cannot change after construction.
 
 `optimizer.lr` reads group 0's rate. Setting it (what a schedule's `apply` does) sets group 0's
-rate to the value and every other group's to float32(initial_g · (value / initial_0)) in
-double, with initial_g the group's rate at construction: PyTorch's schedulers also scale every
-group's initial rate by the same factor, and a one-group optimizer gets exactly the value.
+rate to the value and every other group's to float32(initial_g · (float32(value) / initial_0))
+in double, with initial_g the float32 of the group's rate at construction: PyTorch's schedulers
+also scale every group's initial rate by the same factor, and a one-group optimizer gets exactly
+the value.
 
 `hyper_parameters()` lists group 0's as for one group, then for each later group g the entry
 `params.g` (its parameter count, a fixed setting: a checkpoint must also match the group sizes)
@@ -27,11 +31,12 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import MutableMapping
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
 from .. import _config
+from ..autograd import enable_grad, zero_grads
 from ..tensor import Tensor
 
 # Keys a learning-rate scheduler records in a group, as torch's do; numbers, not settings.
@@ -44,6 +49,12 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 def f32(value: float) -> float:
     """The Python float of float32(value): how every hyper-parameter is held."""
     return float(np.float32(value))
+
+
+def shortest(value: float) -> float:
+    """The shortest decimal with the float32 bits of value, as a Python float: a setting restored
+    from float32 bits shows as the user gave it (0.01, not 0.009999999776482582)."""
+    return float(str(np.float32(value)))
 
 
 def check_number(owner: str, name: str, value: Any) -> float:
@@ -134,14 +145,15 @@ class Optimizer:
                 raise ValueError(f"{where}: unknown key {unknown[0]!r} (known: "
                                  f"{['params'] + list(defaults)})")
             values = self._check_group(where, {**defaults, **group})
-            if not values["lr"] > 0.0:
+            if not f32(values["lr"]) > 0.0:
                 raise ValueError(f"{where}: lr must be > 0, got {values['lr']!r}")
             tensors = self._check_params(where, "params" if single else "['params']",
                                          group["params"], g, seen)
             self.param_groups.append(ParamGroup(self, g, {"params": tensors, **values}))
             self.params += tensors
             self._group_of += [g] * len(tensors)
-        self._initial_lrs = [group["lr"] for group in self.param_groups]
+        # float32 values: what a schedule's factors multiply (the bits of section 3).
+        self._initial_lrs = [f32(group["lr"]) for group in self.param_groups]
         self._step_count = 0
 
     def _group_dicts(self, params: Iterable[Any]) -> tuple[list[dict], bool]:
@@ -187,22 +199,23 @@ class Optimizer:
         return params
 
     def _check_group(self, where: str, values: dict) -> dict:
-        """The group's hyper-parameters checked and held as float32, in the group's key order
-        (without "params")."""
+        """The group's hyper-parameters checked, as given (the arithmetic reads their float32
+        values), in the group's key order (without "params")."""
         return {"lr": self._check_setting(where, "lr", values["lr"])}
 
-    def _check_setting(self, where: str, key: str, value: Any) -> float:
-        """A changeable setting checked and rounded to float32."""
-        value = check_number(where, key, value)
+    def _check_setting(self, where: str, key: str, value: Any) -> Any:
+        """A changeable setting checked and kept as given, as PyTorch shows it (a numpy number
+        as a Python float); the arithmetic and checkpoints use its float32 value."""
+        number = check_number(where, key, value)
         if key == "lr":
             # 0 is allowed here: a schedule may end at a rate of 0.
-            if value < 0.0 or math.isinf(value):
+            if number < 0.0 or math.isinf(number):
                 raise ValueError(f"{where}: lr must be finite and >= 0, got {value!r}")
-        elif value < 0.0:
+        elif number < 0.0:
             raise ValueError(f"{where}: {key} must be >= 0, got {value!r}")
-        if value > FLOAT32_MAX:
+        if number > FLOAT32_MAX:
             raise ValueError(f"{where}: {key} overflows float32: {value!r}")
-        return f32(value)
+        return value if isinstance(value, (int, float)) else number
 
     # -- learning rate and step count -------------------------------------------------------
     @property
@@ -212,9 +225,9 @@ class Optimizer:
     @lr.setter
     def lr(self, value: float) -> None:
         lr = self._check_setting(self.kind, "lr", value)
-        factor = lr / self._initial_lrs[0]
+        factor = f32(lr) / self._initial_lrs[0]
         rates = [lr] + [self._check_setting(f"{self.kind}: param_groups[{g}]", "lr",
-                                            initial * factor)
+                                            f32(initial * factor))
                         for g, initial in enumerate(self._initial_lrs[1:], 1)]
         for group, rate in zip(self.param_groups, rates):
             group["lr"] = rate
@@ -233,17 +246,26 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drops every gradient (PyTorch 2's default), or with set_to_none=False fills each
         existing one with zeros in place."""
-        for p in self.params:
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad._data[...] = 0.0
-                p.grad._version += 1
+        zero_grads(self.params, set_to_none)
 
-    def step(self) -> None:
-        """Updates every parameter that has a gradient, then counts the step."""
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Updates every parameter that has a gradient, then counts the step. As PyTorch's, a
+        closure is called first (under enable_grad) and its loss returned."""
+        loss = self._evaluate(closure)
+        self._apply()
+        return loss
+
+    def _evaluate(self, closure: Optional[Callable[[], Any]]) -> Any:
+        """closure() under enable_grad, or None without one."""
+        if closure is None:
+            return None
+        if not callable(closure):
+            raise TypeError(f"{self.kind}.step: closure must be callable, got "
+                            f"{type(closure).__name__}")
+        with enable_grad():
+            return closure()
+
+    def _apply(self) -> None:
         # Every gradient is checked before any parameter changes.
         work = [(i, p, self._grad_array(i, p)) for i, p in enumerate(self.params)
                 if p.grad is not None]
@@ -331,7 +353,7 @@ class Optimizer:
     def _set_hyper_parameters(self, values: Mapping[str, float]) -> None:
         for g, group in enumerate(self.param_groups):
             for key in self._changeable:
-                group[key] = values[_suffixed(key, g)]
+                group[key] = shortest(values[_suffixed(key, g)])
 
     # -- PyTorch's state_dict -----------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -29,7 +29,7 @@ class SGD(Optimizer):
                  nesterov: bool = False) -> None:
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov))
-        momentum_of = [self.param_groups[g]["momentum"] for g in self._group_of]
+        momentum_of = [f32(self.param_groups[g]["momentum"]) for g in self._group_of]
         self._buffers: list[Optional[np.ndarray]] = [
             np.zeros(p.shape, np.float32) if mu != 0.0 else None
             for p, mu in zip(self.params, momentum_of)]
@@ -45,8 +45,8 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0.0 or dampening != 0.0):
             raise ValueError(f"{where}: nesterov needs momentum > 0 and dampening 0, got "
                              f"momentum={momentum!r}, dampening={dampening!r}")
-        return dict(super()._check_group(where, values), momentum=f32(momentum),
-                    dampening=f32(dampening),
+        return dict(super()._check_group(where, values), momentum=values["momentum"],
+                    dampening=values["dampening"],
                     weight_decay=self._check_setting(where, "weight_decay",
                                                      values["weight_decay"]),
                     nesterov=bool(nesterov))

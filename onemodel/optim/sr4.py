@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
@@ -107,23 +107,27 @@ class SR4(Optimizer):
                     theta=_integer(where, "theta", values["theta"], 1, q_clamp),
                     use_dither=bool(values["use_dither"]))
 
-    def _check_setting(self, where: str, key: str, value: Any) -> float:
+    def _check_setting(self, where: str, key: str, value: Any) -> Any:
         if key == "target_step":
-            return f32(_target_step(where, key, value, False))
+            _target_step(where, key, value, False)
+            return value
         return super()._check_setting(where, key, value)
 
     @property
     def seed(self) -> int:
         return int(self._seed) % _U64
 
-    def step(self, target_step: Optional[float] = None) -> None:
-        """One SR4 update of every parameter with a gradient, then counts the step.
+    def step(self, closure: Optional[Callable[[], Any]] = None,
+             target_step: Optional[float] = None) -> Any:
+        """One SR4 update of every parameter with a gradient, then counts the step; returns
+        the loss of the closure, called first as PyTorch's optimizers do (None without one).
 
         target_step (default: `lr`, which a schedule may set) overrides the step size for this
         call; a value <= 0 means the configured `target_step`.
         """
         ts = _target_step("SR4.step", "lr" if target_step is None else "target_step",
                           self.lr if target_step is None else target_step, True)
+        loss = self._evaluate(closure)
         if ts <= 0.0:
             ts = self.target_step
         ts32 = np.float32(ts)
@@ -147,6 +151,7 @@ class SR4(Optimizer):
                       self.use_dither, nthreads)
             p._version += 1
         self._step_count += 1
+        return loss
 
     def state_tensors(self) -> "OrderedDict[str, np.ndarray]":
         state: OrderedDict[str, np.ndarray] = OrderedDict(
