@@ -3,6 +3,7 @@ TensorDataset, Dataset` is onemodel.data."""
 import sys
 
 from .. import data
+from . import checkpoint  # noqa: F401  (onemodel.utils.checkpoint)
 
 sys.modules[__name__ + ".data"] = data
 
