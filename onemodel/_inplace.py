@@ -241,14 +241,15 @@ class InplaceMethods:
 
 
 def _constant(op: str, t: "Tensor", value: Any) -> "Tensor":
-    """`value` broadcast to t's shape and dtype: nothing flows back to t, the sum of the
-    broadcast gradient (in the engine's order) to a value that is a tensor."""
+    """`value` broadcast to t's shape and dtype: zeros flow back to t (as torch's), the sum
+    of the broadcast gradient (in the engine's order) to a value that is a tensor."""
     from .functional._core import record, sum_to_shape
     from .tensor import Tensor
     source = value if isinstance(value, Tensor) else Tensor._wrap(np.asarray(value))
     out = np.array(np.broadcast_to(source._data, t.shape), dtype=t.dtype)
     shape = source.shape
-    return record(op, out, (t, source), lambda g: (None, sum_to_shape(g, shape)))
+    return record(op, out, (t, source),
+                  lambda g: (np.zeros(g.shape, np.float32), sum_to_shape(g, shape)))
 
 
 def _put(t: "Tensor", index: Any, value: Any) -> "Tensor":

@@ -396,3 +396,5 @@ def _owner(a: np.ndarray) -> int:
 
 
 # The torch.autograd names built on the engine above (imported last: they use it).
+from ._function import Function, FunctionCtx  # noqa: E402, F401
+from ._grad import backward, grad  # noqa: E402, F401
