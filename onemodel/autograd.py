@@ -181,7 +181,7 @@ class Node:
     def __lt__(self, other: "Node") -> bool:  # heap order: newest first
         return self.seq > other.seq
 
-    def run(self, grad: np.ndarray) -> Sequence[Union[np.ndarray, AddableGrad, None]]:
+    def run(self, upstream: np.ndarray) -> Sequence[Union[np.ndarray, AddableGrad, None]]:
         if self.backward_fn is None:
             raise RuntimeError(
                 f"{self.op}: trying to backward through the graph a second time (its saved "
@@ -193,7 +193,7 @@ class Node:
                     "was modified by an in-place operation (one of the variables needed for "
                     "gradient computation has been modified by an inplace operation: it is at "
                     f"version {t._version}; expected version {version} instead)")
-        return self.backward_fn(grad)
+        return self.backward_fn(upstream)
 
     def release(self) -> None:
         self.backward_fn = None
@@ -345,8 +345,8 @@ def run_backward(roots: Sequence[tuple["Tensor", np.ndarray]], retain_graph: boo
     # Leaves are finished early only when accumulating into .grad, from a single root.
     feeds = _leaf_feeds(roots[0][0]) if len(roots) == 1 and not capturing else {}
     done_owners: set[int] = {_owner(g) for _, g in roots}  # memory a .grad may not share
-    for root, grad in roots:
-        send(root._node if root._node is not None else root, grad)
+    for root, root_grad in roots:
+        send(root._node if root._node is not None else root, root_grad)
     while heap:
         node = heapq.heappop(heap)
         g = pending.pop(node)
@@ -378,8 +378,8 @@ def run_backward(roots: Sequence[tuple["Tensor", np.ndarray]], retain_graph: boo
     # two gradients (nor the caller) share storage.
     owners = collections.Counter(_owner(g) for _, g in leaf_grads.values())
     owners.update(done_owners)
-    for _, grad in roots:
-        owners[_owner(grad)] += 1
+    for _, root_grad in roots:
+        owners[_owner(root_grad)] += 1
     for t, g in leaf_grads.values():
         _accumulate(t, g, owners[_owner(g)] == 1)
     if _post_hooks:
