@@ -16,6 +16,7 @@ reaches the tensor it came from.
 from __future__ import annotations
 
 import builtins
+import sys
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
@@ -42,10 +43,24 @@ class InplaceMethods:
     grad: Optional["Tensor"]
 
     def _check_inplace(self, op: str) -> None:
-        if autograd.is_grad_enabled() and self._requires_grad and self._node is None:
+        if not (autograd.is_grad_enabled() and self._requires_grad):
+            return
+        node = self._node
+        if node is None:
             raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
                                "in-place operation (a leaf tensor that requires grad; wrap the "
                                "update in onemodel.no_grad())")
+        # A "view" (a copy here) of a tensor something still holds: torch's write would reach
+        # that tensor, ours would not. Refused rather than silently different.
+        if node.op in _VIEW_OPS and sys.getrefcount(node.inputs[0]) > _HELD_BY_ONE:
+            base = node.inputs[0]
+            what = "a leaf Variable that requires grad" if not isinstance(base, autograd.Node) \
+                else "a tensor still in use"
+            raise RuntimeError(
+                f"{op}: this tensor was made by {node.op} from {what}; in torch it would be a "
+                "view sharing that tensor's memory, but onemodel's views are copies, so the "
+                "write would not reach it. Write into that tensor (base[index] = value), or use "
+                "the out-of-place op")
 
     def _in_graph(self, *operands: Any) -> bool:
         from .tensor import Tensor
@@ -286,6 +301,16 @@ _UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "relu", "sigmoid", "tanh"
           "trunc", "sign")
 for _name in _UNARY:
     setattr(InplaceMethods, _name + "_", _unary(_name))
+
+# The ops whose results torch returns as views of their input.
+_VIEW_OPS = frozenset(("index", "reshape", "permute"))
+# What sys.getrefcount says of an object only one tuple holds, asked as _check_inplace asks.
+def _held_by_one() -> int:
+    holder = (object(),)
+    return sys.getrefcount(holder[0])
+
+
+_HELD_BY_ONE = _held_by_one()
 
 # The out-of-place op of each ufunc _update applies.
 _BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div"}

@@ -224,9 +224,39 @@ def test_inplace_under_no_grad_records_nothing_as_torch():
 
 
 def test_indexing_returns_a_copy_not_a_view():
-    # onemodel has no views (the module's comment): a write into x[0] leaves x as it was.
+    # onemodel has no views (onemodel/_inplace.py): a write into x[0] leaves x as it was.
     x = om.tensor(A)
     row = x[0]
     row.add_(1)
     np.testing.assert_array_equal(x.numpy(), A)
     assert not np.shares_memory(row.numpy(), x.numpy())
+
+
+@pytest.mark.parametrize("view", [lambda y: y[0], lambda y: y[:, 1:], lambda y: y.view(12),
+                                  lambda y: y.T, lambda y: y.unsqueeze(0), lambda y: y[[0, 2]]])
+def test_write_through_a_view_of_a_graph_tensor_in_use_is_refused(view):
+    # In torch the write would reach y; here it could not, so it is refused, y unchanged.
+    x = om.tensor(A, requires_grad=True)
+    y = x * 2
+    v = view(y)
+    for write in (lambda: v.add_(1), lambda: v.relu_(), lambda: v.__setitem__(0, 1.0)):
+        with pytest.raises(RuntimeError, match="in torch it would be a view sharing that "
+                                               "tensor's memory"):
+            write()
+    np.testing.assert_array_equal(y.detach().numpy(), 2 * A)
+    with pytest.raises(RuntimeError, match="made by index from a leaf Variable that requires"):
+        x[0].mul_(2)
+
+
+def test_write_through_a_view_of_a_dropped_tensor_is_differentiated_as_torch():
+    # Nothing holds the tensor the view came from, so nothing could tell the copy apart.
+    grads = []
+    for lib in (om, torch):
+        x = lib.tensor(A, requires_grad=True)
+        v = (x * 2).view(4, 3)
+        v.mul_(3).add_(1)
+        h = (x + 1)[1:]
+        h[0] = x[0, 0] * 5
+        (v.sum() + h.sum()).backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
