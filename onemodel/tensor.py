@@ -260,7 +260,13 @@ class Tensor(InplaceMethods):
         return int(self.item())
 
     # -- autodiff -----------------------------------------------------------------------
-    def backward(self, grad: Optional[Any] = None, retain_graph: bool = False) -> None:
+    def backward(self, gradient: Optional[Any] = None, retain_graph: Optional[bool] = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """As torch.Tensor.backward; with `inputs`, only their .grad is filled."""
+        if create_graph or inputs is not None:
+            from ._grad import backward
+            return backward(self, gradient, retain_graph, create_graph, inputs)
+        grad = gradient
         if not self._requires_grad:
             raise RuntimeError("backward: tensor does not require grad and has no grad_fn")
         if grad is None:
@@ -273,7 +279,7 @@ class Tensor(InplaceMethods):
             if g.shape != self._data.shape:
                 raise ValueError(f"backward: gradient of shape {g.shape} for a tensor of "
                                  f"shape {self._data.shape}")
-        autograd.run_backward(((self, g),), retain_graph)
+        autograd.run_backward(((self, g),), bool(retain_graph))
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> Any:
         """hook(self) runs in each backward pass once this leaf's gradient is complete in

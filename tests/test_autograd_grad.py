@@ -188,3 +188,17 @@ def test_detach_and_requires_grad_in_place_as_torch():
         (y * y).sum().backward()
         np.testing.assert_array_equal(_np(y.grad), 4 * A)
         assert x.grad is None
+
+
+def test_tensor_backward_takes_torchs_arguments():
+    results = []
+    for L in (om, torch):
+        x, w, u = _leaves(L)
+        y, v, _ = _graph(L, x, w, u)
+        v.backward(gradient=L.tensor(np.float32([1, 2, 3])), retain_graph=True, inputs=[x, u])
+        assert w.grad is None
+        results.append([_np(x.grad), _np(u.grad)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    with pytest.raises(NotImplementedError, match="create_graph=True"):
+        _graph(om, *_leaves(om))[0].backward(create_graph=True)
