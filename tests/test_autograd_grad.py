@@ -202,3 +202,23 @@ def test_tensor_backward_takes_torchs_arguments():
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
     with pytest.raises(NotImplementedError, match="create_graph=True"):
         _graph(om, *_leaves(om))[0].backward(create_graph=True)
+
+
+def test_leaf_hook_on_a_weight_with_a_grad_already_as_torch():
+    # A product's weight gradient may be added straight into .grad (autograd.AddableGrad):
+    # a hook on the weight must still see, and may replace, the gradient first.
+    rng = np.random.default_rng(5)
+    weight, data = rng.standard_normal((4, 3)).astype(np.float32), \
+        rng.standard_normal((6, 3)).astype(np.float32)
+    results = []
+    for L, linear in ((om, om.functional.linear), (torch, torch.nn.functional.linear)):
+        w = L.tensor(weight, requires_grad=True)
+        seen = []
+        w.register_hook(lambda g: seen.append(_np(g)) or g * 0.5)
+        for _ in range(2):
+            linear(L.tensor(data), w).tanh().sum().backward()
+        results.append((_np(w.grad), seen))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5, atol=1e-6)
+    assert len(results[0][1]) == len(results[1][1]) == 2
+    for ours, theirs in zip(results[0][1], results[1][1]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
