@@ -18,6 +18,10 @@ leaf's gradient is complete and goes into .grad (as PyTorch's AccumulateGrad: a 
 is not held until the pass ends, so one of them at a time is alive beside .grad), its
 post-accumulate-grad hooks (PyTorch's name) run, and backward goes on with the rest of the graph
 (data parallelism starts reducing finished gradients there).
+
+The same pass serves autograd.grad (_grad.py: it captures gradients instead of filling .grad),
+runs the hooks of Tensor.register_hook and keeps retain_grad's gradients (_hooks.py);
+autograd.Function is _function.py, and Tensor's in-place ops _inplace.py.
 """
 from __future__ import annotations
 
