@@ -276,13 +276,35 @@ def _accumulate(t: "Tensor", g: np.ndarray, fresh: bool) -> None:
         t.grad = Tensor._wrap(t.grad._data + g)
 
 
-@quiet
+class _Pass(threading.local):
+    capturing = False  # whether the running backward pass is autograd.grad's
+
+
+_pass = _Pass()
+
+
+def is_capturing() -> bool:
+    """Whether the backward pass running now fills no .grad (autograd.grad's)."""
+    return _pass.capturing
+
+
 def run_backward(roots: Sequence[tuple["Tensor", np.ndarray]], retain_graph: bool = False,
                  capture: Optional[Sequence["Tensor"]] = None
                  ) -> dict[int, np.ndarray]:
     """Backward from each root with its gradient. Without `capture`, gradients accumulate into
     the .grad of every reachable leaf; with it (autograd.grad), no .grad changes and the
     gradient of each tensor in `capture` is returned, by id (missing if nothing reached it)."""
+    previous = _pass.capturing
+    _pass.capturing = capture is not None
+    try:
+        return _run_backward(roots, retain_graph, capture)
+    finally:
+        _pass.capturing = previous
+
+
+@quiet
+def _run_backward(roots: Sequence[tuple["Tensor", np.ndarray]], retain_graph: bool,
+                  capture: Optional[Sequence["Tensor"]]) -> dict[int, np.ndarray]:
 
     leaf_grads: dict[int, tuple[Tensor, np.ndarray]] = {}
     capturing = capture is not None

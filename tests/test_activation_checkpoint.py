@@ -131,3 +131,12 @@ def test_checkpointing_lowers_the_peak_memory_of_a_deep_mlp():
     plain = _peak(_plain)
     checked = _peak(lambda m, x: checkpoint_sequential(m, 4, x, use_reentrant=False))
     assert checked < 0.6 * plain, (checked, plain)
+
+
+def test_checkpoint_refuses_autograd_grad_as_torch_reentrant():
+    layer = om.nn.Linear(3, 2)
+    x = om.ones(4, 3, requires_grad=True)
+    out = checkpoint(layer, x, use_reentrant=False).sum()
+    with pytest.raises(RuntimeError, match="checkpoint: not compatible with autograd.grad"):
+        om.autograd.grad(out, [x])
+    assert layer.weight.grad is None

@@ -89,6 +89,9 @@ class _Checkpoint(Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
+        if autograd.is_capturing():  # the recomputation's backward fills parameters' .grad
+            raise RuntimeError("checkpoint: not compatible with autograd.grad() or "
+                               "backward(inputs=...); use backward() without inputs")
         inputs = tuple(a.detach().requires_grad_(a.requires_grad)
                        if isinstance(a, Tensor) else a for a in ctx.args)
         after = _RandomState(ctx.dropouts) if ctx.before is not None else None
