@@ -99,6 +99,9 @@ class InplaceMethods:
         result = compute(former)
         self._store(op, result)
         if result._node is not None:
+            if former._node is not None and former._node.retained is not None:
+                # retain_grad follows the tensor to its new node, as torch's
+                result._node.retained, former._node.retained = former._node.retained, None
             self._node, self._requires_grad = result._node, True
         return me
 

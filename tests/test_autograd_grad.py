@@ -222,3 +222,15 @@ def test_leaf_hook_on_a_weight_with_a_grad_already_as_torch():
     assert len(results[0][1]) == len(results[1][1]) == 2
     for ours, theirs in zip(results[0][1], results[1][1]):
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_retain_grad_follows_an_in_place_op_as_torch():
+    results = []
+    for L in (om, torch):
+        x = L.tensor(A, requires_grad=True)
+        h = x * 2
+        h.retain_grad()
+        h.mul_(3)
+        (h * h).sum().backward()
+        results.append(_np(h.grad))
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
