@@ -5,7 +5,8 @@ import numpy  # noqa: E402
 
 from ._config import (config, get_mode, get_num_threads, mode, set_mode,  # noqa: E402
                       set_num_threads)
-from .autograd import enable_grad, no_grad  # noqa: E402
+from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
+                       is_inference_mode_enabled, no_grad)
 from ._printing import set_printoptions  # noqa: E402
 from .tensor import (Tensor, arange, device, empty, empty_like, eye, from_numpy, full,  # noqa: E402
                      full_like, is_tensor, linspace, numel, ones, ones_like, tensor, zeros,
@@ -63,5 +64,5 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "index_select", "any", "all", "einsum", "flip", "roll", "movedim", "narrow", "hstack",
            "vstack", "nonzero", "masked_select", "repeat_interleave", "meshgrid", "amax", "amin",
            "logsumexp", "argsort", "square", "reciprocal", "rsqrt", "use_deterministic_algorithms",
-           "are_deterministic_algorithms_enabled", "prod", "expm1", "log1p",
-           "set_printoptions"]
+           "are_deterministic_algorithms_enabled", "prod", "expm1", "log1p", "inference_mode",
+           "is_grad_enabled", "is_inference_mode_enabled", "set_printoptions"]

@@ -18,20 +18,26 @@ leaf's gradient is complete and goes into .grad (as PyTorch's AccumulateGrad: a 
 is not held until the pass ends, so one of them at a time is alive beside .grad), its
 post-accumulate-grad hooks (PyTorch's name) run, and backward goes on with the rest of the graph
 (data parallelism starts reducing finished gradients there).
+
+The same pass serves autograd.grad (_grad.py: it captures gradients instead of filling .grad),
+runs the hooks of Tensor.register_hook and keeps retain_grad's gradients (_hooks.py);
+autograd.Function is _function.py, and Tensor's in-place ops _inplace.py.
 """
 from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import heapq
 import itertools
 import sys
 import threading
 import weakref
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
+from ._hooks import RemovableHandle, _hooks_of, _leaf_hooks, _retain, _run_tensor_hooks, keyed_hooks
 from ._ieee import quiet
 
 if TYPE_CHECKING:
@@ -84,6 +90,7 @@ class _GradMode(threading.local):
     # A class attribute: every thread starts enabled, and reading it raises nothing inside
     # (getattr with a default costs an AttributeError per op in a thread that never set it).
     enabled = True
+    inference = False
 
 
 _state = _GradMode()
@@ -105,6 +112,39 @@ def no_grad() -> Iterator[None]:
         _state.enabled = previous
 
 
+class inference_mode:
+    """torch.inference_mode(mode=True), as a context manager or a decorator (with or without
+    parentheses): here as no_grad (nothing is recorded); is_inference_mode_enabled() tells."""
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if callable(mode) and not isinstance(mode, bool):  # @inference_mode without ()
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode)
+        self._previous: list[tuple[bool, bool]] = []
+
+    def __enter__(self) -> None:
+        self._previous.append((_state.enabled, _state.inference))
+        if self.mode:
+            _state.enabled, _state.inference = False, True
+
+    def __exit__(self, *exc: Any) -> None:
+        _state.enabled, _state.inference = self._previous.pop()
+
+    def __call__(self, function: Callable) -> Callable:
+        @functools.wraps(function)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with inference_mode(self.mode):
+                return function(*args, **kwargs)
+        return run
+
+
+def is_inference_mode_enabled() -> bool:
+    return _state.inference
+
+
 @contextlib.contextmanager
 def enable_grad() -> Iterator[None]:
     previous = is_grad_enabled()
@@ -119,7 +159,8 @@ class Node:
     """One recorded op: where its inputs' gradients go and how to map the output gradient to
     theirs."""
 
-    __slots__ = ("seq", "op", "shape", "inputs", "backward_fn", "saved", "saved_versions")
+    __slots__ = ("seq", "op", "shape", "inputs", "backward_fn", "saved", "saved_versions",
+                 "hooks", "retained")
 
     def __init__(self, op: str, shape: tuple, inputs: Sequence["Tensor"],
                  backward_fn: BackwardFn, saved: Sequence["Tensor"] = ()) -> None:
@@ -137,11 +178,14 @@ class Node:
         self.saved = tuple(saved)
         # _vc[0] is _version without the property call: this runs for every recorded op.
         self.saved_versions = tuple([t._vc[0] for t in self.saved])
+        # register_hook's hooks on the output, and the output whose .grad retain_grad() keeps
+        self.hooks: Optional[list[Callable]] = None
+        self.retained: Optional[weakref.ref] = None
 
     def __lt__(self, other: "Node") -> bool:  # heap order: newest first
         return self.seq > other.seq
 
-    def run(self, grad: np.ndarray) -> Sequence[Union[np.ndarray, AddableGrad, None]]:
+    def run(self, upstream: np.ndarray) -> Sequence[Union[np.ndarray, AddableGrad, None]]:
         if self.backward_fn is None:
             raise RuntimeError(
                 f"{self.op}: trying to backward through the graph a second time (its saved "
@@ -150,8 +194,10 @@ class Node:
             if t._version != version:
                 raise RuntimeError(
                     f"{self.op}: a tensor of shape {tuple(t.shape)} saved for the backward pass "
-                    f"was modified by an in-place operation (version {version} -> {t._version})")
-        return self.backward_fn(grad)
+                    "was modified by an in-place operation (one of the variables needed for "
+                    "gradient computation has been modified by an inplace operation: it is at "
+                    f"version {t._version}; expected version {version} instead)")
+        return self.backward_fn(upstream)
 
     def release(self) -> None:
         self.backward_fn = None
@@ -161,17 +207,6 @@ class Node:
 
 # Per hooked leaf, by id: a weak reference (its death drops the entry) and the hooks.
 _post_hooks: dict[int, tuple[weakref.ref, list[Callable[["Tensor"], None]]]] = {}
-
-
-class RemovableHandle:
-    """Returned by register_post_accumulate_grad_hook: `remove()` takes the hook off."""
-
-    def __init__(self, hooks: list, hook: Callable) -> None:
-        self._hooks, self._hook = hooks, hook
-
-    def remove(self) -> None:
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
 
 
 def zero_grads(params: "Iterable[Tensor]", set_to_none: bool = True) -> None:
@@ -197,15 +232,9 @@ def register_post_accumulate_grad_hook(t: "Tensor", hook: Callable[["Tensor"], N
     if not callable(hook):
         raise TypeError(f"register_post_accumulate_grad_hook: hook must be callable, got "
                         f"{hook!r}")
-    key = id(t)
-    entry = _post_hooks.get(key)
-    if entry is None or entry[0]() is not t:
-        def forget(_: object, key: int = key, hooks: dict = _post_hooks) -> None:
-            hooks.pop(key, None)  # the leaf died: its hooks go with it
-        entry = (weakref.ref(t, forget), [])
-        _post_hooks[key] = entry
-    entry[1].append(hook)
-    return RemovableHandle(entry[1], hook)
+    hooks = keyed_hooks(_post_hooks, t)
+    hooks.append(hook)
+    return RemovableHandle(hooks, hook)
 
 
 def _leaf_feeds(root: "Tensor") -> dict[int, int]:
@@ -260,11 +289,41 @@ def _accumulate(t: "Tensor", g: np.ndarray, fresh: bool) -> None:
         t.grad = Tensor._wrap(t.grad._data + g)
 
 
+class _Pass(threading.local):
+    capturing = False  # whether the running backward pass is autograd.grad's
+
+
+_pass = _Pass()
+
+
+def is_capturing() -> bool:
+    """Whether the backward pass running now fills no .grad (autograd.grad's)."""
+    return _pass.capturing
+
+
+def run_backward(roots: Sequence[tuple["Tensor", np.ndarray]], retain_graph: bool = False,
+                 capture: Optional[Sequence["Tensor"]] = None
+                 ) -> dict[int, np.ndarray]:
+    """Backward from each root with its gradient. Without `capture`, gradients accumulate into
+    the .grad of every reachable leaf; with it (autograd.grad), no .grad changes and the
+    gradient of each tensor in `capture` is returned, by id (missing if nothing reached it)."""
+    previous = _pass.capturing
+    _pass.capturing = capture is not None
+    try:
+        return _run_backward(roots, retain_graph, capture)
+    finally:
+        _pass.capturing = previous
+
+
 @quiet
-def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> None:
-    """Accumulates d(root)/d(leaf) · grad into the .grad of every reachable leaf."""
+def _run_backward(roots: Sequence[tuple["Tensor", np.ndarray]], retain_graph: bool,
+                  capture: Optional[Sequence["Tensor"]]) -> dict[int, np.ndarray]:
 
     leaf_grads: dict[int, tuple[Tensor, np.ndarray]] = {}
+    capturing = capture is not None
+    wanted_leaves = {id(t) for t in capture or () if t._node is None}
+    wanted_nodes = {t._node: id(t) for t in capture or () if t._node is not None}
+    captured: dict[int, np.ndarray] = {}
 
     def send(target: Union[Node, Tensor], g: np.ndarray) -> None:
         if isinstance(target, Node):
@@ -273,7 +332,7 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
             else:
                 pending[target] = g
                 heapq.heappush(heap, target)
-        elif target.requires_grad:
+        elif id(target) in wanted_leaves if capturing else target.requires_grad:
             key = id(target)
             leaf_grads[key] = (target, leaf_grads[key][1] + g) if key in leaf_grads \
                 else (target, g)
@@ -288,7 +347,8 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
             if isinstance(gi, AddableGrad):
                 held = None
                 if not isinstance(target, Node) and key not in leaf_grads \
-                        and feeds.get(key) == 1 and target.requires_grad:
+                        and feeds.get(key) == 1 and target.requires_grad \
+                        and key not in _leaf_hooks:
                     held = _grad_to_add_into(target, gi.shape)
                 if held is None:
                     gi = gi.make()
@@ -311,6 +371,8 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
                 if not left and key in leaf_grads:  # complete: finish it
                     del feeds[key]
                     _, complete = leaf_grads.pop(key)
+                    if _leaf_hooks:
+                        complete = _run_tensor_hooks(_hooks_of(target), complete)
                     owner = _owner(complete)
                     _accumulate(target, complete, owner not in done_owners)
                     done_owners.add(owner)
@@ -319,14 +381,23 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
 
     pending: dict[Node, np.ndarray] = {}
     heap: list[Node] = []
-    feeds = _leaf_feeds(root)
-    done_owners: set[int] = {_owner(grad)}  # memory a gradient finished early may not share
-    send(root._node if root._node is not None else root, grad)
+    # Leaves are finished early only when accumulating into .grad, from a single root.
+    feeds = _leaf_feeds(roots[0][0]) if len(roots) == 1 and not capturing else {}
+    done_owners: set[int] = {_owner(g) for _, g in roots}  # memory a .grad may not share
+    for root, root_grad in roots:
+        send(root._node if root._node is not None else root, root_grad)
     while heap:
         node = heapq.heappop(heap)
         g = pending.pop(node)
-        sole = sys.getrefcount(g) == _SOLE and g.base is None and g.flags.writeable \
-            and g.flags.c_contiguous and g.dtype == np.float32
+        if node.hooks:
+            g = _run_tensor_hooks(node.hooks, g)
+        if node.retained is not None:
+            _retain(node.retained(), g)
+        watched = node in wanted_nodes
+        if watched:
+            captured[wanted_nodes[node]] = g
+        sole = not watched and sys.getrefcount(g) == _SOLE and g.base is None \
+            and g.flags.writeable and g.flags.c_contiguous and g.dtype == np.float32
         _handed.grad_id = id(g) if sole else 0   # (never one left by a closure that raised)
         input_grads = node.run(g)
         _handed.grad_id = 0
@@ -335,17 +406,25 @@ def backward(root: "Tensor", grad: np.ndarray, retain_graph: bool = False) -> No
             node.release()  # what its backward read can go now, not after the whole pass
         deliver(node, input_grads)
         del input_grads
+    if _leaf_hooks:
+        for key, (t, g) in list(leaf_grads.items()):
+            leaf_grads[key] = (t, _run_tensor_hooks(_hooks_of(t), g))
+    if capturing:
+        captured.update((key, g) for key, (_, g) in leaf_grads.items())
+        return captured
     # A closure may hand the same array to several inputs (add passes g to both sides), and
     # the root's gradient is the caller's array: a .grad built on such memory is copied so no
     # two gradients (nor the caller) share storage.
     owners = collections.Counter(_owner(g) for _, g in leaf_grads.values())
     owners.update(done_owners)
-    owners[_owner(grad)] += 1
+    for _, root_grad in roots:
+        owners[_owner(root_grad)] += 1
     for t, g in leaf_grads.values():
         _accumulate(t, g, owners[_owner(g)] == 1)
     if _post_hooks:
         for t, _ in leaf_grads.values():
             _run_hooks(t)
+    return captured
 
 
 def _owner(a: np.ndarray) -> int:
@@ -353,3 +432,8 @@ def _owner(a: np.ndarray) -> int:
     while isinstance(a.base, np.ndarray):
         a = a.base
     return id(a) if a.base is None else id(a.base)
+
+
+# The torch.autograd names built on the engine above (imported last: they use it).
+from ._function import Function, FunctionCtx  # noqa: E402, F401
+from ._grad import backward, grad  # noqa: E402, F401

@@ -241,22 +241,30 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
 
 
 def rand(*size: Any, generator: Optional[Generator] = None, requires_grad: bool = False,
-         device: Any = None) -> Tensor:
+         device: Any = None, dtype: Any = None) -> Tensor:
     """Uniform [0, 1) float32 draws (Generator.uniform), from the default generator unless
     `generator` is given."""
     check_device(device, "rand")
+    _check_float32(dtype, "rand")
     g = default_generator if generator is None else generator
     return g.uniform(0.0, 1.0, _size(size, "rand"))._set_requires_grad(requires_grad)
 
 
 def randn(*size: Any, generator: Optional[Generator] = None, requires_grad: bool = False,
-          device: Any = None) -> Tensor:
+          device: Any = None, dtype: Any = None) -> Tensor:
     """Standard normal float32 draws (Marsaglia's polar method: standard_normals)."""
     check_device(device, "randn")
+    _check_float32(dtype, "randn")
     shape = _size(size, "randn")
     g = default_generator if generator is None else generator
     z = standard_normals(g, int(np.prod(shape, dtype=np.int64))).reshape(shape)
     return Tensor._wrap(z)._set_requires_grad(requires_grad)
+
+
+def _check_float32(dtype: Any, op: str) -> None:
+    """torch's dtype= of the float draws: None or float32."""
+    if dtype is not None and not is_float32(dtype):
+        raise TypeError(f"{op}: the draws are float32, got dtype {dtype}")
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, generator: Optional[Generator] = None,

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 import numpy as np
 
 from . import autograd
-from ._ieee import quiet
+from ._inplace import InplaceMethods
 from ._printing import tensor_repr
 
 float32 = np.dtype(np.float32)
@@ -99,7 +99,7 @@ def _canonical(arr: np.ndarray, op: str) -> np.ndarray:
     return np.require(arr, requirements="C")  # unlike ascontiguousarray, keeps 0-d
 
 
-class Tensor:
+class Tensor(InplaceMethods):
     """An n-dimensional array that records the ops applied to it for reverse-mode autodiff."""
 
     # _vc is the version counter, a one-element list shared with detached aliases so a write
@@ -258,7 +258,13 @@ class Tensor:
         return int(self.item())
 
     # -- autodiff -----------------------------------------------------------------------
-    def backward(self, grad: Optional[Any] = None, retain_graph: bool = False) -> None:
+    def backward(self, gradient: Optional[Any] = None, retain_graph: Optional[bool] = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """As torch.Tensor.backward; with `inputs`, only their .grad is filled."""
+        if create_graph or inputs is not None:
+            from ._grad import backward
+            return backward(self, gradient, retain_graph, create_graph, inputs)
+        grad = gradient
         if not self._requires_grad:
             raise RuntimeError("backward: tensor does not require grad and has no grad_fn")
         if grad is None:
@@ -271,117 +277,18 @@ class Tensor:
             if g.shape != self._data.shape:
                 raise ValueError(f"backward: gradient of shape {g.shape} for a tensor of "
                                  f"shape {self._data.shape}")
-        autograd.backward(self, g, retain_graph=retain_graph)
+        autograd.run_backward(((self, g),), bool(retain_graph))
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> Any:
         """hook(self) runs in each backward pass once this leaf's gradient is complete in
         .grad, while backward goes on (autograd.py); returns a handle with remove()."""
         return autograd.register_post_accumulate_grad_hook(self, hook)
 
-    # -- in-place writes (bump the version so saved copies are protected) ---------------
-    def _check_inplace(self, op: str) -> None:
-        if autograd.is_grad_enabled() and self._requires_grad and self._node is None:
-            raise RuntimeError(f"{op}: a leaf tensor that requires grad is used in an in-place "
-                               "operation; wrap it in onemodel.no_grad()")
-        if autograd.is_grad_enabled() and self._node is not None:
-            raise RuntimeError(f"{op}: in-place operations on tensors recorded in the graph "
-                               "are not supported; use the out-of-place op")
-
-    def _inplace(self, op: str, values: np.ndarray) -> "Tensor":
-        self._check_inplace(op)
-        np.copyto(self._data, np.broadcast_to(values, self._data.shape), casting="unsafe")
-        self._version += 1
-        return self
-
-    def _other(self, other: Any) -> Any:
-        """The operand as numpy sees it: Python scalars stay weakly typed, so float32 data
-        combined with a Python float is computed in float32 (as in PyTorch)."""
-        if isinstance(other, Tensor):
-            return other._data
-        if isinstance(other, (bool, int, float)):
-            return other
-        return np.asarray(other)
-
-    def copy_(self, src: Any) -> "Tensor":
-        s = np.asarray(self._other(src))
-        try:
-            np.broadcast_shapes(s.shape, self._data.shape)
-        except ValueError:
-            raise ValueError(f"copy_: source of shape {s.shape} does not broadcast to "
-                             f"{self._data.shape}") from None
-        return self._inplace("copy_", s)
-
-    def zero_(self) -> "Tensor":
-        return self._inplace("zero_", np.zeros((), self._data.dtype))
-
-    def fill_(self, value: Any) -> "Tensor":
-        return self._inplace("fill_", np.asarray(value, self._data.dtype))
-
-    def uniform_(self, from_: builtins.float = 0.0, to: builtins.float = 1.0, *,
-                 generator: Any = None) -> "Tensor":
-        """Fills self in place with Uniform(from_, to): nn.init.uniform_'s draws."""
-        from .random import uniform_  # random names Tensor: imported where it runs
-        return uniform_(self, from_, to, generator)
-
-    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, *,
-                generator: Any = None) -> "Tensor":
-        """Fills self in place with N(mean, std²): nn.init.normal_'s draws."""
-        from .random import normal_
-        return normal_(self, mean, std, generator)
-
-    @quiet
-    def _update(self, op: str, ufunc: np.ufunc, other: Any) -> "Tensor":
-        """self = ufunc(self, other), written straight into self's memory."""
-        self._check_inplace(op)
-        try:
-            ufunc(self._data, other, out=self._data, casting="same_kind")
-        except TypeError:
-            raise TypeError(f"{op}: cannot write a {np.result_type(self._data, other)} result "
-                            f"into a {self._data.dtype} tensor of shape "
-                            f"{self._data.shape}") from None
-        except ValueError:
-            raise ValueError(f"{op}: operand of shape {np.shape(other)} does not broadcast to "
-                             f"{self._data.shape}") from None
-        self._version += 1
-        return self
-
     def add(self, other: Any, *, alpha: Any = 1) -> "Tensor":
         return F.add(self, other, alpha=alpha)
 
     def sub(self, other: Any, *, alpha: Any = 1) -> "Tensor":
         return F.sub(self, other, alpha=alpha)
-
-    def add_(self, other: Any, alpha: builtins.float = 1.0) -> "Tensor":
-        o = self._other(other)
-        return self._update("add_", np.add, o if alpha == 1.0 else o * np.float32(alpha))
-
-    def sub_(self, other: Any) -> "Tensor":
-        return self._update("sub_", np.subtract, self._other(other))
-
-    def mul_(self, other: Any) -> "Tensor":
-        return self._update("mul_", np.multiply, self._other(other))
-
-    def div_(self, other: Any) -> "Tensor":
-        return self._update("div_", np.true_divide, self._other(other))
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        self._check_inplace("__setitem__")
-        parts = index if isinstance(index, tuple) else (index,)
-        self._data[tuple(p._data if isinstance(p, Tensor) else p for p in parts)] = \
-            self._other(value)
-        self._version += 1
-
-    def __iadd__(self, other: Any) -> "Tensor":
-        return self.add_(other)
-
-    def __isub__(self, other: Any) -> "Tensor":
-        return self.sub_(other)
-
-    def __imul__(self, other: Any) -> "Tensor":
-        return self.mul_(other)
-
-    def __itruediv__(self, other: Any) -> "Tensor":
-        return self.div_(other)
 
     # -- operators (differentiable ones live in functional) -----------------------------
     def __add__(self, other: Any) -> "Tensor":
@@ -505,6 +412,13 @@ class Tensor:
 
     def matmul(self, other: Any) -> "Tensor":
         return F.matmul(self, other)
+
+    def mm(self, mat2: Any) -> "Tensor":
+        """The product of two matrices, as torch.Tensor.mm (2-D only)."""
+        if self.ndim != 2 or np.ndim(getattr(mat2, "_data", mat2)) != 2:
+            raise ValueError(f"mm: expects two matrices, got shapes {self.shape} and "
+                             f"{np.shape(getattr(mat2, '_data', mat2))}")
+        return F.matmul(self, mat2)
 
     def bmm(self, mat2: Any) -> "Tensor":
         return F.bmm(self, mat2)

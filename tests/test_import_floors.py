@@ -11,8 +11,9 @@ import onemodel
 
 FLOORS = [
     {"_ieee", "_kernels", "_config", "_printing", "progress", "cuda", "backends"},
-    # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_
-    {"autograd", "tensor", "random"},
+    # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_;
+    # Tensor's in-place mixin, hooks, autograd.grad and autograd.Function with them
+    {"autograd", "tensor", "random", "_inplace", "_hooks", "_grad", "_function"},
     {"_autocast"},
     {"functional"},
     {"optim", "checkpoint"},
@@ -22,7 +23,9 @@ FLOORS = [
     {"examples"},
     {"__init__"},
 ]
-UPWARD = {("tensor", "functional")}  # the operators (module docstring)
+# the operators (module docstring), the in-place methods (the out-of-place op on a stand-in),
+# and a custom Function's broadcast gradient summed back (functional._core.sum_to_shape)
+UPWARD = {("tensor", "functional"), ("_inplace", "functional"), ("_function", "functional")}
 ROOT = os.path.dirname(onemodel.__file__)
 
 
