@@ -1,7 +1,8 @@
 """The package's floors: each unit imports only from its own floor or those below, so the
 architecture reads bottom-up (kernels, tensor and graph, functional, layers and optimizers, the
 loop around them). The one documented arrow upward: tensor.py's operators call functional
-(a Tensor's `a + b` is functional.add), imported where they run."""
+(a Tensor's `a + b` is functional.add), imported where they run, and Tensor.to_sparse, which
+makes an onemodel.sparse tensor."""
 from __future__ import annotations
 
 import ast
@@ -10,19 +11,22 @@ import os
 import onemodel
 
 FLOORS = [
-    {"_ieee", "_kernels", "_config", "progress", "cuda", "backends"},
+    {"_ieee", "_kernels", "_config", "progress", "backends", "onnx"},
     # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_
-    {"autograd", "tensor", "random"},
+    {"autograd", "tensor", "_tensor_surface", "random"},
     {"_autocast"},
-    {"functional"},
+    {"functional", "sparse"},
     {"optim", "data", "checkpoint"},
-    {"nn", "amp", "utils"},
-    {"distributed", "interop"},
+    {"nn", "amp", "utils", "cuda"},
+    {"distributed", "interop", "process_group"},
     {"train", "plot"},
     {"examples"},
     {"__init__"},
 ]
-UPWARD = {("tensor", "functional")}  # the operators (module docstring)
+# the operators (module docstring), and Tensor.to_sparse's conversion into onemodel.sparse
+# and nn.parallel's DistributedDataParallel, which asks the process group for the world size
+UPWARD = {("tensor", "functional"), ("_tensor_surface", "sparse"), ("nn", "process_group"),
+          ("nn", "distributed")}
 ROOT = os.path.dirname(onemodel.__file__)
 
 

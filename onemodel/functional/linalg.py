@@ -20,7 +20,7 @@ made.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -174,6 +174,17 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     sa, sb = _core.as_tensor(input, "bmm").shape, _core.as_tensor(mat2, "bmm").shape
     if len(sa) != 3 or len(sb) != 3 or sa[0] != sb[0] or sa[2] != sb[1]:
         raise ValueError(f"bmm: expected (b, n, m) and (b, m, p), got {sa} and {sb}")
+    return matmul(input, mat2)
+
+
+def mm(input: Any, mat2: Tensor) -> Tensor:
+    """Matrix product of (n, m) and (m, p), as torch.mm (no broadcasting); a sparse COO input
+    (onemodel.sparse) multiplies by its nonzeros."""
+    if getattr(input, "is_sparse", False):
+        return input.mm(mat2)  # type: ignore[no-any-return]
+    sa, sb = _core.as_tensor(input, "mm").shape, _core.as_tensor(mat2, "mm").shape
+    if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
+        raise ValueError(f"mm: expected (n, m) and (m, p), got {sa} and {sb}")
     return matmul(input, mat2)
 
 
