@@ -2,7 +2,7 @@
 import sys
 
 from .. import functional
-from . import init, utils
+from . import init, parallel, utils
 from .attention import (
     MultiheadAttention,
     Transformer,
@@ -94,7 +94,8 @@ from .ternary import TernaryConv2d, TernaryLinear, TernaryWeight, ternary_weight
 # `import torch.nn.functional as F`, ported, imports onemodel.functional under this name too.
 sys.modules[__name__ + ".functional"] = functional
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "Dropout",
+__all__ = ["parallel", "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d",
+           "Dropout",
            "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MaxPool2d",
            "Module", "functional", "ModuleDict", "ModuleList", "ParameterList", "Parameter",
            "ReLU", "Sequential", "Sigmoid", "Tanh", "init", "utils", "MultiheadAttention",
