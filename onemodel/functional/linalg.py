@@ -188,6 +188,28 @@ def mm(input: Any, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Optional[Tensor] = None) -> Tensor:
+    """y[..., o] = Σ_ij input1[..., i]·weight[o, i, j]·input2[..., j] + bias[o], as
+    torch.nn.functional.bilinear: input1 times weight first (one matrix product), then each
+    output's row dotted with input2 (a batched product), over the exact kernel."""
+    x1, x2 = _core.as_tensor(input1, "bilinear"), _core.as_tensor(input2, "bilinear")
+    w = _core.as_tensor(weight, "bilinear")
+    if w.ndim != 3 or x1.ndim < 1 or x1.shape[:-1] != x2.shape[:-1] or \
+            (x1.shape[-1], x2.shape[-1]) != w.shape[1:]:
+        raise ValueError(f"bilinear: expected input1 (..., {w.shape[1:2]}), input2 (..., "
+                         f"in2) with the same leading sizes and weight (out, in1, in2), got "
+                         f"{x1.shape}, {x2.shape} and {w.shape}")
+    out_features, in1, in2 = w.shape
+    lead = x1.shape[:-1]
+    rows = math.prod(lead)
+    # (rows, in1) @ (in1, out·in2) -> (rows, out, in2), then dotted with input2 (rows, in2, 1)
+    mixed = matmul(x1.reshape(rows, in1), w.permute(1, 0, 2).reshape(in1, out_features * in2))
+    out = matmul(mixed.reshape(rows, out_features, in2), x2.reshape(rows, in2, 1))
+    out = out.reshape(lead + (out_features,))
+    return out if bias is None else out + bias
+
+
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """input[i] · vec2[j] (one rounding each), as torch.outer."""
     a, b = _core.as_tensor(input, "outer"), _core.as_tensor(vec2, "outer")
