@@ -695,8 +695,8 @@ class Tensor(TensorSurface):
     def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
         return F.sort(self, dim, descending, stable=stable)
 
-    def cumsum(self, dim: int) -> "Tensor":
-        return F.cumsum(self, dim)
+    def cumsum(self, dim: int, *, dtype: Any = None) -> "Tensor":
+        return F.cumsum(self, dim, dtype=dtype)
 
     def tril(self, diagonal: int = 0) -> "Tensor":
         return F.tril(self, diagonal)

@@ -225,3 +225,22 @@ def test_as_tensor_as_torch():
 def test_float64_refused_by_name(call, name):
     with pytest.raises(TypeError, match=f"{name}: .*float64.*not supported yet"):
         eval(call)
+
+
+@pytest.mark.parametrize("source", ["float32", "int64", "int32", "bool"])
+@pytest.mark.parametrize("dtype", [None, "float32", "int64", "int32"])
+def test_cumsum_dtype_as_torch(source, dtype):
+    x = np.array([[1, 0, 2], [3, 1, 1]]).astype(source)
+    ours = om.cumsum(om.tensor(x), 1, dtype=None if dtype is None else getattr(om, dtype))
+    theirs = torch.cumsum(torch.from_numpy(x), 1,
+                          dtype=None if dtype is None else getattr(torch, dtype))
+    assert ours.dtype == theirs.numpy().dtype
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    np.testing.assert_array_equal(om.tensor(x).cumsum(0, dtype=om.float32).numpy(),
+                                  torch.from_numpy(x).cumsum(0, dtype=torch.float32).numpy())
+
+
+def test_cumsum_dtype_keeps_the_gradient(check_torch, rng):
+    check_torch(lambda t: om.cumsum(t, 0, dtype=om.float32),
+                lambda t: torch.cumsum(t, 0, dtype=torch.float32),
+                rng.standard_normal((4, 3), dtype=np.float32))
