@@ -184,3 +184,50 @@ def test_ddp_refuses_more_processes_without_a_group(monkeypatch):
     with pytest.raises(ValueError, match="DistributedDataParallel: Default process group has "
                                          "not been initialized"):
         DistributedDataParallel(om.nn.Linear(2, 2))
+
+
+_GROUP_SCRIPT = """
+import json, sys
+import onemodel as om
+from onemodel import distributed as dist
+from onemodel.nn.parallel import DistributedDataParallel
+try:
+    DistributedDataParallel(om.nn.Linear(2, 2))
+except ValueError as e:
+    before = str(e)
+dist.init_process_group("gloo", world_size=2)
+dist.barrier()
+try:
+    DistributedDataParallel(om.nn.Linear(2, 2))
+except NotImplementedError as e:
+    after = str(e)
+result = [dist.get_rank(), dist.get_world_size(), dist.is_initialized(), before, after]
+dist.destroy_process_group()
+with open(sys.argv[1] + "." + str(result[0]), "w") as f:
+    json.dump(result + [dist.is_initialized()], f)
+"""
+
+
+@pytest.mark.slow
+def test_process_group_under_mpiexec_is_the_mpi_world(tmp_path):
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    mpiexec = mpiexec if os.path.exists(mpiexec) else shutil.which("mpiexec")
+    script = tmp_path / "group.py"
+    script.write_text(_GROUP_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(om.__file__)),
+               OMP_NUM_THREADS="1", ONEMODEL_NUM_THREADS="1")
+    run = subprocess.run([mpiexec, "-n", "2", sys.executable, str(script),
+                          str(tmp_path / "out")], env=env, capture_output=True, text=True,
+                         timeout=240)
+    assert run.returncode == 0, run.stderr[-3000:]
+    for rank in range(2):
+        got = json.loads((tmp_path / f"out.{rank}").read_text())
+        assert got[:3] == [rank, 2, True] and got[5] is False
+        assert "Default process group has not been initialized" in got[3]
+        assert "2 processes: synchronising gradients across processes is not available" \
+            in got[4]
