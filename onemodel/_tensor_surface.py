@@ -4,7 +4,7 @@ legacy typed constructors (FloatTensor, LongTensor, IntTensor, BoolTensor)."""
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -17,7 +17,7 @@ _UNSUPPORTED_TYPES = {"torch.DoubleTensor": "float64", "torch.HalfTensor": "floa
                       "torch.BFloat16Tensor": "bfloat16"}
 
 
-def legacy_sizes(first: Any, rest: tuple, op: str) -> Any:
+def legacy_sizes(first: Any, rest: tuple, op: str) -> Optional[tuple]:
     """The sizes of torch's legacy constructors (`Tensor(2, 3)`) when every argument is an
     integer, else None (the one argument is data); other mixtures are refused."""
     if isinstance(first, (int, np.integer)) and not isinstance(first, bool):
