@@ -23,11 +23,16 @@ __all__ = ["SparseTensor", "mm", "sparse_coo_tensor", "to_sparse"]
 
 def _segment_sum(x: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """out[s] = x[starts[s]] + x[starts[s] + 1] + ... (counts[s] terms), added one at a time
-    from the first: the order is fixed by the segments, not by numpy."""
-    out = np.zeros((len(starts),) + x.shape[1:], x.dtype)
-    for j in range(int(counts.max()) if len(counts) else 0):
-        live = np.flatnonzero(counts > j)
-        out[live] += x[starts[live] + j]
+    from the first: the order is fixed by the segments, not by numpy. The segments are taken
+    longest first, so those still adding at step j are a prefix of them."""
+    by_length = np.argsort(-counts, kind="stable")
+    first, lengths = starts[by_length], counts[by_length]
+    acc = np.zeros((len(starts),) + x.shape[1:], x.dtype)
+    for j in range(int(lengths[0]) if len(lengths) else 0):
+        live = int(np.searchsorted(-lengths, -j, side="left"))  # lengths > j
+        acc[:live] += x[first[:live] + j]
+    out = np.empty_like(acc)
+    out[by_length] = acc
     return out
 
 
