@@ -1,9 +1,9 @@
 """embedding_bag as torch.nn.functional.embedding_bag: each bag's rows of weight reduced by
-sum, mean or max, without the (bags, length, dim) tensor the user would build. Built of the
-library's ops, so the gradients and their order are theirs: the rows are picked by embedding
-(gradient to weight as embedding's), laid out (bags, longest bag) with a zero row in the
-empty slots, and reduced along the bag by the library's reductions (sum, amax), whose order is
-fixed by the shapes."""
+sum, mean or max. Built of the library's ops, so the gradients and their order are theirs: the
+rows are picked by embedding (gradient to weight as embedding's), laid out (bags, longest bag)
+with zeros in the empty slots (each row's gradient moved back from its one slot, no sum), and
+reduced along the bag by the library's reductions (sum, amax), whose order is fixed by the
+shapes."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -15,7 +15,6 @@ from . import _core
 from .elementwise import where
 from .nn import embedding
 from .reduction import amax, sum
-from .shape import cat, index_select
 
 _MODES = ("sum", "mean", "max")
 
@@ -46,6 +45,20 @@ def _bags(idx: np.ndarray, offsets: Any, include_last_offset: bool) -> tuple[np.
         raise ValueError(f"embedding_bag: offsets must start at 0 and not decrease, within "
                          f"the {idx.size} indices, got {starts.tolist()}")
     return idx, starts.astype(np.int64)
+
+
+def _lay_out(rows: Tensor, where: tuple, kept: np.ndarray, bags: tuple) -> Tensor:
+    """rows[kept[k]] at (bag, position) where[k] of a (bags, longest, dim) tensor of zeros.
+    Each row lands once, so the gradient is moved back, not summed."""
+    out = np.zeros(bags + (rows.shape[1],), np.float32)
+    out[where] = rows._data[kept]
+    count = rows.shape[0]
+
+    def backward(g: np.ndarray) -> tuple:
+        grad = np.zeros((count, g.shape[2]), np.float32)
+        grad[kept] = g[where]
+        return (grad,)
+    return _core.record("embedding_bag", out, (rows,), backward)
 
 
 def embedding_bag(input: Any, weight: Tensor, offsets: Any = None,
@@ -82,14 +95,9 @@ def embedding_bag(input: Any, weight: Tensor, offsets: Any = None,
     kept = np.flatnonzero(keep)
     counts = np.bincount(bag_of[kept], minlength=len(starts))
     longest = int(counts.max()) if len(counts) else 0
-    # slot (bag, j) holds the j-th kept entry of the bag, or the zero row appended at len(flat)
-    slots = np.full((len(starts), longest), len(flat), np.int64)
     first = np.searchsorted(bag_of[kept], np.arange(len(starts)))
-    position = np.arange(len(kept)) - first[bag_of[kept]]
-    slots[bag_of[kept], position] = kept
-    width = weight.shape[1]
-    padded = cat([rows, Tensor._wrap(np.zeros((1, width), np.float32))])
-    laid = index_select(padded, 0, slots.reshape(-1)).reshape(len(starts), longest, width)
+    laid = _lay_out(rows, (bag_of[kept], np.arange(len(kept)) - first[bag_of[kept]]), kept,
+                    (len(starts), longest))
     if mode == "max":
         empty = Tensor._wrap(np.arange(longest)[None, :, None] >= counts[:, None, None])
         laid = where(empty, Tensor._wrap(np.array(-np.inf, np.float32)), laid)
