@@ -8,17 +8,20 @@ from ._config import (config, get_mode, get_num_threads, mode, set_mode,  # noqa
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                        is_inference_mode_enabled, no_grad)
 from ._printing import set_printoptions  # noqa: E402
-from .tensor import (Tensor, arange, device, empty, empty_like, eye, from_numpy, full,  # noqa: E402
+from ._tensor_surface import BoolTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402
+from .tensor import (Tensor, arange, as_tensor, device, empty, empty_like, eye, from_numpy, full,  # noqa: E402
                      full_like, is_tensor, linspace, numel, ones, ones_like, tensor, zeros,
                      zeros_like)
 from .random import (Generator, default_generator, get_rng_state, manual_seed,  # noqa: E402
                      multinomial, rand, rand_like, randint, randn, randn_like, randperm,
                      set_rng_state)
 from . import (amp, backends, checkpoint, cuda, data, distributed, functional,  # noqa: E402
-               interop, nn, optim, train, utils)
+               interop, nn, onnx, optim, sparse, train, utils)
 from .backends import (accelerator, are_deterministic_algorithms_enabled,  # noqa: E402
+                       compile, get_float32_matmul_precision, set_float32_matmul_precision,
                        use_deterministic_algorithms)
 from .amp import autocast  # noqa: E402
+from .sparse import sparse_coo_tensor  # noqa: E402
 from .checkpoint import load_state_dict as load  # noqa: E402
 from .checkpoint import save_state_dict as save  # noqa: E402
 
@@ -26,10 +29,11 @@ from .checkpoint import save_state_dict as save  # noqa: E402
 # under the same names (tests/test_torch_signatures.py holds them to torch's arguments).
 from .functional import (abs, add, all, allclose, amax, amin, any, argmax, argmin,  # noqa: E402
                          argsort, bmm, cat, ceil, chunk, clamp, clamp_max, clamp_min, clone, cos,
-                         cumsum, div, einsum, eq, equal, erf, exp, expm1, flatten, flip, floor,
+                         cumsum, diag, diag_embed, diagonal, div, einsum, eq, equal, erf, exp,
+                         expm1, flatten, flip, floor,
                          gather, ge, gt, hstack, index_select, isfinite, isinf, isnan, le, log,
                          log1p, log_softmax, logsumexp, lt, masked_select, matmul, max, maximum,
-                         mean, meshgrid, min, minimum, movedim, mul, narrow, ne, neg, nonzero,
+                         mean, meshgrid, min, minimum, mm, movedim, mul, narrow, ne, neg, nonzero,
                          norm, outer, permute, pow, prod, reciprocal, relu, repeat_interleave,
                          reshape, roll, round, rsqrt, sigmoid, sign, sin, softmax, sort, split,
                          sqrt, square, squeeze, stack, std, sub, sum, tanh, topk, transpose, tril,
@@ -65,4 +69,7 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "vstack", "nonzero", "masked_select", "repeat_interleave", "meshgrid", "amax", "amin",
            "logsumexp", "argsort", "square", "reciprocal", "rsqrt", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "prod", "expm1", "log1p", "inference_mode",
-           "is_grad_enabled", "is_inference_mode_enabled", "set_printoptions"]
+           "is_grad_enabled", "is_inference_mode_enabled", "set_printoptions", "as_tensor", "mm",
+           "diag", "diagonal", "diag_embed", "compile", "get_float32_matmul_precision",
+           "set_float32_matmul_precision", "onnx", "sparse", "sparse_coo_tensor", "FloatTensor",
+           "LongTensor", "IntTensor", "BoolTensor"]

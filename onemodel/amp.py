@@ -14,6 +14,7 @@ checkpoint's extra.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Mapping
 
 import numpy as np
@@ -34,12 +35,16 @@ def _positive(owner: str, name: str, value: Any, low: float, low_open: bool = Tr
 
 class GradScaler:
     """Dynamic loss scaling (see the module notes); with enabled=False every method passes
-    through (scale returns the loss, step calls opt.step())."""
+    through (scale returns the loss, step calls opt.step()). device is torch's first argument:
+    "cpu" (onemodel's default: its autocast runs here; torch's default is "cuda") scales;
+    "cuda" disables the scaler with torch's warning, as torch's does without CUDA."""
 
-    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000,
-                 enabled: bool = True) -> None:
+    def __init__(self, device: str = "cpu", init_scale: float = 2.0 ** 16,
+                 growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True) -> None:
         owner = "GradScaler"
+        if not isinstance(device, str) or device.split(":")[0] not in ("cpu", "cuda"):
+            raise ValueError(f"{owner}: device must be 'cpu' or 'cuda', got {device!r}")
         self._scale = np.float32(_positive(owner, "init_scale", init_scale, 0.0))
         self.growth_factor = _positive(owner, "growth_factor", growth_factor, 1.0)
         self.backoff_factor = _positive(owner, "backoff_factor", backoff_factor, 0.0)
@@ -50,6 +55,10 @@ class GradScaler:
             raise ValueError(f"{owner}: growth_interval must be an integer >= 1, "
                              f"got {growth_interval!r}")
         self.growth_interval = growth_interval
+        if enabled and device.startswith("cuda"):
+            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
+                          "Disabling.", UserWarning, stacklevel=2)
+            enabled = False
         self.enabled = bool(enabled)
         self._growth_tracker = 0
         self._found_inf: dict[int, bool] = {}  # per optimizer, since the last update()

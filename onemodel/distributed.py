@@ -236,11 +236,6 @@ def broadcast_bytes(data: Optional[bytes], what: str, root: int = 0) -> bytes:
     return broadcast(buf, what, root).tobytes()
 
 
-def barrier(what: str = "at a barrier") -> None:
-    if _comm is not None:
-        wait([_comm.Ibarrier()], what)
-
-
 def local_indices(micro_batches: int, rank_: Optional[int] = None,
                   world_size_: Optional[int] = None) -> range:
     """The global micro-batch indices this worker computes: rank, rank + W, ..."""
@@ -861,3 +856,15 @@ class OptimizerShards:
         for r in range(world_size()):
             broadcast_arrays([a for i, owner in enumerate(self.owner) if owner == r
                               for a in state_of[i]], what, root=r)
+
+
+# torch.distributed's process-group calls (onemodel/process_group.py, which reads this module)
+from .process_group import (  # noqa: E402, F401
+    barrier,
+    destroy_process_group,
+    get_rank,
+    get_world_size,
+    init_process_group,
+    is_available,
+    is_initialized,
+)

@@ -125,8 +125,13 @@ class Generator:
 default_generator = Generator(0)
 
 
-def _size(size: tuple, op: str) -> tuple[int, ...]:
-    """PyTorch's size arguments: rand(2, 3) or rand((2, 3))."""
+def _size(size: tuple, op: str, keyword: Any = None) -> tuple[int, ...]:
+    """PyTorch's size arguments: rand(2, 3), rand((2, 3)) or rand(size=(2, 3))."""
+    if keyword is not None:
+        if size:
+            raise TypeError(f"{op}: got the size both as arguments {size!r} and as "
+                            f"size={keyword!r}")
+        size = (keyword,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in size):
@@ -240,31 +245,30 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
     return _fill(tensor, (np.float32(mean) + np.float32(std) * z).reshape(shape))
 
 
-def rand(*size: Any, generator: Optional[Generator] = None, requires_grad: bool = False,
-         device: Any = None, dtype: Any = None) -> Tensor:
+def _float32_draws(dtype: Any, op: str) -> None:
+    if dtype is not None and not is_float32(dtype):
+        raise TypeError(f"{op}: the draws are float32, got dtype={dtype!r}")
+
+
+def rand(*shape: Any, generator: Optional[Generator] = None, requires_grad: bool = False,
+         device: Any = None, size: Any = None, dtype: Any = None) -> Tensor:
     """Uniform [0, 1) float32 draws (Generator.uniform), from the default generator unless
     `generator` is given."""
     check_device(device, "rand")
-    _check_float32(dtype, "rand")
+    _float32_draws(dtype, "rand")
     g = default_generator if generator is None else generator
-    return g.uniform(0.0, 1.0, _size(size, "rand"))._set_requires_grad(requires_grad)
+    return g.uniform(0.0, 1.0, _size(shape, "rand", size))._set_requires_grad(requires_grad)
 
 
-def randn(*size: Any, generator: Optional[Generator] = None, requires_grad: bool = False,
-          device: Any = None, dtype: Any = None) -> Tensor:
+def randn(*shape: Any, generator: Optional[Generator] = None, requires_grad: bool = False,
+          device: Any = None, size: Any = None, dtype: Any = None) -> Tensor:
     """Standard normal float32 draws (Marsaglia's polar method: standard_normals)."""
     check_device(device, "randn")
-    _check_float32(dtype, "randn")
-    shape = _size(size, "randn")
+    _float32_draws(dtype, "randn")
+    shape = _size(shape, "randn", size)
     g = default_generator if generator is None else generator
     z = standard_normals(g, int(np.prod(shape, dtype=np.int64))).reshape(shape)
     return Tensor._wrap(z)._set_requires_grad(requires_grad)
-
-
-def _check_float32(dtype: Any, op: str) -> None:
-    """torch's dtype= of the float draws: None or float32."""
-    if dtype is not None and not is_float32(dtype):
-        raise TypeError(f"{op}: the draws are float32, got dtype {dtype}")
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, generator: Optional[Generator] = None,

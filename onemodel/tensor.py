@@ -6,6 +6,7 @@ may require gradients. The math lives in onemodel.functional; the operators here
 from __future__ import annotations
 
 import builtins
+import warnings
 from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
 import numpy as np
@@ -13,6 +14,7 @@ import numpy as np
 from . import autograd
 from ._inplace import InplaceMethods
 from ._printing import tensor_repr
+from ._tensor_surface import TensorSurface, legacy_sizes
 
 float32 = np.dtype(np.float32)
 int32 = np.dtype(np.int32)
@@ -99,7 +101,7 @@ def _canonical(arr: np.ndarray, op: str) -> np.ndarray:
     return np.require(arr, requirements="C")  # unlike ascontiguousarray, keeps 0-d
 
 
-class Tensor(InplaceMethods):
+class Tensor(InplaceMethods, TensorSurface):
     """An n-dimensional array that records the ops applied to it for reverse-mode autodiff."""
 
     # _vc is the version counter, a one-element list shared with detached aliases so a write
@@ -107,8 +109,10 @@ class Tensor(InplaceMethods):
     __slots__ = ("_data", "_requires_grad", "grad", "_node", "_vc", "__weakref__")
     __array_priority__ = 1000  # numpy scalars defer to Tensor operators
 
-    def __init__(self, data: Any, requires_grad: bool = False) -> None:
-        self._data = _as_array(data, None)
+    def __init__(self, data: Any = (), *sizes: Any, requires_grad: bool = False) -> None:
+        # torch's legacy constructor: Tensor(2, 3) is a float32 tensor of that shape
+        shape = legacy_sizes(data, sizes, "Tensor")
+        self._data = np.zeros(shape, float32) if shape is not None else _as_array(data, None)
         self._node: Optional[autograd.Node] = None
         self._vc = [0]
         self.grad: Optional[Tensor] = None
@@ -172,10 +176,6 @@ class Tensor(InplaceMethods):
     @property
     def grad_fn(self) -> Optional[str]:
         return None if self._node is None else self._node.op
-
-    @property
-    def T(self) -> "Tensor":
-        return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
     def size(self, dim: Optional[int] = None) -> Union[tuple, int]:
         return self._data.shape if dim is None else self._data.shape[dim]
@@ -413,13 +413,6 @@ class Tensor(InplaceMethods):
     def matmul(self, other: Any) -> "Tensor":
         return F.matmul(self, other)
 
-    def mm(self, mat2: Any) -> "Tensor":
-        """The product of two matrices, as torch.Tensor.mm (2-D only)."""
-        if self.ndim != 2 or np.ndim(getattr(mat2, "_data", mat2)) != 2:
-            raise ValueError(f"mm: expects two matrices, got shapes {self.shape} and "
-                             f"{np.shape(getattr(mat2, '_data', mat2))}")
-        return F.matmul(self, mat2)
-
     def bmm(self, mat2: Any) -> "Tensor":
         return F.bmm(self, mat2)
 
@@ -607,8 +600,8 @@ class Tensor(InplaceMethods):
     def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
         return F.sort(self, dim, descending, stable=stable)
 
-    def cumsum(self, dim: int) -> "Tensor":
-        return F.cumsum(self, dim)
+    def cumsum(self, dim: int, *, dtype: Any = None) -> "Tensor":
+        return F.cumsum(self, dim, dtype=dtype)
 
     def tril(self, diagonal: int = 0) -> "Tensor":
         return F.tril(self, diagonal)
@@ -705,7 +698,8 @@ class Tensor(InplaceMethods):
         return Tensor._wrap(self._data.astype(bool_))
 
     def double(self) -> "Tensor":
-        raise TypeError("double: float64 tensors are not supported; onemodel computes in float32")
+        raise TypeError("double: float64 tensors are not supported yet; onemodel computes in "
+                        "float32")
 
     def half(self) -> "Tensor":
         raise TypeError("half: float16 tensors are not supported; mixed precision is "
@@ -749,6 +743,7 @@ def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False, 
            device: Any = None) -> Tensor:
     """Copies data into a new tensor; float data becomes float32, integer data int64."""
     check_device(device, "tensor")
+    _warn_float64(data, dtype, "tensor")
     return Tensor._wrap(_as_array(data, dtype), False)._set_requires_grad(requires_grad)
 
 
@@ -766,7 +761,32 @@ def from_numpy(a: np.ndarray) -> Tensor:
     """A tensor over a copy of a: floats -> float32, int32 kept, other integers -> int64."""
     if not isinstance(a, np.ndarray):
         raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
+    _warn_float64(a, None, "from_numpy")
     return Tensor._wrap(np.array(_canonical(a, "from_numpy"), copy=True))
+
+
+def as_tensor(data: Any, dtype: Optional[Any] = None, device: Any = None) -> Tensor:
+    """data as a tensor: a tensor of that dtype itself, anything else copied as tensor()."""
+    check_device(device, "as_tensor")
+    if isinstance(data, Tensor) and (dtype is None or _dtype_arg(dtype, "as_tensor") ==
+                                     data.dtype):
+        return data
+    _warn_float64(data, dtype, "as_tensor")
+    return Tensor._wrap(_as_array(data, dtype))
+
+
+_float64_warned = False
+
+
+def _warn_float64(data: Any, dtype: Any, op: str) -> None:
+    """float64 numpy data becomes float32 (docs/spec/clarifications.md, "float64 until it
+    exists"), with a warning the first time in the process."""
+    global _float64_warned
+    if (dtype is None and not _float64_warned and isinstance(data, (np.ndarray, np.floating))
+            and data.dtype == np.float64):
+        _float64_warned = True
+        warnings.warn(f"{op}: float64 data converted to float32 (onemodel has no float64 "
+                      "yet); warned once per process", UserWarning, stacklevel=3)
 
 
 def _dtype_arg(dtype: Any, op: str) -> np.dtype:
@@ -776,7 +796,8 @@ def _dtype_arg(dtype: Any, op: str) -> np.dtype:
         target = None
     if target not in _DTYPES:
         raise TypeError(f"{op}: unsupported dtype {dtype if target is None else target}; use "
-                        "float32, int32, int64 or bool (bfloat16 and float16 are amp.autocast's)")
+                        "float32, int32, int64 or bool (bfloat16 and float16 are amp.autocast's)"
+                        + ("; float64 is not supported yet" if target == np.float64 else ""))
     return target
 
 
@@ -786,7 +807,13 @@ def check_device(device: Any, op: str) -> None:
         raise ValueError(f"{op}: onemodel runs on the CPU only, got device {device!r}")
 
 
-def _shape_arg(shape: Sequence[Any], op: str) -> tuple:
+def _shape_arg(shape: Sequence[Any], op: str, size: Any = None) -> tuple:
+    """zeros(2, 3), zeros((2, 3)) or torch's keyword zeros(size=(2, 3))."""
+    if size is not None:
+        if shape:
+            raise TypeError(f"{op}: got the shape both as arguments {tuple(shape)} and as "
+                            f"size={size!r}")
+        shape = (size,)
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
         shape = tuple(shape[0])
     out = tuple(int(s) for s in shape)
@@ -796,16 +823,16 @@ def _shape_arg(shape: Sequence[Any], op: str) -> tuple:
 
 
 def zeros(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
-          device: Any = None) -> Tensor:
+          device: Any = None, size: Any = None) -> Tensor:
     check_device(device, "zeros")
-    arr = np.zeros(_shape_arg(shape, "zeros"), _dtype_arg(dtype, "zeros"))
+    arr = np.zeros(_shape_arg(shape, "zeros", size), _dtype_arg(dtype, "zeros"))
     return Tensor._wrap(arr)._set_requires_grad(requires_grad)
 
 
 def ones(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
-         device: Any = None) -> Tensor:
+         device: Any = None, size: Any = None) -> Tensor:
     check_device(device, "ones")
-    arr = np.ones(_shape_arg(shape, "ones"), _dtype_arg(dtype, "ones"))
+    arr = np.ones(_shape_arg(shape, "ones", size), _dtype_arg(dtype, "ones"))
     return Tensor._wrap(arr)._set_requires_grad(requires_grad)
 
 
@@ -821,9 +848,9 @@ def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False,
 
 
 def empty(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
-          device: Any = None) -> Tensor:
+          device: Any = None, size: Any = None) -> Tensor:
     """zeros: memory is never handed out uninitialised, so that results stay reproducible."""
-    return zeros(*shape, dtype=dtype, requires_grad=requires_grad, device=device)
+    return zeros(*shape, dtype=dtype, requires_grad=requires_grad, device=device, size=size)
 
 
 def _like(other: Any, op: str) -> Tensor:

@@ -132,7 +132,7 @@ def test_module_signatures_are_torch(ours, theirs):
     for method in ("__init__", "forward"):
         mine = [(p.name, p.default) for p in _params(getattr(ours, method))]
         assert mine == [(p.name, p.default) for p in _params(getattr(theirs, method))][:len(mine)]
-        assert len(mine) == (10 if method == "__init__" else 2)
+        assert len(mine) == (12 if method == "__init__" else 2)  # up to device, dtype
 
 
 @pytest.mark.parametrize("fn", [conv_transpose1d, conv_transpose2d])

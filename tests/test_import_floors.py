@@ -1,7 +1,8 @@
 """The package's floors: each unit imports only from its own floor or those below, so the
 architecture reads bottom-up (kernels, tensor and graph, functional, layers and optimizers, the
 loop around them). The one documented arrow upward: tensor.py's operators call functional
-(a Tensor's `a + b` is functional.add), imported where they run."""
+(a Tensor's `a + b` is functional.add), imported where they run, and Tensor.to_sparse, which
+makes an onemodel.sparse tensor."""
 from __future__ import annotations
 
 import ast
@@ -10,22 +11,26 @@ import os
 import onemodel
 
 FLOORS = [
-    {"_ieee", "_kernels", "_config", "_printing", "progress", "cuda", "backends"},
+    {"_ieee", "_kernels", "_config", "_printing", "progress", "backends", "onnx"},
     # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_;
     # Tensor's in-place mixin, hooks, autograd.grad and autograd.Function with them
-    {"autograd", "tensor", "random", "_inplace", "_hooks", "_grad", "_function"},
+    {"autograd", "tensor", "_tensor_surface", "random", "_inplace", "_hooks", "_grad",
+     "_function"},
     {"_autocast"},
-    {"functional"},
+    {"functional", "sparse"},
     {"optim", "checkpoint"},
-    {"nn", "amp", "utils", "data"},  # data is utils.data under its first name
-    {"distributed", "interop"},
+    {"nn", "amp", "utils", "data", "cuda"},  # data is utils.data under its first name
+    {"distributed", "interop", "process_group"},
     {"train", "plot"},
     {"examples"},
     {"__init__"},
 ]
 # the operators (module docstring), the in-place methods (the out-of-place op on a stand-in),
-# and a custom Function's broadcast gradient summed back (functional._core.sum_to_shape)
-UPWARD = {("tensor", "functional"), ("_inplace", "functional"), ("_function", "functional")}
+# a custom Function's broadcast gradient summed back (functional._core.sum_to_shape),
+# Tensor.to_sparse's conversion into onemodel.sparse, and nn.parallel's
+# DistributedDataParallel, which asks the process group for the world size
+UPWARD = {("tensor", "functional"), ("_inplace", "functional"), ("_function", "functional"),
+          ("_tensor_surface", "sparse"), ("nn", "process_group"), ("nn", "distributed")}
 ROOT = os.path.dirname(onemodel.__file__)
 
 

@@ -34,6 +34,7 @@ POSITIONAL_DIFFERENCES = {
     "Dropout": (["p", "seed"], ["p", "inplace"]),
     "Dropout1d": (["p", "seed"], ["p", "inplace"]),
     "Dropout2d": (["p", "seed"], ["p", "inplace"]),
+    "Dropout3d": (["p", "seed"], ["p", "inplace"]),
 }
 
 

@@ -107,6 +107,9 @@ OPS = {
     "nn.functional.binary_cross_entropy_with_logits": F.binary_cross_entropy_with_logits,
     "nn.functional.binary_cross_entropy": F.binary_cross_entropy,
     "nn.functional.ctc_loss": F.ctc_loss,
+    "mm": F.mm, "diag": F.diag, "diagonal": F.diagonal, "diag_embed": F.diag_embed,
+    "nn.functional.bilinear": F.bilinear,
+    "nn.functional.embedding_bag": lambda w, idx, **k: F.embedding_bag(idx, w, **k),
 }
 
 # Ops whose int64 samples are run too (onemodel keeps integer tensors for these).

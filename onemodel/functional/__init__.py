@@ -33,7 +33,8 @@ from .conv import (
     max_pool2d,
 )
 from .ctc import ctc_loss
-from .dropout import dropout, dropout1d, dropout2d
+from .diagonal import diag, diag_embed, diagonal
+from .dropout import dropout, dropout1d, dropout2d, dropout3d
 from .elementwise import (
     abs,
     add,
@@ -73,7 +74,8 @@ from .elementwise import (
     trunc,
     where,
 )
-from .linalg import bmm, einsum, linear, matmul, outer, tril, triu
+from .embedding_bag import embedding_bag
+from .linalg import bilinear, bmm, einsum, linear, matmul, mm, outer, tril, triu
 from .loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -155,4 +157,5 @@ __all__ = ["abs", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "add", "all", "a
            "softshrink", "softsign", "sort", "split", "sqrt", "square", "squeeze", "stack", "std",
            "sub", "sum", "tanh", "tanhshrink", "threshold", "topk", "transpose", "tril", "triu",
            "trunc", "unsqueeze", "var", "vstack", "where", "conv_transpose1d", "conv_transpose2d",
-           "prod", "expm1", "log1p"]
+           "prod", "expm1", "log1p", "mm", "diag", "diagonal", "diag_embed", "embedding_bag",
+           "dropout3d", "bilinear"]

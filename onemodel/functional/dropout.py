@@ -94,6 +94,22 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     return _masked("dropout2d", x, p, training, inplace, seed, draw, 2)
 
 
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+              seed: Optional[int] = None, draw: int = 0) -> Tensor:
+    """Channel dropout of (N, C, D, H, W) or unbatched (C, D, H, W) input, as
+    torch.nn.functional.dropout3d: the mask is over (N, C), or C. Other ranks warn as
+    PyTorch's and are read as unbatched (the mask over the first dimension)."""
+    x = _float(input, "dropout3d")
+    if x.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {x.ndim}-D input to dropout3d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      "spatial dimensions, a channel dimension, and an optional batch "
+                      "dimension (i.e. 4D or 5D inputs).", UserWarning, stacklevel=2)
+    return _masked("dropout3d", x, p, training, inplace, seed, draw, 2 if x.ndim == 5 else 1)
+
+
 def _float(x: Any, op: str) -> Tensor:
     x = as_tensor(x, op)
     require_float(x, op)

@@ -20,7 +20,7 @@ made.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -175,6 +175,39 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if len(sa) != 3 or len(sb) != 3 or sa[0] != sb[0] or sa[2] != sb[1]:
         raise ValueError(f"bmm: expected (b, n, m) and (b, m, p), got {sa} and {sb}")
     return matmul(input, mat2)
+
+
+def mm(input: Any, mat2: Tensor) -> Tensor:
+    """Matrix product of (n, m) and (m, p), as torch.mm (no broadcasting); a sparse COO input
+    (onemodel.sparse) multiplies by its nonzeros."""
+    if getattr(input, "is_sparse", False):
+        return input.mm(mat2)  # type: ignore[no-any-return]
+    sa, sb = _core.as_tensor(input, "mm").shape, _core.as_tensor(mat2, "mm").shape
+    if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
+        raise ValueError(f"mm: expected (n, m) and (m, p), got {sa} and {sb}")
+    return matmul(input, mat2)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Optional[Tensor] = None) -> Tensor:
+    """y[..., o] = Σ_ij input1[..., i]·weight[o, i, j]·input2[..., j] + bias[o], as
+    torch.nn.functional.bilinear: input1 times weight first (one matrix product), then each
+    output's row dotted with input2 (a batched product), over the exact kernel."""
+    x1, x2 = _core.as_tensor(input1, "bilinear"), _core.as_tensor(input2, "bilinear")
+    w = _core.as_tensor(weight, "bilinear")
+    if w.ndim != 3 or x1.ndim < 1 or x1.shape[:-1] != x2.shape[:-1] or \
+            (x1.shape[-1], x2.shape[-1]) != w.shape[1:]:
+        raise ValueError(f"bilinear: expected input1 (..., {w.shape[1:2]}), input2 (..., "
+                         f"in2) with the same leading sizes and weight (out, in1, in2), got "
+                         f"{x1.shape}, {x2.shape} and {w.shape}")
+    out_features, in1, in2 = w.shape
+    lead = x1.shape[:-1]
+    rows = math.prod(lead)
+    # (rows, in1) @ (in1, out·in2) -> (rows, out, in2), then dotted with input2 (rows, in2, 1)
+    mixed = matmul(x1.reshape(rows, in1), w.permute(1, 0, 2).reshape(in1, out_features * in2))
+    out = matmul(mixed.reshape(rows, out_features, in2), x2.reshape(rows, in2, 1))
+    out = out.reshape(lead + (out_features,))
+    return out if bias is None else out + bias
 
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:

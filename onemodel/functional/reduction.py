@@ -14,7 +14,8 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from ..tensor import Tensor, float32, int64
+from ..tensor import Tensor, float32, int32, int64
+from ..tensor import _dtype_arg as dtype_arg
 from ._core import as_tensor, normalize_dim, record, sum_axis
 from .elementwise import maximum, minimum
 
@@ -271,17 +272,21 @@ def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Ten
     return record("prod", np.expand_dims(out, axis) if keepdim else out, (x,), backward)
 
 
-def cumsum(input: Tensor, dim: int) -> Tensor:
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running sums along dim, each one float32 add after the previous (sequential, so the
-    same bits everywhere); integers and bools give int64, as PyTorch."""
+    same bits everywhere); integers and bools give int64, as PyTorch. dtype converts the input
+    first, as torch's (int32 keeps int32)."""
     x = as_tensor(input, "cumsum")
+    target = None if dtype is None else dtype_arg(dtype, "cumsum")
+    if target is not None and target != x.dtype:
+        x = Tensor._wrap(x._data.astype(target))
     a = x._data
     axis = normalize_dim(dim, a.ndim, "cumsum")
     if a.ndim == 0:
         return record("cumsum", a.copy() if a.dtype == float32 else a.astype(int64), (x,),
                       lambda g: (g,))
     if a.dtype != float32:
-        return Tensor._wrap(np.cumsum(a, axis=axis, dtype=int64))
+        return Tensor._wrap(np.cumsum(a, axis=axis, dtype=target if target == int32 else int64))
     out = np.add.accumulate(a, axis=axis)
 
     def backward(g: np.ndarray) -> tuple:

@@ -2,7 +2,7 @@
 import sys
 
 from .. import functional
-from . import init, utils
+from . import init, parallel, utils
 from .attention import (
     MultiheadAttention,
     Transformer,
@@ -34,15 +34,18 @@ from .conv import (
     UpsamplingNearest2d,
     ZeroPad2d,
 )
+from .embedding_bag import EmbeddingBag
 from .layers import (
     CELU,
     ELU,
     GELU,
     GLU,
     SELU,
+    Bilinear,
     Dropout,
     Dropout1d,
     Dropout2d,
+    Dropout3d,
     Embedding,
     Flatten,
     Hardshrink,
@@ -88,13 +91,24 @@ from .loss import (
 )
 from .module import Module, Parameter
 from .normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, RMSNorm
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+)
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .ternary import TernaryConv2d, TernaryLinear, TernaryWeight, ternary_weights
 
 # `import torch.nn.functional as F`, ported, imports onemodel.functional under this name too.
 sys.modules[__name__ + ".functional"] = functional
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "Dropout",
+__all__ = ["parallel", "Bilinear", "Dropout3d", "EmbeddingBag", "CircularPad1d",
+           "CircularPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d",
+           "ReplicationPad2d", "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d",
+           "Conv2d", "Dropout",
            "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MaxPool2d",
            "Module", "functional", "ModuleDict", "ModuleList", "ParameterList", "Parameter",
            "ReLU", "Sequential", "Sigmoid", "Tanh", "init", "utils", "MultiheadAttention",

@@ -29,7 +29,7 @@ from ..random import Generator
 from ..tensor import Tensor, float32, to_float32_on_cpu
 from .init import resolve_generator, xavier_normal_, xavier_uniform_
 from .layers import Dropout, LayerNorm, Linear, _positive
-from .module import Module, Parameter
+from .module import Module, Parameter, check_factory_kwargs
 
 
 def _offset(seed: Optional[int], k: int) -> Optional[int]:
@@ -71,9 +71,11 @@ class MultiheadAttention(Module):
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False,
                  kdim: Optional[int] = None, vdim: Optional[int] = None,
-                 batch_first: bool = False, *, generator: Optional[Generator] = None,
+                 batch_first: bool = False,
+                 device: Any = None, dtype: Any = None, *, generator: Optional[Generator] = None,
                  seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         self.embed_dim = _positive(embed_dim, "embed_dim", "MultiheadAttention")
         self.num_heads = _positive(num_heads, "num_heads", "MultiheadAttention")
         if self.embed_dim % self.num_heads:
@@ -226,9 +228,11 @@ class TransformerEncoderLayer(_TransformerLayer):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation: Union[str, Callable] = "relu",
                  layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, *,
+                 norm_first: bool = False, bias: bool = True,
+                 device: Any = None, dtype: Any = None, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         self.activation = _activation(activation, "TransformerEncoderLayer")
         self.norm_first = bool(norm_first)
         self.batch_first = bool(batch_first)
@@ -278,9 +282,11 @@ class TransformerDecoderLayer(_TransformerLayer):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation: Union[str, Callable] = "relu",
                  layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, *,
+                 norm_first: bool = False, bias: bool = True,
+                 device: Any = None, dtype: Any = None, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         self.activation = _activation(activation, "TransformerDecoderLayer")
         self.norm_first = bool(norm_first)
         self.batch_first = bool(batch_first)
@@ -407,9 +413,11 @@ class Transformer(Module):
                  num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation: Union[str, Callable] = "relu", custom_encoder: Optional[Any] = None,
                  custom_decoder: Optional[Any] = None, layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, *,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
+                 device: Any = None, dtype: Any = None, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         if custom_encoder is not None or custom_decoder is not None:
             raise ValueError("Transformer: custom_encoder and custom_decoder are not supported; "
                              "compose TransformerEncoder and TransformerDecoder instead")

@@ -22,7 +22,7 @@ from ..functional.shape import pad
 from ..random import Generator
 from ..tensor import Tensor
 from .init import fan_in_bound, resolve_generator, uniform_parameter
-from .module import Module, Parameter
+from .module import Module, Parameter, check_factory_kwargs
 
 IntPair = Union[int, Sequence[int]]
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -42,9 +42,11 @@ class _ConvNd(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntPair,
                  stride: IntPair = 1, padding: Union[IntPair, str] = 0, dilation: IntPair = 1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device: Any = None, dtype: Any = None, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         layer, n = type(self).__name__, self._dims
         self.in_channels = _positive(in_channels, "in_channels", layer)
         self.out_channels = _positive(out_channels, "out_channels", layer)
@@ -139,12 +141,14 @@ class _ConvTransposeNd(_ConvNd):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntPair,
                  stride: IntPair = 1, padding: IntPair = 0, output_padding: IntPair = 0,
                  groups: int = 1, bias: bool = True, dilation: IntPair = 1,
-                 padding_mode: str = "zeros", *, generator: Optional[Generator] = None,
+                 padding_mode: str = "zeros",
+                 device: Any = None, dtype: Any = None, *, generator: Optional[Generator] = None,
                  seed: Optional[int] = None) -> None:
         layer, n = type(self).__name__, self._dims
         if padding_mode != "zeros":
             raise ValueError(f"{layer}: padding_mode must be 'zeros', the only one PyTorch's "
                              f"transposed convolutions take, got {padding_mode!r}")
+        check_factory_kwargs(device, dtype, layer)
         super().__init__(in_channels, out_channels, kernel_size, stride,
                          C._ints(padding, "padding", layer, 0, n), dilation, groups, bias,
                          generator=generator, seed=seed)
@@ -204,11 +208,13 @@ class _BatchNorm(Module):
     _ranks: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, *, bias: bool = True,
+                 affine: bool = True, track_running_stats: bool = True,
+                 device: Any = None, dtype: Any = None, *, bias: bool = True,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         # Nothing is drawn; generator and seed are accepted so containers can pass them on.
         # bias=False keeps the affine scale alone, as PyTorch's keyword of that name.
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         name = type(self).__name__
         self.num_features = _positive(num_features, "num_features", name)
         if eps < 0:

@@ -21,7 +21,7 @@ from ..functional.nn import check_padding_idx, implicit_dim
 from ..random import Generator
 from ..tensor import Tensor, to_float32_on_cpu
 from .init import EMBEDDING_BOUND, fan_in_bound, resolve_generator, uniform_parameter
-from .module import Module, Parameter
+from .module import Module, Parameter, check_factory_kwargs
 
 
 def _positive(value: Any, name: str, layer: str) -> int:
@@ -33,9 +33,11 @@ def _positive(value: Any, name: str, layer: str) -> int:
 class Linear(Module):
     """y = x·weightᵀ + bias; weight then bias drawn from Uniform(±1/√in_features)."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         self.in_features = _positive(in_features, "in_features", "Linear")
         self.out_features = _positive(out_features, "out_features", "Linear")
         g = resolve_generator(generator, seed)
@@ -63,9 +65,11 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int,
                  padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
-                 _weight: Optional[Tensor] = None, _freeze: bool = False, *,
+                 _weight: Optional[Tensor] = None, _freeze: bool = False,
+                 device: Any = None, dtype: Any = None, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         self.num_embeddings = _positive(num_embeddings, "num_embeddings", "Embedding")
         self.embedding_dim = _positive(embedding_dim, "embedding_dim", "Embedding")
         self.padding_idx = check_padding_idx(padding_idx, self.num_embeddings, "Embedding")
@@ -122,9 +126,11 @@ class LayerNorm(Module):
     """
 
     def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: float = 1e-5,
-                 elementwise_affine: bool = True, bias: bool = True, *,
+                 elementwise_affine: bool = True, bias: bool = True,
+                 device: Any = None, dtype: Any = None, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) \
             else tuple(normalized_shape)
         self.normalized_shape = tuple(_positive(s, "normalized_shape", "LayerNorm")
@@ -194,6 +200,41 @@ class Dropout2d(Dropout):
     """Zeroes whole channels of (N, C, H, W) input (functional.dropout2d)."""
 
     _function = staticmethod(F.dropout2d)
+
+
+class Dropout3d(Dropout):
+    """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input (functional.dropout3d)."""
+
+    _function = staticmethod(F.dropout3d)
+
+
+class Bilinear(Module):
+    """y = x1ᵀ·weight·x2 + bias, weight (out, in1, in2); weight then bias drawn from
+    Uniform(±1/√in1_features), as torch's."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device: Any = None, dtype: Any = None, *,
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
+        super().__init__()
+        check_factory_kwargs(device, dtype, "Bilinear")
+        self.in1_features = _positive(in1_features, "in1_features", "Bilinear")
+        self.in2_features = _positive(in2_features, "in2_features", "Bilinear")
+        self.out_features = _positive(out_features, "out_features", "Bilinear")
+        g = resolve_generator(generator, seed)
+        bound = fan_in_bound(self.in1_features)
+        self.weight = uniform_parameter(
+            (self.out_features, self.in1_features, self.in2_features), bound, g)
+        if bias:
+            self.bias = uniform_parameter((self.out_features,), bound, g)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
 class Identity(Module):

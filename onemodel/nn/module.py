@@ -13,7 +13,17 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional
 import numpy as np
 
 from ..autograd import zero_grads
-from ..tensor import Tensor, float32, to_float32_on_cpu
+from ..tensor import Tensor, float32, is_float32, to_float32_on_cpu
+
+
+def check_factory_kwargs(device: Any, dtype: Any, owner: str) -> None:
+    """torch's device= and dtype= on a layer: the CPU and float32, what its parameters are;
+    anything else is refused naming the layer."""
+    if device is not None and str(device).split(":")[0] != "cpu":
+        raise ValueError(f"{owner}: onemodel runs on the CPU only, got device={device!r}")
+    if dtype is not None and not is_float32(dtype):
+        raise TypeError(f"{owner}: parameters are float32, got dtype={dtype!r} (float64 is not "
+                        "supported yet; mixed precision is amp.autocast)")
 
 
 class Parameter(Tensor):
@@ -28,7 +38,7 @@ class Parameter(Tensor):
         arr = np.asarray(data._data if isinstance(data, Tensor) else data)
         if arr.dtype.kind != "f":
             raise TypeError(f"Parameter: data must be floating point, got {arr.dtype}")
-        super().__init__(arr.astype(float32, copy=False), requires_grad)
+        super().__init__(arr.astype(float32, copy=False), requires_grad=requires_grad)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
@@ -323,6 +333,14 @@ class Module:
 
     def float(self) -> "Module":
         return self
+
+    def double(self) -> "Module":
+        raise TypeError(f"{type(self).__name__}.double: float64 is not supported yet; onemodel "
+                        "computes in float32")
+
+    def half(self) -> "Module":
+        raise TypeError(f"{type(self).__name__}.half: float16 parameters are not supported; "
+                        "mixed precision is amp.autocast")
 
     # -- modes and gradients --------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":

@@ -3,7 +3,7 @@ bias zeros)."""
 from __future__ import annotations
 
 import warnings
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from ..random import Generator
 from ..tensor import Tensor
 from .conv import _BatchNorm
 from .layers import _positive
-from .module import Module, Parameter
+from .module import Module, Parameter, check_factory_kwargs
 
 
 class GroupNorm(Module):
@@ -24,9 +24,10 @@ class GroupNorm(Module):
     """
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
-                 affine: bool = True, *, bias: bool = True,
+                 affine: bool = True, device: Any = None, dtype: Any = None, *, bias: bool = True,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         self.num_groups = _positive(num_groups, "num_groups", "GroupNorm")
         self.num_channels = _positive(num_channels, "num_channels", "GroupNorm")
         if self.num_channels % self.num_groups:
@@ -57,10 +58,12 @@ class _InstanceNorm(_BatchNorm):
     in evaluation, updated in training). The first of `_ranks` is the unbatched input's."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
-                 affine: bool = False, track_running_stats: bool = False, *, bias: bool = True,
+                 affine: bool = False, track_running_stats: bool = False,
+                 device: Any = None, dtype: Any = None, *, bias: bool = True,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias,
                          generator=generator, seed=seed)
+        check_factory_kwargs(device, dtype, type(self).__name__)
 
     def forward(self, input: Tensor) -> Tensor:
         name = type(self).__name__
@@ -105,9 +108,11 @@ class RMSNorm(Module):
     (functional.rms_norm); eps None is float32's machine epsilon, as PyTorch."""
 
     def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: Optional[float] = None,
-                 elementwise_affine: bool = True, *, generator: Optional[Generator] = None,
+                 elementwise_affine: bool = True,
+                 device: Any = None, dtype: Any = None, *, generator: Optional[Generator] = None,
                  seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) \
             else tuple(normalized_shape)
         self.normalized_shape = tuple(_positive(s, "normalized_shape", "RMSNorm") for s in shape)

@@ -40,7 +40,7 @@ from ..random import Generator
 from ..tensor import Tensor, float32
 from .init import fan_in_bound, resolve_generator, uniform_parameter
 from .layers import _positive
-from .module import Module
+from .module import Module, check_factory_kwargs
 
 
 def _draw(module: Module, suffix: str, width: int, out: int, g: Generator) -> None:
@@ -69,8 +69,10 @@ class _Recurrent(Module):
     # PyTorch fails.
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, *, bidirectional: bool = False, proj_size: int = 0,
+                 device: Any = None, dtype: Any = None,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         name = type(self).__name__
         self.input_size = _positive(input_size, "input_size", name)
         self.hidden_size = _positive(hidden_size, "hidden_size", name)
@@ -231,6 +233,7 @@ class RNN(_OneState):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
                  dropout: float = 0.0, bidirectional: bool = False, *,
+                 device: Any = None, dtype: Any = None,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         check_nonlinearity(nonlinearity, "RNN")
         if dropout:
@@ -238,6 +241,7 @@ class RNN(_OneState):
                              "(stack single-layer RNNs with nn.Dropout between them)")
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first,
                          bidirectional=bidirectional, generator=generator, seed=seed)
+        check_factory_kwargs(device, dtype, type(self).__name__)
         self.nonlinearity = nonlinearity
         self.dropout = 0.0
 
@@ -248,9 +252,11 @@ class _Cell(Module):
     _gates = 0
     _state_names: tuple = ("hx",)
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, *,
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
         name = type(self).__name__
         self.input_size = _positive(input_size, "input_size", name)
         self.hidden_size = _positive(hidden_size, "hidden_size", name)
@@ -296,10 +302,12 @@ class RNNCell(_Cell):
     _gates = 1
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 nonlinearity: str = "tanh", *, generator: Optional[Generator] = None,
+                 nonlinearity: str = "tanh",
+                 device: Any = None, dtype: Any = None, *, generator: Optional[Generator] = None,
                  seed: Optional[int] = None) -> None:
         check_nonlinearity(nonlinearity, "RNNCell")
         super().__init__(input_size, hidden_size, bias, generator=generator, seed=seed)
+        check_factory_kwargs(device, dtype, type(self).__name__)
         self.nonlinearity = nonlinearity
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
