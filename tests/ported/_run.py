@@ -28,6 +28,7 @@ import os
 import random
 import re
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -147,7 +148,8 @@ def run(lib_name, folder, name, args, recorded):
     workdir = os.path.join(folder, name + ("-" + "-".join(args) if args else ""))
     os.makedirs(workdir, exist_ok=True)
     cwd, argv = os.getcwd(), sys.argv
-    out, error = io.StringIO(), None
+    precision = getattr(lib, "get_float32_matmul_precision", lambda: None)()
+    out, error, start = io.StringIO(), None, time.process_time()
     try:
         os.chdir(workdir)
         sys.argv = [path] + args
@@ -158,10 +160,12 @@ def run(lib_name, folder, name, args, recorded):
     finally:
         os.chdir(cwd)
         sys.argv = argv
+        if precision is not None:  # a program's setting must not reach the next one
+            lib.set_float32_matmul_precision(precision)
         lib.nn.Module.__call__, lib.nn.Module.load_state_dict = saved
         for n, f in draws.items():
             setattr(lib, n, f)
-    return {"stdout": out.getvalue(), "error": error}
+    return {"stdout": out.getvalue(), "error": error, "cpu_seconds": time.process_time() - start}
 
 
 def main():
