@@ -1,11 +1,10 @@
 """Port of karpathy/ng-video-lecture bigram.py: a bigram character model (an Embedding read as
 logits) trained by AdamW on random batches (torch.randint) with a no_grad loss estimate, then
 sampled with torch.multinomial. The text is localdata.TEXT, written to input.txt first."""
+import localdata
 import torch
 import torch.nn as nn
 from torch.nn import functional as F
-
-import localdata
 
 batch_size = 8
 block_size = 8

@@ -11,12 +11,11 @@ import math
 import os
 from dataclasses import asdict, dataclass
 
+import localdata
 import numpy as np
 import torch
 import torch.nn as nn
 from torch.nn import functional as F
-
-import localdata
 
 
 class CausalSelfAttention(nn.Module):

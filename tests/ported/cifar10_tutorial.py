@@ -3,13 +3,12 @@ trained with CrossEntropyLoss and SGD with momentum, running loss printed every 
 mini-batches, the weights saved with torch.save(net.state_dict()) and loaded into a fresh Net
 with torch.load(weights_only=True), then overall and per-class accuracy with torch.max. CIFAR-10
 and its transforms are replaced by local images and a Normalize of our own."""
+import localdata
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
-
-import localdata
 
 classes = ('plane', 'car', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck')
 

@@ -4,13 +4,12 @@ optimizers. torchvision's FakeData and save_image are replaced by small local eq
 import argparse
 import os
 
+import localdata
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
 import torch.utils.data
-
-import localdata
 
 parser = argparse.ArgumentParser()
 parser.add_argument('--batchSize', type=int, default=8)

@@ -3,11 +3,10 @@
 normal_/zeros_ init through apply, trained by AdamW with zero_grad(set_to_none=True) on random
 batches, evaluated under @torch.no_grad and sampled with multinomial. Tiny sizes; dropout is 0 so
 the run can be compared. The text is localdata.TEXT, written to input.txt first."""
+import localdata
 import torch
 import torch.nn as nn
 from torch.nn import functional as F
-
-import localdata
 
 batch_size = 4
 block_size = 16

@@ -13,12 +13,11 @@ import os
 from contextlib import nullcontext
 from dataclasses import dataclass
 
+import localdata
 import numpy as np
 import torch
 import torch.nn as nn
 from torch.nn import functional as F
-
-import localdata
 
 FLASH = 0
 
@@ -181,8 +180,8 @@ class DistributedDataLoader:
     def __init__(self, filename_pattern, B, T, process_rank, num_processes):
         self.process_rank, self.num_processes, self.B, self.T = process_rank, num_processes, B, T
         self.files = sorted(glob.glob(filename_pattern))
-        print(f"DataLoader: total number of tokens: "
-              f"{sum(len(_load_data_shard(f)) for f in self.files):,} across {len(self.files)} files")
+        ntok_total = sum(len(_load_data_shard(f)) for f in self.files)
+        print(f"DataLoader: total number of tokens: {ntok_total:,} across {len(self.files)} files")
         self.reset()
 
     def reset(self):

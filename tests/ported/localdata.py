@@ -33,7 +33,7 @@ def digits(count, size=28, start=0):
 
 
 def images(count, channels, size, seed):
-    """Smooth random images in [-1, 1] (sums of a few waves), float32 (count, channels, size, size)."""
+    """Smooth random images in [-1, 1], products of waves: float32 (count, channels, size, size)."""
     rng = np.random.default_rng(seed)
     grid = np.linspace(0.0, 1.0, size, dtype=np.float32)
     freq = rng.uniform(1.0, 4.0, (count, channels, 2, 1, 1)).astype(np.float32)

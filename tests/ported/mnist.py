@@ -3,13 +3,12 @@ StepLR stepped once per epoch, a test pass with summed NLL. MNIST is replaced by
 digits at 28x28 (localdata), transforms by a small Normalize of our own."""
 import argparse
 
+import localdata
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 from torch.optim.lr_scheduler import StepLR
-
-import localdata
 
 
 class Net(nn.Module):
@@ -37,7 +36,7 @@ class Digits(torch.utils.data.Dataset):
     """MNIST's interface: (image tensor of shape (1, 28, 28), label) pairs, normalised."""
 
     def __init__(self, train, mean=0.1307, std=0.3081):
-        count, start = (128, 0) if train else (64, 1000)
+        count, start = (64, 0) if train else (32, 1000)
         self.images, self.labels = localdata.digits(count, start=start)
         self.mean, self.std = mean, std
 
@@ -80,7 +79,7 @@ def test(model, device, loader):
 
 def main():
     parser = argparse.ArgumentParser(description='MNIST-shaped digits')
-    parser.add_argument('--batch-size', type=int, default=64)
+    parser.add_argument('--batch-size', type=int, default=32)
     parser.add_argument('--test-batch-size', type=int, default=32)
     parser.add_argument('--epochs', type=int, default=2)
     parser.add_argument('--lr', type=float, default=1.0)

@@ -5,13 +5,12 @@ nn.Linear, optim.SGD, TensorDataset and DataLoader, then a CNN, nn.Sequential wi
 and AdaptiveAvgPool2d. MNIST's pickle is replaced by localdata.digits."""
 import math
 
+import localdata
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn, optim
 from torch.utils.data import DataLoader, TensorDataset
-
-import localdata
 
 images, labels = localdata.digits(192)
 x_train, y_train, x_valid, y_valid = map(

@@ -1,11 +1,10 @@
 """Port of pytorch/tutorials beginner_source/basics/optimization_tutorial.py: a Flatten + Linear
 + ReLU stack trained by SGD with train_loop/test_loop functions over DataLoaders (unshuffled, as
 the tutorial's). FashionMNIST is replaced by localdata.digits behind a Dataset of our own."""
+import localdata
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
-
-import localdata
 
 
 class Digits(Dataset):

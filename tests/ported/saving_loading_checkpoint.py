@@ -3,13 +3,12 @@ the CIFAR LeNet and SGD with momentum, a checkpoint dict of epoch, model and opt
 and the last loss written with torch.save, read back with torch.load(weights_only=True) into a
 fresh model and optimizer, and training resumed. Here both the original and the restored pair
 train on, and their losses must agree."""
+import localdata
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
-
-import localdata
 
 
 class Net(nn.Module):

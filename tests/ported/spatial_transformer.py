@@ -3,12 +3,11 @@ classifier behind a spatial transformer (a localisation network regressing a 2x3
 initialised to the identity with weight.data.zero_() and bias.data.copy_, then F.affine_grid and
 F.grid_sample), with Dropout2d and F.dropout, trained by SGD; test loss and accuracy. MNIST is
 replaced by localdata.digits."""
+import localdata
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
-
-import localdata
 
 device = torch.device("cpu")
 

@@ -6,6 +6,7 @@ dict (the original pickles the whole module, which onemodel's file format exclud
 import argparse
 from math import log10
 
+import localdata
 import numpy as np
 import torch
 import torch.nn as nn
@@ -13,8 +14,6 @@ import torch.nn.init as init
 import torch.optim as optim
 import torch.utils.data as data
 from torch.utils.data import DataLoader
-
-import localdata
 
 
 class Net(nn.Module):

@@ -3,12 +3,11 @@ reparameterisation trick (randn_like), a summed binary cross-entropy plus KL los
 pass under no_grad and samples decoded from randn. MNIST is replaced by localdata.digits."""
 import argparse
 
+import localdata
 import torch
 import torch.utils.data
 from torch import nn, optim
 from torch.nn import functional as F
-
-import localdata
 
 parser = argparse.ArgumentParser(description='VAE')
 parser.add_argument('--batch-size', type=int, default=32)

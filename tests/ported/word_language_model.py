@@ -6,12 +6,11 @@ improving. The corpus is localdata.TEXT split three ways. The best model is kept
 import argparse
 import math
 
+import localdata
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.onnx
-
-import localdata
 
 parser = argparse.ArgumentParser(description='word-level language model')
 parser.add_argument('--model', type=str, default='LSTM')
