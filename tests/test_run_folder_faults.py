@@ -59,9 +59,16 @@ def _cut_run(folder, steps):
     _trainer(folder).fit(steps)
 
 
-def _assert_like_reference(folder, reference):
+def _assert_like_reference(folder, reference, leftover_allowed=False):
     files, rows = reference
-    assert _files(folder) == files
+    found = _files(folder)
+    if leftover_allowed:  # killed in the last save's rotation: an older checkpoint stays
+        extra = sorted(set(found) - set(files))
+        oldest = min(n for n in files if n.startswith("step-"))
+        assert len(extra) <= 1 and all(n.startswith("step-") and n < oldest for n in extra)
+        for name in extra:
+            del found[name]
+    assert found == files
     assert _rows(folder) == rows
     assert not [n for n in os.listdir(folder) if n.endswith((".tmp", ".pending"))]
 
@@ -342,4 +349,4 @@ def test_sigkill_at_random_instants_never_breaks_the_run_folder(tmp_path, refere
             child.wait()
         subprocess.run([sys.executable, "-W", "ignore", "-c", KILLED_RUN, str(folder), here,
                         root], check=True, env=env)
-        _assert_like_reference(folder, reference)
+        _assert_like_reference(folder, reference, leftover_allowed=True)
