@@ -6,19 +6,20 @@ when fit() starts, drops every line that is not a JSON object with an integer "s
 warning naming the file and the lines) and every row of a step after the one the run continues
 from, so the rows it appends next are never duplicates. That rewrite is atomic: the kept lines,
 byte for byte, go to a temporary in the same folder, which is fsynced and renamed over the log
-(and the folder fsynced); a kill during it leaves the old log or the new one, whole. `sync`
+(and the folder fsynced; checkpoint._write_small_file); a kill during it leaves the old log or
+the new one, whole. `sync`
 makes the rows written so far durable; the Trainer calls it before each checkpoint, so a
 checkpoint never survives a power cut that its rows do not.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import tempfile
 import warnings
 from typing import IO, Any, Optional
+
+from .checkpoint import _write_small_file
 
 METRICS_LOG = "metrics.jsonl"
 
@@ -35,28 +36,6 @@ def _step_of(line: bytes) -> Optional[int]:
         return None
     step = row.get("step") if isinstance(row, dict) else None
     return step if isinstance(step, int) and not isinstance(step, bool) else None
-
-
-def _replace_atomically(path: str, lines: list[bytes]) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
-                               suffix=".tmp")
-    try:
-        with open(fd, "wb") as f:
-            f.writelines(lines)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if os.name == "posix":  # the rename itself durable
-        dir_fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 class MetricsLog:
@@ -103,7 +82,7 @@ class MetricsLog:
                           f"line{'s' if len(torn) > 1 else ''} {shown} (of {len(lines)})",
                           RuntimeWarning, stacklevel=3)
         if b"".join(kept) != data:
-            _replace_atomically(self.path, kept)
+            _write_small_file(self.path, b"".join(kept))
 
     def close(self) -> None:
         if self._file is not None:

@@ -522,12 +522,13 @@ class Trainer:
             if path is not None and not os.path.isdir(path):
                 loaded = load_file(path)
             else:
-                if path is None and self.manager is None:
+                if path is not None:
+                    manager = checkpoint.CheckpointManager(path)
+                elif self.manager is None:
                     raise ValueError("Trainer.resume: no checkpoint_dir and no path")
-                manager = self.manager if path is None else checkpoint.CheckpointManager(path)
-                assert manager is not None
-                if path is None:
-                    manager.recover()  # a best.ckpt update a kill interrupted, finished
+                else:  # its own folder: a best.ckpt update that a kill interrupted, finished
+                    manager = self.manager
+                    manager.recover()
                 found = manager.restore_newest(load_file)
                 loaded = None if found is None else found[1]
         if self.world == 1:

@@ -73,7 +73,9 @@ def open_run(args: argparse.Namespace, p: argparse.ArgumentParser, defaults: dic
         folder = os.path.join(args.out, str(runs[-1] + 1 if runs else 1))
         os.makedirs(folder)
         options = {**defaults, **given}
-        _write_atomically(os.path.join(folder, RUN_FILE), json.dumps(options, indent=2))
+        # whole or absent after a kill, never torn
+        checkpoint._write_small_file(os.path.join(folder, RUN_FILE),
+                                     json.dumps(options, indent=2).encode())
         return folder, options, False
     if args.resume == "latest":
         runs = _numbered_runs(args.out)
@@ -128,17 +130,6 @@ def _run_file_problem(options: Any, defaults: dict[str, Any],
     if unknown:
         return f"field {unknown[0]!r} is no option"
     return None
-
-
-def _write_atomically(path: str, text: str) -> None:
-    """A temporary beside `path`, fsynced, renamed over it: a kill leaves the file whole or
-    absent, never torn."""
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def decay_on_matrices(model: Any, weight_decay: float) -> list[dict]:
