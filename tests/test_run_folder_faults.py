@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -350,3 +351,26 @@ def test_sigkill_at_random_instants_never_breaks_the_run_folder(tmp_path, refere
         subprocess.run([sys.executable, "-W", "ignore", "-c", KILLED_RUN, str(folder), here,
                         root], check=True, env=env)
         _assert_like_reference(folder, reference, leftover_allowed=True)
+
+
+def test_any_torn_tail_is_dropped_and_the_rows_before_it_kept(tmp_path):
+    from onemodel.metrics_log import MetricsLog
+
+    rng = np.random.default_rng(4)
+    rows = [json.dumps({"event": "step", "step": s, "loss": 0.5 / s}) + "\n" for s in (1, 2, 3)]
+    whole = "".join(rows).encode()
+    cut = json.dumps({"event": "eval", "step": 4, "loss": 0.25}).encode()
+    for trial in range(300):
+        kind = trial % 3
+        if kind == 0:  # a row cut anywhere before its newline
+            tail = cut[:rng.integers(1, len(cut))]
+        elif kind == 1:  # random bytes (invalid UTF-8, NULs, newlines among them)
+            tail = rng.integers(0, 256, rng.integers(1, 64)).astype(np.uint8).tobytes()
+        else:  # a run of NULs, as a power cut leaves
+            tail = bytes(int(rng.integers(1, 4096)))
+        path = tmp_path / f"{trial}.jsonl"
+        path.write_bytes(whole + tail)
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            MetricsLog(str(path)).truncate_after(2)
+        assert path.read_bytes() == "".join(rows[:2]).encode(), tail
