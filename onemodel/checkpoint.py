@@ -62,7 +62,8 @@ import re
 import stat
 import struct
 import tempfile
-from typing import Any, BinaryIO, Iterable, Mapping, Optional
+import warnings
+from typing import Any, BinaryIO, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
@@ -953,12 +954,47 @@ def _metric_of(bits: int) -> float:
     return struct.unpack("<d", struct.pack("<q", bits))[0]
 
 
+BEST_PENDING = "best.pending"
+
+
+def _write_small_file(path: str, data: bytes) -> None:
+    """`data` at `path` whole or not at all: a temporary beside it (one writer a folder: the
+    next write replaces one a kill left), fsynced, renamed, the folder fsynced."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_folder(os.path.dirname(os.path.abspath(path)))
+
+
+def _warn(message: str) -> None:
+    warnings.warn(f"CheckpointManager: {message}", RuntimeWarning, stacklevel=3)
+
+
 class CheckpointManager:
     """Saves step-<step:08d>.ckpt files in a folder, keeps the last `keep_last`, and copies a
     checkpoint to best.ckpt whenever its metric improves on the best so far.
 
     The metric travels in the file's extra (key "metric.f64", the float64 bit pattern), so a
-    manager opened on an existing folder knows the best metric from best.ckpt.
+    manager opened on an existing folder knows the best metric from best.ckpt. Opening reads
+    nothing: best.ckpt is read the first time the best is needed (`best_metric`, `save`,
+    `recover`); one that cannot be read counts as none (the next metric replaces it).
+
+    best.ckpt never disagrees with the checkpoints, whatever instant a process is killed at
+    (docs/spec/clarifications.md, "Run folder"): a save whose metric improves on the best first
+    writes best.pending, naming its checkpoint, atomically; then the checkpoint; then best.ckpt;
+    then removes best.pending. `recover()` (called before the first save of a manager, by
+    `best_metric` and by the Trainer's resume) finishes what a killed save began: if best.pending
+    names a checkpoint that exists (renamed into place, so complete) it is copied to best.ckpt;
+    best.pending goes either way. Rotation happens only in a save, after that recovery, so the
+    checkpoint named is still there.
     """
 
     def __init__(self, folder: str | os.PathLike, keep_last: int = 3) -> None:
@@ -969,12 +1005,63 @@ class CheckpointManager:
         self.keep_last = keep_last
         os.makedirs(self.folder, exist_ok=True)
         self.best_path = os.path.join(self.folder, "best.ckpt")
-        self.best_metric: Optional[float] = None
+        self._pending_path = os.path.join(self.folder, BEST_PENDING)
+        self._best: Optional[float] = None
+        self._recovered = False
+
+    @property
+    def best_metric(self) -> Optional[float]:
+        """The metric of best.ckpt (None: no readable best yet)."""
+        self.recover()
+        return self._best
+
+    def recover(self, size_hint: int = 0) -> None:
+        """Finishes a best.ckpt update that a killed process began (see the class notes) and
+        reads the best metric; once per manager. best.ckpt is a copy of a checkpoint of the
+        run, so one over twice the size of the largest checkpoint kept (or `size_hint`, the
+        size of one being saved) plus MANIFEST_MARGIN is not read (a bad file, counted as
+        none): a hostile one costs no more than the run's own."""
+        if self._recovered:
+            return
         try:
+            with open(self._pending_path, "rb") as f:
+                named = f.read(256).decode("ascii", "replace").strip()
+        except FileNotFoundError:
+            named = None
+        if named is not None:
+            self._finish_best(named)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._pending_path)
+        sizes = [size_hint]
+        for _, path in self._steps():
+            with contextlib.suppress(OSError):
+                sizes.append(os.stat(path).st_size)
+        self._best = self._read_best_metric(2 * max(sizes) + MANIFEST_MARGIN)
+        self._recovered = True
+
+    def _finish_best(self, named: str) -> None:
+        source = os.path.join(self.folder, named)
+        if not _STEP_FILE.fullmatch(named):
+            _warn(f"{self._pending_path} names no checkpoint ({named!r}): ignored")
+            return
+        try:
+            data, crc = _read_file(source)
+            _extra_of(data, crc)  # the header, checksum and manifest intact
+        except FileNotFoundError:
+            return  # killed before the checkpoint was renamed into place: best.ckpt stands
+        except (CheckpointError, OSError) as e:
+            _warn(f"{source} cannot be read ({e}): best.ckpt is left as it is")
+            return
+        _atomic_write(self.best_path, [bytearray(data)])
+
+    def _read_best_metric(self, limit: int) -> Optional[float]:
+        try:
+            if os.stat(self.best_path).st_size > limit:
+                return None
             bits = _extra_of(*_read_file(self.best_path)).get(METRIC_KEY)
-            self.best_metric = None if bits is None else _metric_of(bits)
-        except (FileNotFoundError, CheckpointError):
-            pass  # no best yet, or an unreadable one that the next improvement replaces
+        except (CheckpointError, OSError):
+            return None  # none yet, or one that the next metric replaces
+        return None if bits is None else _metric_of(bits)
 
     def _steps(self) -> list[tuple[int, str]]:
         found = []
@@ -988,6 +1075,25 @@ class CheckpointManager:
         """The path of the highest-step checkpoint, or None."""
         steps = self._steps()
         return steps[-1][1] if steps else None
+
+    def restore_newest(self, load: Callable[[str], Any]) -> Optional[tuple[str, Any]]:
+        """Calls `load(path)` on the checkpoints, highest step first, until one succeeds;
+        returns (its path, what load returned), or None when the folder holds none. A file that
+        is corrupt (any CheckpointError but Mismatch, or an OSError reading it) is skipped with
+        a warning naming it; a Mismatch (an intact file of another model) propagates, and so
+        does the oldest file's error when none can be read (never a silent restart)."""
+        steps = self._steps()
+        for k, (_, path) in enumerate(reversed(steps)):
+            try:
+                return path, load(path)
+            except Mismatch:
+                raise
+            except (CheckpointError, OSError) as e:
+                if k == len(steps) - 1:
+                    raise
+                _warn(f"{path} cannot be read ({type(e).__name__}: {e}): resuming from an "
+                      "older checkpoint")
+        return None
 
     def save(self, step: int, model: Any, optimizer: Any = None, extra: Optional[dict] = None,
              metric: Optional[float] = None, higher_is_better: bool = True) -> str:
@@ -1006,14 +1112,19 @@ class CheckpointManager:
             extra[METRIC_KEY] = _metric_bits(metric)
         path = os.path.join(self.folder, f"step-{int(step):08d}.ckpt")
         chunks = _chunks_for(path, model, optimizer, extra)
+        self.recover(sum(memoryview(c).nbytes for c in chunks))
+        improves = metric is not None and (self._best is None or (
+            metric > self._best if higher_is_better else metric < self._best))
+        if improves:
+            _write_small_file(self._pending_path, os.path.basename(path).encode() + b"\n")
         _atomic_write(path, chunks)
+        if improves:
+            _atomic_write(self.best_path, chunks)
+            self._best = metric
+            os.unlink(self._pending_path)
         # The oldest beyond keep_last go; the file just written stays even if its step is lower.
         others = [p for _, p in self._steps() if p != path]
         for old in others[:max(0, len(others) - (self.keep_last - 1))]:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(old)
-        if metric is not None and (self.best_metric is None or (
-                metric > self.best_metric if higher_is_better else metric < self.best_metric)):
-            _atomic_write(self.best_path, chunks)
-            self.best_metric = metric
         return path

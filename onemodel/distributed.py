@@ -57,13 +57,25 @@ bucket's all-reduce once all its parameters are in, while backward goes on.
 Faults: `init()` installs an exception hook that prints the traceback once and calls MPI Abort,
 so an exception on any rank ends the job; every wait polls its requests against a deadline
 (`ONEMODEL_DIST_TIMEOUT` seconds, default 300), so a rank that never arrives ends the job with
-a message instead of a hang. Without mpi4py, or outside mpiexec, there is one worker.
+a message instead of a hang. A rank killed by a signal prints nothing itself (SIGKILL cannot be
+caught) and the launcher names only its process id: on Linux `init()` starts a small watcher
+process per rank (onemodel/_rank_watch.py) that prints "rank R of W (pid P) was killed by
+signal SIGKILL (9)" on the rank's stderr; only the first death of a job on a host is reported,
+not the other ranks the launcher then kills. Without mpi4py, or outside mpiexec, there is one
+worker.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
+import faulthandler
 import importlib
 import os
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
 import warnings
@@ -123,6 +135,7 @@ def init(timeout: Optional[float] = None) -> tuple[int, int]:
         if mpi is not None and mpi.COMM_WORLD.Get_size() > 1:
             _comm, _MPI = mpi.COMM_WORLD, mpi
             _install_hook()
+            _start_watcher()
     return rank(), world_size()
 
 
@@ -141,6 +154,7 @@ def abort(message: str, code: int = 1) -> None:
     sys.stderr.flush()
     if _comm is None:
         raise SystemExit(code)
+    _ending_on_purpose()
     # The launcher forwards stderr through a pipe and drops what is still in it when the job
     # is killed (seen with MPICH's hydra on a loaded machine): a moment for it to pass.
     time.sleep(0.2)
@@ -165,6 +179,101 @@ def _install_hook() -> None:
         abort_on(value)
 
     sys.excepthook = hook
+
+
+# -- a rank killed by a signal: its watcher names it (onemodel/_rank_watch.py) ----------------
+_watch_fd = -1
+_marker = ""
+
+
+def _start_watcher() -> None:
+    """Starts this rank's watcher, which reports the rank and the signal if it dies silently.
+    Linux only (it reads /proc); elsewhere, and if it cannot start, the job runs without."""
+    global _watch_fd, _marker
+    if not sys.platform.startswith("linux"):
+        return
+    # The ranks of a job on one host share the launcher's proxy, their parent: one marker.
+    _marker = os.path.join(tempfile.gettempdir(), f"onemodel-job-{os.getppid()}.ended")
+    read_end, write_end = os.pipe()
+    try:
+        subprocess.Popen([sys.executable, "-I", "-S",
+                          os.path.join(os.path.dirname(__file__), "_rank_watch.py"),
+                          str(rank()), str(world_size()), str(os.getpid()), _marker],
+                         stdin=read_end, stdout=subprocess.DEVNULL, start_new_session=True)
+    except OSError as e:
+        os.close(write_end)
+        warnings.warn(f"distributed.init: no watcher for rank {rank()} ({e}): a rank killed by "
+                      "a signal will not be named", RuntimeWarning, stacklevel=3)
+        return
+    finally:
+        os.close(read_end)
+    _watch_fd = write_end
+    atexit.register(_say_bye)
+    os.register_at_fork(after_in_child=_forget_watcher)  # a forked child is no rank
+    _tell_watcher_of_signals()
+
+
+# Signals that end a process by default and can be caught: the rank tells its watcher which one
+# before it dies of it (a zombie's status may be reaped before the watcher can read it).
+_CATCHABLE = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGXCPU", "SIGXFSZ",
+              "SIGALRM")
+
+
+def _tell_watcher_of_signals() -> None:
+    """Where the program has not chosen otherwise (the default action in place, faulthandler
+    off): a caught signal is written to the watcher before the rank dies of it, and a crash
+    (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) dumps its traceback there (faulthandler)."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal handlers are set from the main thread only
+    for name in _CATCHABLE:
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) == signal.SIG_DFL:
+            signal.signal(number, _die_telling)
+    if not faulthandler.is_enabled():
+        global _crash_file
+        _crash_file = os.fdopen(_watch_fd, "w", closefd=False)
+        faulthandler.enable(_crash_file)
+
+
+_crash_file: Any = None
+
+
+def _die_telling(number: int, frame: Any) -> None:
+    if _watch_fd >= 0:
+        with contextlib.suppress(OSError):
+            os.write(_watch_fd, f"signal {number}\n".encode())
+    signal.signal(number, signal.SIG_DFL)
+    os.kill(os.getpid(), number)  # dies of it as it would have: the launcher reports it too
+
+
+def _say_bye() -> None:
+    global _watch_fd
+    if _watch_fd >= 0:
+        if _crash_file is not None:
+            faulthandler.disable()
+        with contextlib.suppress(OSError):
+            os.write(_watch_fd, b"bye")
+            os.close(_watch_fd)
+        _watch_fd = -1
+
+
+def _forget_watcher() -> None:
+    global _watch_fd
+    if _watch_fd >= 0:
+        if _crash_file is not None:
+            faulthandler.disable()
+        with contextlib.suppress(OSError):
+            os.close(_watch_fd)
+        _watch_fd = -1
+
+
+def _ending_on_purpose() -> None:
+    """Before this rank ends the job (Abort): the other ranks' watchers stay silent, the
+    reason printed here being the job's."""
+    if _marker:
+        with contextlib.suppress(OSError):
+            os.close(os.open(_marker, os.O_CREAT | os.O_WRONLY, 0o600))
+    _say_bye()
 
 
 def wait(requests: Sequence[Any], what: str) -> None:

@@ -37,8 +37,10 @@ uninterrupted run would.
 With a `checkpoint_dir` the run folder also gets `metrics.jsonl`: one JSON object a line, one
 per step ({"event": "step", "step", "loss", "lr", "grad_norm", "stepped", "time"}) and one per
 evaluation ({"event": "eval", "step", "loss", "accuracy", and each of `metrics`}); a
-non-finite number is written as null. A resumed run first drops the rows after its checkpoint,
-so the log always reads as one run. `python -m onemodel.plot RUN_DIR` draws it.
+non-finite number is written as null. fit() first drops the rows after the step it starts from
+(the resumed checkpoint's, or 0 without one), and any torn line a crash left, with a warning
+(onemodel/metrics_log.py), so the log always reads as one run; it is fsynced before every
+checkpoint. `python -m onemodel.plot RUN_DIR` draws it.
 
 The best checkpoint is chosen by `best_metric`: by default the validation accuracy when the
 targets are class indices, the validation loss otherwise; any name of `metrics` with
@@ -48,25 +50,24 @@ checkpointed, never taken as the best, and warns.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import time
 import warnings
 import weakref
-from typing import IO, Any, Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from . import amp, checkpoint, distributed, random
 from .autograd import no_grad
+from .metrics_log import METRICS_LOG, MetricsLog
 from .optim import clip_grad_norm, grad_norm
 from .progress import Progress
 from .tensor import Tensor
 
 _DIRECTIONS = {"accuracy": "max", "loss": "min"}  # the built-in metrics: which way is better
 _GOLDEN_INVERSE = pow(random.GOLDEN, -1, 1 << 64)  # counts the generator's draws
-METRICS_LOG = "metrics.jsonl"
 
 
 def _split(batch: Any) -> tuple[tuple, Any]:
@@ -74,41 +75,6 @@ def _split(batch: Any) -> tuple[tuple, Any]:
         raise ValueError("Trainer: a batch must be a tuple (inputs..., target), got "
                          f"{type(batch).__name__}")
     return tuple(batch[:-1]), batch[-1]
-
-
-def _finite_or_none(value: Any) -> Any:
-    return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
-class MetricsLog:
-    """The run folder's metrics.jsonl (see the module notes): appended one row at a time."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._file: Optional[IO[str]] = None
-
-    def write(self, row: dict) -> None:
-        if self._file is None:
-            self._file = open(self.path, "a", encoding="utf-8")
-        self._file.write(json.dumps({k: _finite_or_none(v) for k, v in row.items()}) + "\n")
-        self._file.flush()
-
-    def truncate_after(self, step: int) -> None:
-        """Drops the rows of steps after `step` (a resumed run redoes them)."""
-        self.close()
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                rows = f.readlines()
-        except FileNotFoundError:
-            return
-        kept = [r for r in rows if r.strip() and json.loads(r).get("step", 0) <= step]
-        with open(self.path, "w", encoding="utf-8") as f:
-            f.writelines(kept)
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
 
 
 class Trainer:
@@ -495,6 +461,8 @@ class Trainer:
             if self.rank != 0:
                 return None
             metric, higher = self._best_of(evaluation) if evaluation else (None, True)
+            if self.log is not None:  # the rows up to this checkpoint as durable as it
+                self.log.sync()
             return self.manager.save(self.step, self.model, self.optimizer, self._extra(),
                                      metric=metric, higher_is_better=higher)
         finally:
@@ -502,34 +470,20 @@ class Trainer:
                 self.shards.release()
 
     def resume(self, path: Optional[str] = None) -> bool:
-        """Restores the newest checkpoint of the checkpoint folder, or of `path` when it is a
-        folder, or the checkpoint file `path`: model, optimizer, step, loader position, loss
-        scale and the default generator. Returns False when there is none."""
-        found: Optional[str] = path
-        if self.rank == 0 and (path is None or os.path.isdir(path)):
-            folder = path if path is not None else (
-                self.manager.folder if self.manager is not None else None)
-            if folder is None:
-                raise ValueError("Trainer.resume: no checkpoint_dir and no path")
-            found = checkpoint.CheckpointManager(folder).latest()
-        if self.world > 1:
-            # Every rank resumes from rank 0's checkpoint (its bytes, broadcast), or none does.
-            data = None
-            if self.rank == 0 and found is not None:
-                with open(found, "rb") as f:
-                    data = f.read()
-            data = distributed.broadcast_bytes(data, "reading the checkpoint to resume from")
-            if data is None:
-                return False
-            if self.shards is not None:  # the whole state is loaded, then this share kept
-                self.shards.materialise()
-            extra = checkpoint.from_bytes(data, self.model, self.optimizer)
-            if self.shards is not None:
+        """Restores the newest intact checkpoint of the checkpoint folder, or of `path` when it
+        is a folder, or the checkpoint file `path`: model, optimizer, step, loader position,
+        loss scale and the default generator. A corrupt newer checkpoint is skipped with a
+        warning naming it (CheckpointManager.restore_newest). Returns False when there is
+        none."""
+        if self.world > 1 and self.shards is not None:  # the whole state loaded, this share kept
+            self.shards.materialise()
+        try:
+            extra = self._load_newest(path)
+        finally:
+            if self.world > 1 and self.shards is not None:
                 self.shards.release()
-        else:
-            if found is None:
-                return False
-            extra = checkpoint.load(found, self.model, self.optimizer)
+        if extra is None:
+            return False
         self._release_batches()
 
         def part(prefix: str) -> dict:
@@ -552,6 +506,39 @@ class Trainer:
         if self.log is not None:
             self.log.truncate_after(self.step)
         return True
+
+    def _load_newest(self, path: Optional[str]) -> Optional[dict]:
+        """Rank 0 finds the checkpoint and loads it; under W workers its bytes are broadcast
+        and loaded by the others. The extra integers, or None when there is none."""
+        def load_file(found: str) -> tuple[Optional[bytes], dict]:
+            if self.world == 1:
+                return None, checkpoint.load(found, self.model, self.optimizer)
+            with open(found, "rb") as f:
+                data = f.read()
+            return data, checkpoint.from_bytes(data, self.model, self.optimizer)
+
+        loaded: Optional[tuple[Optional[bytes], dict]] = None
+        if self.rank == 0:
+            if path is not None and not os.path.isdir(path):
+                loaded = load_file(path)
+            else:
+                if path is not None:
+                    manager = checkpoint.CheckpointManager(path)
+                elif self.manager is None:
+                    raise ValueError("Trainer.resume: no checkpoint_dir and no path")
+                else:  # its own folder: a best.ckpt update that a kill interrupted, finished
+                    manager = self.manager
+                    manager.recover()
+                found = manager.restore_newest(load_file)
+                loaded = None if found is None else found[1]
+        if self.world == 1:
+            return None if loaded is None else loaded[1]
+        data = distributed.broadcast_bytes(None if loaded is None else loaded[0],
+                                           "reading the checkpoint to resume from")
+        if data is None:
+            return None
+        return loaded[1] if loaded is not None else checkpoint.from_bytes(data, self.model,
+                                                                          self.optimizer)
 
     # -- the loop -----------------------------------------------------------------------------
     def _steps_per_epoch(self) -> int:
@@ -587,6 +574,8 @@ class Trainer:
             if self.manager is None:
                 raise ValueError("Trainer.fit: resume=True needs a checkpoint_dir")
             self.resume()
+        if self.log is not None:  # rows past the step this fit starts from would be doubled
+            self.log.truncate_after(self.step)
         if self.world > 1:
             self._broadcast_state()
         if self.rank == 0 and self.progress is not False:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Optional
 
 import onemodel as om
 from onemodel import checkpoint
@@ -63,17 +64,18 @@ def open_run(args: argparse.Namespace, p: argparse.ArgumentParser, defaults: dic
             p.error(f"--threads must be >= 1, got {args.threads}")
         om.set_num_threads(args.threads)
     given = {k: getattr(args, k) for k in defaults if getattr(args, k) is not None}
-    for name in positive:
-        value = given.get(name)
-        if value is not None and value <= 0:
-            p.error(f"--{name.replace('_', '-')} must be > 0, got {value}")
+    for name, value in given.items():
+        problem = _option_problem(name, value, defaults[name], positive)
+        if problem:
+            p.error(f"--{name.replace('_', '-')} {problem}")
     if args.resume is None:
         runs = _numbered_runs(args.out)
         folder = os.path.join(args.out, str(runs[-1] + 1 if runs else 1))
         os.makedirs(folder)
         options = {**defaults, **given}
-        with open(os.path.join(folder, RUN_FILE), "w", encoding="utf-8") as f:
-            json.dump(options, f, indent=2)
+        # whole or absent after a kill, never torn
+        checkpoint._write_small_file(os.path.join(folder, RUN_FILE),
+                                     json.dumps(options, indent=2).encode())
         return folder, options, False
     if args.resume == "latest":
         runs = _numbered_runs(args.out)
@@ -82,17 +84,52 @@ def open_run(args: argparse.Namespace, p: argparse.ArgumentParser, defaults: dic
         folder = os.path.join(args.out, str(runs[-1]))
     else:
         folder = args.resume
+    path = os.path.join(folder, RUN_FILE)
     try:
-        with open(os.path.join(folder, RUN_FILE), encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             options = json.load(f)
     except (OSError, ValueError) as e:
         p.error(f"--resume: {folder} is not a run folder of {tool} ({e})")
+    problem = _run_file_problem(options, defaults, positive)
+    if problem:
+        p.error(f"--resume: {path}: {problem}; it is not a run file of {tool}")
     changed = {k: v for k, v in given.items() if options.get(k) != v}
     if changed:
         p.error(f"--resume: the run in {folder} was started with "
                 + ", ".join(f"--{k.replace('_', '-')} {options.get(k)}" for k in changed)
                 + "; a resumed run keeps its options (start a new run to change them)")
     return folder, options, True
+
+
+def _option_problem(name: str, value: Any, default: Any,
+                    positive: tuple[str, ...]) -> Optional[str]:
+    """What is wrong with an option's value (None: nothing): its default's type (an integer
+    counts as a float), finite, > 0 if named in `positive` and >= 0 otherwise."""
+    kind = type(default)
+    if isinstance(value, bool) != (kind is bool) or not isinstance(
+            value, (int, float) if kind is float else kind):
+        return f"must be {kind.__name__}, got {value!r}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value) or value < 0 or (name in positive and value == 0):
+            return f"must be {'> 0' if name in positive else '>= 0'}, got {value!r}"
+    return None
+
+
+def _run_file_problem(options: Any, defaults: dict[str, Any],
+                      positive: tuple[str, ...]) -> Optional[str]:
+    """What is wrong with the options read from run.json (None: nothing), naming the field."""
+    if not isinstance(options, dict):
+        return f"holds {type(options).__name__}, not an object of options"
+    for name, default in defaults.items():
+        if name not in options:
+            return f"field {name!r} is missing"
+        problem = _option_problem(name, options[name], default, positive)
+        if problem:
+            return f"field {name!r} {problem}"
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        return f"field {unknown[0]!r} is no option"
+    return None
 
 
 def decay_on_matrices(model: Any, weight_decay: float) -> list[dict]:

@@ -9,6 +9,7 @@ any order and use numpy.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import namedtuple
 from typing import Any, Optional, Sequence, Union
 
@@ -115,19 +116,31 @@ def mean(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
 
 def var(input: Tensor, dim: Dim = None, *, correction: float = 1, keepdim: bool = False,
         unbiased: Optional[bool] = None) -> Tensor:
-    """Σ (x − mean)² / (N − correction), as torch.var (unbiased=False, the older spelling, is
-    correction 0); composed of mean, sub, mul and sum, so its bits and gradient are theirs."""
-    x = as_tensor(input, "var")
-    axes = _axes(dim, x.ndim, "var")
-    c = correction if unbiased is None else int(unbiased)
-    d = x - mean(x, axes, keepdim=True)
-    return sum(d * d, axes, keepdim) / float(math.prod(x.shape[i] for i in axes) - c)
+    """Σ (x − mean)² / max(0, N − correction), as torch.var (unbiased=False, the older spelling,
+    is correction 0); composed of mean, sub, mul and sum, so its bits and gradient are theirs.
+    With no degrees of freedom left (N <= correction) it is NaN, or inf where the entries
+    differ, and warns, as torch."""
+    return _variance(input, dim, correction, keepdim, unbiased, "var")
 
 
 def std(input: Tensor, dim: Dim = None, *, correction: float = 1, keepdim: bool = False,
         unbiased: Optional[bool] = None) -> Tensor:
     """sqrt(var), as torch.std."""
-    return var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+    return _variance(input, dim, correction, keepdim, unbiased, "std").sqrt()
+
+
+def _variance(input: Tensor, dim: Dim, correction: float, keepdim: bool,
+              unbiased: Optional[bool], name: str) -> Tensor:
+    x = as_tensor(input, name)
+    axes = _axes(dim, x.ndim, name)
+    c = correction if unbiased is None else int(unbiased)
+    freedom = math.prod(x.shape[i] for i in axes) - c
+    if freedom <= 0:  # torch divides by zero then: 0/0 = NaN, a positive sum over 0 = inf
+        warnings.warn(f"{name}(): degrees of freedom is <= 0: the correction {c} is not less "
+                      f"than the {freedom + c} entries reduced", UserWarning, stacklevel=3)
+        freedom = 0
+    d = x - mean(x, axes, keepdim=True)
+    return sum(d * d, axes, keepdim) / float(freedom)
 
 
 def norm(input: Tensor, p: Any = "fro", dim: Dim = None, keepdim: bool = False) -> Tensor:

@@ -178,6 +178,11 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
     if i.ndim != 1 or i.dtype.kind not in "iu":
         raise ValueError(f"index_select: index must be a 1-D integer tensor, got shape "
                          f"{i.shape} of {i.dtype}")
+    size = x.shape[axis]
+    outside = i[(i < 0) | (i >= size)]
+    if outside.size:  # torch counts no index from the end here
+        raise IndexError(f"index_select: index {outside[0]} is out of range for dim {dim} of "
+                         f"size {size}")
     return x[(slice(None),) * axis + (i,)]
 
 
@@ -236,8 +241,12 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     """The entries in reverse order along each of dims, as torch.flip."""
     x = _tensor(input, "flip")
-    axes = {_core.normalize_dim(d, x.ndim, "flip") for d in
-            (dims if isinstance(dims, (tuple, list)) else (dims,))}
+    axes = [_core.normalize_dim(d, x.ndim, "flip") for d in
+            (dims if isinstance(dims, (tuple, list)) else (dims,))]
+    for k, axis in enumerate(axes):
+        if axis in axes[:k]:
+            raise RuntimeError(f"flip: dim {axis} appears multiple times in the list of dims "
+                               f"{dims}")
     return x[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))]
 
 
