@@ -344,6 +344,15 @@ class MaxPool1d(MaxPool2d):
 
 
 class AdaptiveAvgPool2d(Module):
+    """Averages (N, C, H, W) or (C, H, W) input over windows that give the
+    output size, as `torch.nn.AdaptiveAvgPool2d`.
+
+    Parameters
+    ----------
+    output_size : int or pair of int or None
+        The output's (H, W), one int for both; None keeps the input's size in that dimension.
+    """
+
     _function: Callable[..., Tensor] = staticmethod(C.adaptive_avg_pool2d)
 
     def __init__(self, output_size: Union[int, Sequence[Optional[int]]]) -> None:
@@ -358,6 +367,15 @@ class AdaptiveAvgPool2d(Module):
 
 
 class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """Averages (N, C, L) or (C, L) input over windows that give the output
+    length, as `torch.nn.AdaptiveAvgPool1d`.
+
+    Parameters
+    ----------
+    output_size : int
+        The output's length.
+    """
+
     _function = staticmethod(C.adaptive_avg_pool1d)
 
 
@@ -380,14 +398,42 @@ class _ConstantPadNd(Module):
 
 
 class ConstantPad1d(_ConstantPadNd):
+    """Pads the last dimension with a constant, as `torch.nn.ConstantPad1d`.
+
+    Parameters
+    ----------
+    padding : int or sequence of int
+        One width for every side, or the widths (left, right) as `F.pad` takes them.
+    value : float
+        The fill value.
+    """
+
     _sides = 2
 
 
 class ConstantPad2d(_ConstantPadNd):
+    """Pads the last two dimensions with a constant, as `torch.nn.ConstantPad2d`.
+
+    Parameters
+    ----------
+    padding : int or sequence of int
+        One width for every side, or the widths (left, right, top, bottom) as `F.pad` takes them.
+    value : float
+        The fill value.
+    """
+
     _sides = 4
 
 
 class ZeroPad2d(ConstantPad2d):
+    """Pads the last two dimensions with zeros, as `torch.nn.ZeroPad2d`.
+
+    Parameters
+    ----------
+    padding : int or sequence of int
+        One width for every side, or the widths (left, right, top, bottom) as `F.pad` takes them.
+    """
+
     def __init__(self, padding: Union[int, Sequence[int]]) -> None:
         super().__init__(padding, 0.0)
 
