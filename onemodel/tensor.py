@@ -839,10 +839,24 @@ def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False, 
 
 
 def is_tensor(obj: Any) -> bool:
+    """True if `obj` is a onemodel Tensor, as `torch.is_tensor`.
+
+    Parameters
+    ----------
+    obj : object
+        Anything.
+    """
     return isinstance(obj, Tensor)
 
 
 def numel(input: Tensor) -> int:
+    """The number of elements of `input`, as `torch.numel`.
+
+    Parameters
+    ----------
+    input : Tensor
+        The tensor.
+    """
     if not isinstance(input, Tensor):
         raise TypeError(f"numel: expected a Tensor, got {type(input).__name__}")
     return input.numel()
@@ -883,6 +897,19 @@ def _shape_arg(shape: Sequence[Any], op: str) -> tuple:
 
 def zeros(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
           device: Any = None) -> Tensor:
+    """A tensor of zeros, as `torch.zeros`.
+
+    Parameters
+    ----------
+    *shape : int or sequence of int
+        The shape, as separate ints or one sequence.
+    dtype : dtype, optional
+        The dtype (default float32).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     check_device(device, "zeros")
     arr = np.zeros(_shape_arg(shape, "zeros"), _dtype_arg(dtype, "zeros"))
     return Tensor._wrap(arr)._set_requires_grad(requires_grad)
@@ -890,6 +917,19 @@ def zeros(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
 
 def ones(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
          device: Any = None) -> Tensor:
+    """A tensor of ones, as `torch.ones`.
+
+    Parameters
+    ----------
+    *shape : int or sequence of int
+        The shape, as separate ints or one sequence.
+    dtype : dtype, optional
+        The dtype (default float32).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     check_device(device, "ones")
     arr = np.ones(_shape_arg(shape, "ones"), _dtype_arg(dtype, "ones"))
     return Tensor._wrap(arr)._set_requires_grad(requires_grad)
@@ -897,6 +937,21 @@ def ones(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
 
 def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False, *,
          device: Any = None) -> Tensor:
+    """A tensor filled with `value`, as `torch.full`.
+
+    Parameters
+    ----------
+    shape : int or sequence of int
+        The shape.
+    value : number
+        The fill value.
+    dtype : dtype, optional
+        The dtype (default: inferred from the value, as PyTorch: float32, int64 or bool).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     check_device(device, "full")
     shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full")
     kind = np.asarray(value).dtype.kind
@@ -920,6 +975,19 @@ def _like(other: Any, op: str) -> Tensor:
 
 def zeros_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
                device: Any = None) -> Tensor:
+    """A tensor of zeros shaped as `other`, as `torch.zeros_like`.
+
+    Parameters
+    ----------
+    other : Tensor
+        The tensor whose shape (and, by default, dtype) the result takes.
+    dtype : dtype, optional
+        The result's dtype (default: the other's).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     t = _like(other, "zeros_like")
     return zeros(t.shape, dtype=t.dtype if dtype is None else dtype,
                  requires_grad=requires_grad, device=device)
@@ -927,6 +995,19 @@ def zeros_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
 
 def ones_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
               device: Any = None) -> Tensor:
+    """A tensor of ones shaped as `other`, as `torch.ones_like`.
+
+    Parameters
+    ----------
+    other : Tensor
+        The tensor whose shape (and, by default, dtype) the result takes.
+    dtype : dtype, optional
+        The result's dtype (default: the other's).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     t = _like(other, "ones_like")
     return ones(t.shape, dtype=t.dtype if dtype is None else dtype,
                 requires_grad=requires_grad, device=device)
@@ -934,6 +1015,21 @@ def ones_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
 
 def full_like(other: Tensor, value: Any, dtype: Any = None,
               requires_grad: bool = False, *, device: Any = None) -> Tensor:
+    """A tensor filled with `value` shaped as `other`, as `torch.full_like`.
+
+    Parameters
+    ----------
+    other : Tensor
+        The tensor whose shape (and, by default, dtype) the result takes.
+    value : number
+        The fill value.
+    dtype : dtype, optional
+        The result's dtype (default: the other's).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     t = _like(other, "full_like")
     return full(t.shape, value, dtype=t.dtype if dtype is None else dtype,
                 requires_grad=requires_grad, device=device)
@@ -941,11 +1037,39 @@ def full_like(other: Tensor, value: Any, dtype: Any = None,
 
 def empty_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
                device: Any = None) -> Tensor:
+    """`torch.empty_like`; here the memory is always zeroed (`zeros_like`).
+
+    Parameters
+    ----------
+    other : Tensor
+        The tensor whose shape (and, by default, dtype) the result takes.
+    dtype : dtype, optional
+        The result's dtype (default: the other's).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     return zeros_like(other, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, *,
            device: Any = None) -> Tensor:
+    """Values from `start` up to (not including) `end` by `step`, as `torch.arange`.
+
+    Parameters
+    ----------
+    start : number
+        The first value; with `end` omitted, the end (the start is then 0).
+    end : number, optional
+        The bound, not included.
+    step : number, optional
+        The spacing (default 1).
+    dtype : dtype, optional
+        The dtype (default: int64 when every argument is an integer, float32 otherwise).
+    device : str or device, optional
+        Only the CPU is accepted.
+    """
     check_device(device, "arange")
     if end is None:
         start, end = 0, start
