@@ -107,6 +107,9 @@ def no_grad() -> Iterator[None]:
 
 @contextlib.contextmanager
 def enable_grad() -> Iterator[None]:
+    """Turns gradient recording back on inside the block (for example within `no_grad`), as
+    `torch.enable_grad`; the previous state is restored on leaving.
+    """
     previous = is_grad_enabled()
     _state.enabled = True
     try:
