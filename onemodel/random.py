@@ -268,6 +268,22 @@ def rand_like(input: Tensor, *, dtype: Any = None, generator: Optional[Generator
 
 def randn_like(input: Tensor, *, dtype: Any = None, generator: Optional[Generator] = None,
                requires_grad: bool = False, device: Any = None) -> Tensor:
+    """Standard normal draws of the input's shape, as `torch.randn_like`; the draws are
+    float32, so the input (or `dtype`) must be too.
+
+    Parameters
+    ----------
+    input : Tensor
+        Gives the shape.
+    dtype : dtype, optional
+        float32 only.
+    generator : Generator, optional
+        The stream to draw from (default `om.default_generator`).
+    requires_grad : bool, optional
+        Record operations on the result (default False).
+    device : str or device, optional
+        Only the CPU is accepted.
+    """
     return randn(_float_shape(input, dtype, "randn_like"), generator=generator,
                  requires_grad=requires_grad, device=device)
 

@@ -95,6 +95,16 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fills `tensor` with `val` in place, without recording it, and returns it, as
+    `torch.nn.init.constant_`.
+
+    Parameters
+    ----------
+    tensor : Tensor
+        The tensor to fill.
+    val : float
+        The value.
+    """
     _check_tensor(tensor, "constant_")
     with no_grad():
         tensor.fill_(val)
@@ -102,10 +112,24 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fills `tensor` with zeros in place and returns it, as `torch.nn.init.zeros_`.
+
+    Parameters
+    ----------
+    tensor : Tensor
+        The tensor to fill.
+    """
     return constant_(tensor, 0)
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fills `tensor` with ones in place and returns it, as `torch.nn.init.ones_`.
+
+    Parameters
+    ----------
+    tensor : Tensor
+        The tensor to fill.
+    """
     return constant_(tensor, 1)
 
 
