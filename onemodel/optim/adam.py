@@ -26,6 +26,27 @@ from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32
 
 
 class Adam(Optimizer):
+    """Adam, as `torch.optim.Adam`, with float32 state and a fixed order of operations.
+
+    Parameters
+    ----------
+    params : iterable of Tensor or of dict
+        The parameters, or parameter groups (dicts with "params" and any setting below).
+    lr : float, optional
+        The learning rate (default 1e-3).
+    betas : pair of float, optional
+        The decay rates of the first and second moments, each in [0, 1) (default (0.9, 0.999)).
+    eps : float, optional
+        Added to the square root of the second moment (default 1e-8).
+    weight_decay : float, optional
+        L2 penalty added to the gradient (default 0; AdamW decouples it).
+    amsgrad : bool, optional
+        Use the running maximum of the second moment (default False).
+
+    Unlike PyTorch, `betas`, `eps` and `amsgrad` are fixed once the optimizer is built (a
+    scheduler may change `lr` and `weight_decay`).
+    """
+
     kind = "Adam"
     decoupled = False
     _changeable = ("lr", "weight_decay")
