@@ -19,6 +19,27 @@ from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum, as `torch.optim.SGD`.
+
+    Parameters
+    ----------
+    params : iterable of Tensor or of dict
+        The parameters, or parameter groups (dicts with "params" and any setting below).
+    lr : float
+        The learning rate (required here; PyTorch's default is 1e-3).
+    momentum : float, optional
+        The momentum factor (default 0).
+    dampening : float, optional
+        Dampening of the momentum (default 0).
+    weight_decay : float, optional
+        L2 penalty added to the gradient (default 0).
+    nesterov : bool, optional
+        Nesterov momentum (default False; needs momentum > 0 and no dampening).
+
+    Unlike PyTorch, `momentum`, `dampening` and `nesterov` are fixed once the optimizer is built
+    (a scheduler may change `lr` and `weight_decay`).
+    """
+
     kind = "SGD"
     _changeable = ("lr", "weight_decay")
     _fixed = ("momentum", "dampening", "nesterov")
