@@ -59,6 +59,30 @@ def _target_step(owner: str, name: str, value, allow_default: bool) -> float:
 
 
 class SR4(Optimizer):
+    """The ternary optimizer with a 4-bit state per weight (onemodel's own; PyTorch has none).
+
+    Each parameter (a `TernaryWeight` matrix) keeps one integer q in [-q_clamp, q_clamp] per
+    weight, two per byte, and no float copy. A step adds to q the gradient scaled so that its mean
+    magnitude is `target_step` (in 1/256 units, rounded stochastically by a counter hash of the
+    seed, the step count and the weight's index), and the weights become +1 where q >= theta, -1
+    where q <= -theta and 0 elsewhere. A scheduler's `lr` sets the target step.
+
+    Parameters
+    ----------
+    params : iterable of Tensor
+        The ternary weights (one group only).
+    target_step : float, optional
+        The mean step size, in (0, 1e6] (default 1e-3).
+    q_clamp : int, optional
+        The accumulator's bound, in [1, 7] (default 7).
+    theta : int, optional
+        The threshold for a nonzero weight, in [1, q_clamp] (default 2).
+    seed : int, optional
+        The 64-bit seed of the rounding draws (default 0).
+    use_dither : bool, optional
+        Stratified Weyl dither rather than independent rounding (default True).
+    """
+
     kind = "SR4"
     _changeable = ("lr", "target_step")
     _fixed = ("q_clamp", "theta", "use_dither")
