@@ -1,0 +1,59 @@
+"""The user guide's code runs: every ```python block of docs/index.md and docs/guide/*.md, each
+in a fresh process from a temporary folder. A block after `<!-- docs-test: mpiexec -n N -->`
+is a whole train.py: run alone and under mpiexec with N processes, its last printed word (a
+state hash) must be the same."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+BLOCK = re.compile(r"(?:<!-- docs-test: mpiexec -n (\d+) -->\n)?```python\n(.*?)^```", re.S | re.M)
+
+
+def _blocks() -> list:
+    found = []
+    for page in [DOCS / "index.md", *sorted((DOCS / "guide").glob("*.md"))]:
+        for k, match in enumerate(BLOCK.finditer(page.read_text(encoding="utf-8"))):
+            workers = int(match.group(1)) if match.group(1) else None
+            found.append(pytest.param(match.group(2), workers,
+                                      id=f"{page.relative_to(DOCS)}:{k}"))
+    return found
+
+
+BLOCKS = _blocks()
+
+
+def _run(command: list, folder: Path) -> str:
+    result = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def _mpiexec():
+    local = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return local if os.path.exists(local) else shutil.which("mpiexec")
+
+
+def test_the_guide_has_code_in_every_chapter():
+    pages = {str(p.id).split(":")[0] for p in BLOCKS}
+    chapters = {f"guide/{p.name}" for p in (DOCS / "guide").glob("*.md")}
+    assert chapters <= pages, chapters - pages
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code, workers", BLOCKS)
+def test_guide_block_runs(code, workers, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(code, encoding="utf-8")
+    alone = _run([sys.executable, str(script)], tmp_path)
+    if workers is None:
+        return
+    if _mpiexec() is None or sys.platform != "linux":
+        pytest.skip("no mpiexec")
+    together = _run([_mpiexec(), "-n", str(workers), sys.executable, str(script)], tmp_path)
+    assert together.split()[-1] == alone.split()[-1]
