@@ -43,6 +43,8 @@ class Adam(Optimizer):
     amsgrad : bool, optional
         Use the running maximum of the second moment (default False).
 
+    Notes
+    -----
     Unlike PyTorch, `betas`, `eps` and `amsgrad` are fixed once the optimizer is built (a
     scheduler may change `lr` and `weight_decay`).
     """
