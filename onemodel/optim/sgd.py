@@ -36,6 +36,8 @@ class SGD(Optimizer):
     nesterov : bool, optional
         Nesterov momentum (default False; needs momentum > 0 and no dampening).
 
+    Notes
+    -----
     Unlike PyTorch, `momentum`, `dampening` and `nesterov` are fixed once the optimizer is built
     (a scheduler may change `lr` and `weight_decay`).
     """
