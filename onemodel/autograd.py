@@ -8,7 +8,7 @@ needs for backward is freed as soon as the program drops it (as PyTorch's graph 
 node's closure is dropped as soon as it has run. Backward visits
 nodes in decreasing creation order: a node is always created after the nodes of its inputs,
 so this is a reverse topological order, and ties never arise, so the contributions that meet at
-one tensor are always summed in the same order (docs/spec/engine.md section 1).
+one tensor are always summed in the same order.
 
 Saved tensors are protected by version counters: every in-place write bumps the tensor's
 version, and a node whose saved tensor changed refuses to run.
