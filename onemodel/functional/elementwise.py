@@ -4,7 +4,7 @@
 bits are the same on every path; special values (inf - inf, x / 0) give NaN and inf without
 numpy's warnings, as in PyTorch (_ieee.quiet). Every transcendental (exp, log, tanh, sigmoid,
 erf, softplus, pow with a non-integer exponent) comes from the project's own kernels in
-_kernels._vmath, never from numpy or libm (docs/spec/engine.md section 4). Backward formulas
+_kernels._vmath, never from numpy or libm. Backward formulas
 follow PyTorch's.
 """
 from __future__ import annotations
