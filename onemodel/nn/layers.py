@@ -2,7 +2,7 @@
 Sequential.
 
 Constructor arguments are PyTorch's; layers that draw initial weights also take
-`generator=` or `seed=` (docs/spec/training.txt 1.1, see init.py). Parameter shapes are PyTorch's
+`generator=` or `seed=` (see init.py). Parameter shapes are PyTorch's
 (Linear.weight is (out_features, in_features)), so PyTorch weights load unchanged.
 """
 from __future__ import annotations
@@ -149,7 +149,7 @@ class LayerNorm(Module):
 
 
 class Dropout(Module):
-    """Zeroes elements with probability p by the counter-based mask of docs/spec/training.txt 1.2.
+    """Zeroes elements with probability p by a counter-based mask.
 
     The buffer `draws` (int64, rank 0) counts the masks drawn; it is saved with the state, so a
     resumed run continues the stream. Evaluation mode, or p = 0, returns the input itself.
