@@ -1,4 +1,4 @@
-"""Optimizers, gradient clipping and learning-rate schedules (docs/spec/training.txt 3-5)."""
+"""Optimizers, gradient clipping and learning-rate schedules."""
 from . import lr, lr_scheduler
 from .adam import Adam, AdamW
 from .clip import clip_grad_norm, clip_grad_norm_, clip_grad_value, clip_grad_value_, grad_norm
