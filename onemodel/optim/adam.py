@@ -1,6 +1,6 @@
 """Adam (L2 weight decay) and AdamW (decoupled weight decay), with optional AMSGrad.
 
-Per element (docs/spec/training.txt section 3), t = step_count + 1, each operation one float32
+Per element, t = step_count + 1, each operation one float32
 operation in this order:
     g = g + wd·p                           (Adam, wd != 0)
     p = p·(1 − lr·wd)                      (AdamW, wd != 0; the factor rounded to float32 once)
@@ -9,7 +9,7 @@ operation in this order:
     v̂ = amsgrad ? max(vmax, v) : v         (vmax = v̂)
     p = p − (stepSize·m) / (√v̂ / sqrtBc2 + ε)
 with bc = 1 − βᵗ in double (βᵗ by right-to-left binary exponentiation), stepSize =
-float32(lr / bc1) and sqrtBc2 = float32(√bc2) (docs/spec/clarifications.md). Each parameter group
+float32(lr / bc1) and sqrtBc2 = float32(√bc2). Each parameter group
 has its own lr, betas, ε, wd and amsgrad; t is the optimizer's.
 """
 from __future__ import annotations
