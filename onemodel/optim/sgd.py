@@ -1,6 +1,6 @@
 """Stochastic gradient descent with momentum, dampening, weight decay and Nesterov's variant.
 
-Per element (docs/spec/training.txt section 3), each operation one float32 operation in this order:
+Per element, each operation one float32 operation in this order:
     g = g + wd·p                              (when wd != 0)
     b = first ? g : μ·b + (1−d)·g             (when μ != 0; first = the parameter's first step
     g = nesterov ? g + μ·b : b                  with a gradient, held in initialized.i)
