@@ -1,5 +1,4 @@
-"""SR4: the ternary optimizer with a 4-bit state (docs/spec/sr4.txt; "SR4" in
-docs/spec/clarifications.md).
+"""SR4: the ternary optimizer with a 4-bit state.
 
 Each parameter is a weight matrix whose deployed values are ternary. Its whole training state
 is one integer q in [-q_clamp, q_clamp] per weight, packed two per byte (4 bits per weight);
@@ -14,7 +13,7 @@ and the parameter's values become the materialised ternary weights: +1 where q >
 where q <= -theta, else 0. The kernels (csrc/sr4.h) hold the exact formula.
 
 The learning rate of the optimizer base is the target step: a schedule sets `lr` as for any
-optimizer, and a rate <= 0 falls back to the configured `target_step` (docs/spec/sr4.txt 3a).
+optimizer, and a rate <= 0 falls back to the configured `target_step`.
 `idx_base` of parameter i is the element count of the parameters before it, so no two weights
 share a draw. State for checkpoints: `q.<i>` (uint8, packed, low nibble first) and `seed`
 (int64, the 64-bit seed's bit pattern: a float32 hyper-parameter cannot hold it); the batch
