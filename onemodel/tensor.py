@@ -1,4 +1,4 @@
-"""Tensor: a C-contiguous numpy array with an autodiff record (docs/spec/engine.md section 1).
+"""Tensor: a C-contiguous numpy array with an autodiff record.
 
 Values are float32; indices and counters int64 (or int32); masks bool. Only float32 tensors
 may require gradients. The math lives in onemodel.functional; the operators here forward to it.
