@@ -1,7 +1,7 @@
 """Process-wide settings: instruction-set path, thread count, arithmetic mode.
 
 Read once from the environment at import (ONEMODEL_ISA, ONEMODEL_NUM_THREADS, ONEMODEL_MODE),
-then changed through set_num_threads / set_mode / mode. See docs/spec/engine.md sections 3 and 4.
+then changed through set_num_threads / set_mode / mode.
 """
 from __future__ import annotations
 

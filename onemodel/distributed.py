@@ -1,4 +1,4 @@
-"""Data parallelism whose bits do not depend on the worker count (docs/spec/engine.md section 6).
+"""Data parallelism whose bits do not depend on the worker count.
 
 A global step is M micro-batches with global indices 0 .. M-1, M fixed by the run; worker r of
 W computes indices r, r + W, r + 2W, ... (`local_indices`, the DataLoader's sharding). The mean
@@ -761,7 +761,7 @@ def all_reduce_gradients(params: Iterable[Tensor],
 
 # -- ZeRO stage 1 -------------------------------------------------------------------------------
 class OptimizerShards:
-    """ZeRO stage 1 (pipeline.txt's sharding lever): each worker updates, and keeps current, the
+    """ZeRO stage 1: each worker updates, and keeps current, the
     optimizer state of its share of the parameters; then the parameters are all-gathered.
 
     The shares are whole parameters, each given in order to the worker with the fewest

@@ -2,8 +2,8 @@
 state names.
 
 Conv2d.weight is (out_channels, in_channels / groups, kh, kw) (Conv1d's (..., k)), drawn with
-its bias from Uniform(±1/√fanIn), fanIn = in_channels / groups · kh · kw
-(docs/spec/training.txt 1.1). ConvTranspose2d.weight is (in_channels, out_channels / groups, kh,
+its bias from Uniform(±1/√fanIn), fanIn = in_channels / groups · kh · kw.
+ConvTranspose2d.weight is (in_channels, out_channels / groups, kh,
 kw), fanIn = out_channels / groups · kh · kw, as PyTorch's. Batch norm keeps PyTorch's state:
 weight, bias, then the buffers running_mean, running_var and num_batches_tracked (int64), so
 PyTorch's state_dict loads unchanged.

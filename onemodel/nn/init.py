@@ -1,7 +1,7 @@
-"""Initialisation of docs/spec/training.txt 1.1: which generator a module draws from, and the draws.
+"""Initialisation: which generator a module draws from, and the draws.
 
 A layer built with `generator=g` draws from g and advances it; with `seed=s` from a fresh
-Generator(s); with neither from `onemodel.default_generator` (docs/spec/api.md "Randomness"), so two
+Generator(s); with neither from `onemodel.default_generator`, so two
 unseeded layers of one shape start different and a program that seeds once is reproducible.
 A container resolves its generator once with `resolve_generator` and passes it to its children
 in construction order, so they draw one after another from one stream:

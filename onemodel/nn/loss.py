@@ -1,4 +1,4 @@
-"""Loss modules: torch.nn's constructors over the functional losses (docs/spec/training.txt 2),
+"""Loss modules: torch.nn's constructors over the functional losses,
 and CosineSimilarity and PairwiseDistance.
 
 Each takes PyTorch's constructor arguments in PyTorch's order and checks them at

@@ -1,4 +1,4 @@
-"""Module and Parameter: named state, its order, strict loading (docs/spec/training.txt section 1).
+"""Module and Parameter: named state, its order, strict loading.
 
 The state order is a module's parameters in registration order, then its buffers in
 registration order, then each child recursively, with dotted paths. named_parameters() is the
