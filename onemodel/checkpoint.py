@@ -107,19 +107,19 @@ class CheckpointError(Exception):
 
 
 class BadHeader(CheckpointError):
-    pass
+    """The header is not a checkpoint's, or the file's length or checksum differs from it."""
 
 
 class BadManifest(CheckpointError):
-    pass
+    """The manifest is not valid: bad JSON, unknown or missing fields, over the caps."""
 
 
 class BadTensor(CheckpointError):
-    pass
+    """A tensor entry's offset, length or padding is not the writer's layout."""
 
 
 class Mismatch(CheckpointError):
-    pass
+    """A valid checkpoint that does not fit the target: names, shapes, dtypes or settings."""
 
 
 def _short(value: Any) -> str:
