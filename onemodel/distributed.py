@@ -127,10 +127,12 @@ def init(timeout: Optional[float] = None) -> tuple[int, int]:
 
 
 def rank() -> int:
+    """This process's rank under mpiexec after init(); 0 in one process."""
     return _comm.Get_rank() if _comm is not None else 0
 
 
 def world_size() -> int:
+    """The number of processes under mpiexec after init(); 1 in one process."""
     return _comm.Get_size() if _comm is not None else 1
 
 
@@ -222,6 +224,8 @@ def broadcast_arrays(arrays: Sequence[np.ndarray], what: str, root: int = 0) -> 
 
 
 def broadcast_int(value: int, what: str, root: int = 0) -> int:
+    """The integer `value` of rank `root` (a signed 64-bit one), on every rank; `what` names
+    the wait in a timeout's message."""
     buf = np.array([value], np.int64)
     return int(broadcast(buf, what, root)[0])
 
@@ -237,6 +241,8 @@ def broadcast_bytes(data: Optional[bytes], what: str, root: int = 0) -> bytes:
 
 
 def barrier(what: str = "at a barrier") -> None:
+    """Waits until every rank arrives, within the timeout; `what` names the wait in its
+    message. Nothing in one process."""
     if _comm is not None:
         wait([_comm.Ibarrier()], what)
 
