@@ -84,6 +84,13 @@ class Schedule:
     """A learning rate as a pure function of the number of optimizer steps already taken."""
 
     def lr_at(self, step: int) -> float:
+        """The rate (rounded to float32) for the step after `step` optimizer steps.
+
+        Parameters
+        ----------
+        step : int
+            The optimizer's step count, at least 0.
+        """
         return _f32(self._rate(_steps(type(self).__name__, "step", step, 0)))
 
     def _rate(self, s: int) -> float:
