@@ -1,7 +1,7 @@
 """The user guide's code runs: every ```python block of docs/index.md and docs/guide/*.md, each
-in a fresh process from a temporary folder. A block after `<!-- docs-test: mpiexec -n N -->`
-is a whole train.py: run alone and under mpiexec with N processes, its last printed word (a
-state hash) must be the same."""
+in a fresh process from a temporary folder. A block after a marker runs a second time, and its
+last printed word (a state hash) must be the same as alone: `<!-- docs-test: mpiexec -n N -->`
+under mpiexec with N processes, `<!-- docs-test: env NAME=value -->` with that variable set."""
 import os
 import re
 import shutil
@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-BLOCK = re.compile(r"(?:<!-- docs-test: mpiexec -n (\d+) -->\n)?```python\n(.*?)^```", re.S | re.M)
+BLOCK = re.compile(r"(?:<!-- docs-test: (mpiexec -n \d+|env \w+=\w+) -->\n)?```python\n(.*?)^```",
+                   re.S | re.M)
 
 
 def _blocks() -> list:
     found = []
     for page in [DOCS / "index.md", *sorted((DOCS / "guide").glob("*.md"))]:
         for k, match in enumerate(BLOCK.finditer(page.read_text(encoding="utf-8"))):
-            workers = int(match.group(1)) if match.group(1) else None
-            found.append(pytest.param(match.group(2), workers,
+            found.append(pytest.param(match.group(2), match.group(1),
                                       id=f"{page.relative_to(DOCS)}:{k}"))
     return found
 
@@ -28,9 +28,9 @@ def _blocks() -> list:
 BLOCKS = _blocks()
 
 
-def _run(command: list, folder: Path) -> str:
+def _run(command: list, folder: Path, **variables: str) -> str:
     # One kernel thread a process: the bits do not depend on it, and the cores are shared.
-    env = dict(os.environ, ONEMODEL_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env = dict(os.environ, ONEMODEL_NUM_THREADS="1", OMP_NUM_THREADS="1", **variables)
     result = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -49,14 +49,19 @@ def test_the_guide_has_code_in_every_chapter():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("code, workers", BLOCKS)
-def test_guide_block_runs(code, workers, tmp_path):
+@pytest.mark.parametrize("code, again", BLOCKS)
+def test_guide_block_runs(code, again, tmp_path):
     script = tmp_path / "train.py"
     script.write_text(code, encoding="utf-8")
     alone = _run([sys.executable, str(script)], tmp_path)
-    if workers is None:
+    if again is None:
         return
-    if _mpiexec() is None or sys.platform != "linux":
-        pytest.skip("no mpiexec")
-    together = _run([_mpiexec(), "-n", str(workers), sys.executable, str(script)], tmp_path)
-    assert together.split()[-1] == alone.split()[-1]
+    if again.startswith("env "):
+        name, value = again[len("env "):].split("=")
+        other = _run([sys.executable, str(script)], tmp_path, **{name: value})
+    else:
+        if _mpiexec() is None or sys.platform != "linux":
+            pytest.skip("no mpiexec")
+        workers = again.split()[-1]
+        other = _run([_mpiexec(), "-n", workers, sys.executable, str(script)], tmp_path)
+    assert other.split()[-1] == alone.split()[-1]
