@@ -1,4 +1,4 @@
-"""Autocast's state and rules (docs/spec/engine.md 5), below functional: onemodel.amp re-exports
+"""Autocast's state and rules, below functional: onemodel.amp re-exports
 `autocast` beside GradScaler.
 
 autocast("bf16" | "fp16") makes matmul, linear (onemodel/functional/linalg.py) and the

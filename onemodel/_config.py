@@ -1,7 +1,7 @@
 """Process-wide settings: instruction-set path, thread count, arithmetic mode.
 
 Read once from the environment at import (ONEMODEL_ISA, ONEMODEL_NUM_THREADS, ONEMODEL_MODE),
-then changed through set_num_threads / set_mode / mode. See docs/spec/engine.md sections 3 and 4.
+then changed through set_num_threads / set_mode / mode.
 """
 from __future__ import annotations
 
@@ -77,6 +77,15 @@ def num_threads() -> int:
 
 
 def set_num_threads(n: int) -> None:
+    """Sets the number of threads the kernels use, as `torch.set_num_threads`; results do not
+    depend on it.
+
+    Parameters
+    ----------
+    n : int
+        A positive count (the default is `ONEMODEL_NUM_THREADS`, else the cores this
+        process may use).
+    """
     global _num_threads
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"set_num_threads: expected a positive integer, got {n!r}")
@@ -84,10 +93,20 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_threads() -> int:
+    """The number of threads the kernels use, as `torch.get_num_threads`."""
     return _num_threads
 
 
 def set_mode(name: str) -> None:
+    """Sets the arithmetic mode for what follows.
+
+    Parameters
+    ----------
+    name : str
+        "exact" (the default: the same bits on every machine, instruction set and thread
+        count) or "fast" (the same bits at any thread count; may differ between instruction
+        sets).
+    """
     global _mode
     if name not in MODES:
         raise ValueError(f"set_mode: expected one of {', '.join(MODES)}, got {name!r}")
@@ -95,6 +114,7 @@ def set_mode(name: str) -> None:
 
 
 def get_mode() -> str:
+    """The current arithmetic mode: "exact" or "fast"."""
     return _mode
 
 
@@ -110,6 +130,11 @@ def mode(name: str) -> Iterator[None]:
 
 
 def config() -> dict:
+    """What this process runs with, as a dict: the instruction-set path ("isa") and those
+    available, whether bfloat16 products use the CPU's dot-product instruction ("bf16_dot"), the
+    mode and its fast kernels, the thread count, the OpenMP runtime, the compiler and the
+    version.
+    """
     from . import __version__
     return {
         "isa": isa(),

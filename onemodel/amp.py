@@ -1,4 +1,4 @@
-"""Mixed precision: autocast for matrix products, the dynamic loss scaler (docs/spec/engine.md 5).
+"""Mixed precision: autocast for matrix products, the dynamic loss scaler.
 
 autocast("bf16" | "fp16") runs the matrix products and convolutions inside it with bfloat16 or
 float16 operands (its state and the products' rules: onemodel/_autocast.py, below functional).

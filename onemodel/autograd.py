@@ -8,7 +8,7 @@ needs for backward is freed as soon as the program drops it (as PyTorch's graph 
 node's closure is dropped as soon as it has run. Backward visits
 nodes in decreasing creation order: a node is always created after the nodes of its inputs,
 so this is a reverse topological order, and ties never arise, so the contributions that meet at
-one tensor are always summed in the same order (docs/spec/engine.md section 1).
+one tensor are always summed in the same order.
 
 Saved tensors are protected by version counters: every in-place write bumps the tensor's
 version, and a node whose saved tensor changed refuses to run.
@@ -147,6 +147,9 @@ def is_inference_mode_enabled() -> bool:
 
 @contextlib.contextmanager
 def enable_grad() -> Iterator[None]:
+    """Turns gradient recording back on inside the block (for example within `no_grad`), as
+    `torch.enable_grad`; the previous state is restored on leaving.
+    """
     previous = is_grad_enabled()
     _state.enabled = True
     try:

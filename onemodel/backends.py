@@ -32,6 +32,9 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
 
 
 def are_deterministic_algorithms_enabled() -> bool:
+    """Always True: every onemodel op is deterministic
+    (`torch.are_deterministic_algorithms_enabled`).
+    """
     return True
 
 

@@ -1,5 +1,5 @@
-"""Checkpoints: the byte format of docs/spec/training.txt section 6 and its version 2
-(docs/spec/clarifications.md), hostile-input checks, atomic writes.
+"""Checkpoints: onemodel's byte format (version 2, with a checksum; version 1 still read),
+hostile-input checks, atomic writes.
 
 Layout (little endian):
     0             64-byte header: b"ONEMCKPT", u32 version (2; 1 still read), u32 flags = 0,
@@ -26,7 +26,7 @@ Dtypes: "f32", "i32", "i64" and "u8" (packed optimizer state: SR4's 4-bit accumu
 byte). One rule for all four: a name outside them is BadManifest; a known name that differs
 from the target's tensor is Mismatch, u8 included.
 
-Caps, beyond docs/spec/training.txt's (no real checkpoint comes near them; each keeps a hostile
+Caps, beyond the format's own limits (no real checkpoint comes near them; each keeps a hostile
 manifest cheap to reject):
 - a shape has at most 64 dimensions (numpy's own limit);
 - extra holds at most 1024 integers, in at most 64 KiB of manifest text;
@@ -45,8 +45,7 @@ anything is read), so a file changed on disk during the load cannot leave a targ
 loaded: a load's extra memory is the file's size. `save` writes the arrays themselves, no copy.
 
 `save` writes atomically; `CheckpointManager` keeps the last few step-<n>.ckpt files of a run and
-a copy of the best one (docs/spec/training.txt section 6; docs/spec/pipeline.txt, "keep the
-last few and the best").
+a copy of the best one.
 
 Integers in the manifest are read as arbitrary-precision JSON numbers and must fit in 64 bits
 (signed or unsigned, [-2^63, 2^64)); each field then has its own range.
@@ -109,19 +108,19 @@ class CheckpointError(Exception):
 
 
 class BadHeader(CheckpointError):
-    pass
+    """The header is not a checkpoint's, or the file's length or checksum differs from it."""
 
 
 class BadManifest(CheckpointError):
-    pass
+    """The manifest is not valid: bad JSON, unknown or missing fields, over the caps."""
 
 
 class BadTensor(CheckpointError):
-    pass
+    """A tensor entry's offset, length or padding is not the writer's layout."""
 
 
 class Mismatch(CheckpointError):
-    pass
+    """A valid checkpoint that does not fit the target: names, shapes, dtypes or settings."""
 
 
 def _short(value: Any) -> str:

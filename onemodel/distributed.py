@@ -1,4 +1,4 @@
-"""Data parallelism whose bits do not depend on the worker count (docs/spec/engine.md section 6).
+"""Data parallelism whose bits do not depend on the worker count.
 
 A global step is M micro-batches with global indices 0 .. M-1, M fixed by the run; worker r of
 W computes indices r, r + W, r + 2W, ... (`local_indices`, the DataLoader's sharding). The mean
@@ -140,10 +140,12 @@ def init(timeout: Optional[float] = None) -> tuple[int, int]:
 
 
 def rank() -> int:
+    """This process's rank under mpiexec after init(); 0 in one process."""
     return _comm.Get_rank() if _comm is not None else 0
 
 
 def world_size() -> int:
+    """The number of processes under mpiexec after init(); 1 in one process."""
     return _comm.Get_size() if _comm is not None else 1
 
 
@@ -331,6 +333,8 @@ def broadcast_arrays(arrays: Sequence[np.ndarray], what: str, root: int = 0) -> 
 
 
 def broadcast_int(value: int, what: str, root: int = 0) -> int:
+    """The integer `value` of rank `root` (a signed 64-bit one), on every rank; `what` names
+    the wait in a timeout's message."""
     buf = np.array([value], np.int64)
     return int(broadcast(buf, what, root)[0])
 
@@ -865,7 +869,7 @@ def all_reduce_gradients(params: Iterable[Tensor],
 
 # -- ZeRO stage 1 -------------------------------------------------------------------------------
 class OptimizerShards:
-    """ZeRO stage 1 (pipeline.txt's sharding lever): each worker updates, and keeps current, the
+    """ZeRO stage 1: each worker updates, and keeps current, the
     optimizer state of its share of the parameters; then the parameters are all-gathered.
 
     The shares are whole parameters, each given in order to the worker with the fewest

@@ -1,6 +1,6 @@
 """Generator: SplitMix64 (Steele, Lea and Flood 2014), the source of every initial weight.
 
-docs/spec/training.txt 1.1 and docs/spec/clarifications.md: each draw adds the golden-ratio
+Each draw adds the golden-ratio
 increment to the state and returns mix(state); next_single() is float32((u >> 40) / 2^24), exact;
 uniform(a, b) is a + (b - a)·u with a, b float32 and each operation one float32 IEEE operation. Bulk
 draws are vectorised in numpy uint64 arithmetic, which wraps modulo 2^64 as the definition does.
@@ -223,8 +223,7 @@ def _float_target(tensor: Any, op: str) -> tuple:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
              generator: Optional[Generator] = None) -> Tensor:
-    """Fills tensor with Uniform(a, b) = a + (b − a)·u in float32, row-major
-    (docs/spec/training.txt 1.1)."""
+    """Fills tensor with Uniform(a, b) = a + (b − a)·u in float32, row-major."""
     shape = _float_target(tensor, "uniform_")
     if not a <= b:
         raise ValueError(f"uniform_: a must be <= b, got a={a}, b={b}")
@@ -280,6 +279,22 @@ def rand_like(input: Tensor, *, dtype: Any = None, generator: Optional[Generator
 
 def randn_like(input: Tensor, *, dtype: Any = None, generator: Optional[Generator] = None,
                requires_grad: bool = False, device: Any = None) -> Tensor:
+    """Standard normal draws of the input's shape, as `torch.randn_like`; the draws are
+    float32, so the input (or `dtype`) must be too.
+
+    Parameters
+    ----------
+    input : Tensor
+        Gives the shape.
+    dtype : dtype, optional
+        float32 only.
+    generator : Generator, optional
+        The stream to draw from (default `om.default_generator`).
+    requires_grad : bool, optional
+        Record operations on the result (default False).
+    device : str or device, optional
+        Only the CPU is accepted.
+    """
     return randn(_float_shape(input, dtype, "randn_like"), generator=generator,
                  requires_grad=requires_grad, device=device)
 

@@ -1,4 +1,4 @@
-"""Tensor: a C-contiguous numpy array with an autodiff record (docs/spec/engine.md section 1).
+"""Tensor: a C-contiguous numpy array with an autodiff record.
 
 Values are float32; indices and counters int64 (or int32); masks bool. Only float32 tensors
 may require gradients. The math lives in onemodel.functional; the operators here forward to it.
@@ -145,6 +145,7 @@ class Tensor(InplaceMethods, TensorSurface):
 
     @property
     def requires_grad(self) -> bool:
+        """Whether autograd records operations on this tensor; settable on a leaf."""
         return self._requires_grad
 
     @requires_grad.setter
@@ -159,31 +160,46 @@ class Tensor(InplaceMethods, TensorSurface):
 
     @property
     def shape(self) -> tuple:
+        """The sizes of the dimensions, a tuple (torch's `torch.Size` is a tuple too)."""
         return self._data.shape
 
     @property
     def dtype(self) -> np.dtype:
+        """The element type, a numpy dtype (`om.float32`, `om.int64`, `om.bool`, ...)."""
         return self._data.dtype
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return self._data.ndim
 
     @property
     def is_leaf(self) -> bool:
+        """True if the tensor was not computed by a recorded operation."""
         return self._node is None
 
     @property
     def grad_fn(self) -> Optional[str]:
+        """The name of the operation that computed this tensor (a string, where PyTorch
+        returns a node object), or None for a leaf."""
         return None if self._node is None else self._node.op
 
     def size(self, dim: Optional[int] = None) -> Union[tuple, int]:
+        """The shape, or the size of dimension `dim`, as `torch.Tensor.size`.
+
+        Parameters
+        ----------
+        dim : int, optional
+            A dimension (negative counts from the end).
+        """
         return self._data.shape if dim is None else self._data.shape[dim]
 
     def numel(self) -> int:
+        """The number of elements."""
         return int(self._data.size)
 
     def dim(self) -> int:
+        """The number of dimensions, as `torch.Tensor.dim`."""
         return self._data.ndim
 
     def __len__(self) -> int:
@@ -199,12 +215,14 @@ class Tensor(InplaceMethods, TensorSurface):
         return self._data
 
     def item(self) -> Union[float, int, bool]:
+        """The value of a one-element tensor as a Python number, as `torch.Tensor.item`."""
         if self._data.size != 1:
             raise ValueError(f"item: tensor of shape {self._data.shape} has {self._data.size} "
                              "elements, expected 1")
         return self._data.reshape(()).item()
 
     def tolist(self) -> Any:
+        """The values as nested Python lists (a number for a 0-d tensor)."""
         return self._data.tolist()
 
     def detach(self) -> "Tensor":
@@ -214,9 +232,11 @@ class Tensor(InplaceMethods, TensorSurface):
         return t
 
     def clone(self) -> "Tensor":
+        """`om.clone` of this tensor, as `torch.Tensor.clone`."""
         return F.clone(self)
 
     def float(self) -> "Tensor":
+        """The tensor as float32 (itself when it is already)."""
         return self if self._data.dtype == float32 else Tensor._wrap(self._data.astype(float32))
 
     def to(self, *args: Any, **kwargs: Any) -> "Tensor":
@@ -230,6 +250,7 @@ class Tensor(InplaceMethods, TensorSurface):
         return out.clone() if copy and out is self else out
 
     def long(self) -> "Tensor":
+        """A copy as int64, outside the graph."""
         return Tensor._wrap(self._data.astype(int64))
 
     def __repr__(self) -> str:
@@ -260,7 +281,20 @@ class Tensor(InplaceMethods, TensorSurface):
     # -- autodiff -----------------------------------------------------------------------
     def backward(self, gradient: Optional[Any] = None, retain_graph: Optional[bool] = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
-        """As torch.Tensor.backward; with `inputs`, only their .grad is filled."""
+        """Computes the gradients of this tensor with respect to the leaves that require grad
+        and adds them into their `.grad`, as `torch.Tensor.backward`.
+
+        Parameters
+        ----------
+        gradient : Tensor or array, optional
+            The gradient of the output; may be omitted for a one-element tensor (1 is used).
+        retain_graph : bool, optional
+            Keep the graph for another backward (default: False unless create_graph).
+        create_graph : bool, optional
+            Not supported (no double backward): NotImplementedError.
+        inputs : sequence of Tensor, optional
+            Fill only these leaves' `.grad`.
+        """
         if create_graph or inputs is not None:
             from ._grad import backward
             return backward(self, gradient, retain_graph, create_graph, inputs)
@@ -285,9 +319,11 @@ class Tensor(InplaceMethods, TensorSurface):
         return autograd.register_post_accumulate_grad_hook(self, hook)
 
     def add(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        """`om.add` of this tensor, as `torch.Tensor.add`; `other` and `alpha` as there."""
         return F.add(self, other, alpha=alpha)
 
     def sub(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        """`om.sub` of this tensor, as `torch.Tensor.sub`; `other` and `alpha` as there."""
         return F.sub(self, other, alpha=alpha)
 
     # -- operators (differentiable ones live in functional) -----------------------------
@@ -366,153 +402,239 @@ class Tensor(InplaceMethods, TensorSurface):
 
     # -- method spellings of common functional ops --------------------------------------
     def sum(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+        """`om.sum` of this tensor, as `torch.Tensor.sum`; `dim` and `keepdim` as there."""
         return F.sum(self, dim, keepdim)
 
     def mean(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+        """`om.mean` of this tensor, as `torch.Tensor.mean`; `dim` and `keepdim` as there."""
         return F.mean(self, dim, keepdim)
 
     def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """`om.max` of this tensor, as `torch.Tensor.max`; `dim` and `keepdim` as there."""
         return F.max(self, dim, keepdim)
 
     def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """`om.min` of this tensor, as `torch.Tensor.min`; `dim` and `keepdim` as there."""
         return F.min(self, dim, keepdim)
 
     def maximum(self, other: Any) -> "Tensor":
+        """`om.maximum` of this tensor, as `torch.Tensor.maximum`; `other` as there."""
         return F.maximum(self, other)
 
     def minimum(self, other: Any) -> "Tensor":
+        """`om.minimum` of this tensor, as `torch.Tensor.minimum`; `other` as there."""
         return F.minimum(self, other)
 
     def reshape(self, *shape: Any) -> "Tensor":
+        """`om.reshape(self, shape)`, as `torch.Tensor.reshape`; the shape as separate ints
+        or one sequence.
+        """
         return F.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
                          else shape)
 
     view = reshape
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+        """`om.flatten` of this tensor, as `torch.Tensor.flatten`; `start_dim` and `end_dim`
+        as there.
+        """
         return F.flatten(self, start_dim, end_dim)
 
     def transpose(self, dim0: int, dim1: int) -> "Tensor":
+        """`om.transpose` of this tensor, as `torch.Tensor.transpose`; `dim0` and `dim1` as
+        there.
+        """
         return F.transpose(self, dim0, dim1)
 
     def mul(self, other: Any) -> "Tensor":
+        """`om.mul` of this tensor, as `torch.Tensor.mul`; `other` as there."""
         return F.mul(self, other)
 
     def pow(self, exponent: Any) -> "Tensor":
+        """`om.pow` of this tensor, as `torch.Tensor.pow`; `exponent` as there."""
         return F.pow(self, exponent)
 
     def gather(self, dim: int, index: Any) -> "Tensor":
+        """`om.gather` of this tensor, as `torch.Tensor.gather`; `dim` and `index` as there."""
         return F.gather(self, dim, index)
 
     def any(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+        """`om.any` of this tensor, as `torch.Tensor.any`; `dim` and `keepdim` as there."""
         return F.any(self, dim, keepdim)
 
     def all(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+        """`om.all` of this tensor, as `torch.Tensor.all`; `dim` and `keepdim` as there."""
         return F.all(self, dim, keepdim)
 
     def matmul(self, other: Any) -> "Tensor":
+        """`om.matmul` of this tensor, as `torch.Tensor.matmul`; `other` as there."""
         return F.matmul(self, other)
 
     def bmm(self, mat2: Any) -> "Tensor":
+        """`om.bmm` of this tensor, as `torch.Tensor.bmm`; `mat2` as there."""
         return F.bmm(self, mat2)
 
     def outer(self, vec2: Any) -> "Tensor":
+        """`om.outer` of this tensor, as `torch.Tensor.outer`; `vec2` as there."""
         return F.outer(self, vec2)
 
     def index_select(self, dim: int, index: Any) -> "Tensor":
+        """`om.index_select` of this tensor, as `torch.Tensor.index_select`; `dim` and
+        `index` as there.
+        """
         return F.index_select(self, dim, index)
 
     def var(self, dim: Any = None, *, correction: builtins.float = 1,
             keepdim: builtins.bool = False, unbiased: Any = None) -> "Tensor":
+        """`om.var` of this tensor, as `torch.Tensor.var`; `dim`, `correction`, `keepdim` and
+        `unbiased` as there.
+        """
         return F.var(self, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
 
     def std(self, dim: Any = None, *, correction: builtins.float = 1,
             keepdim: builtins.bool = False, unbiased: Any = None) -> "Tensor":
+        """`om.std` of this tensor, as `torch.Tensor.std`; `dim`, `correction`, `keepdim` and
+        `unbiased` as there.
+        """
         return F.std(self, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+        """`om.norm` of this tensor, as `torch.Tensor.norm`; `p`, `dim` and `keepdim` as
+        there.
+        """
         return F.norm(self, p, dim, keepdim)
 
     def round(self) -> "Tensor":
+        """`om.round` of this tensor, as `torch.Tensor.round`."""
         return F.round(self)
 
     def floor(self) -> "Tensor":
+        """`om.floor` of this tensor, as `torch.Tensor.floor`."""
         return F.floor(self)
 
     def ceil(self) -> "Tensor":
+        """`om.ceil` of this tensor, as `torch.Tensor.ceil`."""
         return F.ceil(self)
 
     def trunc(self) -> "Tensor":
+        """`om.trunc` of this tensor, as `torch.Tensor.trunc`."""
         return F.trunc(self)
 
     def sign(self) -> "Tensor":
+        """`om.sign` of this tensor, as `torch.Tensor.sign`."""
         return F.sign(self)
 
     def isnan(self) -> "Tensor":
+        """`om.isnan` of this tensor, as `torch.Tensor.isnan`."""
         return F.isnan(self)
 
     def isinf(self) -> "Tensor":
+        """`om.isinf` of this tensor, as `torch.Tensor.isinf`."""
         return F.isinf(self)
 
     def isfinite(self) -> "Tensor":
+        """`om.isfinite` of this tensor, as `torch.Tensor.isfinite`."""
         return F.isfinite(self)
 
     def allclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
                  equal_nan: builtins.bool = False) -> builtins.bool:
+        """`om.allclose` of this tensor, as `torch.Tensor.allclose`; `other`, `rtol`, `atol`
+        and `equal_nan` as there.
+        """
         return F.allclose(self, other, rtol, atol, equal_nan)
 
     def equal(self, other: Any) -> builtins.bool:
+        """`om.equal` of this tensor, as `torch.Tensor.equal`; `other` as there."""
         return F.equal(self, other)
 
     def flip(self, *dims: Any) -> "Tensor":
+        """`om.flip(self, dims)`, as `torch.Tensor.flip`; the dims as separate ints or one
+        sequence.
+        """
         return F.flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
 
     def roll(self, shifts: Any, dims: Any = None) -> "Tensor":
+        """`om.roll` of this tensor, as `torch.Tensor.roll`; `shifts` and `dims` as there."""
         return F.roll(self, shifts, dims)
 
     def movedim(self, source: Any, destination: Any) -> "Tensor":
+        """`om.movedim` of this tensor, as `torch.Tensor.movedim`; `source` and `destination`
+        as there.
+        """
         return F.movedim(self, source, destination)
 
     def narrow(self, dim: int, start: int, length: int) -> "Tensor":
+        """`om.narrow` of this tensor, as `torch.Tensor.narrow`; `dim`, `start` and `length`
+        as there.
+        """
         return F.narrow(self, dim, start, length)
 
     def swapaxes(self, axis0: int, axis1: int) -> "Tensor":
+        """`om.transpose` of this tensor, as `torch.Tensor.swapaxes`; `axis0` and `axis1` as
+        there.
+        """
         return F.transpose(self, axis0, axis1)
 
     def expand_as(self, other: "Tensor") -> "Tensor":
+        """`expand(other.shape)`, as `torch.Tensor.expand_as`.
+
+        Parameters
+        ----------
+        other : Tensor
+            Gives the shape.
+        """
         return self.expand(other.shape)
 
     def amax(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+        """`om.amax` of this tensor, as `torch.Tensor.amax`; `dim` and `keepdim` as there."""
         return F.amax(self, dim, keepdim)
 
     def amin(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+        """`om.amin` of this tensor, as `torch.Tensor.amin`; `dim` and `keepdim` as there."""
         return F.amin(self, dim, keepdim)
 
     def prod(self, dim: Optional[int] = None, keepdim: builtins.bool = False) -> "Tensor":
+        """`om.prod` of this tensor, as `torch.Tensor.prod`; `dim` and `keepdim` as there."""
         return F.prod(self, dim, keepdim)
 
     def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> "Tensor":
+        """`om.logsumexp` of this tensor, as `torch.Tensor.logsumexp`; `dim` and `keepdim` as
+        there.
+        """
         return F.logsumexp(self, dim, keepdim)
 
     def argsort(self, dim: int = -1, descending: builtins.bool = False) -> "Tensor":
+        """`om.argsort` of this tensor, as `torch.Tensor.argsort`; `dim` and `descending` as
+        there.
+        """
         return F.argsort(self, dim, descending)
 
     def square(self) -> "Tensor":
+        """`om.square` of this tensor, as `torch.Tensor.square`."""
         return F.square(self)
 
     def reciprocal(self) -> "Tensor":
+        """`om.reciprocal` of this tensor, as `torch.Tensor.reciprocal`."""
         return F.reciprocal(self)
 
     def rsqrt(self) -> "Tensor":
+        """`om.rsqrt` of this tensor, as `torch.Tensor.rsqrt`."""
         return F.rsqrt(self)
 
     def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
+        """`om.nonzero` of this tensor, as `torch.Tensor.nonzero`; `as_tuple` as there."""
         return F.nonzero(self, as_tuple=as_tuple)
 
     def masked_select(self, mask: Any) -> "Tensor":
+        """`om.masked_select` of this tensor, as `torch.Tensor.masked_select`; `mask` as
+        there.
+        """
         return F.masked_select(self, mask)
 
     def repeat_interleave(self, repeats: Any, dim: Optional[int] = None) -> "Tensor":
+        """`om.repeat_interleave` of this tensor, as `torch.Tensor.repeat_interleave`;
+        `repeats` and `dim` as there.
+        """
         return F.repeat_interleave(self, repeats, dim)
 
     def t(self) -> "Tensor":
@@ -527,92 +649,137 @@ class Tensor(InplaceMethods, TensorSurface):
         return self
 
     def is_contiguous(self) -> bool:
+        """Always True: every tensor is a C-contiguous array."""
         return True
 
     def permute(self, *dims: Any) -> "Tensor":
+        """`om.permute(self, dims)`, as `torch.Tensor.permute`; the dims as separate ints or
+        one sequence.
+        """
         return F.permute(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int)
                          else dims)
 
     def unsqueeze(self, dim: int) -> "Tensor":
+        """`om.unsqueeze` of this tensor, as `torch.Tensor.unsqueeze`; `dim` as there."""
         return F.unsqueeze(self, dim)
 
     def squeeze(self, dim: Optional[int] = None) -> "Tensor":
+        """`om.squeeze` of this tensor, as `torch.Tensor.squeeze`; `dim` as there."""
         return F.squeeze(self, dim)
 
     def div(self, other: Any, *, rounding_mode: Optional[str] = None) -> "Tensor":
+        """`om.div` of this tensor, as `torch.Tensor.div`; `other` and `rounding_mode` as
+        there.
+        """
         return F.div(self, other, rounding_mode=rounding_mode)
 
     def exp(self) -> "Tensor":
+        """`om.exp` of this tensor, as `torch.Tensor.exp`."""
         return F.exp(self)
 
     def log(self) -> "Tensor":
+        """`om.log` of this tensor, as `torch.Tensor.log`."""
         return F.log(self)
 
     def sqrt(self) -> "Tensor":
+        """`om.sqrt` of this tensor, as `torch.Tensor.sqrt`."""
         return F.sqrt(self)
 
     def tanh(self) -> "Tensor":
+        """`om.tanh` of this tensor, as `torch.Tensor.tanh`."""
         return F.tanh(self)
 
     def sigmoid(self) -> "Tensor":
+        """`om.sigmoid` of this tensor, as `torch.Tensor.sigmoid`."""
         return F.sigmoid(self)
 
     def erf(self) -> "Tensor":
+        """`om.erf` of this tensor, as `torch.Tensor.erf`."""
         return F.erf(self)
 
     def expm1(self) -> "Tensor":
+        """`om.expm1` of this tensor, as `torch.Tensor.expm1`."""
         return F.expm1(self)
 
     def log1p(self) -> "Tensor":
+        """`om.log1p` of this tensor, as `torch.Tensor.log1p`."""
         return F.log1p(self)
 
     def sin(self) -> "Tensor":
+        """`om.sin` of this tensor, as `torch.Tensor.sin`."""
         return F.sin(self)
 
     def cos(self) -> "Tensor":
+        """`om.cos` of this tensor, as `torch.Tensor.cos`."""
         return F.cos(self)
 
     def relu(self) -> "Tensor":
+        """`om.relu` of this tensor, as `torch.Tensor.relu`."""
         return F.relu(self)
 
     def abs(self) -> "Tensor":
+        """`om.abs` of this tensor, as `torch.Tensor.abs`."""
         return F.abs(self)
 
     def clamp(self, min: Any = None, max: Any = None) -> "Tensor":
+        """`om.clamp` of this tensor, as `torch.Tensor.clamp`; `min` and `max` as there."""
         return F.clamp(self, min, max)
 
     def clamp_min(self, min: Any) -> "Tensor":
+        """`om.clamp` of this tensor, as `torch.Tensor.clamp_min`; `min=min` as there."""
         return F.clamp(self, min=min)
 
     def clamp_max(self, max: Any) -> "Tensor":
+        """`om.clamp` of this tensor, as `torch.Tensor.clamp_max`; `max=max` as there."""
         return F.clamp(self, max=max)
 
     def softmax(self, dim: int, dtype: Any = None) -> "Tensor":
+        """`om.softmax` of this tensor, as `torch.Tensor.softmax`; `dim` and `dtype` as
+        there.
+        """
         return F.softmax(self, dim, dtype=dtype)
 
     def log_softmax(self, dim: int, dtype: Any = None) -> "Tensor":
+        """`om.log_softmax` of this tensor, as `torch.Tensor.log_softmax`; `dim` and `dtype`
+        as there.
+        """
         return F.log_softmax(self, dim, dtype=dtype)
 
     def topk(self, k: int, dim: Optional[int] = None, largest: bool = True,
              sorted: bool = True) -> Any:
+        """`om.topk` of this tensor, as `torch.Tensor.topk`; `k`, `dim`, `largest` and
+        `sorted` as there.
+        """
         return F.topk(self, k, dim, largest, sorted)
 
     def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
+        """`om.sort` of this tensor, as `torch.Tensor.sort`; `dim`, `descending` and `stable`
+        as there.
+        """
         return F.sort(self, dim, descending, stable=stable)
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> "Tensor":
+        """`om.cumsum` of this tensor, as `torch.Tensor.cumsum`; `dim` and `dtype` as there."""
         return F.cumsum(self, dim, dtype=dtype)
 
     def tril(self, diagonal: int = 0) -> "Tensor":
+        """`om.tril` of this tensor, as `torch.Tensor.tril`; `diagonal` as there."""
         return F.tril(self, diagonal)
 
     def triu(self, diagonal: int = 0) -> "Tensor":
+        """`om.triu` of this tensor, as `torch.Tensor.triu`; `diagonal` as there."""
         return F.triu(self, diagonal)
 
     def argmax(self, dim: Optional[int] = None, keepdim: bool = False) -> "Tensor":
+        """`om.argmax` of this tensor, as `torch.Tensor.argmax`; `dim` and `keepdim` as
+        there.
+        """
         return F.argmax(self, dim, keepdim)
 
     def argmin(self, dim: Optional[int] = None, keepdim: bool = False) -> "Tensor":
+        """`om.argmin` of this tensor, as `torch.Tensor.argmin`; `dim` and `keepdim` as
+        there.
+        """
         return F.argmin(self, dim, keepdim)
 
     # -- more method spellings, composed of the ops above --------------------------------
@@ -623,10 +790,24 @@ class Tensor(InplaceMethods, TensorSurface):
         return self.detach()
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Sets `requires_grad` and returns the tensor, as `torch.Tensor.requires_grad_`.
+
+        Parameters
+        ----------
+        requires_grad : bool, optional
+            Default True.
+        """
         self.requires_grad = requires_grad
         return self
 
     def view_as(self, other: "Tensor") -> "Tensor":
+        """`reshape(other.shape)`, as `torch.Tensor.view_as`.
+
+        Parameters
+        ----------
+        other : Tensor
+            Gives the shape.
+        """
         return F.reshape(self, other.shape)
 
     def masked_fill(self, mask: "Tensor", value: Any) -> "Tensor":
@@ -634,6 +815,15 @@ class Tensor(InplaceMethods, TensorSurface):
         return F.where(mask, value, self)
 
     def where(self, condition: "Tensor", other: Any) -> "Tensor":
+        """`om.where(condition, self, other)`, as `torch.Tensor.where`.
+
+        Parameters
+        ----------
+        condition : Tensor
+            A bool tensor: where True the result takes this tensor's element.
+        other : Tensor or number
+            The elements elsewhere.
+        """
         return F.where(condition, self, other)
 
     def expand(self, *sizes: Any) -> "Tensor":
@@ -692,27 +882,36 @@ class Tensor(InplaceMethods, TensorSurface):
 
     # Last in the class: these names shadow int, bool and device in the annotations after them.
     def int(self) -> "Tensor":
+        """A copy as int32, outside the graph."""
         return Tensor._wrap(self._data.astype(int32))
 
     def bool(self) -> "Tensor":
+        """A copy as bool, outside the graph."""
         return Tensor._wrap(self._data.astype(bool_))
 
     def double(self) -> "Tensor":
+        """Refused: float64 tensors are not supported yet (TypeError)."""
         raise TypeError("double: float64 tensors are not supported yet; onemodel computes in "
                         "float32")
 
     def half(self) -> "Tensor":
+        """Refused: float16 tensors are not supported; mixed precision is
+        `amp.autocast("fp16")` (TypeError).
+        """
         raise TypeError("half: float16 tensors are not supported; mixed precision is "
                         "amp.autocast('fp16')")
 
     @property
     def device(self) -> device:
+        """Always `om.device("cpu")`."""
         return device("cpu")
 
     def cpu(self) -> "Tensor":
+        """Returns the tensor itself: everything lives on the CPU."""
         return self
 
     def cuda(self, *args: Any, **kwargs: Any) -> "Tensor":
+        """Refused (ValueError): onemodel runs on the CPU only."""
         raise ValueError("cuda: onemodel runs on the CPU only")
 
     def new_tensor(self, data: Any, dtype: Any = None, requires_grad: builtins.bool = False, *,
@@ -722,16 +921,25 @@ class Tensor(InplaceMethods, TensorSurface):
 
     def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False,
                   device: Any = None) -> "Tensor":
+        """Zeros of `size` with this tensor's dtype unless `dtype` is given, as
+        `torch.Tensor.new_zeros`.
+        """
         return zeros(*size, dtype=self.dtype if dtype is None else dtype,
                      requires_grad=requires_grad, device=device)
 
     def new_ones(self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False,
                  device: Any = None) -> "Tensor":
+        """Ones of `size` with this tensor's dtype unless `dtype` is given, as
+        `torch.Tensor.new_ones`.
+        """
         return ones(*size, dtype=self.dtype if dtype is None else dtype,
                     requires_grad=requires_grad, device=device)
 
     def new_full(self, size: Any, fill_value: Any, dtype: Any = None,
                  requires_grad: builtins.bool = False, *, device: Any = None) -> "Tensor":
+        """`fill_value` in a tensor of `size` with this tensor's dtype unless `dtype` is
+        given, as `torch.Tensor.new_full`.
+        """
         return full(size, fill_value, self.dtype if dtype is None else dtype, requires_grad,
                     device=device)
 
@@ -748,10 +956,24 @@ def tensor(data: Any, dtype: Optional[Any] = None, requires_grad: bool = False, 
 
 
 def is_tensor(obj: Any) -> bool:
+    """True if `obj` is a onemodel Tensor, as `torch.is_tensor`.
+
+    Parameters
+    ----------
+    obj : object
+        Anything.
+    """
     return isinstance(obj, Tensor)
 
 
 def numel(input: Tensor) -> int:
+    """The number of elements of `input`, as `torch.numel`.
+
+    Parameters
+    ----------
+    input : Tensor
+        The tensor.
+    """
     if not isinstance(input, Tensor):
         raise TypeError(f"numel: expected a Tensor, got {type(input).__name__}")
     return input.numel()
@@ -824,6 +1046,21 @@ def _shape_arg(shape: Sequence[Any], op: str, size: Any = None) -> tuple:
 
 def zeros(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
           device: Any = None, size: Any = None) -> Tensor:
+    """A tensor of zeros, as `torch.zeros`.
+
+    Parameters
+    ----------
+    *shape : int or sequence of int
+        The shape, as separate ints or one sequence.
+    dtype : dtype, optional
+        The dtype (default float32).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    size : sequence of int, optional
+        The shape as a keyword, as torch's `size=`.
+    """
     check_device(device, "zeros")
     arr = np.zeros(_shape_arg(shape, "zeros", size), _dtype_arg(dtype, "zeros"))
     return Tensor._wrap(arr)._set_requires_grad(requires_grad)
@@ -831,6 +1068,21 @@ def zeros(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
 
 def ones(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
          device: Any = None, size: Any = None) -> Tensor:
+    """A tensor of ones, as `torch.ones`.
+
+    Parameters
+    ----------
+    *shape : int or sequence of int
+        The shape, as separate ints or one sequence.
+    dtype : dtype, optional
+        The dtype (default float32).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    size : sequence of int, optional
+        The shape as a keyword, as torch's `size=`.
+    """
     check_device(device, "ones")
     arr = np.ones(_shape_arg(shape, "ones", size), _dtype_arg(dtype, "ones"))
     return Tensor._wrap(arr)._set_requires_grad(requires_grad)
@@ -838,6 +1090,21 @@ def ones(*shape: Any, dtype: Any = float32, requires_grad: bool = False,
 
 def full(shape: Any, value: Any, dtype: Any = None, requires_grad: bool = False, *,
          device: Any = None) -> Tensor:
+    """A tensor filled with `value`, as `torch.full`.
+
+    Parameters
+    ----------
+    shape : int or sequence of int
+        The shape.
+    value : number
+        The fill value.
+    dtype : dtype, optional
+        The dtype (default: inferred from the value, as PyTorch: float32, int64 or bool).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     check_device(device, "full")
     shape = _shape_arg((shape,) if isinstance(shape, int) else tuple(shape), "full")
     kind = np.asarray(value).dtype.kind
@@ -861,6 +1128,19 @@ def _like(other: Any, op: str) -> Tensor:
 
 def zeros_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
                device: Any = None) -> Tensor:
+    """A tensor of zeros shaped as `other`, as `torch.zeros_like`.
+
+    Parameters
+    ----------
+    other : Tensor
+        The tensor whose shape (and, by default, dtype) the result takes.
+    dtype : dtype, optional
+        The result's dtype (default: the other's).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     t = _like(other, "zeros_like")
     return zeros(t.shape, dtype=t.dtype if dtype is None else dtype,
                  requires_grad=requires_grad, device=device)
@@ -868,6 +1148,19 @@ def zeros_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
 
 def ones_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
               device: Any = None) -> Tensor:
+    """A tensor of ones shaped as `other`, as `torch.ones_like`.
+
+    Parameters
+    ----------
+    other : Tensor
+        The tensor whose shape (and, by default, dtype) the result takes.
+    dtype : dtype, optional
+        The result's dtype (default: the other's).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     t = _like(other, "ones_like")
     return ones(t.shape, dtype=t.dtype if dtype is None else dtype,
                 requires_grad=requires_grad, device=device)
@@ -875,6 +1168,21 @@ def ones_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
 
 def full_like(other: Tensor, value: Any, dtype: Any = None,
               requires_grad: bool = False, *, device: Any = None) -> Tensor:
+    """A tensor filled with `value` shaped as `other`, as `torch.full_like`.
+
+    Parameters
+    ----------
+    other : Tensor
+        The tensor whose shape (and, by default, dtype) the result takes.
+    value : number
+        The fill value.
+    dtype : dtype, optional
+        The result's dtype (default: the other's).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     t = _like(other, "full_like")
     return full(t.shape, value, dtype=t.dtype if dtype is None else dtype,
                 requires_grad=requires_grad, device=device)
@@ -882,11 +1190,39 @@ def full_like(other: Tensor, value: Any, dtype: Any = None,
 
 def empty_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *,
                device: Any = None) -> Tensor:
+    """`torch.empty_like`; here the memory is always zeroed (`zeros_like`).
+
+    Parameters
+    ----------
+    other : Tensor
+        The tensor whose shape (and, by default, dtype) the result takes.
+    dtype : dtype, optional
+        The result's dtype (default: the other's).
+    requires_grad : bool, optional
+        Record operations on the result for autograd (default False).
+    device : str or device, optional
+        Only the CPU is accepted, as `"cpu"` or None.
+    """
     return zeros_like(other, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, *,
            device: Any = None) -> Tensor:
+    """Values from `start` up to (not including) `end` by `step`, as `torch.arange`.
+
+    Parameters
+    ----------
+    start : number
+        The first value; with `end` omitted, the end (the start is then 0).
+    end : number, optional
+        The bound, not included.
+    step : number, optional
+        The spacing (default 1).
+    dtype : dtype, optional
+        The dtype (default: int64 when every argument is an integer, float32 otherwise).
+    device : str or device, optional
+        Only the CPU is accepted.
+    """
     check_device(device, "arange")
     if end is None:
         start, end = 0, start

@@ -1,4 +1,4 @@
-"""Trainer: the training loop of docs/spec/pipeline.txt around a model, a loss and an optimizer.
+"""Trainer: the training loop around a model, a loss and an optimizer.
 
 One step: lr = schedule(step count); M micro-batches (`micro_batches`, or `accumulate` per
 worker times the worker count W), worker r computing global micro-batches r, r + W, ...: for

@@ -134,7 +134,7 @@ def _run_file_problem(options: Any, defaults: dict[str, Any],
 
 def decay_on_matrices(model: Any, weight_decay: float) -> list[dict]:
     """Parameter groups that decay the matrices and kernels only, not biases or norm scales
-    (docs/spec/pipeline.txt: decaying them pulls what should sit at its own scale towards zero)."""
+    (decaying them pulls what should sit at its own scale towards zero)."""
     params = list(model.parameters())
     return [{"params": [p for p in params if p.ndim > 1], "weight_decay": weight_decay},
             {"params": [p for p in params if p.ndim <= 1], "weight_decay": 0.0}]

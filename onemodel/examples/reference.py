@@ -1,8 +1,7 @@
 """The reference trainings: seeded models on seeded data, for determinism checks and benchmarks.
 
 Every number comes from onemodel itself (SplitMix64 initialisation and data), so a run is the
-same on every machine, and `state_hash` after it is the pinned fingerprint of exact mode
-(docs/spec/training.txt section 7):
+same on every machine, and `state_hash` after it is the pinned fingerprint of exact mode:
 
     python -m onemodel.examples.reference convnet transformer   # state hashes after 20 steps
 """

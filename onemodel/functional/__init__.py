@@ -1,4 +1,4 @@
-"""Differentiable tensor ops (docs/spec/engine.md section 2) with PyTorch's names and arguments."""
+"""Differentiable tensor ops with PyTorch's names and arguments."""
 from .activation import (
     celu,
     glu,

@@ -1,4 +1,4 @@
-"""Scaled dot-product attention, composed of matmul, softmax and dropout (docs/spec/engine.md: exact
+"""Scaled dot-product attention, composed of matmul, softmax and dropout (exact
 mode gets the bits of those kernels, on every ISA path and thread count).
 
 `attend` is the arithmetic MultiheadAttention and scaled_dot_product_attention share:

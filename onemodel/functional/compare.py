@@ -23,26 +23,98 @@ def _compare(op: str, ufunc: np.ufunc, input: Any, other: Any) -> Tensor:
 
 
 def eq(input: Any, other: Any) -> Tensor:
+    """input == other, elementwise with broadcasting, as `torch.eq`.
+
+    Parameters
+    ----------
+    input, other : Tensor or number
+        The operands.
+
+    Returns
+    -------
+    Tensor
+        A bool tensor, outside the autograd graph.
+    """
     return _compare("eq", np.equal, input, other)
 
 
 def ne(input: Any, other: Any) -> Tensor:
+    """input != other, elementwise with broadcasting, as `torch.ne`.
+
+    Parameters
+    ----------
+    input, other : Tensor or number
+        The operands.
+
+    Returns
+    -------
+    Tensor
+        A bool tensor, outside the autograd graph.
+    """
     return _compare("ne", np.not_equal, input, other)
 
 
 def lt(input: Any, other: Any) -> Tensor:
+    """input < other, elementwise with broadcasting, as `torch.lt`.
+
+    Parameters
+    ----------
+    input, other : Tensor or number
+        The operands.
+
+    Returns
+    -------
+    Tensor
+        A bool tensor, outside the autograd graph.
+    """
     return _compare("lt", np.less, input, other)
 
 
 def le(input: Any, other: Any) -> Tensor:
+    """input <= other, elementwise with broadcasting, as `torch.le`.
+
+    Parameters
+    ----------
+    input, other : Tensor or number
+        The operands.
+
+    Returns
+    -------
+    Tensor
+        A bool tensor, outside the autograd graph.
+    """
     return _compare("le", np.less_equal, input, other)
 
 
 def gt(input: Any, other: Any) -> Tensor:
+    """input > other, elementwise with broadcasting, as `torch.gt`.
+
+    Parameters
+    ----------
+    input, other : Tensor or number
+        The operands.
+
+    Returns
+    -------
+    Tensor
+        A bool tensor, outside the autograd graph.
+    """
     return _compare("gt", np.greater, input, other)
 
 
 def ge(input: Any, other: Any) -> Tensor:
+    """input >= other, elementwise with broadcasting, as `torch.ge`.
+
+    Parameters
+    ----------
+    input, other : Tensor or number
+        The operands.
+
+    Returns
+    -------
+    Tensor
+        A bool tensor, outside the autograd graph.
+    """
     return _compare("ge", np.greater_equal, input, other)
 
 
@@ -54,6 +126,7 @@ def _classifier(ufunc: np.ufunc) -> Callable[[Any], Tensor]:
         return Tensor._wrap(np.require(ufunc(as_tensor(input, op)._data), requirements="C"))
 
     test.__name__ = test.__qualname__ = op
+    test.__doc__ = f"`torch.{op}`: a bool tensor of the input's shape (input: a Tensor)."
     return test
 
 

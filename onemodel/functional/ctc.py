@@ -1,15 +1,15 @@
-"""CTC loss (docs/spec/training.txt section 2, Ops.CtcLoss): an op with its own backward, PyTorch's
+"""CTC loss: an op with its own backward, PyTorch's
 semantics.
 
 The kernel (_kernels/csrc/ctc.c) returns each row's negative log-likelihood and, in backward,
 PyTorch's gradient: exp(lp) - posterior, the gradient with respect to the logits when the input
 is a log_softmax output (the usual case; PyTorch returns the same for any input). The reductions
 are ops on the per-row losses: "mean" divides each by its target length clamped to at least 1,
-then takes the batch mean (docs/spec/clarifications.md, Losses), "sum" adds them.
+then takes the batch mean, "sum" adds them.
 
 A target that no alignment can produce (longer than its input, counting the blanks that
 repeated labels need) is an infinite loss with a NaN gradient, or 0 with zero_infinity, as in
-PyTorch (docs/spec/clarifications.md, Losses); it never raises. Deliberate differences from PyTorch:
+PyTorch; it never raises. Deliberate differences from PyTorch:
 a target outside [0, C) or equal to the blank raises ValueError (PyTorch reads out of bounds or
 computes a meaningless loss), and targets must be integers.
 """

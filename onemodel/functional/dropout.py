@@ -1,4 +1,4 @@
-"""Dropout with a counter-based mask (docs/spec/training.txt 1.2, docs/spec/clarifications.md).
+"""Dropout with a counter-based mask.
 
 Draw d of seed s: stream = mix(s + d·G) and element i (row-major, from 0) has
 bits = mix(stream + (i+1)·G), u = float32((bits >> 40) / 2^24), G = 0x9E3779B97F4A7C15, all

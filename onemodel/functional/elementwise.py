@@ -4,7 +4,7 @@
 bits are the same on every path; special values (inf - inf, x / 0) give NaN and inf without
 numpy's warnings, as in PyTorch (_ieee.quiet). Every transcendental (exp, log, tanh, sigmoid,
 erf, softplus, pow with a non-integer exponent) comes from the project's own kernels in
-_kernels._vmath, never from numpy or libm (docs/spec/engine.md section 4). Backward formulas
+_kernels._vmath, never from numpy or libm. Backward formulas
 follow PyTorch's.
 """
 from __future__ import annotations
@@ -107,6 +107,13 @@ def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
 
 @quiet
 def mul(input: Any, other: Any) -> Tensor:
+    """The product input * other, elementwise with broadcasting, as `torch.mul`.
+
+    Parameters
+    ----------
+    input, other : Tensor or number
+        The operands.
+    """
     a, b = _operands(input, other, "mul")
     try:
         out = a._data * b._data
@@ -189,6 +196,13 @@ def _floor_divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def neg(input: Tensor) -> Tensor:
+    """The negation -input, elementwise, as `torch.neg` (bool tensors refused: use ~).
+
+    Parameters
+    ----------
+    input : Tensor
+        A float or integer tensor.
+    """
     x = as_tensor(input, "neg")
     if x._data.dtype == np.bool_:
         raise TypeError(f"neg: not defined for bool tensors (shape {x.shape}); use ~ instead")
@@ -359,6 +373,7 @@ def _rounding(op: str, ufunc: np.ufunc) -> Any:
         return _stepwise(op, ufunc, input)
 
     rounded.__name__ = rounded.__qualname__ = op
+    rounded.__doc__ = f"`torch.{op}` of a Tensor, elementwise; its gradient is zero."
     return rounded
 
 
@@ -389,6 +404,18 @@ def rsqrt(input: Any) -> Tensor:
 
 @quiet
 def sqrt(input: Tensor) -> Tensor:
+    """The square root (correctly rounded), elementwise, as `torch.sqrt`.
+
+    Parameters
+    ----------
+    input : Tensor
+        A float tensor; integers and bools are computed as float32.
+
+    Returns
+    -------
+    Tensor
+        A float32 tensor of the input's shape.
+    """
     x = _float_input(input, "sqrt", promote=True)
     out = np.sqrt(x._data)
     return record("sqrt", out, (x,), lambda g: (g / (out + out),))
@@ -409,38 +436,155 @@ def _transcendental(op: str, input: Any, kernel: _vmath.Op, promote: bool = Fals
 
 
 def exp(input: Tensor) -> Tensor:
+    """The exponential, elementwise, as `torch.exp`. onemodel's own kernel: the same bits on every
+    machine and instruction set.
+
+    Parameters
+    ----------
+    input : Tensor
+        A float tensor; integers and bools are computed as float32.
+
+    Returns
+    -------
+    Tensor
+        A float32 tensor of the input's shape.
+    """
     return _transcendental("exp", input, "exp", promote=True)
 
 
 def log(input: Tensor) -> Tensor:
+    """The natural logarithm, elementwise, as `torch.log`. onemodel's own kernel: the same bits on
+    every machine and instruction set.
+
+    Parameters
+    ----------
+    input : Tensor
+        A float tensor; integers and bools are computed as float32.
+
+    Returns
+    -------
+    Tensor
+        A float32 tensor of the input's shape.
+    """
     return _transcendental("log", input, "log", promote=True)
 
 
 def tanh(input: Tensor) -> Tensor:
+    """The hyperbolic tangent, elementwise, as `torch.tanh`. onemodel's own kernel: the same bits
+    on every machine and instruction set.
+
+    Parameters
+    ----------
+    input : Tensor
+        A float tensor; integers and bools are computed as float32.
+
+    Returns
+    -------
+    Tensor
+        A float32 tensor of the input's shape.
+    """
     return _transcendental("tanh", input, "tanh", promote=True)
 
 
 def sigmoid(input: Tensor) -> Tensor:
+    """The logistic function 1 / (1 + exp(-x)), elementwise, as `torch.sigmoid`. onemodel's own
+    kernel: the same bits on every machine and instruction set.
+
+    Parameters
+    ----------
+    input : Tensor
+        A float tensor; integers and bools are computed as float32.
+
+    Returns
+    -------
+    Tensor
+        A float32 tensor of the input's shape.
+    """
     return _transcendental("sigmoid", input, "sigmoid", promote=True)
 
 
 def erf(input: Tensor) -> Tensor:
+    """The error function, elementwise, as `torch.erf`. onemodel's own kernel: the same bits on
+    every machine and instruction set.
+
+    Parameters
+    ----------
+    input : Tensor
+        A float tensor; integers and bools are computed as float32.
+
+    Returns
+    -------
+    Tensor
+        A float32 tensor of the input's shape.
+    """
     return _transcendental("erf", input, "erf", promote=True)
 
 
 def expm1(input: Tensor) -> Tensor:
+    """exp(x) - 1, accurate near 0, elementwise, as `torch.expm1`. onemodel's own kernel: the same
+    bits on every machine and instruction set.
+
+    Parameters
+    ----------
+    input : Tensor
+        A float tensor; integers and bools are computed as float32.
+
+    Returns
+    -------
+    Tensor
+        A float32 tensor of the input's shape.
+    """
     return _transcendental("expm1", input, "expm1", promote=True)
 
 
 def log1p(input: Tensor) -> Tensor:
+    """log(1 + x), accurate near 0, elementwise, as `torch.log1p`. onemodel's own kernel: the same
+    bits on every machine and instruction set.
+
+    Parameters
+    ----------
+    input : Tensor
+        A float tensor; integers and bools are computed as float32.
+
+    Returns
+    -------
+    Tensor
+        A float32 tensor of the input's shape.
+    """
     return _transcendental("log1p", input, "log1p", promote=True)
 
 
 def sin(input: Tensor) -> Tensor:
+    """The sine, elementwise, as `torch.sin`. onemodel's own kernel: the same bits on every machine
+    and instruction set.
+
+    Parameters
+    ----------
+    input : Tensor
+        A float tensor; integers and bools are computed as float32.
+
+    Returns
+    -------
+    Tensor
+        A float32 tensor of the input's shape.
+    """
     return _transcendental("sin", input, "sin", promote=True)
 
 
 def cos(input: Tensor) -> Tensor:
+    """The cosine, elementwise, as `torch.cos`. onemodel's own kernel: the same bits on every
+    machine and instruction set.
+
+    Parameters
+    ----------
+    input : Tensor
+        A float tensor; integers and bools are computed as float32.
+
+    Returns
+    -------
+    Tensor
+        A float32 tensor of the input's shape.
+    """
     return _transcendental("cos", input, "cos", promote=True)
 
 
@@ -574,10 +718,28 @@ def clamp(input: Tensor, min: Bound = None, max: Bound = None) -> Tensor:
 
 
 def clamp_min(input: Tensor, min: Union[Number, Tensor]) -> Tensor:
+    """clamp(input, min=min): max(input, min) elementwise, as `torch.clamp_min`.
+
+    Parameters
+    ----------
+    input : Tensor
+        The tensor to clamp.
+    min : number or Tensor
+        The lower bound, broadcast against the input.
+    """
     return clamp(input, min=min)
 
 
 def clamp_max(input: Tensor, max: Union[Number, Tensor]) -> Tensor:
+    """clamp(input, max=max): min(input, max) elementwise, as `torch.clamp_max`.
+
+    Parameters
+    ----------
+    input : Tensor
+        The tensor to clamp.
+    max : number or Tensor
+        The upper bound, broadcast against the input.
+    """
     return clamp(input, max=max)
 
 
@@ -602,11 +764,27 @@ def _extremum(op: str, input: Any, other: Any, pick: np.ufunc, loses: np.ufunc) 
 
 @quiet
 def maximum(input: Any, other: Any) -> Tensor:
+    """The larger of input and other (NaN if either is), elementwise with broadcasting, as
+    `torch.maximum`.
+
+    Parameters
+    ----------
+    input, other : Tensor or number
+        The operands.
+    """
     return _extremum("maximum", input, other, np.maximum, np.less)
 
 
 @quiet
 def minimum(input: Any, other: Any) -> Tensor:
+    """The smaller of input and other (NaN if either is), elementwise with broadcasting, as
+    `torch.minimum`.
+
+    Parameters
+    ----------
+    input, other : Tensor or number
+        The operands.
+    """
     return _extremum("minimum", input, other, np.minimum, np.greater)
 
 

@@ -1,4 +1,4 @@
-"""Losses (docs/spec/training.txt section 2), PyTorch's argument names, defaults and reductions.
+"""Losses, PyTorch's argument names, defaults and reductions.
 
 Each returns a rank-0 float32 tensor for reduction "mean" and "sum" and the unreduced tensor
 for "none". nll_loss is an op with its own backward; the others are compositions of ops, so

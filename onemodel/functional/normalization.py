@@ -1,4 +1,4 @@
-"""Group, instance and RMS norm, composed of other ops (docs/spec/engine.md: exact mode gets
+"""Group, instance and RMS norm, composed of other ops (exact mode gets
 their bits).
 
 group_norm runs the layer-norm kernel over each (sample, group) row of C/G · spatial values,

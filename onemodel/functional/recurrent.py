@@ -6,7 +6,7 @@ step a product h·W_hhᵀ and a fused row kernel for the gates and the state upd
 their own backward. Gate order and layouts are PyTorch's: LSTM (i, f, g, o), GRU (r, z, n)
 with n = tanh(x_n + r·(W_hn·h + b_hn)).
 
-`lengths` has packed-sequence meaning (docs/spec/training.txt section 10): row b runs its first
+`lengths` has packed-sequence meaning: row b runs its first
 lengths[b] steps; its outputs after them are exactly zero with zero gradient, and h_n (c_n) is
 the state at its last valid step. `reverse=True` runs each row backwards from its last valid
 step, starting from h0; the kernel reads and writes every array in time order, so nothing is

@@ -184,10 +184,34 @@ def _extreme_over(op: str, input: Tensor, dim: Dim, keepdim: bool) -> Tensor:
 
 
 def amax(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """The maximum of the elements over `dim`, as `torch.amax`; the gradient is shared evenly among
+    tied elements.
+
+    Parameters
+    ----------
+    input : Tensor
+        The tensor to reduce.
+    dim : int or tuple of int, optional
+        The dimensions to reduce (default: all).
+    keepdim : bool, optional
+        Keep the reduced dimensions with size 1 (default False).
+    """
     return _extreme_over("amax", input, dim, keepdim)
 
 
 def amin(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """The minimum of the elements over `dim`, as `torch.amin`; the gradient is shared evenly among
+    tied elements.
+
+    Parameters
+    ----------
+    input : Tensor
+        The tensor to reduce.
+    dim : int or tuple of int, optional
+        The dimensions to reduce (default: all).
+    keepdim : bool, optional
+        Keep the reduced dimensions with size 1 (default False).
+    """
     return _extreme_over("amin", input, dim, keepdim)
 
 

@@ -192,6 +192,22 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Splits the input into `chunks` pieces along `dim`, as `torch.chunk`.
+
+    Parameters
+    ----------
+    input : Tensor
+        The tensor to split.
+    chunks : int
+        How many pieces at most; each but the last has ceil(size / chunks) elements along `dim`.
+    dim : int, optional
+        The dimension to split (default 0).
+
+    Returns
+    -------
+    tuple of Tensor
+        Views of the input.
+    """
     return _tensor(input, "chunk").chunk(chunks, dim)
 
 
@@ -205,7 +221,18 @@ def _check_index_tensor(index: Any, op: str, x_shape: tuple) -> np.ndarray:
 
 
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    """out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (and likewise for other dims)."""
+    """Picks values along `dim` by `index`, as `torch.gather`: for dim 0,
+    `out[i][j][k] = input[index[i][j][k]][j][k]`, and likewise for other dims.
+
+    Parameters
+    ----------
+    input : Tensor
+        The source.
+    dim : int
+        The dimension indexed.
+    index : Tensor
+        An integer tensor of the output's shape.
+    """
     x = _tensor(input, "gather")
     idx = _check_index_tensor(index, "gather", x.shape)
     d = _core.normalize_dim(dim, x.ndim, "gather")

@@ -1,4 +1,4 @@
-"""The SR4 layers' ops (docs/spec/sr4.txt sections 2 and 5): the ternary weight and its products;
+"""The SR4 layers' ops: the ternary weight and its products;
 the layers are onemodel/nn/ternary.py.
 
 Forward: the product x · Wᵀ runs from a plan of the packed state (csrc/sr4.h: one byte per pair

@@ -2,10 +2,10 @@
 PyTorch's arguments.
 
 MultiheadAttention has four Linear children q, k, v, o (drawn in that order from one
-generator, docs/spec/training.txt 1.1) where PyTorch has one fused in_proj_weight and out_proj;
+generator) where PyTorch has one fused in_proj_weight and out_proj;
 onemodel.interop converts between the two. Attention weights are softmax(q·kᵀ/√d_head + mask)
 with bool masks (True = masked, as PyTorch) turned into -inf and float masks added; dropout on
-the weights is the counter-based Dropout of docs/spec/training.txt 1.2.
+the weights is the counter-based Dropout.
 
 TransformerEncoderLayer's children are attn, ff1, ff2 (drawn in that order), norm1, norm2 and
 the dropouts; TransformerEncoder deep-copies a layer into children layer0, layer1, ... so state

@@ -2,7 +2,7 @@
 
 Each registers what it holds as ordinary children or parameters of itself, so their state is
 named like PyTorch's ("layers.0.weight", "blocks.enc.bias", "scales.1") and takes its place in
-the state order (docs/spec/training.txt section 1) like any other registration. List entries are
+the state order like any other registration. List entries are
 named by position: inserting or deleting renumbers the ones after it, as in PyTorch.
 """
 from __future__ import annotations

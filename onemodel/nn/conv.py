@@ -2,8 +2,8 @@
 state names.
 
 Conv2d.weight is (out_channels, in_channels / groups, kh, kw) (Conv1d's (..., k)), drawn with
-its bias from Uniform(±1/√fanIn), fanIn = in_channels / groups · kh · kw
-(docs/spec/training.txt 1.1). ConvTranspose2d.weight is (in_channels, out_channels / groups, kh,
+its bias from Uniform(±1/√fanIn), fanIn = in_channels / groups · kh · kw.
+ConvTranspose2d.weight is (in_channels, out_channels / groups, kh,
 kw), fanIn = out_channels / groups · kh · kw, as PyTorch's. Batch norm keeps PyTorch's state:
 weight, bias, then the buffers running_mean, running_var and num_batches_tracked (int64), so
 PyTorch's state_dict loads unchanged.
@@ -350,6 +350,15 @@ class MaxPool1d(MaxPool2d):
 
 
 class AdaptiveAvgPool2d(Module):
+    """Averages (N, C, H, W) or (C, H, W) input over windows that give the
+    output size, as `torch.nn.AdaptiveAvgPool2d`.
+
+    Parameters
+    ----------
+    output_size : int or pair of int or None
+        The output's (H, W), one int for both; None keeps the input's size in that dimension.
+    """
+
     _function: Callable[..., Tensor] = staticmethod(C.adaptive_avg_pool2d)
 
     def __init__(self, output_size: Union[int, Sequence[Optional[int]]]) -> None:
@@ -364,6 +373,15 @@ class AdaptiveAvgPool2d(Module):
 
 
 class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """Averages (N, C, L) or (C, L) input over windows that give the output
+    length, as `torch.nn.AdaptiveAvgPool1d`.
+
+    Parameters
+    ----------
+    output_size : int
+        The output's length.
+    """
+
     _function = staticmethod(C.adaptive_avg_pool1d)
 
 
@@ -386,14 +404,42 @@ class _ConstantPadNd(Module):
 
 
 class ConstantPad1d(_ConstantPadNd):
+    """Pads the last dimension with a constant, as `torch.nn.ConstantPad1d`.
+
+    Parameters
+    ----------
+    padding : int or sequence of int
+        One width for every side, or the widths (left, right) as `F.pad` takes them.
+    value : float
+        The fill value.
+    """
+
     _sides = 2
 
 
 class ConstantPad2d(_ConstantPadNd):
+    """Pads the last two dimensions with a constant, as `torch.nn.ConstantPad2d`.
+
+    Parameters
+    ----------
+    padding : int or sequence of int
+        One width for every side, or the widths (left, right, top, bottom) as `F.pad` takes them.
+    value : float
+        The fill value.
+    """
+
     _sides = 4
 
 
 class ZeroPad2d(ConstantPad2d):
+    """Pads the last two dimensions with zeros, as `torch.nn.ZeroPad2d`.
+
+    Parameters
+    ----------
+    padding : int or sequence of int
+        One width for every side, or the widths (left, right, top, bottom) as `F.pad` takes them.
+    """
+
     def __init__(self, padding: Union[int, Sequence[int]]) -> None:
         super().__init__(padding, 0.0)
 

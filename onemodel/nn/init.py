@@ -1,7 +1,7 @@
-"""Initialisation of docs/spec/training.txt 1.1: which generator a module draws from, and the draws.
+"""Initialisation: which generator a module draws from, and the draws.
 
 A layer built with `generator=g` draws from g and advances it; with `seed=s` from a fresh
-Generator(s); with neither from `onemodel.default_generator` (docs/spec/api.md "Randomness"), so two
+Generator(s); with neither from `onemodel.default_generator`, so two
 unseeded layers of one shape start different and a program that seeds once is reproducible.
 A container resolves its generator once with `resolve_generator` and passes it to its children
 in construction order, so they draw one after another from one stream:
@@ -95,6 +95,16 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fills `tensor` with `val` in place, without recording it, and returns it, as
+    `torch.nn.init.constant_`.
+
+    Parameters
+    ----------
+    tensor : Tensor
+        The tensor to fill.
+    val : float
+        The value.
+    """
     _check_tensor(tensor, "constant_")
     with no_grad():
         tensor.fill_(val)
@@ -102,10 +112,24 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fills `tensor` with zeros in place and returns it, as `torch.nn.init.zeros_`.
+
+    Parameters
+    ----------
+    tensor : Tensor
+        The tensor to fill.
+    """
     return constant_(tensor, 0)
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fills `tensor` with ones in place and returns it, as `torch.nn.init.ones_`.
+
+    Parameters
+    ----------
+    tensor : Tensor
+        The tensor to fill.
+    """
     return constant_(tensor, 1)
 
 

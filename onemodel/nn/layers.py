@@ -2,7 +2,7 @@
 Sequential.
 
 Constructor arguments are PyTorch's; layers that draw initial weights also take
-`generator=` or `seed=` (docs/spec/training.txt 1.1, see init.py). Parameter shapes are PyTorch's
+`generator=` or `seed=` (see init.py). Parameter shapes are PyTorch's
 (Linear.weight is (out_features, in_features)), so PyTorch weights load unchanged.
 """
 from __future__ import annotations
@@ -155,7 +155,7 @@ class LayerNorm(Module):
 
 
 class Dropout(Module):
-    """Zeroes elements with probability p by the counter-based mask of docs/spec/training.txt 1.2.
+    """Zeroes elements with probability p by a counter-based mask.
 
     The buffer `draws` (int64, rank 0) counts the masks drawn; it is saved with the state, so a
     resumed run continues the stream. Evaluation mode, or p = 0, returns the input itself.
@@ -238,6 +238,8 @@ class Bilinear(Module):
 
 
 class Identity(Module):
+    """Returns its input unchanged, as `torch.nn.Identity`."""
+
     def forward(self, input: Tensor) -> Tensor:
         return input
 
@@ -269,46 +271,123 @@ class _TakesInplace(_Activation):
 
 
 class ReLU(_TakesInplace):
+    """Applies max(0, x) elementwise, as `torch.nn.ReLU`.
+
+    Parameters
+    ----------
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     _function = staticmethod(F.relu)
 
 
 class Hardswish(_TakesInplace):
+    """Applies x * relu6(x + 3) / 6 elementwise, as `torch.nn.Hardswish`.
+
+    Parameters
+    ----------
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     _function = staticmethod(F.hardswish)
 
 
 class Mish(_TakesInplace):
+    """Applies x * tanh(softplus(x)) elementwise, as `torch.nn.Mish`.
+
+    Parameters
+    ----------
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     _function = staticmethod(F.mish)
 
 
 class Hardsigmoid(_TakesInplace):
+    """Applies relu6(x + 3) / 6 elementwise, as `torch.nn.Hardsigmoid`.
+
+    Parameters
+    ----------
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     _function = staticmethod(F.hardsigmoid)
 
 
 class SELU(_TakesInplace):
+    """Applies the scaled ELU with PyTorch's constants, as `torch.nn.SELU`.
+
+    Parameters
+    ----------
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     _function = staticmethod(F.selu)
 
 
 class Tanhshrink(_Activation):
+    """Applies x - tanh(x) elementwise, as `torch.nn.Tanhshrink`.
+
+    Takes a tensor of any shape and returns one of the same shape.
+    """
+
     _function = staticmethod(F.tanhshrink)
 
 
 class Softsign(_Activation):
+    """Applies x / (1 + |x|) elementwise, as `torch.nn.Softsign`.
+
+    Takes a tensor of any shape and returns one of the same shape.
+    """
+
     _function = staticmethod(F.softsign)
 
 
 class LogSigmoid(_Activation):
+    """Applies log(sigmoid(x)) elementwise without overflow, as `torch.nn.LogSigmoid`.
+
+    Takes a tensor of any shape and returns one of the same shape.
+    """
+
     _function = staticmethod(F.logsigmoid)
 
 
 class Tanh(_Activation):
+    """Applies tanh elementwise (onemodel's exact-mode kernel), as `torch.nn.Tanh`.
+
+    Takes a tensor of any shape and returns one of the same shape.
+    """
+
     _function = staticmethod(F.tanh)
 
 
 class Sigmoid(_Activation):
+    """Applies 1 / (1 + exp(-x)) elementwise (onemodel's exact-mode kernel), as `torch.nn.Sigmoid`.
+
+    Takes a tensor of any shape and returns one of the same shape.
+    """
+
     _function = staticmethod(F.sigmoid)
 
 
 class Hardtanh(Module):
+    """Clamps the input to [min_val, max_val], as `torch.nn.Hardtanh`.
+
+    Parameters
+    ----------
+    min_val : float, optional
+        The lower bound (default -1).
+    max_val : float, optional
+        The upper bound (default 1); must not be below `min_val`.
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
                  inplace: bool = False) -> None:
         super().__init__()
@@ -327,6 +406,14 @@ class Hardtanh(Module):
 
 
 class ReLU6(Hardtanh):
+    """Applies min(max(0, x), 6) elementwise, as `torch.nn.ReLU6`.
+
+    Parameters
+    ----------
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     def __init__(self, inplace: bool = False) -> None:
         super().__init__(0.0, 6.0, inplace)
 
@@ -335,6 +422,16 @@ class ReLU6(Hardtanh):
 
 
 class Softplus(Module):
+    """Applies log(1 + exp(beta x)) / beta elementwise, as `torch.nn.Softplus`.
+
+    Parameters
+    ----------
+    beta : float, optional
+        The sharpness (default 1).
+    threshold : float, optional
+        Above beta x > threshold the input is returned as it is (default 20).
+    """
+
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -364,6 +461,15 @@ class PReLU(Module):
 
 
 class GELU(Module):
+    """Applies the Gaussian error linear unit, as `torch.nn.GELU`.
+
+    Parameters
+    ----------
+    approximate : str, optional
+        "none" (default) for x * Phi(x) with the exact-mode erf, "tanh" for the tanh
+        approximation.
+    """
+
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         if approximate not in ("none", "tanh"):
@@ -378,10 +484,28 @@ class GELU(Module):
 
 
 class SiLU(_TakesInplace):
+    """Applies x * sigmoid(x) elementwise, as `torch.nn.SiLU`.
+
+    Parameters
+    ----------
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     _function = staticmethod(F.silu)
 
 
 class LeakyReLU(Module):
+    """Applies max(0, x) + negative_slope * min(0, x), as `torch.nn.LeakyReLU`.
+
+    Parameters
+    ----------
+    negative_slope : float, optional
+        The slope for negative inputs (default 0.01).
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope, self.inplace = float(negative_slope), bool(inplace)
@@ -410,14 +534,43 @@ class _WithAlpha(Module):
 
 
 class ELU(_WithAlpha):
+    """Applies x for x > 0 and alpha (exp(x) - 1) otherwise, as `torch.nn.ELU`.
+
+    Parameters
+    ----------
+    alpha : float, optional
+        The scale of the negative part (default 1).
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     _function = staticmethod(F.elu)
 
 
 class CELU(_WithAlpha):
+    """Applies max(0, x) + min(0, alpha (exp(x / alpha) - 1)), as `torch.nn.CELU`.
+
+    Parameters
+    ----------
+    alpha : float, optional
+        The scale of the negative part (default 1).
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     _function = staticmethod(F.celu)
 
 
 class GLU(Module):
+    """The gated linear unit: splits the input in two halves a, b along `dim` and returns a *
+    sigmoid(b), as `torch.nn.GLU`.
+
+    Parameters
+    ----------
+    dim : int, optional
+        The dimension to split, whose size must be even (default -1).
+    """
+
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
         self.dim = dim
@@ -430,6 +583,18 @@ class GLU(Module):
 
 
 class Threshold(Module):
+    """Replaces every element not above `threshold` with `value`, as `torch.nn.Threshold`.
+
+    Parameters
+    ----------
+    threshold : float
+        Elements greater than this are kept.
+    value : float
+        What the others become.
+    inplace : bool, optional
+        Write the result into the input and return it, as PyTorch (default False).
+    """
+
     def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
         super().__init__()
         self.threshold, self.value, self.inplace = threshold, value, bool(inplace)
@@ -458,10 +623,26 @@ class _Shrink(Module):
 
 
 class Softshrink(_Shrink):
+    """Shrinks the input towards 0 by `lambd` (0 inside [-lambd, lambd]), as `torch.nn.Softshrink`.
+
+    Parameters
+    ----------
+    lambd : float, optional
+        The half-width of the zero band, at least 0 (default 0.5).
+    """
+
     _function = staticmethod(F.softshrink)
 
 
 class Hardshrink(_Shrink):
+    """Sets elements inside [-lambd, lambd] to 0 and keeps the others, as `torch.nn.Hardshrink`.
+
+    Parameters
+    ----------
+    lambd : float, optional
+        The half-width of the zero band (default 0.5).
+    """
+
     _function = staticmethod(F.hardshrink)
 
 

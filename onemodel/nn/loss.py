@@ -1,4 +1,4 @@
-"""Loss modules: torch.nn's constructors over the functional losses (docs/spec/training.txt 2),
+"""Loss modules: torch.nn's constructors over the functional losses,
 and CosineSimilarity and PairwiseDistance.
 
 Each takes PyTorch's constructor arguments in PyTorch's order and checks them at
@@ -80,6 +80,16 @@ class NLLLoss(_WeightedLoss):
 
 
 class MSELoss(_Loss):
+    """The mean squared error (x - y)^2, reduced, as `torch.nn.MSELoss`.
+
+    Parameters
+    ----------
+    size_average, reduce : bool, optional
+        PyTorch's deprecated spellings of `reduction`, mapped as PyTorch maps them.
+    reduction : str, optional
+        "mean" (default), "sum" or "none".
+    """
+
     def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                  reduction: str = "mean") -> None:
         super().__init__(reduction, size_average, reduce)
@@ -89,6 +99,16 @@ class MSELoss(_Loss):
 
 
 class L1Loss(_Loss):
+    """The mean absolute error |x - y|, reduced, as `torch.nn.L1Loss`.
+
+    Parameters
+    ----------
+    size_average, reduce : bool, optional
+        PyTorch's deprecated spellings of `reduction`, mapped as PyTorch maps them.
+    reduction : str, optional
+        "mean" (default), "sum" or "none".
+    """
+
     def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                  reduction: str = "mean") -> None:
         super().__init__(reduction, size_average, reduce)
@@ -127,6 +147,19 @@ class BCEWithLogitsLoss(_WeightedLoss):
 
 
 class SmoothL1Loss(_Loss):
+    """The smooth L1 loss: 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (d = x - y),
+    as `torch.nn.SmoothL1Loss`.
+
+    Parameters
+    ----------
+    size_average, reduce : bool, optional
+        PyTorch's deprecated spellings of `reduction`, mapped as PyTorch maps them.
+    reduction : str, optional
+        "mean" (default), "sum" or "none".
+    beta : float, optional
+        Where the quadratic part ends, at least 0 (default 1).
+    """
+
     def __init__(self, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                  reduction: str = "mean", beta: float = 1.0) -> None:
         super().__init__(reduction, size_average, reduce)
@@ -138,6 +171,17 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    """The Huber loss: 0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere
+    (d = x - y), as `torch.nn.HuberLoss`.
+
+    Parameters
+    ----------
+    reduction : str, optional
+        "mean" (default), "sum" or "none".
+    delta : float, optional
+        Where the quadratic part ends, greater than 0 (default 1).
+    """
+
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
         super().__init__(reduction)
         _check_cut("HuberLoss", "delta", delta, True)
@@ -163,6 +207,17 @@ class KLDivLoss(_Loss):
 
 
 class CosineSimilarity(Module):
+    """The cosine of the angle between two inputs along `dim`, as
+    `torch.nn.CosineSimilarity`.
+
+    Parameters
+    ----------
+    dim : int, optional
+        The dimension of the vectors (default 1).
+    eps : float, optional
+        The least value of each norm, against division by zero (default 1e-8).
+    """
+
     def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
         super().__init__()
         self.dim, self.eps = dim, eps
@@ -172,6 +227,19 @@ class CosineSimilarity(Module):
 
 
 class PairwiseDistance(Module):
+    """The p-norm of x1 - x2 + eps along the last dimension, as
+    `torch.nn.PairwiseDistance`.
+
+    Parameters
+    ----------
+    p : float, optional
+        The norm's order (default 2).
+    eps : float, optional
+        Added to the difference, against a zero norm's gradient (default 1e-6).
+    keepdim : bool, optional
+        Keep the reduced dimension of size 1 (default False).
+    """
+
     def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:
         super().__init__()
         self.norm, self.eps, self.keepdim = p, eps, keepdim  # PyTorch's attribute names

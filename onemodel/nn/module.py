@@ -1,4 +1,4 @@
-"""Module and Parameter: named state, its order, strict loading (docs/spec/training.txt section 1).
+"""Module and Parameter: named state, its order, strict loading.
 
 The state order is a module's parameters in registration order, then its buffers in
 registration order, then each child recursively, with dotted paths. named_parameters() is the
@@ -193,6 +193,7 @@ class Module:
                 yield name, m
 
     def children(self) -> Iterator["Module"]:
+        """The direct child modules, in registration order, as `torch.nn.Module.children`."""
         for _, m in self.named_children():
             yield m
 
@@ -212,6 +213,9 @@ class Module:
                                        remove_duplicate)
 
     def modules(self) -> Iterator["Module"]:
+        """This module and every module below it, depth first, each once, as
+        `torch.nn.Module.modules`.
+        """
         for _, m in self.named_modules():
             yield m
 
@@ -250,14 +254,40 @@ class Module:
             yield name, t
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """The parameters, in state order, each once, as `torch.nn.Module.parameters`.
+
+        Parameters
+        ----------
+        recurse : bool, optional
+            Include the submodules' parameters (default True).
+        """
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """(name, buffer) pairs, in state order, as `torch.nn.Module.named_buffers`.
+
+        Parameters
+        ----------
+        prefix : str, optional
+            Prepended to every name.
+        recurse : bool, optional
+            Include the submodules' buffers (default True).
+        remove_duplicate : bool, optional
+            List a buffer shared by several modules once (default True).
+        """
         yield from self._named_members(False, prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """The buffers (batch-norm statistics, dropout counters, ...), in state order, as
+        `torch.nn.Module.buffers`.
+
+        Parameters
+        ----------
+        recurse : bool, optional
+            Include the submodules' buffers (default True).
+        """
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
@@ -329,9 +359,11 @@ class Module:
         return self
 
     def cpu(self) -> "Module":
+        """Returns the module itself: everything lives on the CPU."""
         return self
 
     def float(self) -> "Module":
+        """Returns the module itself: every parameter is float32 already."""
         return self
 
     def double(self) -> "Module":
@@ -350,6 +382,9 @@ class Module:
         return self
 
     def eval(self) -> "Module":
+        """Evaluation mode (`train(False)`): dropout passes its input through, batch norm uses its
+        running statistics. Returns the module.
+        """
         return self.train(False)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -358,6 +393,14 @@ class Module:
         zero_grads(self.parameters(), set_to_none)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Sets `requires_grad` on every parameter and returns the module, as
+        `torch.nn.Module.requires_grad_`.
+
+        Parameters
+        ----------
+        requires_grad : bool, optional
+            Whether autograd records operations on the parameters (default True).
+        """
         for p in self.parameters():
             p.requires_grad = requires_grad
         return self

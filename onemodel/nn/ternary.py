@@ -1,4 +1,4 @@
-"""TernaryLinear and TernaryConv2d: the SR4 layers (docs/spec/sr4.txt sections 2 and 5).
+"""TernaryLinear and TernaryConv2d: the SR4 layers.
 
     Z = scale ⊙ (x · Wᵀ) + bias,   W (out_features, in_features) in {-1, 0, +1}
 

@@ -1,5 +1,4 @@
-"""Optimizers, gradient clipping and learning-rate schedules (docs/spec/training.txt 3-5,
-docs/spec/optimizers.md)."""
+"""Optimizers, gradient clipping and learning-rate schedules."""
 from . import lr, lr_scheduler
 from .adadelta import Adadelta
 from .adagrad import Adagrad

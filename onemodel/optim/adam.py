@@ -1,6 +1,6 @@
 """Adam (L2 weight decay) and AdamW (decoupled weight decay), with optional AMSGrad.
 
-Per element (docs/spec/training.txt section 3), t = step_count + 1, each operation one float32
+Per element, t = step_count + 1, each operation one float32
 operation in this order:
     g = g + wd·p                           (Adam, wd != 0)
     p = p·(1 − lr·wd)                      (AdamW, wd != 0; the factor rounded to float32 once)
@@ -9,7 +9,7 @@ operation in this order:
     v̂ = amsgrad ? max(vmax, v) : v         (vmax = v̂)
     p = p − (stepSize·m) / (√v̂ / sqrtBc2 + ε)
 with bc = 1 − βᵗ in double (βᵗ by right-to-left binary exponentiation), stepSize =
-float32(lr / bc1) and sqrtBc2 = float32(√bc2) (docs/spec/clarifications.md). Each parameter group
+float32(lr / bc1) and sqrtBc2 = float32(√bc2). Each parameter group
 has its own lr, betas, ε, wd and amsgrad; t is the optimizer's.
 """
 from __future__ import annotations
@@ -27,6 +27,29 @@ from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32
 
 
 class Adam(Optimizer):
+    """Adam, as `torch.optim.Adam`, with float32 state and a fixed order of operations.
+
+    Parameters
+    ----------
+    params : iterable of Tensor or of dict
+        The parameters, or parameter groups (dicts with "params" and any setting below).
+    lr : float, optional
+        The learning rate (default 1e-3).
+    betas : pair of float, optional
+        The decay rates of the first and second moments, each in [0, 1) (default (0.9, 0.999)).
+    eps : float, optional
+        Added to the square root of the second moment (default 1e-8).
+    weight_decay : float, optional
+        L2 penalty added to the gradient (default 0; AdamW decouples it).
+    amsgrad : bool, optional
+        Use the running maximum of the second moment (default False).
+
+    Notes
+    -----
+    Unlike PyTorch, `betas`, `eps` and `amsgrad` are fixed once the optimizer is built (a
+    scheduler may change `lr` and `weight_decay`).
+    """
+
     kind = "Adam"
     decoupled = False
     _changeable = ("lr", "weight_decay")

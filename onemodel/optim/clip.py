@@ -1,4 +1,4 @@
-"""Gradient clipping (docs/spec/training.txt section 4, docs/spec/clarifications.md).
+"""Gradient clipping.
 
 clip_grad_norm: the norm is √Σg² with the squares added in double strictly in order (parameter
 order, then row-major), or max|g| for the infinity norm (NaN if any gradient holds a NaN);

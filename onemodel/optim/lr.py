@@ -1,4 +1,4 @@
-"""Learning-rate schedules as pure functions of the step (docs/spec/training.txt sections 5 and 10).
+"""Learning-rate schedules as pure functions of the step.
 
 `lr_at(s)` is the rate for the optimizer step with index s (0 for the first step), computed in
 IEEE double with + − × ÷ only (the cosine is `cos_pi`, the same bits on every platform) and
@@ -84,6 +84,13 @@ class Schedule:
     """A learning rate as a pure function of the number of optimizer steps already taken."""
 
     def lr_at(self, step: int) -> float:
+        """The rate (rounded to float32) for the step after `step` optimizer steps.
+
+        Parameters
+        ----------
+        step : int
+            The optimizer's step count, at least 0.
+        """
         return _f32(self._rate(_steps(type(self).__name__, "step", step, 0)))
 
     def _rate(self, s: int) -> float:
@@ -190,7 +197,7 @@ class one_cycle(Schedule):
 
 class warmup_cosine(Schedule):
     """base·(s+1)/W for s < W, then base·(f + (1−f)·(1 + cos(πp))/2) with p = (s−W)/(T−W)
-    clamped to 1 (docs/spec/training.txt section 10)."""
+    clamped to 1."""
 
     def __init__(self, base_lr: float, warmup_steps: int, total_steps: int,
                  final_factor: float) -> None:

@@ -8,7 +8,7 @@ step (a schedule sets it), parameters whose `.grad` is None are skipped, `step_c
 completed steps, and the state is float32 (int32 flags), shaped like its parameter, zero at
 creation and listed in a fixed order by `state_tensors()`.
 
-Parameter groups (docs/spec/clarifications.md) are PyTorch's: `params` is an iterable of tensors
+Parameter groups are PyTorch's: `params` is an iterable of tensors
 (one group) or of dicts `{"params": [...], "lr": ..., ...}`, each key missing from a dict taking the
 constructor's value. Each group applies section 3's arithmetic with its own hyper-parameters;
 `step_count` is the optimizer's and the state's index `i` counts the parameters of all groups in

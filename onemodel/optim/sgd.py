@@ -1,6 +1,6 @@
 """Stochastic gradient descent with momentum, dampening, weight decay and Nesterov's variant.
 
-Per element (docs/spec/training.txt section 3), each operation one float32 operation in this order:
+Per element, each operation one float32 operation in this order:
     g = g + wd·p                              (when wd != 0)
     b = first ? g : μ·b + (1−d)·g             (when μ != 0; first = the parameter's first step
     g = nesterov ? g + μ·b : b                  with a gradient, held in initialized.i)
@@ -19,6 +19,29 @@ from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum, as `torch.optim.SGD`.
+
+    Parameters
+    ----------
+    params : iterable of Tensor or of dict
+        The parameters, or parameter groups (dicts with "params" and any setting below).
+    lr : float
+        The learning rate (required here; PyTorch's default is 1e-3).
+    momentum : float, optional
+        The momentum factor (default 0).
+    dampening : float, optional
+        Dampening of the momentum (default 0).
+    weight_decay : float, optional
+        L2 penalty added to the gradient (default 0).
+    nesterov : bool, optional
+        Nesterov momentum (default False; needs momentum > 0 and no dampening).
+
+    Notes
+    -----
+    Unlike PyTorch, `momentum`, `dampening` and `nesterov` are fixed once the optimizer is built
+    (a scheduler may change `lr` and `weight_decay`).
+    """
+
     kind = "SGD"
     _changeable = ("lr", "weight_decay")
     _fixed = ("momentum", "dampening", "nesterov")

@@ -1,5 +1,4 @@
-"""SR4: the ternary optimizer with a 4-bit state (docs/spec/sr4.txt; "SR4" in
-docs/spec/clarifications.md).
+"""SR4: the ternary optimizer with a 4-bit state.
 
 Each parameter is a weight matrix whose deployed values are ternary. Its whole training state
 is one integer q in [-q_clamp, q_clamp] per weight, packed two per byte (4 bits per weight);
@@ -14,7 +13,7 @@ and the parameter's values become the materialised ternary weights: +1 where q >
 where q <= -theta, else 0. The kernels (csrc/sr4.h) hold the exact formula.
 
 The learning rate of the optimizer base is the target step: a schedule sets `lr` as for any
-optimizer, and a rate <= 0 falls back to the configured `target_step` (docs/spec/sr4.txt 3a).
+optimizer, and a rate <= 0 falls back to the configured `target_step`.
 `idx_base` of parameter i is the element count of the parameters before it, so no two weights
 share a draw. State for checkpoints: `q.<i>` (uint8, packed, low nibble first) and `seed`
 (int64, the 64-bit seed's bit pattern: a float32 hyper-parameter cannot hold it); the batch
@@ -59,6 +58,30 @@ def _target_step(owner: str, name: str, value, allow_default: bool) -> float:
 
 
 class SR4(Optimizer):
+    """The ternary optimizer with a 4-bit state per weight (onemodel's own; PyTorch has none).
+
+    Each parameter (a `TernaryWeight` matrix) keeps one integer q in [-q_clamp, q_clamp] per
+    weight, two per byte, and no float copy. A step adds to q the gradient scaled so that its mean
+    magnitude is `target_step` (in 1/256 units, rounded stochastically by a counter hash of the
+    seed, the step count and the weight's index), and the weights become +1 where q >= theta, -1
+    where q <= -theta and 0 elsewhere. A scheduler's `lr` sets the target step.
+
+    Parameters
+    ----------
+    params : iterable of Tensor
+        The ternary weights (one group only).
+    target_step : float, optional
+        The mean step size, in (0, 1e6] (default 1e-3).
+    q_clamp : int, optional
+        The accumulator's bound, in [1, 7] (default 7).
+    theta : int, optional
+        The threshold for a nonzero weight, in [1, q_clamp] (default 2).
+    seed : int, optional
+        The 64-bit seed of the rounding draws (default 0).
+    use_dither : bool, optional
+        Stratified Weyl dither rather than independent rounding (default True).
+    """
+
     kind = "SR4"
     _changeable = ("lr", "target_step")
     _fixed = ("q_clamp", "theta", "use_dither")

@@ -1,4 +1,4 @@
-"""Train the line recognizer of docs/spec/training.txt section 10 on generated text lines.
+"""Train the CRNN + CTC line recognizer on generated text lines.
 
 Lines of handwritten digits and printed receipt text (onemodel.examples.crnn.lines), a
 convolutional-recurrent recognizer with CTC, AdamW (weight decay 0.01 on the weights only), a

@@ -1,6 +1,6 @@
 """Text-line images 32 px high from what packages ship, as a pure function of (seed, step).
 
-Two sources, mixed in every batch (docs/spec/training.txt section 10 mixes sources):
+Two sources, mixed in every batch:
 
 - handwriting: digit strings assembled from scikit-learn's 8x8 digit scans, each scaled to 16 to
   26 px high, with random gaps and vertical jitter; the label is the digits in order;

@@ -1,4 +1,4 @@
-"""The line recognizer of docs/spec/training.txt section 10, its CTC loss, greedy decoding and CER.
+"""The CRNN line recognizer, its CTC loss, greedy decoding and CER.
 
 Written once against a namespace (`nn`, `F`), so the same code builds the onemodel model and the
 PyTorch one (tools/crnn_ref): six convolution blocks (3x3 without bias, batch norm, ReLU; max

@@ -1,4 +1,4 @@
-"""PyTorch's learning-rate schedulers over an optimizer, with PyTorch's meaning (docs/spec/api.md).
+"""PyTorch's learning-rate schedulers over an optimizer, with PyTorch's meaning.
 
 Each scheduler counts its own `step()` calls in `last_epoch` (a scheduler stepped once per epoch
 decays once per epoch), records its optimizer's rates in `param_groups[g]["initial_lr"]` and

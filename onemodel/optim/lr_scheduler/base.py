@@ -120,6 +120,14 @@ class LRScheduler:
         return list(self._last_lr)
 
     def step(self, epoch: Optional[int] = None) -> None:
+        """Counts one more call in `last_epoch` and sets every group's rate to the schedule's value
+        there, as torch's `step()`.
+
+        Parameters
+        ----------
+        epoch : int, optional
+            Deprecated, as in PyTorch (warns): jump to this count instead of adding one.
+        """
         if epoch is not None:
             epoch = _lr._steps(f"{type(self).__name__}.step", "epoch", epoch, 0)
             warnings.warn(f"{type(self).__name__}.step(epoch) is deprecated, as in PyTorch: "
@@ -162,5 +170,13 @@ class LRScheduler:
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restores what `state_dict()` returned, after checking it has this scheduler's keys and a
+        whole `last_epoch` (a ValueError names what differs, before anything changes).
+
+        Parameters
+        ----------
+        state_dict : mapping
+            A `state_dict()` of a scheduler of the same class.
+        """
         _check_state(type(self).__name__, self.state_dict(), state_dict)
         self.__dict__.update(state_dict)
