@@ -82,3 +82,19 @@ def test_sampler_with_replacement_gives_one_draw_of_count(count):
                             generator=om.Generator(5))
     expected = om.randint(0, 11, (count,), generator=om.Generator(5)).tolist()
     assert list(sampler) == expected
+
+
+@pytest.mark.parametrize("data", [[0], [[1, 2], [3, 4]], [True, False], np.arange(3),
+                                  np.ones(2, np.float64)])
+def test_tensor_constructor_makes_float32_from_data_as_torch(data):
+    ours, theirs = om.Tensor(data), torch.Tensor(data)
+    assert ours.dtype == np.float32 and theirs.dtype == torch.float32
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_tensor_constructor_keeps_a_tensors_dtype_as_torch():
+    ours, theirs = om.Tensor(om.tensor([1, 2])), torch.Tensor(torch.tensor([1, 2]))
+    assert ours.dtype == np.int64 and theirs.dtype == torch.int64
+    loss = om.Tensor([0])
+    loss += om.tensor([1.5], requires_grad=True) * 2.0  # char_rnn_generation's running sum
+    assert loss.dtype == np.float32 and loss.requires_grad
