@@ -1,7 +1,7 @@
 """onemodel: neural-network training on CPUs with the same bits on every machine."""
-__version__ = "0.1.0"
+import numpy
 
-import numpy  # noqa: E402
+from .version import __version__  # noqa: E402
 
 from ._config import (config, get_mode, get_num_threads, mode, set_mode,  # noqa: E402
                       set_num_threads)
@@ -16,7 +16,7 @@ from .random import (Generator, default_generator, get_rng_state, manual_seed,  
                      multinomial, rand, rand_like, randint, randn, randn_like, randperm,
                      set_rng_state)
 from . import (amp, backends, checkpoint, cuda, data, distributed, functional,  # noqa: E402
-               interop, nn, onnx, optim, sparse, train, utils)
+               interop, nn, onnx, optim, sparse, train, utils, version)
 from .backends import (accelerator, are_deterministic_algorithms_enabled,  # noqa: E402
                        compile, get_float32_matmul_precision, set_float32_matmul_precision,
                        use_deterministic_algorithms)
@@ -72,4 +72,4 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "is_grad_enabled", "is_inference_mode_enabled", "set_printoptions", "as_tensor", "mm",
            "diag", "diagonal", "diag_embed", "compile", "get_float32_matmul_precision",
            "set_float32_matmul_precision", "onnx", "sparse", "sparse_coo_tensor", "FloatTensor",
-           "LongTensor", "IntTensor", "BoolTensor"]
+           "LongTensor", "IntTensor", "BoolTensor", "version"]

@@ -87,17 +87,20 @@ class InplaceMethods:
             raise ValueError(f"{op}: operand of shape {shape} does not broadcast to "
                              f"{self._data.shape}")
 
-    def _rebase(self, op: str, compute: Compute, *operands: Any) -> "Tensor":
-        """self = compute(self), differentiable when it needs to be (the module's comment)."""
+    def _rebase(self, op: str, compute: Compute, *operands: Any,
+                reshaped: bool = False) -> "Tensor":
+        """self = compute(self), differentiable when it needs to be (the module's comment);
+        `reshaped`: the result may have another shape (unsqueeze_, t_, ...)."""
         from .tensor import Tensor
         self._check_inplace(op)
+        store = self._restride if reshaped else self._store
         me: Tensor = self  # type: ignore[assignment]
         if not self._in_graph(*operands):
-            return self._store(op, compute(me))
+            return store(op, compute(me))
         former = Tensor._wrap(self._data.copy(), self._requires_grad)
         former._node = self._node
         result = compute(former)
-        self._store(op, result)
+        store(op, result)
         if result._node is not None:
             if former._node is not None and former._node.retained is not None:
                 # retain_grad follows the tensor to its new node, as torch's
@@ -116,6 +119,44 @@ class InplaceMethods:
                 raise TypeError(f"{op}: cannot write a {result._data.dtype} result into a "
                                 f"{self._data.dtype} tensor of shape {self._data.shape}"
                                 ) from None
+        self._version += 1
+        return self  # type: ignore[return-value]
+
+    def _restride(self, op: str, result: "Tensor") -> "Tensor":
+        """self takes the result's shape: a reshape of self's array where the values keep
+        their order (so detached aliases still share its memory, as torch's), else the
+        result's array (onemodel's arrays are always C-contiguous)."""
+        same_order = result._data is self._data or np.array_equal(
+            result._data.ravel(), self._data.ravel(), equal_nan=True)
+        self._data = self._data.reshape(result._data.shape) if same_order else result._data
+        self._version += 1
+        return self  # type: ignore[return-value]
+
+    # -- in-place shape methods: torch changes the view's metadata, here the array's shape --
+    def unsqueeze_(self, dim: int) -> "Tensor":
+        return self._rebase("unsqueeze_", lambda t: t.unsqueeze(dim), reshaped=True)
+
+    def squeeze_(self, dim: Optional[int] = None) -> "Tensor":
+        return self._rebase("squeeze_", lambda t: t.squeeze(dim), reshaped=True)
+
+    def transpose_(self, dim0: int, dim1: int) -> "Tensor":
+        return self._rebase("transpose_", lambda t: t.transpose(dim0, dim1), reshaped=True)
+
+    def t_(self) -> "Tensor":
+        return self._rebase("t_", lambda t: t.t(), reshaped=True)
+
+    def resize_(self, *sizes: Any) -> "Tensor":
+        """self takes the shape `sizes`, keeping its first values in row-major order; the
+        elements past them are zeros (torch leaves them uninitialized). Not differentiable."""
+        from .tensor import _shape_arg
+        shape = _shape_arg(sizes, "resize_")
+        if self._requires_grad:  # even under no_grad, as torch
+            raise RuntimeError("resize_: cannot resize a tensor that requires grad")
+        flat = self._data.reshape(-1)
+        count = int(np.prod(shape, dtype=np.int64))
+        if count > flat.size:
+            flat = np.concatenate([flat, np.zeros(count - flat.size, flat.dtype)])
+        self._data = flat[:count].reshape(shape)
         self._version += 1
         return self  # type: ignore[return-value]
 

@@ -21,6 +21,7 @@ import numpy as np
 from ._kernels import _vmath
 from .autograd import no_grad
 from .tensor import Tensor, check_device, is_float32
+from .tensor import device as _device
 
 GOLDEN = 0x9E3779B97F4A7C15
 MASK64 = (1 << 64) - 1
@@ -72,8 +73,18 @@ def _seed_int(seed: Any, what: str) -> int:
 class Generator:
     """SplitMix64 generator; the seed is taken modulo 2^64 (so -1 is 2^64 - 1)."""
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: Any = 0, *, device: Any = None) -> None:
+        # torch's Generator takes only a device (Generator("cpu"), Generator(device="cpu")).
+        if isinstance(seed, (str, _device)):
+            if device is not None:
+                raise TypeError("Generator: got a device both positionally and as device=")
+            seed, device = 0, seed
+        check_device(device, "Generator")
         self._state = _seed_int(seed, "Generator")
+
+    @property
+    def device(self) -> _device:
+        return _device("cpu")
 
     def manual_seed(self, seed: int) -> "Generator":
         """Restarts the stream as Generator(seed) would; returns self (as PyTorch)."""

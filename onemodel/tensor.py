@@ -110,9 +110,11 @@ class Tensor(InplaceMethods, TensorSurface):
     __array_priority__ = 1000  # numpy scalars defer to Tensor operators
 
     def __init__(self, data: Any = (), *sizes: Any, requires_grad: bool = False) -> None:
-        # torch's legacy constructor: Tensor(2, 3) is a float32 tensor of that shape
+        # torch's legacy constructor: Tensor(2, 3) is a float32 tensor of that shape, and
+        # Tensor(data) float32 whatever the data (Tensor([0]) too); a tensor keeps its dtype.
         shape = legacy_sizes(data, sizes, "Tensor")
-        self._data = np.zeros(shape, float32) if shape is not None else _as_array(data, None)
+        self._data = np.zeros(shape, float32) if shape is not None else _as_array(
+            data, None if isinstance(data, Tensor) else float32)
         self._node: Optional[autograd.Node] = None
         self._vc = [0]
         self.grad: Optional[Tensor] = None

@@ -367,7 +367,7 @@ def test_ternary_linear_trains_and_state_is_four_bits():
     opt = SR4(nn.ternary_weights(model), target_step=0.05, seed=1)
     sgd = SGD(model.parameters(), lr=0.05)
     for _ in range(150):
-        loss = F.cross_entropy(model(om.Tensor(x)), om.Tensor(y))
+        loss = F.cross_entropy(model(om.Tensor(x)), om.tensor(y))
         opt.zero_grad()
         sgd.zero_grad()
         loss.backward()
@@ -400,7 +400,7 @@ RESUME = textwrap.dedent("""
         if mode == "save" and step == k:
             checkpoint.save(path, model, opt, extra={"step": step})
         opt.lr = 0.2 * (1 - step / total)  # a schedule through lr
-        loss = F.cross_entropy(model(om.Tensor(x[step % 4::4])), om.Tensor(y[step % 4::4]))
+        loss = F.cross_entropy(model(om.Tensor(x[step % 4::4])), om.tensor(y[step % 4::4]))
         opt.zero_grad(); sgd.zero_grad(); loss.backward(); opt.step(); sgd.step()
     print(checkpoint.state_hash(model, opt))
 """)

@@ -191,7 +191,7 @@ def test_small_convnet_trains_with_sr4():
     try:
         for step in range(80):
             idx = rng.choice(n, 32, replace=False)
-            loss = F.cross_entropy(model(om.Tensor(x[idx])), om.Tensor(y[idx]))
+            loss = F.cross_entropy(model(om.Tensor(x[idx])), om.tensor(y[idx]))
             opt.zero_grad()
             others.zero_grad()
             loss.backward()

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _config, autograd
 from .._kernels import _reduce
-from ..tensor import Tensor, float32
+from ..tensor import Tensor, _as_array, float32
 
 threads = _config.num_threads  # the thread count kernels use, read at every call
 
@@ -30,7 +30,7 @@ def as_tensor(x: Any, op: str, like: Optional[Tensor] = None) -> Tensor:
             dtype = float32
         return Tensor._wrap(np.asarray(x, dtype=dtype))
     if isinstance(x, (np.ndarray, list, tuple)):
-        return Tensor(x)
+        return Tensor._wrap(_as_array(x, None))  # (Tensor(x) would make it float32)
     raise TypeError(f"{op}: expected a Tensor or a number, got {type(x).__name__}")
 
 

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Optional, Tuple
 import numpy as np
 
 from .._kernels import _optim
-from ._elementwise import check_betas
+from ._elementwise import check_betas, check_ignored
 from .lr import ipow
 from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32
 
@@ -43,6 +43,8 @@ class Adam(Optimizer):
         L2 penalty added to the gradient (default 0; AdamW decouples it).
     amsgrad : bool, optional
         Use the running maximum of the second moment (default False).
+    foreach, capturable, differentiable, fused : optional
+        PyTorch's implementation switches (keyword-only): checked and ignored on the CPU.
 
     Notes
     -----
@@ -58,7 +60,11 @@ class Adam(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False) -> None:
+                 weight_decay: float = 0.0, amsgrad: bool = False, *,
+                 foreach: Optional[bool] = None, capturable: bool = False,
+                 differentiable: bool = False, fused: Optional[bool] = None) -> None:
+        check_ignored(self.kind, dict(foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable, fused=fused))
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad))
         self._exp_avg = [np.zeros(p.shape, np.float32) for p in self.params]
@@ -135,5 +141,8 @@ class AdamW(Adam):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01, amsgrad: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+                 weight_decay: float = 0.01, amsgrad: bool = False, *,
+                 foreach: Optional[bool] = None, capturable: bool = False,
+                 differentiable: bool = False, fused: Optional[bool] = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         capturable=capturable, differentiable=differentiable, fused=fused)

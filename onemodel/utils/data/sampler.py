@@ -64,6 +64,9 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
+_REPLACEMENT_BLOCK = 1024  # indices drawn at a time with replacement
+
+
 class RandomSampler(Sampler):
     """Without replacement: permutations of the indices (num_samples of them, repeating whole
     permutations when num_samples exceeds the length); with it, num_samples uniform draws."""
@@ -89,7 +92,11 @@ class RandomSampler(Sampler):
         n, count = len(self.data_source), self.num_samples
         g = self.generator or Generator(default_generator.next_u64())
         if self.replacement:
-            yield from randint(0, n, (count,), generator=g).tolist()
+            # In blocks, as torch does, so a huge num_samples is drawn as it is consumed; the
+            # stream is one draw per index, so the indices are those of one draw of `count`.
+            for start in range(0, count, _REPLACEMENT_BLOCK):
+                yield from randint(0, n, (min(_REPLACEMENT_BLOCK, count - start),),
+                                   generator=g).tolist()
             return
         for _ in range(count // n):
             yield from randperm(n, generator=g).tolist()
