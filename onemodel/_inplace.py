@@ -134,15 +134,19 @@ class InplaceMethods:
 
     # -- in-place shape methods: torch changes the view's metadata, here the array's shape --
     def unsqueeze_(self, dim: int) -> "Tensor":
+        """self takes unsqueeze(dim)'s shape, as `torch.Tensor.unsqueeze_`."""
         return self._rebase("unsqueeze_", lambda t: t.unsqueeze(dim), reshaped=True)
 
     def squeeze_(self, dim: Optional[int] = None) -> "Tensor":
+        """self takes squeeze(dim)'s shape, as `torch.Tensor.squeeze_`."""
         return self._rebase("squeeze_", lambda t: t.squeeze(dim), reshaped=True)
 
     def transpose_(self, dim0: int, dim1: int) -> "Tensor":
+        """self = transpose(dim0, dim1), as `torch.Tensor.transpose_`."""
         return self._rebase("transpose_", lambda t: t.transpose(dim0, dim1), reshaped=True)
 
     def t_(self) -> "Tensor":
+        """self = t(), as `torch.Tensor.t_`."""
         return self._rebase("t_", lambda t: t.t(), reshaped=True)
 
     def resize_(self, *sizes: Any) -> "Tensor":
