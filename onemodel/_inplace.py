@@ -42,7 +42,8 @@ class InplaceMethods:
     _version: int
     grad: Optional["Tensor"]
 
-    def _check_inplace(self, op: str) -> None:
+    def _check_inplace(self, op: str, writes: bool = True) -> None:
+        """`writes`: the op changes values, not only the shape (unsqueeze_ and the like)."""
         if not (autograd.is_grad_enabled() and self._requires_grad):
             return
         node = self._node
@@ -50,6 +51,12 @@ class InplaceMethods:
             raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
                                "in-place operation (a leaf tensor that requires grad; wrap the "
                                "update in onemodel.no_grad())")
+        if not writes:  # a shape change reaches no other tensor; torch still refuses it on
+            # a view of a leaf that requires grad
+            if node.op in _VIEW_OPS and not isinstance(node.inputs[0], autograd.Node):
+                raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is "
+                                   "being used in an in-place operation")
+            return
         # A "view" (a copy here) of a tensor something still holds: torch's write would reach
         # that tensor, ours would not. Refused rather than silently different.
         if node.op in _VIEW_OPS and sys.getrefcount(node.inputs[0]) > _HELD_BY_ONE:
@@ -92,7 +99,7 @@ class InplaceMethods:
         """self = compute(self), differentiable when it needs to be (the module's comment);
         `reshaped`: the result may have another shape (unsqueeze_, t_, ...)."""
         from .tensor import Tensor
-        self._check_inplace(op)
+        self._check_inplace(op, writes=not reshaped)
         store = self._restride if reshaped else self._store
         me: Tensor = self  # type: ignore[assignment]
         if not self._in_graph(*operands):
@@ -134,15 +141,19 @@ class InplaceMethods:
 
     # -- in-place shape methods: torch changes the view's metadata, here the array's shape --
     def unsqueeze_(self, dim: int) -> "Tensor":
+        """self takes unsqueeze(dim)'s shape, as `torch.Tensor.unsqueeze_`."""
         return self._rebase("unsqueeze_", lambda t: t.unsqueeze(dim), reshaped=True)
 
     def squeeze_(self, dim: Optional[int] = None) -> "Tensor":
+        """self takes squeeze(dim)'s shape, as `torch.Tensor.squeeze_`."""
         return self._rebase("squeeze_", lambda t: t.squeeze(dim), reshaped=True)
 
     def transpose_(self, dim0: int, dim1: int) -> "Tensor":
+        """self = transpose(dim0, dim1), as `torch.Tensor.transpose_`."""
         return self._rebase("transpose_", lambda t: t.transpose(dim0, dim1), reshaped=True)
 
     def t_(self) -> "Tensor":
+        """self = t(), as `torch.Tensor.t_`."""
         return self._rebase("t_", lambda t: t.t(), reshaped=True)
 
     def resize_(self, *sizes: Any) -> "Tensor":

@@ -11,7 +11,7 @@ import os
 import onemodel
 
 FLOORS = [
-    {"_ieee", "_kernels", "_config", "_printing", "progress", "backends", "onnx"},
+    {"_ieee", "_kernels", "_config", "_printing", "progress", "backends", "onnx", "version"},
     # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_;
     # Tensor's in-place mixin, hooks, autograd.grad and autograd.Function with them
     {"autograd", "tensor", "_tensor_surface", "random", "_inplace", "_hooks", "_grad",

@@ -89,3 +89,26 @@ def test_resize_refuses_a_tensor_that_requires_grad_even_under_no_grad():
         leaf.resize_(3)
     with torch.no_grad(), pytest.raises(RuntimeError):
         torch.ones(2, requires_grad=True).resize_(3)
+
+
+
+def test_a_view_of_a_non_leaf_may_change_its_shape_as_in_torch():
+    # A shape change writes nothing, so the tensor the view came from is not concerned.
+    grads = []
+    for lib in (om, torch):
+        w = lib.tensor(np.arange(6, dtype=np.float32), requires_grad=True)
+        base = w * 2.0
+        view = base.reshape(2, 3)
+        view.t_()
+        (view * lib.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))).sum().backward()
+        grads.append(w.grad.numpy())
+        assert tuple(base.shape) == (6,)
+    np.testing.assert_array_equal(grads[0], grads[1])
+
+
+def test_a_view_of_a_leaf_is_refused_as_by_torch():
+    for lib in (om, torch):
+        view = lib.ones(6, requires_grad=True).reshape(2, 3)
+        with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+            view.t_()
+        assert tuple(view.shape) == (2, 3)
