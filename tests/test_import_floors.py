@@ -11,14 +11,15 @@ import os
 import onemodel
 
 FLOORS = [
-    {"_ieee", "_kernels", "_config", "_printing", "progress", "backends", "onnx", "version"},
+    {"_ieee", "_kernels", "_config", "_printing", "progress", "backends", "onnx", "version",
+     "_rank_watch"},
     # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_;
     # Tensor's in-place mixin, hooks, autograd.grad and autograd.Function with them
     {"autograd", "tensor", "_tensor_surface", "random", "_inplace", "_hooks", "_grad",
      "_function"},
     {"_autocast"},
     {"functional", "sparse"},
-    {"optim", "checkpoint"},
+    {"optim", "checkpoint", "metrics_log"},
     {"nn", "amp", "utils", "data", "cuda"},  # data is utils.data under its first name
     {"distributed", "interop", "process_group"},
     {"train", "plot"},
