@@ -42,7 +42,11 @@ then the layout (BadTensor), in that order, before it changes anything; nothing 
 a bad file, and a rejected file leaves the model and optimizer as they were. `load` reads a
 regular file whole into memory first (a directory, FIFO, device or socket is BadHeader before
 anything is read), so a file changed on disk during the load cannot leave a target half
-loaded: a load's extra memory is the file's size. `save` writes the arrays themselves, no copy.
+loaded: a load's extra memory is the file's size. The 64-byte header is read and checked
+against the file's size first, so a file that is no checkpoint costs 64 bytes of reading. Every
+error names the file (`_naming`); a zip archive or pickle (torch.save's) is TorchFile. The
+reader with no target (`read_free`: onemodel.load, state_files.py) bounds the manifest by the
+file (FREE_*). `save` writes the arrays themselves, no copy.
 
 `save` writes atomically; `CheckpointManager` keeps the last few step-<n>.ckpt files of a run and
 a copy of the best one (docs/spec/training.txt section 6; docs/spec/pipeline.txt, "keep the
@@ -776,8 +780,8 @@ def _validate_manifest(m: dict, version: int) -> dict:
             raise BadManifest(f"{at}.value: {value} is not in [-2^63, 2^63)")
         extra[key] = value
     out["extra"] = extra
-    if "tree" in m:  # checked by state_files, the one reader that takes it
-        out["tree"] = m["tree"]
+    if "tree" in m:  # a node (an object); checked whole by state_files, its one reader
+        out["tree"] = _field(m, "tree", dict, "manifest")
     return out
 
 

@@ -60,7 +60,7 @@ TREES = [
     ("index as bool", {"t": True}, "tensor True is not 0"),
     ("two tags", {"t": 0, "n": None}, "only field"),
     ("unknown tag", {"x": 0}, "only field"),
-    ("not an object", [0], "only field"),
+    ("not an object", [0], "manifest.tree: expected dict"),
     ("dict not pairs", {"d": [["a"]]}, r"expected a \[key, node\] pair"),
     ("float key", {"d": [[1.5, {"t": 0}]]}, "is not a str"),
     ("duplicate key", {"d": [["a", {"t": 0}], ["a", {"n": None}]]}, "'a' appears more than"),
