@@ -220,8 +220,8 @@ _STRINGS = [b'""', b'"f32"', b'"i32"', b'"i64"', b'"u8"', b'"SGD"', b'"Adam"', b
 _TOKENS = [b'"format"', b'"version"', b'"checksum"', b'"model"', b'"optimizer"', b'"kind"',
            b'"step"', b'"hyper"', b'"name"', b'"bits"', b'"state"', b'"extra"', b'"key"',
            b'"value"', b'"dtype"', b'"length"', b'"tree"', b'{"t":', b'{"d":', b'{"l":',
-           b'{"u":', b'{"n":null}', b'{"b":', b'{"i":', b'{"f":', b'{"s":', b'":', b'",', b"ONEMCKPT", b"\x01\x00\x00\x00",
-           b"\x02\x00\x00\x00", b"@\x00\x00\x00\x00\x00\x00\x00"]
+           b'{"u":', b'{"n":null}', b'{"b":', b'{"i":', b'{"f":', b'{"s":', b'":', b'",',
+           b"ONEMCKPT", b"\x01\x00\x00\x00", b"\x02\x00\x00\x00", b"@\x00\x00\x00\x00\x00\x00\x00"]
 
 
 def mutate(data: bytes, pool: list[bytes], rng: random.Random) -> bytes:
