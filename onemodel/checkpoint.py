@@ -181,10 +181,9 @@ def _state_entry(name: Any, value: Any) -> tuple[str, np.ndarray]:
         raise TypeError(f"save: a state dict's keys are names (str), got {_short(name)}")
     array = getattr(value, "_data", value)  # a Tensor's own array
     if not isinstance(array, (np.ndarray, np.generic)):
-        raise TypeError(f"save: state_dict[{name!r}] is of type {type(value).__name__}; "
-                        "onemodel.save writes a state dict of name -> tensor (model.state_dict())"
-                        ". For a training state with its optimizer and counters use "
-                        "onemodel.checkpoint.save(path, model, optimizer, extra={...})")
+        raise TypeError(f"save: state_dict[{name!r}] is of type {type(value).__name__}; a "
+                        "model's state holds tensors (onemodel.save takes any nesting of "
+                        "dicts, lists, numbers and tensors)")
     return name, np.asarray(array)
 
 
@@ -572,29 +571,38 @@ _OPEN[[ord("]"), ord("}")]] = -1
 def _check_structure(raw: memoryview, max_depth: int, max_values: Optional[int]) -> None:
     """Before parsing, from the brackets and commas outside strings: the nesting depth (so the
     parser never recurses deeper; for any text that parses it is the parsed structure's own),
-    and, given max_values, a bound on the count of JSON values (commas and opening brackets,
-    plus one), which bounds the memory the parser takes. Linear time; memory at most the
-    manifest's size, counted without recursion and piece by piece."""
-    if max_values is not None:  # a string is a value too: this bounds the pieces sub makes
-        quotes = sum(int(np.count_nonzero(np.frombuffer(raw, np.uint8, min(_PIECE, len(raw) - i),
-                                                        i) == ord('"')))
-                     for i in range(0, len(raw), _PIECE))
+    and, given max_values, a bound on the count of JSON values (strings; commas and opening
+    brackets, plus one), which bounds the memory the parser takes. Linear time, piece by piece
+    over the text itself (the strings masked out by their spans), so the scan takes no copy of
+    the manifest; counted without recursion."""
+    text = np.frombuffer(raw, np.uint8)
+    if max_values is not None:  # a string is a value too: this also bounds the spans below
+        quotes = sum(int(np.count_nonzero(text[i:i + _PIECE] == ord('"')))
+                     for i in range(0, len(text), _PIECE))
         if quotes // 2 > max_values:
             raise BadManifest(f"manifest holds about {quotes // 2} strings, more than the "
                               f"{max_values} JSON values a checkpoint of this size may hold")
-    outside = _STRING.sub(b"", raw)
-    if max_values is not None:
-        values = outside.count(b",") + outside.count(b"[") + outside.count(b"{") + 1
-        if values > max_values:
-            raise BadManifest(f"manifest holds about {values} JSON values, more than the "
-                              f"{max_values} a checkpoint of this size may hold")
-    depth = 0
-    for start in range(0, len(outside), _PIECE):
-        piece = np.frombuffer(outside, np.uint8, min(_PIECE, len(outside) - start), start)
-        levels = np.cumsum(_OPEN[piece], dtype=np.int32)
+    spans = [m.span() for m in _STRING.finditer(raw)]
+    depth, values, k = 0, 1, 0
+    for start in range(0, len(text), _PIECE):
+        piece = text[start:start + _PIECE]
+        steps = _OPEN[piece]
+        commas = piece == ord(",")
+        while k < len(spans) and spans[k][1] <= start:
+            k += 1
+        for a, b in spans[k:]:
+            if a >= start + len(piece):
+                break
+            steps[max(a - start, 0):b - start] = 0
+            commas[max(a - start, 0):b - start] = False
+        levels = np.cumsum(steps, dtype=np.int32)
         if depth + int(levels.max()) > max_depth:
             raise BadManifest(f"manifest nests deeper than {max_depth} levels")
         depth += int(levels[-1])
+        values += int(np.count_nonzero(commas)) + int(np.count_nonzero(steps == 1))
+    if max_values is not None and values > max_values:
+        raise BadManifest(f"manifest holds about {values} JSON values, more than the "
+                          f"{max_values} a checkpoint of this size may hold")
 
 
 def _reject_duplicates(pairs: list) -> dict:
