@@ -568,6 +568,10 @@ _OPEN[[ord("["), ord("{")]] = 1
 _OPEN[[ord("]"), ord("}")]] = -1
 
 
+# The structure scan's piece: its temporaries (int64 string marks) stay a few MiB.
+_SCAN_PIECE = 1 << 18
+
+
 def _check_structure(raw: memoryview, max_depth: int, max_values: Optional[int]) -> None:
     """Before parsing, from the brackets and commas outside strings: the nesting depth (so the
     parser never recurses deeper; for any text that parses it is the parsed structure's own),
@@ -577,24 +581,22 @@ def _check_structure(raw: memoryview, max_depth: int, max_values: Optional[int])
     the manifest; counted without recursion."""
     text = np.frombuffer(raw, np.uint8)
     if max_values is not None:  # a string is a value too: this also bounds the spans below
-        quotes = sum(int(np.count_nonzero(text[i:i + _PIECE] == ord('"')))
-                     for i in range(0, len(text), _PIECE))
+        quotes = sum(int(np.count_nonzero(text[i:i + _SCAN_PIECE] == ord('"')))
+                     for i in range(0, len(text), _SCAN_PIECE))
         if quotes // 2 > max_values:
             raise BadManifest(f"manifest holds about {quotes // 2} strings, more than the "
                               f"{max_values} JSON values a checkpoint of this size may hold")
-    spans = [m.span() for m in _STRING.finditer(raw)]
-    depth, values, k = 0, 1, 0
-    for start in range(0, len(text), _PIECE):
-        piece = text[start:start + _PIECE]
-        steps = _OPEN[piece]
-        commas = piece == ord(",")
-        while k < len(spans) and spans[k][1] <= start:
-            k += 1
-        for a, b in spans[k:]:
-            if a >= start + len(piece):
-                break
-            steps[max(a - start, 0):b - start] = 0
-            commas[max(a - start, 0):b - start] = False
+    spans = np.array([m.span() for m in _STRING.finditer(raw)], np.int64).reshape(-1, 2)
+    depth, values = 0, 1
+    for start in range(0, len(text), _SCAN_PIECE):
+        piece = text[start:start + _SCAN_PIECE]
+        # the bytes inside strings, from +1 at each string's start and -1 at its end
+        ends = np.clip(spans - start, 0, len(piece))
+        marks = np.bincount(ends[:, 0], minlength=len(piece) + 1) - \
+            np.bincount(ends[:, 1], minlength=len(piece) + 1)
+        outside = np.cumsum(marks[:len(piece)]) == 0
+        steps = _OPEN[piece] * outside
+        commas = (piece == ord(",")) & outside
         levels = np.cumsum(steps, dtype=np.int32)
         if depth + int(levels.max()) > max_depth:
             raise BadManifest(f"manifest nests deeper than {max_depth} levels")
