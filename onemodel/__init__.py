@@ -22,8 +22,7 @@ from .backends import (accelerator, are_deterministic_algorithms_enabled,  # noq
                        use_deterministic_algorithms)
 from .amp import autocast  # noqa: E402
 from .sparse import sparse_coo_tensor  # noqa: E402
-from .checkpoint import load_state_dict as load  # noqa: E402
-from .checkpoint import save_state_dict as save  # noqa: E402
+from .state_files import load, save  # noqa: E402
 
 # The tensor functions PyTorch users call as torch.cat, torch.exp, ...: onemodel.functional's,
 # under the same names (tests/test_torch_signatures.py holds them to torch's arguments).

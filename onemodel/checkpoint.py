@@ -42,7 +42,11 @@ then the layout (BadTensor), in that order, before it changes anything; nothing 
 a bad file, and a rejected file leaves the model and optimizer as they were. `load` reads a
 regular file whole into memory first (a directory, FIFO, device or socket is BadHeader before
 anything is read), so a file changed on disk during the load cannot leave a target half
-loaded: a load's extra memory is the file's size. `save` writes the arrays themselves, no copy.
+loaded: a load's extra memory is the file's size. The 64-byte header is read and checked
+against the file's size first, so a file that is no checkpoint costs 64 bytes of reading. Every
+error names the file (`_naming`); a zip archive or pickle (torch.save's) is TorchFile. The
+reader with no target (`read_free`: onemodel.load, state_files.py) bounds the manifest by the
+file (FREE_*). `save` writes the arrays themselves, no copy.
 
 `save` writes atomically; `CheckpointManager` keeps the last few step-<n>.ckpt files of a run and
 a copy of the best one.
@@ -60,9 +64,10 @@ import os
 import re
 import stat
 import struct
+import sys
 import tempfile
 import warnings
-from typing import Any, BinaryIO, Callable, Iterable, Mapping, Optional
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Optional
 
 import numpy as np
 
@@ -88,6 +93,17 @@ MAX_EXTRA = 1024
 # which also bounds the extra integers a writer accepts.
 MANIFEST_MARGIN = 128 << 10
 MAX_EXTRA_TEXT = MANIFEST_MARGIN // 2
+# The reader with no target (onemodel.load) bounds the manifest by the file: before parsing,
+# at most FREE_VALUES JSON values plus one per BYTES_PER_VALUE bytes of the file (the parser
+# builds up to ~200 bytes of objects per value, so the parsed manifest stays under the file's
+# size plus a few MiB) and decoded text no larger than the bytes plus FREE_MARGIN; after it,
+# at most FREE_MARGIN bytes plus FREE_PER_TENSOR per tensor. Its JSON nests up to
+# TREE_JSON_DEPTH: a tree container takes up to three levels (docs/spec/clarifications.md).
+FREE_VALUES = 1 << 16
+BYTES_PER_VALUE = 256
+FREE_MARGIN = 4 << 20
+FREE_PER_TENSOR = 4 << 10
+TREE_JSON_DEPTH = 2 + 3 * MAX_DEPTH
 # Without an optimizer the target cannot say how long a saved optimizer section is; optimizers
 # keep a few state tensors per parameter, so this many times the model's part bounds it.
 OPTIMIZER_ALLOWANCE = 8
@@ -123,6 +139,28 @@ class Mismatch(CheckpointError):
     """A valid checkpoint that does not fit the target: names, shapes, dtypes or settings."""
 
 
+class TorchFile(BadHeader):
+    """The file is what torch.save writes (a zip archive or a pickle): never unpickled."""
+
+
+@contextlib.contextmanager
+def _naming(source: str) -> Iterator[None]:
+    """Every CheckpointError raised inside names `source`, the file it came from."""
+    try:
+        yield
+    except CheckpointError as e:
+        raise type(e)(f"{source}: {e}") from None
+
+
+def _source(f: Any) -> str:
+    """The name of a path or file object, for error messages."""
+    if isinstance(f, (str, bytes, os.PathLike)):
+        return os.fsdecode(f)
+    name = getattr(f, "name", None)
+    return os.fsdecode(name) if isinstance(name, (str, bytes, os.PathLike)) else \
+        f"<{type(f).__name__}>"
+
+
 def _short(value: Any) -> str:
     """repr for an error message, cut short: a hostile value may be megabytes long."""
     text = repr(value)
@@ -143,10 +181,9 @@ def _state_entry(name: Any, value: Any) -> tuple[str, np.ndarray]:
         raise TypeError(f"save: a state dict's keys are names (str), got {_short(name)}")
     array = getattr(value, "_data", value)  # a Tensor's own array
     if not isinstance(array, (np.ndarray, np.generic)):
-        raise TypeError(f"save: state_dict[{name!r}] is of type {type(value).__name__}; "
-                        "onemodel.save writes a state dict of name -> tensor (model.state_dict())"
-                        ". For a training state with its optimizer and counters use "
-                        "onemodel.checkpoint.save(path, model, optimizer, extra={...})")
+        raise TypeError(f"save: state_dict[{name!r}] is of type {type(value).__name__}; a "
+                        "model's state holds tensors (onemodel.save takes any nesting of "
+                        "dicts, lists, numbers and tensors)")
     return name, np.asarray(array)
 
 
@@ -215,8 +252,8 @@ def _entries(state: Iterable[tuple[str, np.ndarray]], start: int) -> tuple[list[
     return entries, offset
 
 
-def _manifest(model: Any, optimizer: Any, extra: list[tuple[str, int]],
-              version: int) -> tuple[dict, list]:
+def _manifest(model: Any, optimizer: Any, extra: list[tuple[str, int]], version: int,
+              tree: Any = None) -> tuple[dict, list]:
     model_state = _model_state(model)
     model_entries, end = _entries(model_state, 0)
     manifest: dict[str, Any] = {"format": "onemodel-checkpoint", "version": version}
@@ -232,6 +269,8 @@ def _manifest(model: Any, optimizer: Any, extra: list[tuple[str, int]],
                                  "hyper": _hyper_bits(optimizer), "state": opt_entries}
         arrays += [a for _, a in opt_state]
     manifest["extra"] = [{"key": k, "value": v} for k, v in extra]
+    if tree is not None:
+        manifest["tree"] = tree
     return manifest, arrays
 
 
@@ -251,13 +290,15 @@ def _set_checksum(chunks: list, checksum: int) -> None:
     chunks[0][HEADER.size - 8:HEADER.size] = checksum.to_bytes(8, "little")
 
 
-def _chunks(model: Any, optimizer: Any, extra: Optional[dict], version: int) -> list:
+def _chunks(model: Any, optimizer: Any, extra: Optional[dict], version: int,
+            tree: Any = None) -> list:
     """The checkpoint as a list of byte strings and array views, in file order: the header and
     manifest (one bytearray), then each tensor after its alignment padding. The arrays are not
-    copied. A version-2 header's checksum is left 0: _set_checksum fills it in."""
+    copied. A version-2 header's checksum is left 0: _set_checksum fills it in. `tree` is
+    onemodel.save's structure (state_files.py), its tensors the model entries."""
     if version not in VERSIONS:
         raise ValueError(f"checkpoint: version {version!r} is not one of {VERSIONS}")
-    manifest, arrays = _manifest(model, optimizer, _check_extra(extra), version)
+    manifest, arrays = _manifest(model, optimizer, _check_extra(extra), version, tree)
     try:  # the reader's own checks: the writer never writes what it would refuse
         _validate_manifest(manifest, version)
     except BadManifest as e:
@@ -269,6 +310,11 @@ def _chunks(model: Any, optimizer: Any, extra: Optional[dict], version: int) -> 
     data_offset = _round_up(HEADER.size + len(text))
     entries = _file_entries(manifest)
     data_length = entries[-1]["offset"] + entries[-1]["length"] if entries else 0
+    try:  # and the bounds of the reader with no target (onemodel.load)
+        _parse_manifest(memoryview(text), TREE_JSON_DEPTH, _free_values(data_offset + data_length))
+        _check_free_length(len(text), len(entries))
+    except BadManifest as e:
+        raise ValueError(f"checkpoint: onemodel.load would refuse the file: {e}") from None
     head = bytearray(data_offset)
     HEADER.pack_into(head, 0, MAGIC, version, 0, HEADER.size, len(text), data_offset,
                      data_length, data_offset + data_length, 0)
@@ -447,16 +493,31 @@ def _fsync_folder(folder: str) -> None:
 
 
 # -- reading --------------------------------------------------------------------------------
-def _check_header(data: memoryview, actual: Optional[int] = None) -> tuple[int, int, int]:
-    """Checks the header against the input's real length, then a version-2 checksum (`actual`:
-    that of the bytes after the header, if already known); returns the version, the manifest's
-    length and the data offset."""
-    size = len(data)
+_TORCH_FIX = ("load it with torch.load(f, weights_only=True) and convert it with "
+              "onemodel.interop.load_torch_state_dict(model, state_dict)")
+
+
+def _foreign(head: bytes) -> Optional[str]:
+    """What a file that is not a checkpoint looks like, if it is what torch.save writes."""
+    if head.startswith(b"PK\x03\x04"):
+        return "a zip archive (what torch.save writes)"
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return "a pickle (what torch.save writes with _use_new_zipfile_serialization=False)"
+    return None
+
+
+def _check_frame(head: bytes | bytearray | memoryview, size: int) -> tuple[int, int, int, int]:
+    """Checks the header (the input's first bytes, up to 64) against the input's real length
+    `size`, before anything else is read; returns the version, the manifest's length, the data
+    offset and the checksum field."""
     if size == 0:
         raise BadHeader("the checkpoint is empty (0 bytes)")
+    foreign = _foreign(bytes(head[:4]))
+    if foreign:
+        raise TorchFile(f"the file is {foreign}, not a onemodel checkpoint: {_TORCH_FIX}")
     if size < HEADER.size:
         raise BadHeader(f"checkpoint of {size} bytes is shorter than the 64-byte header")
-    magic, version, flags, m_off, m_len, d_off, d_len, f_len, checksum = HEADER.unpack_from(data)
+    magic, version, flags, m_off, m_len, d_off, d_len, f_len, checksum = HEADER.unpack_from(head)
     if magic != MAGIC:
         raise BadHeader(f"magic {magic!r} is not {MAGIC!r}")
     if version not in VERSIONS:
@@ -479,12 +540,20 @@ def _check_header(data: memoryview, actual: Optional[int] = None) -> tuple[int, 
     if d_len != size - d_off:
         raise BadHeader(f"data_length {d_len} is not file length - data_offset "
                         f"({size - d_off})")
+    return version, m_len, d_off, checksum
+
+
+def _check_header(data: memoryview, actual: Optional[int] = None) -> tuple[int, int, int]:
+    """Checks the header against the input's real length, then a version-2 checksum (`actual`:
+    that of the bytes after the header, if already known); returns the version, the manifest's
+    length and the data offset."""
+    version, m_len, d_off, checksum = _check_frame(data[:HEADER.size], len(data))
     if version == 2:
         if actual is None:
             actual = crc32c(data[HEADER.size:])
         if actual != checksum:
-            raise BadHeader(f"checksum {actual:#010x} of bytes 64..{size} differs from the "
-                            f"header's {checksum:#010x}: the file is corrupt")
+            raise BadHeader(f"checksum {actual:#010x} of bytes 64..{len(data)} differs from "
+                            f"the header's {checksum:#010x}: the file is corrupt")
     return version, m_len, d_off
 
 
@@ -499,15 +568,43 @@ _OPEN[[ord("["), ord("{")]] = 1
 _OPEN[[ord("]"), ord("}")]] = -1
 
 
-def _json_depth_ok(raw: bytes) -> bool:
-    """Whether the parsed value would nest at most MAX_DEPTH deep, found before parsing (so the
-    parser never recurses deeper): the depth of the brackets outside strings, which is the
-    parsed structure's own for any text that parses, counted without recursion."""
-    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:  # cannot nest deeper, strings or not
-        return True
-    outside = _STRING.sub(b"", raw)
-    depth = np.cumsum(_OPEN[np.frombuffer(outside, np.uint8)], dtype=np.int64)
-    return int(depth.max(initial=0)) <= MAX_DEPTH  # no bracket outside strings: depth 0
+# The structure scan's piece: its temporaries (int64 string marks) stay a few MiB.
+_SCAN_PIECE = 1 << 18
+
+
+def _check_structure(raw: memoryview, max_depth: int, max_values: Optional[int]) -> None:
+    """Before parsing, from the brackets and commas outside strings: the nesting depth (so the
+    parser never recurses deeper; for any text that parses it is the parsed structure's own),
+    and, given max_values, a bound on the count of JSON values (strings; commas and opening
+    brackets, plus one), which bounds the memory the parser takes. Linear time, piece by piece
+    over the text itself (the strings masked out by their spans), so the scan takes no copy of
+    the manifest; counted without recursion."""
+    text = np.frombuffer(raw, np.uint8)
+    if max_values is not None:  # a string is a value too: this also bounds the spans below
+        quotes = sum(int(np.count_nonzero(text[i:i + _SCAN_PIECE] == ord('"')))
+                     for i in range(0, len(text), _SCAN_PIECE))
+        if quotes // 2 > max_values:
+            raise BadManifest(f"manifest holds about {quotes // 2} strings, more than the "
+                              f"{max_values} JSON values a checkpoint of this size may hold")
+    spans = np.array([m.span() for m in _STRING.finditer(raw)], np.int64).reshape(-1, 2)
+    depth, values = 0, 1
+    for start in range(0, len(text), _SCAN_PIECE):
+        piece = text[start:start + _SCAN_PIECE]
+        # the bytes inside strings, from +1 at each string's start and -1 at its end
+        ends = np.clip(spans - start, 0, len(piece))
+        marks = np.bincount(ends[:, 0], minlength=len(piece) + 1) - \
+            np.bincount(ends[:, 1], minlength=len(piece) + 1)
+        outside = np.cumsum(marks[:len(piece)]) == 0
+        steps = _OPEN[piece] * outside
+        commas = (piece == ord(",")) & outside
+        levels = np.cumsum(steps, dtype=np.int32)
+        if depth + int(levels.max()) > max_depth:
+            raise BadManifest(f"manifest nests deeper than {max_depth} levels")
+        depth += int(levels[-1])
+        values += int(np.count_nonzero(commas)) + int(np.count_nonzero(steps == 1))
+    if max_values is not None and values > max_values:
+        raise BadManifest(f"manifest holds about {values} JSON values, more than the "
+                          f"{max_values} a checkpoint of this size may hold")
 
 
 def _reject_duplicates(pairs: list) -> dict:
@@ -531,15 +628,20 @@ def _check_manifest_length(length: int, limit: int) -> None:
                           "for this target")
 
 
-def _parse_manifest(raw: bytes) -> dict:
-    if raw.startswith(b"\xef\xbb\xbf"):
+def _parse_manifest(raw: memoryview, max_depth: int = MAX_DEPTH,
+                    max_values: Optional[int] = None) -> dict:
+    """The manifest's JSON object, its depth (and, given max_values, its size in values)
+    checked before it is parsed."""
+    if raw[:3] == b"\xef\xbb\xbf":
         raise BadManifest("manifest starts with a byte-order mark")
+    _check_structure(raw, max_depth, max_values)
     try:
-        text = raw.decode("utf-8", errors="strict")
+        text = str(raw, "utf-8", "strict")
     except UnicodeDecodeError as e:
         raise BadManifest(f"manifest is not valid UTF-8: {e.reason} at byte {e.start}") from None
-    if not _json_depth_ok(raw):
-        raise BadManifest(f"manifest nests deeper than {MAX_DEPTH} levels")
+    if max_values is not None and sys.getsizeof(text) > len(raw) + FREE_MARGIN:
+        raise BadManifest("manifest takes more than its length once decoded (characters "
+                          "beyond Latin-1 among many others)")
     try:
         value = json.loads(text, object_pairs_hook=_reject_duplicates,
                            parse_constant=_reject_constant)
@@ -585,17 +687,23 @@ def _only_fields(obj: Any, keys: tuple, where: str) -> dict:
 _ENTRY_FIELDS = ("name", "dtype", "shape", "offset", "length")
 
 
-def _byte_size(shape: list[int], itemsize: int) -> int:
-    """Bytes of a validated shape, each dimension below 2^62; the product stops growing once it
-    passes 2^63, so a hostile shape costs no big-number arithmetic."""
-    if 0 in shape:
-        return 0
-    nbytes = itemsize
+def _extent(shape: list[int], itemsize: int) -> int:
+    """itemsize times the product of the nonzero dimensions (each below 2^62), capped at 2^63:
+    numpy refuses a shape whose extent reaches 2^63 even when a zero dimension empties it, so
+    this, not the byte size, is what must fit. The product stops growing once it passes 2^63,
+    so a hostile shape costs no big-number arithmetic."""
+    extent = itemsize
     for d in shape:
-        nbytes *= d
-        if nbytes >= 1 << 63:
-            return 1 << 63
-    return nbytes
+        if d:
+            extent *= d
+            if extent >= 1 << 63:
+                return 1 << 63
+    return extent
+
+
+def _byte_size(shape: list[int], itemsize: int) -> int:
+    """Bytes of a validated shape: 0 with a zero dimension, else its extent."""
+    return 0 if 0 in shape else _extent(shape, itemsize)
 
 
 def _tensor_entries(value: Any, where: str) -> list[dict]:
@@ -618,8 +726,9 @@ def _tensor_entries(value: Any, where: str) -> list[dict]:
                 raise BadManifest(f"{at}.shape: negative dimension {d}")
             if d >= 1 << 62:
                 raise BadManifest(f"{at}.shape: dimension {d} is oversized")
-        if _byte_size(shape, DTYPES[dtype].itemsize) >= 1 << 63:
-            raise BadManifest(f"{at}.shape: {_short(shape)} holds 2^63 bytes or more")
+        if _extent(shape, DTYPES[dtype].itemsize) >= 1 << 63:
+            raise BadManifest(f"{at}.shape: {_short(shape)} spans 2^63 bytes or more (its "
+                              "nonzero dimensions count, as numpy's)")
         out.append({"name": name, "dtype": dtype, "shape": shape,
                     "offset": _field(entry, "offset", int, at),
                     "length": _field(entry, "length", int, at)})
@@ -636,7 +745,7 @@ def _check_restorable(name: str, value: float, where: str) -> None:
 def _validate_manifest(m: dict, version: int) -> dict:
     """The manifest's shape and ranges, for a file of this header version."""
     fields = ("format", "version") + (("checksum",) if version == 2 else ()) + (
-        "model", "optimizer", "extra")
+        "model", "optimizer", "extra", "tree")
     _only_fields(m, fields, "manifest")
     if _field(m, "format", str, "manifest") != "onemodel-checkpoint":
         raise BadManifest(f"manifest.format {_short(m['format'])} is not "
@@ -681,6 +790,8 @@ def _validate_manifest(m: dict, version: int) -> dict:
             raise BadManifest(f"{at}.value: {value} is not in [-2^63, 2^63)")
         extra[key] = value
     out["extra"] = extra
+    if "tree" in m:  # a node (an object); checked whole by state_files, its one reader
+        out["tree"] = _field(m, "tree", dict, "manifest")
     return out
 
 
@@ -780,8 +891,11 @@ def _restore(data: memoryview, checksum: Optional[int], model: Any, optimizer: A
     opt_state = _optimizer_state(optimizer) if optimizer is not None else []
     if m_len > MANIFEST_MARGIN:  # every target's bound exceeds the margin
         _check_manifest_length(m_len, _manifest_limit(model_state + opt_state, optimizer))
-    manifest = _validate_manifest(
-        _parse_manifest(data[HEADER.size:HEADER.size + m_len].tobytes()), version)
+    manifest = _validate_manifest(_parse_manifest(data[HEADER.size:HEADER.size + m_len]),
+                                  version)
+    if "tree" in manifest:
+        raise Mismatch("the file holds an object written by onemodel.save, not a training "
+                       "state: read it with onemodel.load")
     _match(manifest["model"], model_state, "model")
     entries = list(manifest["model"])
     if optimizer is not None:
@@ -860,83 +974,92 @@ def _read_file(path: str) -> tuple[memoryview, Optional[int]]:
     """The whole of a regular file and, for a version-2 header, the CRC-32C of its bytes after
     the header, taken piece by piece as they arrive (in cache). A FIFO or device is refused
     before it is opened for reading (opening a FIFO would block), and again by the open
-    descriptor's own type."""
+    descriptor's own type. The header is read and checked against the file's size first, so a
+    file that is no checkpoint costs 64 bytes of reading and nothing is allocated for it."""
     _check_regular(os.stat(path).st_mode, path)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     with open(fd, "rb", buffering=0) as f:
         info = os.fstat(fd)
         _check_regular(info.st_mode, path)
-        buf = np.empty(info.st_size, np.uint8)  # not zero-filled: every byte is read over
+        size = info.st_size
+        head = bytearray(min(size, HEADER.size))
+        _read_exactly(f, memoryview(head), 0, size)
+        version = _check_frame(head, size)[0]
+        buf = np.empty(size, np.uint8)  # not zero-filled: every byte is read over
         view = memoryview(buf)
-        done, crc, version2 = 0, 0, None
-        while done < len(view):
-            n = f.readinto(view[done:done + _PIECE])
-            if not n:
-                raise BadHeader(f"{path} ended at byte {done}, before its length of "
-                                f"{len(view)} bytes: it changed while being read")
-            if version2 is None and done + n >= HEADER.size:
-                version2 = HEADER.unpack_from(view)[1] == 2
-            if version2:
-                crc = crc32c(view[max(done, HEADER.size):done + n], crc)
-            done += n
+        view[:len(head)] = head
+        crc = 0
+        for start in range(len(head), size, _PIECE):
+            piece = view[start:start + _PIECE]
+            _read_exactly(f, piece, start, size)
+            if version == 2:
+                crc = crc32c(piece, crc)
         if f.read(1):
-            raise BadHeader(f"{path} grew past its length of {len(view)} bytes while being read")
-    return view, crc if version2 else None
+            raise BadHeader(f"the file grew past its length of {size} bytes while being read")
+    return view, crc if version == 2 else None
+
+
+def _read_exactly(f: Any, view: memoryview, start: int, size: int) -> None:
+    """Fills view from f (at offset `start` of a file of `size` bytes)."""
+    done = 0
+    while done < len(view):
+        n = f.readinto(view[done:])
+        if not n:
+            raise BadHeader(f"the file ended at byte {start + done}, before its length of "
+                            f"{size} bytes: it changed while being read")
+        done += n
 
 
 def load(path: str | os.PathLike, model: Any, optimizer: Any = None) -> dict:
     """Restores as from_bytes from the whole file, read first; returns the extra integers."""
-    return _restore(*_read_file(os.fspath(path)), model, optimizer)
+    path = os.fspath(path)
+    with _naming(path):
+        return _restore(*_read_file(path), model, optimizer)
+
+
+def read_free(data: memoryview, checksum: Optional[int]) -> tuple[dict, int, int]:
+    """The reader with no target (onemodel.load, the manager's best.ckpt): header, checksum
+    and manifest checked, the manifest bounded by the file (FREE_* below) before and after it
+    is parsed; returns the validated manifest, the manifest's length and the data offset."""
+    version, m_len, d_off = _check_header(data, checksum)
+    _check_manifest_length(m_len, MAX_MANIFEST)
+    manifest = _validate_manifest(_parse_manifest(
+        data[HEADER.size:HEADER.size + m_len], TREE_JSON_DEPTH, _free_values(len(data))),
+        version)
+    _check_free_length(m_len, len(_file_entries(manifest)))
+    return manifest, m_len, d_off
+
+
+def _check_free_length(m_len: int, tensors: int) -> None:
+    limit = FREE_MARGIN + FREE_PER_TENSOR * tensors
+    if m_len > limit:
+        raise BadManifest(f"manifest of {m_len} bytes exceeds {limit} bytes, the bound for "
+                          f"{tensors} tensors")
+
+
+def _free_values(size: int) -> int:
+    """The JSON values a file of `size` bytes may hold in its manifest (read with no target)."""
+    return FREE_VALUES + size // BYTES_PER_VALUE
 
 
 def _extra_of(data: memoryview, checksum: Optional[int]) -> dict:
     """The extra integers of checkpoint bytes, header, checksum and manifest checked, no
     target."""
-    version, m_len, _ = _check_header(data, checksum)
-    _check_manifest_length(m_len, MAX_MANIFEST)
-    return _validate_manifest(_parse_manifest(
-        data[HEADER.size:HEADER.size + m_len].tobytes()), version)["extra"]
+    return read_free(data, checksum)[0]["extra"]
 
 
-# -- state dicts: onemodel.save and onemodel.load, as torch.save(model.state_dict(), f) -----
-def save_state_dict(state_dict: Mapping[str, Any], f: str | os.PathLike | BinaryIO) -> None:
-    """Writes a state dict (name -> tensor or array, as model.state_dict() returns) as a
-    model-only checkpoint, its entries in the dict's order: atomically to a path (as save), or
-    into a binary file object. Anything else (nested dicts, numbers) is a TypeError and an
-    unsupported dtype a ValueError, before anything is written."""
-    if not isinstance(state_dict, Mapping):
-        raise TypeError(f"save: expected a state dict (name -> tensor), got "
-                        f"{type(state_dict).__name__}")
-    if hasattr(f, "write"):
-        f.write(to_bytes(state_dict))
-    else:
-        path = os.fspath(f)
-        _atomic_write(path, _chunks_for(path, state_dict, None, None))
+# -- onemodel.save and onemodel.load (the tree of state_files.py), under their old names ----
+def save_state_dict(obj: Any, f: str | os.PathLike | BinaryIO) -> None:
+    """onemodel.save: see state_files.save."""
+    from .state_files import save as save_object
+    save_object(obj, f)
 
 
 def load_state_dict(f: str | os.PathLike | BinaryIO, map_location: Any = None, *,
-                    weights_only: Optional[bool] = None) -> dict[str, np.ndarray]:
-    """The model section of a checkpoint (save_state_dict's, or save's with or without an
-    optimizer) as a dict name -> array, in file order, for module.load_state_dict. No target:
-    the header, checksum, manifest and layout are checked as for load, and the names must be
-    unique; every array is bounded by the file's own bytes. A file holds tensors only, so every
-    load is weights-only; map_location may name the CPU, nothing else."""
-    if map_location is not None and str(map_location) != "cpu":
-        raise ValueError(f"load: map_location {map_location!r}: onemodel runs on the CPU only")
-    data, crc = (_as_view(f.read()), None) if hasattr(f, "read") else _read_file(os.fspath(f))
-    version, m_len, d_off = _check_header(data, crc)
-    _check_manifest_length(m_len, MAX_MANIFEST)
-    manifest = _validate_manifest(
-        _parse_manifest(data[HEADER.size:HEADER.size + m_len].tobytes()), version)
-    entries = manifest["model"]
-    names = [e["name"] for e in entries]
-    if len(set(names)) != len(names):
-        twice = next(n for i, n in enumerate(names) if n in names[:i])
-        raise BadManifest(f"model: tensor name {_short(twice)} appears more than once")
-    _check_layout(_file_entries(manifest), data, HEADER.size + m_len, d_off)
-    return {e["name"]: np.frombuffer(data, DTYPES[e["dtype"]], math.prod(e["shape"]),
-                                     d_off + e["offset"]).reshape(e["shape"]).copy()
-            for e in entries}
+                    weights_only: Optional[bool] = True) -> Any:
+    """onemodel.load: see state_files.load."""
+    from .state_files import load as load_object
+    return load_object(f, map_location, weights_only=weights_only)
 
 
 # -- rotation -------------------------------------------------------------------------------

@@ -89,8 +89,8 @@ def to_torch_arrays(module: Module) -> "OrderedDict[str, np.ndarray]":
     out: "OrderedDict[str, np.ndarray]" = OrderedDict()
     for theirs, ours in _links(module, "", ""):
         if theirs is not None:
-            parts = [state[name] for name in ours]
-            out[theirs] = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+            parts = [state[name].numpy() for name in ours]  # the module's own arrays: copied
+            out[theirs] = parts[0].copy() if len(parts) == 1 else np.concatenate(parts, axis=0)
     return out
 
 

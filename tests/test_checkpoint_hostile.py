@@ -313,6 +313,15 @@ def cases() -> list[tuple[str, str, bytes, bool]]:
         ("BadManifest", "shape-bytes-overflow",
          edited('"shape":[4,3]', f'"shape":[{1 << 40},{1 << 30}]')),
         ("BadManifest", "shape-bytes-2-63", edited('"shape":[4,3]', f'"shape":[{1 << 61}]')),
+        # Empty, yet numpy refuses it: the extent of the nonzero dimensions counts.
+        ("BadManifest", "zero-dim-extent",
+         edited('"shape":[4,3]', f'"shape":[0,{1 << 31},{1 << 31}]')),
+        ("BadManifest", "zero-dim-last-extent",
+         edited('"shape":[4,3]', f'"shape":[{1 << 40},{1 << 30},0]')),
+        # A tree (onemodel.save's) that names no tensor: refused whole, before any matching.
+        ("BadManifest", "tree-not-object",
+         edited('"extra":[{"key":"samples","value":640}]',
+                '"extra":[{"key":"samples","value":640}],"tree":[]')),
         ("BadManifest", "step-negative", edited('"step":9', '"step":-1')),
         ("BadManifest", "hyper-bits-33", edited('"bits":0}', f'"bits":{1 << 32}}}')),
         ("BadManifest", "lr-nan", built(manifest(hyper=hyper_with("lr", math.nan)))),

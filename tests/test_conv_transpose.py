@@ -152,7 +152,7 @@ def test_module_repr_parameters_and_outputs_are_torch(ours, theirs, args, kwargs
         [(n, tuple(p.shape)) for n, p in t.named_parameters()]
     interop.load_torch_state_dict(m, t.state_dict())  # PyTorch's layout, unchanged
     for name, p in t.state_dict().items():
-        assert m.state_dict()[name].tobytes() == p.numpy().tobytes()
+        assert m.state_dict()[name].numpy().tobytes() == p.numpy().tobytes()
     x = rng.standard_normal((2, args[0]) + (5,) * (len(m.kernel_size)), dtype=np.float32)
     for xv in (x, x[0]):
         y, ty = m(tensor(xv, requires_grad=True)), t(torch.from_numpy(xv))

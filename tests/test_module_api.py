@@ -108,7 +108,7 @@ def test_load_state_dict_returns_torch_named_tuple():
 
 def test_load_state_dict_non_strict_reports_like_torch_and_loads_the_rest():
     ours, ref = build(nn, 1), build(torch.nn)
-    sd = {k: v + 1 for k, v in ours.state_dict().items()}
+    sd = {k: v.numpy() + 1 for k, v in ours.state_dict().items()}
     before = ours.body[0].bias.detach().numpy().copy()
     del sd["body.0.bias"], sd["again.0.bias"]
     sd["extra.weight"] = np.zeros(2, np.float32)
@@ -142,7 +142,7 @@ def test_to_cpu_and_float32_return_the_module_like_torch():
     """`model = Net().to(device)`: the module itself for the CPU and float32, as torch returns
     its module; its parameters untouched."""
     ours, theirs = build(nn, seed=1), build(torch.nn)
-    before = {k: v.copy() for k, v in ours.state_dict().items()}
+    before = {k: v.numpy().copy() for k, v in ours.state_dict().items()}
     for args, kwargs in [(("cpu",), {}), ((torch.device("cpu"),), {}), ((torch.float32,), {}),
                          (("cpu", torch.float32), {"non_blocking": True}),
                          ((), {"device": "cpu", "dtype": torch.float32})]:

@@ -11,7 +11,7 @@ from onemodel import checkpoint, nn
 
 
 def _weights(module):
-    return [v.copy() for v in module.state_dict().values()]
+    return [v.numpy().copy() for v in module.state_dict().values()]
 
 
 def _same(a, b):

@@ -14,7 +14,7 @@ CELLS = [(nn.LSTM, "LSTM"), (nn.GRU, "GRU")]
 def _torch_twin(m, name):
     t = getattr(torch.nn, name)(m.input_size, m.hidden_size, m.num_layers, bias=m.bias,
                                 batch_first=m.batch_first, bidirectional=m.bidirectional)
-    t.load_state_dict({k: torch.from_numpy(v) for k, v in m.state_dict().items()})
+    t.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in m.state_dict().items()})
     return t
 
 

@@ -20,10 +20,14 @@ def model(seed: int) -> nn.Module:
                          nn.Linear(7, 3, seed=seed + 1))
 
 
+def array(value) -> np.ndarray:
+    return value.numpy() if isinstance(value, om.Tensor) else value
+
+
 def same_state(a: dict, b: dict) -> bool:
     return list(a) == list(b) and all(
-        a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and a[k].tobytes() == b[k].tobytes()
-        for k in a)
+        array(a[k]).dtype == array(b[k]).dtype and array(a[k]).shape == array(b[k]).shape
+        and array(a[k]).tobytes() == array(b[k]).tobytes() for k in a)
 
 
 def test_round_trip_restores_a_model_bit_for_bit(tmp_path):
@@ -37,7 +41,7 @@ def test_round_trip_restores_a_model_bit_for_bit(tmp_path):
     dst.load_state_dict(loaded)
     assert same_state(dst.state_dict(), src.state_dict())
     # the arrays are the loader's own: changing one changes neither the file nor the model
-    loaded["0.weight"][...] = 0
+    loaded["0.weight"].numpy()[...] = 0
     assert same_state(om.load(str(path), map_location="cpu"), src.state_dict())
 
 
@@ -58,19 +62,14 @@ def test_file_objects_and_the_checkpoint_format_interoperate(tmp_path):
     checkpoint.load(tmp_path / "m.pt", model(5))
 
 
-def test_what_a_state_dict_file_cannot_hold_is_refused_before_writing(tmp_path):
+def test_what_a_file_cannot_hold_is_refused_before_writing(tmp_path):
     path = tmp_path / "x.pt"
     sd = model(1).state_dict()
-    with pytest.raises(TypeError, match=r"save: state_dict\['epoch'\] is of type int; .*"
-                                        r"onemodel.checkpoint.save\(path, model, optimizer"):
-        om.save({**sd, "epoch": 3}, path)
-    with pytest.raises(TypeError, match=r"state_dict\['model'\] is of type OrderedDict"):
-        om.save({"model": sd}, path)
-    with pytest.raises(TypeError, match="save: expected a state dict .*got list"):
-        om.save([sd["0.weight"]], path)
-    with pytest.raises(TypeError, match="keys are names"):
-        om.save({0: sd["0.weight"]}, path)
-    with pytest.raises(ValueError, match="tensor 'w' has unsupported dtype float64"):
+    with pytest.raises(TypeError, match=r"save: obj\['epoch'\]: a builtins.object cannot"):
+        om.save({**sd, "epoch": object()}, path)
+    with pytest.raises(TypeError, match=r"key \(0, 1\) of type tuple"):
+        om.save({(0, 1): sd["0.weight"]}, path)
+    with pytest.raises(ValueError, match=r"obj\['w'\]: dtype float64 cannot be saved"):
         om.save({"w": np.zeros(3)}, path)
     assert not os.listdir(tmp_path)
     with pytest.raises(ValueError, match="map_location 'cuda:0'.*CPU only"):

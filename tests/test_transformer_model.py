@@ -57,15 +57,15 @@ def test_xavier_draws_and_dropout_seeds():
     m = nn.Transformer(8, 2, 2, 3, 12, seed=7)
     again = nn.Transformer(8, 2, 2, 3, 12, seed=7)
     other = nn.Transformer(8, 2, 2, 3, 12, seed=8)
-    for (name, p), q, r in zip(m.state_dict().items(), again.state_dict().values(),
-                               other.state_dict().values()):
+    arrays = [{k: v.numpy() for k, v in x.state_dict().items()} for x in (m, again, other)]
+    for (name, p), q, r in zip(arrays[0].items(), arrays[1].values(), arrays[2].values()):
         assert p.tobytes() == q.tobytes(), name
         if p.ndim > 1:  # each matrix drawn again from Xavier-uniform, as torch
             fan_out, fan_in = p.shape[0], int(np.prod(p.shape[1:]))
             assert np.abs(p).max() <= np.sqrt(6.0 / (fan_in + fan_out)), name
             assert p.tobytes() != r.tobytes(), name
     # beyond the layers' own bound, 1/sqrt(fan_in), which Linear draws from: drawn again
-    ff1 = m.state_dict()["encoder.layer0.ff1.weight"]
+    ff1 = arrays[0]["encoder.layer0.ff1.weight"]
     assert np.abs(ff1).max() > 1 / np.sqrt(8)
     seeds = [d.seed for d in m.modules() if isinstance(d, nn.Dropout)]
     assert len(seeds) == 4 * 2 + 6 * 3 and len(set(seeds)) == len(seeds)

@@ -10,7 +10,8 @@ prints how many it ran raw and repaired and the outcome counts.
 The first form needs atheris (pip install atheris); an empty or missing CORPUS_DIR is filled
 with the seeds: a valid checkpoint of each model/optimizer pair, the committed hostile files,
 and framed manifests that are no checkpoint at all (JSON strings of brackets, structures nested
-past the depth limit, counts past the caps); the format's tokens go to libFuzzer as a
+past the depth limit, counts past the caps, zero-dimension shapes, trees, big manifests of tiny
+values); the format's tokens go to libFuzzer as a
 dictionary.
 The second form needs nothing: it runs N random mutations of the seeds through the same harness
 (the test suite uses it).
@@ -19,7 +20,7 @@ Every input is tried against four model/optimizer pairs, as it is and again with
 repaired (magic, version 1 or 2, flags restored; manifest_length bounded by the file;
 data_offset, data_length and file_length made consistent; a version-2 checksum recomputed),
 so that mutations of the manifest and the data get past the header and checksum checks; each
-also goes through the reader without a target (checkpoint.load_state_dict, onemodel.load). Any
+also goes through the reader without a target (onemodel.load, trees included). Any
 exception other than CheckpointError is a crash, and so is a rejected input that changed its
 target.
 """
@@ -91,9 +92,10 @@ def _entry(name: str, shape: str) -> str:
     return f'{{"name":"{name}","dtype":"f32","shape":{shape},"offset":0,"length":0}}'
 
 
-def _manifest(model: str = "[]", extra: str = "[]", optimizer: str = "") -> bytes:
+def _manifest(model: str = "[]", extra: str = "[]", optimizer: str = "",
+              tree: str = "") -> bytes:
     return (f'{{"format":"onemodel-checkpoint","version":2,"checksum":"crc32c","model":{model}'
-            f'{optimizer},"extra":{extra}}}').encode()
+            f'{optimizer},"extra":{extra}' + (f',"tree":{tree}' if tree else "") + "}").encode()
 
 
 def hostile_seeds() -> list[bytes]:
@@ -112,6 +114,17 @@ def hostile_seeds() -> list[bytes]:
                             '"state":[]}'),
         _manifest(extra="[" + ",".join(["{}"] * 4000) + "]"),
         _manifest(extra='[{"key":"' + "[" * 50 + '","value":1}]'),
+        # zero dimensions: an empty tensor whose other dimensions numpy still refuses
+        _manifest(model="[" + _entry("w", f"[0,{1 << 31},{1 << 31}]") + "]"),
+        _manifest(model="[" + _entry("w", f"[{1 << 40},0,{1 << 30}]") + "]"),
+        _manifest(model="[" + _entry("0", "[0]") + "]", tree='{"l":[{"t":0},{"n":null}]}'),
+        # trees (onemodel.save's objects) for the reader without a target, and big manifests
+        # of tiny values for its bounds (a quarter MiB each: large next to their files)
+        _manifest(model="[" + _entry("0", "[0]") + "]",
+                  tree='{"d":[["a",{"t":0}],[3,{"u":[{"f":0},{"s":"x"},{"b":true}]}]]}'),
+        _manifest(tree="{" + '"l":[{' * 40 + '"n":null' + "}]" * 40 + "}"),
+        _manifest(extra="[" + "[]," * 80000 + "[]]"),
+        _manifest(tree='{"l":[' + '{"i":1000},' * 20000 + '{"n":null}]}'),
     ]
     return [framed(t, version) for t in texts for version in (1, 2)]
 
@@ -147,7 +160,7 @@ class Harness:
 
     def _try(self, variant: bytes) -> None:
         try:  # the target-free reader (onemodel.load) refuses with CheckpointError alone too
-            checkpoint.load_state_dict(io.BytesIO(variant))
+            om.load(io.BytesIO(variant))
         except checkpoint.CheckpointError:
             pass
         for i, (name, model, optimizer) in enumerate(self.pairs):
@@ -198,15 +211,17 @@ _STRING = re.compile(rb'"[^"]*"')
 _NUMBERS = [b"0", b"-1", b"1", b"63", b"64", b"-64", b"4294967296", b"9223372036854775807",
             b"9223372036854775808", b"18446744073709551615", b"18446744073709551616",
             b"4611686018427387904", b"1.5", b"1e3", b"true", b"null", b"NaN", b"[]", b"{}",
-            b'"f32"', b'"i64"', b'"u8"', b"99999999999999999999999999999"]
+            b'"f32"', b'"i64"', b'"u8"', b"99999999999999999999999999999", b"2147483648",
+            b"[0,2147483648,2147483648]"]
 _STRINGS = [b'""', b'"f32"', b'"i32"', b'"i64"', b'"u8"', b'"SGD"', b'"Adam"', b'"AdamW"',
             b'"0.weight"', b'"\\ud800"', b'"lr"', b'"shape"', b'"offset"', b"0", b"[]",
             b'"crc32c"', b'"xxh64"', b'"onemodel-checkpoint"']
 # The format's field names and frame, for the libFuzzer dictionary.
 _TOKENS = [b'"format"', b'"version"', b'"checksum"', b'"model"', b'"optimizer"', b'"kind"',
            b'"step"', b'"hyper"', b'"name"', b'"bits"', b'"state"', b'"extra"', b'"key"',
-           b'"value"', b'"dtype"', b'"length"', b'":', b'",', b"ONEMCKPT", b"\x01\x00\x00\x00",
-           b"\x02\x00\x00\x00", b"@\x00\x00\x00\x00\x00\x00\x00"]
+           b'"value"', b'"dtype"', b'"length"', b'"tree"', b'{"t":', b'{"d":', b'{"l":',
+           b'{"u":', b'{"n":null}', b'{"b":', b'{"i":', b'{"f":', b'{"s":', b'":', b'",',
+           b"ONEMCKPT", b"\x01\x00\x00\x00", b"\x02\x00\x00\x00", b"@\x00\x00\x00\x00\x00\x00\x00"]
 
 
 def mutate(data: bytes, pool: list[bytes], rng: random.Random) -> bytes:

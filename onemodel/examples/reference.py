@@ -147,7 +147,7 @@ def state_after(name: str, steps: int = 20) -> dict:
     training = TRAININGS[name]()
     for k in range(steps):
         training.step(k)
-    state = dict(training.model.state_dict())
+    state = {k: v.numpy().copy() for k, v in training.model.state_dict().items()}
     state.update({f"optimizer.{k}": v.copy()
                   for k, v in training.optimizer.state_tensors().items()})
     return state

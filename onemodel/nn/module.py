@@ -292,9 +292,11 @@ class Module:
             yield b
 
     # -- state ------------------------------------------------------------------------------
-    def state_dict(self) -> "OrderedDict[str, np.ndarray]":
-        """Name -> a copy of the array, for every parameter and buffer, in the state order."""
-        return OrderedDict((name, t._data.copy()) for name, t in self._named_state())
+    def state_dict(self) -> "OrderedDict[str, Tensor]":
+        """Name -> tensor, for every parameter and buffer, in the state order: as PyTorch's,
+        each detached and sharing memory (and version counter) with the module's own, so
+        `state_dict()[name].copy_(x)` writes the module and a saved state needs no copy."""
+        return OrderedDict((name, t.detach()) for name, t in self._named_state())
 
     def load_state_dict(self, state_dict: Mapping[str, Any],
                         strict: bool = True) -> IncompatibleKeys:

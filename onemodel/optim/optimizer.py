@@ -357,19 +357,21 @@ class Optimizer:
 
     # -- PyTorch's state_dict -----------------------------------------------------------------
     def state_dict(self) -> dict:
-        """The checkpoint's optimizer state as PyTorch shapes it: "state" maps a parameter's
-        index to {name: array copy} (names without an index, like SR4's seed, map from the
-        name itself), "param_groups" lists each group's settings with "params" as indices;
-        "step_count" is the global step count (PyTorch keeps a step per parameter)."""
-        state: dict = {}
+        """PyTorch's layout: "state" maps each parameter's index to {"step": the step count as
+        a 0-d int64 tensor, then its state tensors by name} (names without an index, like
+        SR4's seed, map from the name itself); "param_groups" lists each group's settings with
+        "params" as indices. The state tensors are the optimizer's own (as PyTorch's: copy
+        them to keep them). onemodel counts steps globally, so every "step" is the same; int64
+        keeps counts past 2^24 exact (PyTorch's is a float32 tensor)."""
+        state: dict = {i: {"step": Tensor._wrap(np.array(self._step_count, np.int64))}
+                       for i in range(len(self.params))}
         for name, arr in self.state_tensors().items():
             key, index = _split(name)
             if index is None:
-                state[name] = arr.copy()
+                state[name] = Tensor._wrap(arr)
             else:
-                state.setdefault(index, {})[key] = arr.copy()
-        return {"state": state, "param_groups": self._indexed_groups(),
-                "step_count": self._step_count}
+                state[index][key] = Tensor._wrap(arr)
+        return {"state": state, "param_groups": self._indexed_groups()}
 
     def _indexed_groups(self) -> list[dict]:
         """Each group's settings as a dict, with "params" as the parameters' indices."""
@@ -382,18 +384,14 @@ class Optimizer:
         return groups
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        """Restores what state_dict() returned, checking everything before changing anything:
-        the keys, the group count and sizes, the fixed settings and every array's name, dtype
-        and shape (ValueError)."""
+        """Restores what state_dict() returned (tensors or numpy arrays), checking everything
+        before changing anything: the keys, the group count and sizes, the fixed settings,
+        the step counts and every state tensor's name, dtype and shape (ValueError)."""
         where = f"{self.kind}.load_state_dict"
-        if not isinstance(state_dict, Mapping) or \
-                set(state_dict) != {"param_groups", "state", "step_count"}:
+        if not isinstance(state_dict, Mapping) or set(state_dict) != {"param_groups", "state"}:
             keys = list(state_dict) if isinstance(state_dict, Mapping) else state_dict
-            raise ValueError(f"{where}: expected the keys 'state', 'param_groups' and "
-                             f"'step_count', got {keys!r}")
-        step = state_dict["step_count"]
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
-            raise ValueError(f"{where}: step_count must be an integer >= 0, got {step!r}")
+            raise ValueError(f"{where}: expected the keys 'state' and 'param_groups', got "
+                             f"{keys!r}")
         groups = state_dict["param_groups"]
         if not isinstance(groups, (list, tuple)) or len(groups) != len(self.param_groups):
             n = len(groups) if isinstance(groups, (list, tuple)) else groups
@@ -418,7 +416,11 @@ class Optimizer:
                                  f"{saved['params']!r}, this optimizer {own['params']!r}")
         values = self._flat_hyper(groups)
         self._check_hyper_parameters(values)
-        arrays = self._saved_arrays(where, state_dict["state"])
+        state = state_dict["state"]
+        if not isinstance(state, Mapping):
+            raise ValueError(f"{where}: state must be a dict, got {type(state).__name__}")
+        step = self._saved_step(where, state)
+        arrays = self._saved_arrays(where, state)
         self._set_hyper_parameters(values)
         for group, saved in zip(self.param_groups, groups):
             for key in SCHEDULER_KEYS:
@@ -426,31 +428,49 @@ class Optimizer:
                     group[key] = saved[key]
         for dst, src in arrays:
             dst[...] = src
-        self._step_count = int(step)
+        self._step_count = step
         self._state_loaded()
 
-    def _saved_arrays(self, where: str, state: Any) -> list:
+    def _saved_step(self, where: str, state: Mapping) -> int:
+        """The step count every parameter's "step" holds (an integer, or an integral float as
+        PyTorch's), the same for all."""
+        steps = set()
+        for i in range(len(self.params)):
+            entry = state.get(i)
+            step = _array(entry.get("step")) if isinstance(entry, Mapping) else None
+            if step is None or step.shape != () or step.dtype.kind not in "iuf" or \
+                    not (0 <= step < 2 ** 63) or step != np.floor(step):
+                raise ValueError(f"{where}: state[{i}]['step'] must be a 0-d tensor holding "
+                                 f"an integer >= 0, got {_short(entry)}")
+            steps.add(int(step))
+        if len(steps) > 1:
+            raise ValueError(f"{where}: the parameters' steps differ ({sorted(steps)}); "
+                             f"{self.kind} counts steps for all its parameters at once")
+        return steps.pop()
+
+    def _saved_arrays(self, where: str, state: Mapping) -> list:
         """(own array, saved array) pairs for every state tensor, all checked."""
-        if not isinstance(state, Mapping):
-            raise ValueError(f"{where}: state must be a dict, got {type(state).__name__}")
         pairs = []
         for name, own in self.state_tensors().items():
             key, index = _split(name)
             entry = state.get(name) if index is None else state.get(index)
             if index is not None and isinstance(entry, Mapping):
                 entry = entry.get(key)
-            if not isinstance(entry, np.ndarray) or entry.dtype != own.dtype or \
-                    entry.shape != own.shape:
-                got = (f"{entry.dtype} {entry.shape}" if isinstance(entry, np.ndarray)
+            saved = _array(entry)
+            if saved is None or saved.dtype != own.dtype or saved.shape != own.shape:
+                got = (f"{saved.dtype} {saved.shape}" if saved is not None
                        else type(entry).__name__)
                 raise ValueError(f"{where}: state {name!r}: expected {own.dtype} {own.shape}, "
                                  f"got {got}")
-            pairs.append((own, entry))
+            pairs.append((own, saved))
         # Every own entry was found, so a larger count means entries this optimizer has not.
-        saved = sum(len(s) if isinstance(s, Mapping) else 1 for s in state.values())
-        if saved != len(pairs):
-            raise ValueError(f"{where}: state holds {saved} arrays, this optimizer "
-                             f"{len(pairs)}")
+        saved_count = sum(len([k for k in s if k != "step"]) if isinstance(s, Mapping) else 1
+                          for s in state.values())
+        if saved_count != len(pairs) or len(state) != len(self.params) + sum(
+                _split(name)[1] is None for name in self.state_tensors()):
+            raise ValueError(f"{where}: state holds {saved_count} tensors besides the steps "
+                             f"for {len(state)} keys, this optimizer {len(pairs)} for "
+                             f"{len(self.params)} parameters")
         return pairs
 
     def _state_loaded(self) -> None:
@@ -459,6 +479,17 @@ class Optimizer:
     def __repr__(self) -> str:
         hp = ", ".join(f"{k}={v:g}" for k, v in self.hyper_parameters().items())
         return f"{self.kind}({len(self.params)} parameters, {hp}, step_count={self._step_count})"
+
+
+def _array(value: Any) -> Any:
+    """The array of a saved tensor (or a numpy array), else None."""
+    value = value._data if isinstance(value, Tensor) else value
+    return value if isinstance(value, np.ndarray) else None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _suffixed(name: str, g: int) -> str:

@@ -28,7 +28,7 @@ _DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64"}
 def folded_state(model: Any) -> dict[str, np.ndarray]:
     """The state of the folded model: every convolution with its batch norm folded in, the
     norms gone, the rest as it is."""
-    state = {k: np.asarray(v) for k, v in model.state_dict().items()}
+    state = {k: v.numpy() for k, v in model.state_dict().items()}
     layers = list(model.features)
     out: dict[str, np.ndarray] = {}
     for i, layer in enumerate(layers):
