@@ -241,10 +241,15 @@ def _gather(data: np.ndarray, what: str) -> np.ndarray:
     return rows
 
 
-def broadcast(tensor: Tensor, src: int, group: Any = None, async_op: bool = False) -> None:
-    """Rank src's values into the tensor on every rank, in place."""
+def broadcast(tensor: Tensor, src: Optional[int] = None, group: Any = None,
+              async_op: bool = False, group_src: Optional[int] = None) -> None:
+    """Rank src's values into the tensor on every rank, in place (group_src is the same rank:
+    the one group is the world)."""
     _collective("broadcast", group, async_op)
     _check_tensor("broadcast", "tensor", tensor)
+    if (src is None) == (group_src is None):
+        raise ValueError("broadcast: give exactly one of src and group_src")
+    src = group_src if src is None else src
     if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < _dist.world_size():
         raise ValueError(f"broadcast: src must be a rank in [0, {_dist.world_size()}), "
                          f"got {src!r}")

@@ -287,6 +287,9 @@ def test_collectives_in_one_process_and_their_errors():
             distributed.all_reduce(om.tensor([1, 2]), op=distributed.ReduceOp.AVG)
         with pytest.raises(ValueError, match="broadcast: src must be a rank in \\[0, 1\\)"):
             distributed.broadcast(t, src=1)
+        with pytest.raises(ValueError, match="broadcast: give exactly one of src and group_src"):
+            distributed.broadcast(t)
+        distributed.broadcast(t, group_src=0)
         with pytest.raises(ValueError, match="all_gather: tensor_list must be a list of 1"):
             distributed.all_gather([om.zeros(2), om.zeros(2)], t)
         with pytest.raises(ValueError, match="all_gather: tensor_list\\[0\\] has shape \\(3,\\)"):

@@ -94,6 +94,8 @@ class DistributedDataParallel(Module):
             self.require_backward_grad_sync = before
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The module's forward; its backward synchronises the gradients unless run inside
+        no_sync() (rank 0's buffers are broadcast first when broadcast_buffers)."""
         if self._armed and self._done and self._expected - self._done:
             missing = sorted(self._expected - self._done)
             raise RuntimeError(
