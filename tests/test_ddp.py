@@ -251,6 +251,23 @@ def test_ddp_gradient_is_the_exact_mean_in_one_process():
         np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
 
 
+def test_autograd_grad_through_ddp_adds_no_term():
+    """autograd.grad between two backwards of a window: its gradients go to the caller only."""
+    model = namespace["make_model"](seed=2)
+    ddp = DistributedDataParallel(model)
+    expected = [(j, _gradients(model, i, 1)) for j, i in enumerate((3, 4))]
+    model.zero_grad()
+    data = namespace["MicroBatches"]()
+    with ddp.no_sync():
+        (F.cross_entropy(ddp(data[3][0]), data[3][1]) / 2).backward()
+    om.autograd.grad(F.cross_entropy(ddp(data[7][0]), data[7][1]), list(model.parameters()))
+    (F.cross_entropy(ddp(data[4][0]), data[4][1]) / 2).backward()
+    reference = namespace["make_model"](seed=2)
+    distributed.all_reduce_gradients(list(reference.parameters()), expected)
+    for p, q in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+
+
 def test_ddp_refuses_an_unused_parameter_unless_told():
     class TwoHeads(nn.Module):
         def __init__(self):

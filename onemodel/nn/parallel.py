@@ -119,7 +119,10 @@ class DistributedDataParallel(Module):
         return out
 
     def _take(self, k: int, grad: Tensor) -> None:
-        """Parameter k's gradient of this backward, before it is added into .grad: a term."""
+        """Parameter k's gradient of this backward, before it is added into .grad: a term
+        (autograd.grad's gradients go to the caller, not into .grad: not one)."""
+        if autograd._pass.capturing:
+            return
         p, terms = self._params[k], self._terms[k]
         if p.grad is None:
             terms.clear()  # zeroed since (set to None): the window starts again
