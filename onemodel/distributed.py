@@ -307,7 +307,7 @@ def _allreduce(buf: np.ndarray, what: str, op: Any = None) -> np.ndarray:
     return buf
 
 
-def broadcast(buf: np.ndarray, what: str, root: int = 0) -> np.ndarray:
+def broadcast_buffer(buf: np.ndarray, what: str, root: int = 0) -> np.ndarray:
     """In-place broadcast of a contiguous numpy buffer from `root`, with the timeout."""
     if _comm is None or buf.size == 0:
         return buf
@@ -324,7 +324,7 @@ def broadcast_arrays(arrays: Sequence[np.ndarray], what: str, root: int = 0) -> 
         return
     packed = np.concatenate([np.ascontiguousarray(a).reshape(-1).view(np.uint8)
                              for a in arrays])
-    broadcast(packed, what, root)
+    broadcast_buffer(packed, what, root)
     at = 0
     for a in arrays:
         n = a.nbytes
@@ -336,7 +336,7 @@ def broadcast_int(value: int, what: str, root: int = 0) -> int:
     """The integer `value` of rank `root` (a signed 64-bit one), on every rank; `what` names
     the wait in a timeout's message."""
     buf = np.array([value], np.int64)
-    return int(broadcast(buf, what, root)[0])
+    return int(broadcast_buffer(buf, what, root)[0])
 
 
 def broadcast_bytes(data: Optional[bytes], what: str, root: int = 0) -> bytes:
@@ -346,7 +346,7 @@ def broadcast_bytes(data: Optional[bytes], what: str, root: int = 0) -> bytes:
         return None  # type: ignore[return-value]
     buf = np.frombuffer(bytearray(data or b""), np.uint8) if rank() == root \
         else np.empty(n, np.uint8)
-    return broadcast(buf, what, root).tobytes()
+    return broadcast_buffer(buf, what, root).tobytes()
 
 
 def local_indices(micro_batches: int, rank_: Optional[int] = None,
@@ -973,7 +973,11 @@ class OptimizerShards:
 
 # torch.distributed's process-group calls (onemodel/process_group.py, which reads this module)
 from .process_group import (  # noqa: E402, F401
+    ReduceOp,
+    all_gather,
+    all_reduce,
     barrier,
+    broadcast,
     destroy_process_group,
     get_rank,
     get_world_size,

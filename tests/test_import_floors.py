@@ -22,7 +22,7 @@ FLOORS = [
     {"optim", "checkpoint", "metrics_log"},
     {"nn", "amp", "utils", "data", "cuda"},  # data is utils.data under its first name
     {"distributed", "interop", "process_group"},
-    {"train", "plot"},
+    {"train", "plot", "launch"},
     {"examples"},
     {"__init__"},
 ]
