@@ -220,3 +220,6 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     if std is None:
         return tensor
     return normal_(tensor, 0.0, std, generator)
+
+
+from .init_structured import dirac_, eye_, orthogonal_, sparse_  # noqa: E402, F401
