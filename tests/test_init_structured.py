@@ -78,3 +78,17 @@ def test_missing_names_of_torch_init_are_none_of_these():
 def test_bad_arguments_are_refused_by_name(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_every_torch_init_name_exists_and_old_spellings_warn_as_torchs():
+    public = {n for n in dir(torch.nn.init) if not n.startswith("_") and callable(
+        getattr(torch.nn.init, n)) and getattr(torch.nn.init, n).__module__ == "torch.nn.init"}
+    assert public - set(dir(init)) == set()
+    for old in ("uniform", "normal", "xavier_normal", "orthogonal", "eye"):
+        with pytest.warns(FutureWarning, match=f"`nn.init.{old}` is now deprecated in favor "
+                                               f"of `nn.init.{old}_`"):
+            t = getattr(init, old)(om.empty(3, 3))
+        assert t.shape == (3, 3)
+    with pytest.warns(FutureWarning):
+        np.testing.assert_array_equal(init.constant(om.empty(2, 2), 0.5).numpy(),
+                                      np.full((2, 2), 0.5, np.float32))
