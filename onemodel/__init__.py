@@ -38,6 +38,8 @@ from .functional import (abs, add, all, allclose, amax, amin, any, argmax, argmi
                          sqrt, square, squeeze, stack, std, sub, sum, tanh, topk, transpose, tril,
                          triu, trunc, unsqueeze, var, vstack, where)
 
+spmm = mm  # torch.spmm is torch.mm under the name it had for a sparse first operand
+
 # PyTorch's dtype names, as the numpy dtypes tensors hold (float64 and float16 are refused by the
 # constructors with the reason; bfloat16 and float16 are what amp.autocast takes).
 float32 = float = numpy.dtype("float32")
@@ -69,6 +71,6 @@ __all__ = ["__version__", "config", "get_mode", "get_num_threads", "mode", "set_
            "logsumexp", "argsort", "square", "reciprocal", "rsqrt", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "prod", "expm1", "log1p", "inference_mode",
            "is_grad_enabled", "is_inference_mode_enabled", "set_printoptions", "as_tensor", "mm",
-           "diag", "diagonal", "diag_embed", "compile", "get_float32_matmul_precision",
+           "spmm", "diag", "diagonal", "diag_embed", "compile", "get_float32_matmul_precision",
            "set_float32_matmul_precision", "onnx", "sparse", "sparse_coo_tensor", "FloatTensor",
            "LongTensor", "IntTensor", "BoolTensor", "version"]

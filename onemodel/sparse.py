@@ -123,6 +123,13 @@ class SparseTensor:
     def to_sparse(self) -> "SparseTensor":
         return self
 
+    def to(self, *args: Any, **kwargs: Any) -> "SparseTensor":
+        """As Tensor.to, applied to the values: self when nothing changes."""
+        values = self._vals.to(*args, **kwargs)
+        if values is self._vals:
+            return self
+        return SparseTensor(self._idx, values, self._size, self._coalesced)
+
     def __repr__(self) -> str:
         return (f"tensor(indices={self._idx.tolist()},\n       values={self._vals!r},\n"
                 f"       size={self._size}, nnz={self._nnz()}, layout=torch.sparse_coo)")

@@ -97,9 +97,6 @@ def test_mse_loss_gradient_by_central_differences(rng, check_grad):
 
 
 @pytest.mark.parametrize("name, kwargs, match", [
-    ("BCEWithLogitsLoss", {"reduce": False}, "BCEWithLogitsLoss: size_average and reduce"),
-    ("MSELoss", {"size_average": False}, "MSELoss: size_average and reduce are deprecated"),
-    ("L1Loss", {"reduce": True}, "L1Loss: size_average and reduce"),
     ("L1Loss", {"reduction": "avg"}, "L1Loss: reduction must be one of mean, sum, none"),
     ("CTCLoss", {"reduction": "batchmean"}, "CTCLoss: reduction must be"),
     ("CTCLoss", {"blank": -1}, "CTCLoss: blank must be a non-negative"),

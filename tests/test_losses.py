@@ -147,10 +147,6 @@ def test_losses_give_the_same_bits_everywhere(rng, check_exact):
                                       r"\(5,\): expected \(\)"),
     (lambda x: F.cross_entropy(x, [0] * 6, weight=om.ones(4)), r"weight of shape \(4,\)"),
     (lambda x: F.cross_entropy(x, [0] * 6, om.ones(4)), r"weight of shape \(4,\)"),
-    (lambda x: F.cross_entropy(x, [0] * 6, None, False), "size_average and reduce are deprec"),
-    (lambda x: F.nll_loss(x, [0] * 6, reduce=False), "nll_loss: size_average and reduce"),
-    (lambda x: F.mse_loss(x, x, False), "mse_loss: size_average and reduce are deprecated"),
-    (lambda x: F.l1_loss(x, x, reduce=True), "l1_loss: size_average and reduce"),
     (lambda x: F.mse_loss(x, x, weight=om.ones(5)), r"mse_loss: weight of shape \(5,\) must "
                                                     r"have the input's shape \(6, 5\)"),
     (lambda x: F.l1_loss(x, x, weight=om.tensor([1, 2])), "l1_loss: weight must be float32"),

@@ -184,8 +184,8 @@ def test_errors():
         nn.LSTM(3, 4, proj_size=-1)
     with pytest.raises(ValueError, match="GRU: proj_size is only supported for LSTM"):
         nn.GRU(3, 4, proj_size=2)
-    with pytest.raises(TypeError):  # keyword-only, as bidirectional (PyTorch's slot: dropout)
-        nn.LSTM(3, 4, 1, True, False, 0.0, False, 2)
+    # PyTorch's positional order: dropout, bidirectional, then proj_size.
+    assert nn.LSTM(3, 4, 1, True, False, 0.0, False, 2).proj_size == 2
     m = nn.LSTM(3, 4, proj_size=2)
     x = om.tensor(np.zeros((5, 2, 3), np.float32))
     c0 = om.tensor(np.zeros((1, 2, 4), np.float32))

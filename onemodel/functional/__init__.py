@@ -75,6 +75,7 @@ from .elementwise import (
     where,
 )
 from .embedding_bag import embedding_bag
+from .grid import affine_grid, grid_sample
 from .linalg import bilinear, bmm, einsum, linear, matmul, mm, outer, tril, triu
 from .loss import (
     binary_cross_entropy,
@@ -139,6 +140,7 @@ from .sorting import argsort, sort, topk
 
 __all__ = ["abs", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "add", "all", "allclose", "amax",
            "amin", "any", "argmax", "argmin", "argsort", "avg_pool1d", "avg_pool2d", "batch_norm",
+           "affine_grid", "grid_sample",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "bmm", "cat", "ceil",
            "celu", "chunk", "clamp", "clamp_max", "clamp_min", "clone", "conv1d", "conv2d", "cos",
            "cosine_similarity", "cross_entropy", "ctc_loss", "cumsum", "div", "dropout",

@@ -34,6 +34,18 @@ def as_tensor(x: Any, op: str, like: Optional[Tensor] = None) -> Tensor:
     raise TypeError(f"{op}: expected a Tensor or a number, got {type(x).__name__}")
 
 
+def dense_of_sparse(x: Any, like: Any, op: str) -> Any:
+    """A sparse COO right operand as its dense tensor, as torch's dense-sparse add and product
+    answer a dense tensor; anything else unchanged. The dense result's sums are the dense op's."""
+    if op not in ("add", "sub", "matmul", "mm") or isinstance(x, Tensor) or not getattr(
+            x, "is_sparse", False):
+        return x
+    if op in ("add", "sub") and isinstance(like, Tensor) and like.shape != tuple(x.shape):
+        raise ValueError(f"{op}: a sparse other must have the input's size (no broadcasting), "
+                         f"got {tuple(x.shape)} and {like.shape}")
+    return x.to_dense()
+
+
 def require_float(t: Tensor, op: str, name: str = "input") -> None:
     # Identity first: arrays share numpy's float32 descriptor, and `is` skips a rich compare.
     if t._data.dtype is not float32 and t._data.dtype != float32:

@@ -18,7 +18,7 @@ from .._ieee import quiet
 from .._kernels import _vmath
 from ..autograd import is_grad_enabled, may_overwrite
 from ..tensor import Tensor, float32
-from ._core import as_tensor, record, require_float, sum_to_shape, threads
+from ._core import as_tensor, dense_of_sparse, record, require_float, sum_to_shape, threads
 
 Number = Union[int, float]
 
@@ -48,7 +48,7 @@ def _operands(a: Any, b: Any, op: str, floating: bool = False) -> tuple:
     if not isinstance(a, Tensor):
         a = as_tensor(a, op, b if isinstance(b, Tensor) else None)
     if not isinstance(b, Tensor):
-        b = as_tensor(b, op, a)
+        b = as_tensor(dense_of_sparse(b, a, op), op, a)
     da, db = a._data.dtype, b._data.dtype
     if floating or da == float32 or db == float32:
         dtype = float32

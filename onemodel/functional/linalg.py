@@ -90,7 +90,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     """input @ other with torch.matmul's rules: 1-D operands gain and lose a dimension, leading
     (batch) dimensions broadcast."""
     a = _core.as_tensor(input, "matmul")
-    b = _core.as_tensor(other, "matmul")
+    b = _core.as_tensor(_core.dense_of_sparse(other, a, "matmul"), "matmul")
     _core.require_float(a, "matmul", "a")
     _core.require_float(b, "matmul", "b")
     sa, sb = a._data.shape, b._data.shape
@@ -182,6 +182,7 @@ def mm(input: Any, mat2: Tensor) -> Tensor:
     (onemodel.sparse) multiplies by its nonzeros."""
     if getattr(input, "is_sparse", False):
         return input.mm(mat2)  # type: ignore[no-any-return]
+    mat2 = _core.dense_of_sparse(mat2, input, "mm")
     sa, sb = _core.as_tensor(input, "mm").shape, _core.as_tensor(mat2, "mm").shape
     if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
         raise ValueError(f"mm: expected (n, m) and (m, p), got {sa} and {sb}")

@@ -8,6 +8,7 @@ pairwise_distance (torch.nn's distances, which metric losses build on) are here 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Optional
 
 import numpy as np
@@ -136,8 +137,8 @@ def nll_loss(input: Tensor, target: Any, weight: Optional[Any] = None,
              reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
     """-w[t]·input[t] per position for input (C,), (N, C) or (N, C, d1, ...) and class
     indices (), (N,) or (N, d1, ...); weight (C,) defaults to ones."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction("nll_loss", reduction)
-    _no_legacy("nll_loss", size_average, reduce)
     rows, batch = _rows("nll_loss", input)
     t = _class_targets("nll_loss", input, batch, target, ignore_index)
     w = _class_weight("nll_loss", weight, rows.shape[1])
@@ -152,8 +153,8 @@ def cross_entropy(input: Tensor, target: Any, weight: Optional[Any] = None,
     (1−ε)·NLL + ε·(−mean_c w_c·log p) over counted rows, its mean divided by their total
     weight, as PyTorch. A float target of the input's shape holds class probabilities:
     −Σ_c w_c·p_c·log q_c per position (p smoothed to (1−ε)·p + ε/C), the mean over positions."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction("cross_entropy", reduction)
-    _no_legacy("cross_entropy", size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], "
                          f"got {label_smoothing}")
@@ -216,7 +217,8 @@ def mse_loss(input: Tensor, target: Any, size_average: Optional[bool] = None,
              reduce: Optional[bool] = None, reduction: str = "mean",
              weight: Optional[Any] = None) -> Tensor:
     """(input − target)² per element; weight as l1_loss's."""
-    d = _difference("mse_loss", input, target, size_average, reduce, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    d = _difference("mse_loss", input, target, reduction)
     return _weighted_reduce("mse_loss", mul(d, d), weight, input, reduction)
 
 
@@ -226,14 +228,13 @@ def l1_loss(input: Tensor, target: Any, size_average: Optional[bool] = None,
     """|d| built as relu(d) + relu(−d), so the gradient at d = 0 is 0 (as PyTorch). A weight
     of the input's shape multiplies each term, and the mean is then Σ w·loss / Σ w, as
     PyTorch's."""
-    d = _difference("l1_loss", input, target, size_average, reduce, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    d = _difference("l1_loss", input, target, reduction)
     return _weighted_reduce("l1_loss", relu(d) + relu(-d), weight, input, reduction)
 
 
-def _difference(op: str, input: Tensor, target: Any, size_average: Any, reduce: Any,
-                reduction: str) -> Tensor:
+def _difference(op: str, input: Tensor, target: Any, reduction: str) -> Tensor:
     _check_reduction(op, reduction)
-    _no_legacy(op, size_average, reduce)
     require_float(input, op)
     return sub(input, as_tensor(target, op, input))
 
@@ -277,9 +278,10 @@ def smooth_l1_loss(input: Tensor, target: Any, size_average: Optional[bool] = No
                    beta: float = 1.0) -> Tensor:
     """0.5·d²/beta where |d| < beta, else |d| − 0.5·beta; beta = 0 is l1_loss, as PyTorch's."""
     _check_cut("smooth_l1_loss", "beta", beta, False)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if beta == 0:
-        return l1_loss(input, target, size_average, reduce, reduction)
-    d = _difference("smooth_l1_loss", input, target, size_average, reduce, reduction)
+        return l1_loss(input, target, reduction=reduction)
+    d = _difference("smooth_l1_loss", input, target, reduction)
     return _reduce(_huber(d, beta, True), reduction)
 
 
@@ -288,7 +290,7 @@ def huber_loss(input: Tensor, target: Any, reduction: str = "mean", delta: float
     """0.5·d² where |d| < delta, else delta·(|d| − 0.5·delta); a weight of the input's shape
     multiplies each term (the mean stays over the count, as PyTorch's)."""
     _check_cut("huber_loss", "delta", delta, True)
-    d = _difference("huber_loss", input, target, None, None, reduction)
+    d = _difference("huber_loss", input, target, reduction)
     return _weighted_reduce("huber_loss", _huber(d, delta, False), weight, input, reduction,
                             by_weight=False)
 
@@ -307,8 +309,8 @@ def kl_div(input: Tensor, target: Any, size_average: Optional[bool] = None,
     divides the sum by the batch size input.shape[0] (the KL divergence per sample), "mean" by
     the element count, as PyTorch."""
     op = "kl_div"
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(op, reduction, KL_REDUCTIONS)
-    _no_legacy(op, size_average, reduce)
     x, t = _pair(op, input, target, "input", "target")[:2]
     if log_target:
         loss = mul(exp(t), sub(t, x))
@@ -356,10 +358,18 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     return pow(sum(pow(abs(d), float(p)), -1, keepdim), 1.0 / p)
 
 
-def _no_legacy(op: str, size_average: Any, reduce: Any) -> None:
-    if size_average is not None or reduce is not None:
-        raise ValueError(f"{op}: size_average and reduce are deprecated and not supported; use "
-                         "reduction='mean', 'sum' or 'none'")
+def legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    """The reduction the deprecated size_average / reduce name, as torch's (each missing one
+    counts as True; reduce=False is 'none', size_average=False 'sum'), with torch's warning;
+    `reduction` itself when neither is given."""
+    if size_average is None and reduce is None:
+        return reduction
+    reduce = True if reduce is None else bool(reduce)
+    size_average = True if size_average is None else bool(size_average)
+    legacy = "none" if not reduce else "mean" if size_average else "sum"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{legacy}' instead.", UserWarning, stacklevel=3)
+    return legacy
 
 
 def _bce_operands(op: str, input: Any, target: Any) -> tuple:
@@ -400,8 +410,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Optiona
     to the input, pos_weight p (the positive class's weight, e.g. one per class on the last
     axis) to the target."""
     op = "binary_cross_entropy_with_logits"
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(op, reduction)
-    _no_legacy(op, size_average, reduce)
     x, t = _bce_operands(op, input, target)
     w = _elementwise_weight(op, "weight", weight, x)
     p = _elementwise_weight(op, "pos_weight", pos_weight, x)
@@ -420,8 +430,8 @@ def binary_cross_entropy(input: Tensor, target: Any, weight: Optional[Any] = Non
     PyTorch's: w·(x − t) / max(x·(1 − x), 1e-12) for the input, w·log((1 − x) / x) for the
     target."""
     op = "binary_cross_entropy"
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(op, reduction)
-    _no_legacy(op, size_average, reduce)
     x, t = _bce_operands(op, input, target)
     w = _elementwise_weight(op, "weight", weight, x)
     xd, td = x._data, t._data

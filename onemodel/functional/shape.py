@@ -133,6 +133,8 @@ def _index_parts(idx: Any, shape: tuple) -> tuple[tuple, bool]:
     for p in parts:
         if isinstance(p, Tensor):
             p = p._data
+        if isinstance(p, range):  # torch reads a range as the list of its integers
+            p = np.arange(p.start, p.stop, p.step, dtype=np.int64)
         if isinstance(p, (list, np.ndarray)):
             p = np.asarray(p)
             if p.dtype.kind not in "biu" and not (p.size == 0 and p.dtype.kind == "f"):

@@ -13,7 +13,8 @@ in construction order, so they draw one after another from one stream:
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+import warnings
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -220,3 +221,34 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     if std is None:
         return tensor
     return normal_(tensor, 0.0, std, generator)
+
+
+from .init_structured import dirac_, eye_, orthogonal_, sparse_  # noqa: E402, F401
+
+
+def _old_spelling(fill: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """torch's pre-0.4 name of an init (without the trailing underscore): the same fill, with
+    torch's FutureWarning pointing at the new name."""
+    new = fill.__name__
+    old = new[:-1]
+
+    def deprecated(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new}`.",
+                      FutureWarning, stacklevel=2)
+        return fill(*args, **kwargs)
+    deprecated.__name__ = deprecated.__qualname__ = old
+    deprecated.__doc__ = f"Deprecated spelling of `{new}` (warns, then calls it)."
+    return deprecated
+
+
+uniform = _old_spelling(uniform_)
+normal = _old_spelling(normal_)
+constant = _old_spelling(constant_)
+eye = _old_spelling(eye_)
+dirac = _old_spelling(dirac_)
+xavier_uniform = _old_spelling(xavier_uniform_)
+xavier_normal = _old_spelling(xavier_normal_)
+kaiming_uniform = _old_spelling(kaiming_uniform_)
+kaiming_normal = _old_spelling(kaiming_normal_)
+orthogonal = _old_spelling(orthogonal_)
+sparse = _old_spelling(sparse_)

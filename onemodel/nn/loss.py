@@ -2,8 +2,8 @@
 and CosineSimilarity and PairwiseDistance.
 
 Each takes PyTorch's constructor arguments in PyTorch's order and checks them at
-construction. The deprecated size_average and reduce are refused with a ValueError in favour
-of reduction, so ported code cannot change meaning. A class or element weight is a buffer
+construction. The deprecated size_average and reduce choose the reduction as in PyTorch, with
+its deprecation warning. A class or element weight is a buffer
 named weight (and BCEWithLogitsLoss's pos_weight a buffer pos_weight), as in PyTorch's state.
 """
 from __future__ import annotations
@@ -11,13 +11,19 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .. import functional as F
-from ..functional.loss import KL_REDUCTIONS, REDUCTIONS, _check_cut, _check_reduction
+from ..functional.loss import (
+    KL_REDUCTIONS,
+    REDUCTIONS,
+    _check_cut,
+    _check_reduction,
+    legacy_reduction,
+)
 from ..tensor import Tensor
 from .module import Module
 
 
 class _Loss(Module):
-    """Holds `reduction`; refuses the deprecated size_average / reduce."""
+    """Holds `reduction`, or the one the deprecated size_average / reduce name, as torch's."""
 
     _reductions: tuple = REDUCTIONS
 
@@ -25,9 +31,7 @@ class _Loss(Module):
                  reduce: Optional[bool] = None) -> None:
         super().__init__()
         name = type(self).__name__
-        if size_average is not None or reduce is not None:
-            raise ValueError(f"{name}: size_average and reduce are deprecated and not "
-                             f"supported; use reduction='mean', 'sum' or 'none'")
+        reduction = legacy_reduction(size_average, reduce, reduction)
         _check_reduction(name, reduction, self._reductions)
         self.reduction = reduction
 

@@ -8,7 +8,8 @@ PyTorch weights load unchanged. forward(input, hx=None, lengths=None) returns (o
 the RNN and GRU and (output, (h_n, c_n)) for the LSTM; `lengths` gives packed-sequence meaning
 to padded batches (functional/recurrent.py). A 2-D input (seq, input_size) is one unbatched
 sequence, as PyTorch: its states are (num_layers * num_directions, hidden_size) and batch_first
-is ignored.
+is ignored. dropout=p > 0 zeroes each layer's output but the last's in training, as PyTorch's
+(F.dropout: the masks are onemodel's own draws).
 
 LSTM(proj_size=P > 0) is PyTorch's projected LSTM: each layer and direction also has
 weight_hr_l{k} (P, hidden_size), registered last, the hidden state h (and so the output, and
@@ -20,6 +21,7 @@ unbatched (input_size,) input, hx zeros when None; LSTMCell's hx and result are 
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -59,17 +61,29 @@ def _draw(module: Module, suffix: str, width: int, out: int, g: Generator) -> No
         setattr(module, stem + suffix, uniform_parameter(shape, fan_in_bound(hidden), g))
 
 
+def _inter_layer_dropout(dropout: Any, num_layers: int, name: str) -> float:
+    """The probability of zeroing each layer's output but the last's in training, checked as
+    PyTorch's (and its warning for one layer, where it does nothing)."""
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float, np.number)) or not (
+            0 <= dropout <= 1):
+        raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing the "
+                         f"probability of an element being zeroed, got {dropout!r}")
+    if dropout > 0 and num_layers == 1:
+        warnings.warn(f"{name}: dropout option adds dropout after all but last recurrent "
+                      f"layer, so non-zero dropout expects num_layers greater than 1, but got "
+                      f"dropout={dropout} and num_layers={num_layers}", UserWarning, stacklevel=3)
+    return float(dropout)
+
+
 class _Recurrent(Module):
     _gates = 0
     _cell = ""
     nonlinearity: str  # RNN's
 
-    # bidirectional and proj_size are keyword-only: PyTorch's sixth positional argument is the
-    # inter-layer dropout, which these layers do not have, so a positional call ported from
-    # PyTorch fails.
+    # PyTorch's arguments in its order: dropout sixth, then bidirectional, proj_size.
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 batch_first: bool = False, *, bidirectional: bool = False, proj_size: int = 0,
-                 device: Any = None, dtype: Any = None,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 proj_size: int = 0, device: Any = None, dtype: Any = None, *,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         super().__init__()
         check_factory_kwargs(device, dtype, type(self).__name__)
@@ -79,6 +93,7 @@ class _Recurrent(Module):
         self.num_layers = _positive(num_layers, "num_layers", name)
         self.bias = bool(bias)
         self.batch_first = bool(batch_first)
+        self.dropout = _inter_layer_dropout(dropout, self.num_layers, name)
         self.bidirectional = bool(bidirectional)
         if isinstance(proj_size, bool) or not isinstance(proj_size, (int, np.integer)) or (
                 proj_size < 0):
@@ -174,6 +189,8 @@ class _Recurrent(Module):
             hs += [r[1] for r in results]
             cs += [r[2] for r in results] if self._cell == "lstm" else []
             x = results[0][0] if len(results) == 1 else F.cat([r[0] for r in results], 2)
+            if self.dropout and self.training and k + 1 < self.num_layers:
+                x = F.dropout(x, self.dropout, True)
         h_n, c_n = F.stack(hs, 0), (F.stack(cs, 0) if cs else None)
         if unbatched:
             return (F.squeeze(x, 1), F.squeeze(h_n, 1),
@@ -185,7 +202,8 @@ class _Recurrent(Module):
     def extra_repr(self) -> str:
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
                 f"bias={self.bias}, batch_first={self.batch_first}, "
-                f"bidirectional={self.bidirectional}"
+                + (f"dropout={self.dropout}, " if self.dropout else "")
+                + f"bidirectional={self.bidirectional}"
                 + (f", proj_size={self.proj_size}" if self.proj_size else ""))
 
 
@@ -225,7 +243,7 @@ class GRU(_OneState):
 class RNN(_OneState):
     """Elman RNN, h_t = tanh or relu of x_t·W_ihᵀ + b_ih + h_{t−1}·W_hhᵀ + b_hh, with
     PyTorch's arguments in its order (nonlinearity fourth); step by step of exact ops
-    (functional.recurrent.rnn_directions). Dropout between layers is not supported: 0 only."""
+    (functional.recurrent.rnn_directions)."""
 
     _gates = 1
     _cell = "rnn"
@@ -236,14 +254,10 @@ class RNN(_OneState):
                  device: Any = None, dtype: Any = None,
                  generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
         check_nonlinearity(nonlinearity, "RNN")
-        if dropout:
-            raise ValueError(f"RNN: dropout={dropout} between layers is not supported, only 0 "
-                             "(stack single-layer RNNs with nn.Dropout between them)")
-        super().__init__(input_size, hidden_size, num_layers, bias, batch_first,
-                         bidirectional=bidirectional, generator=generator, seed=seed)
-        check_factory_kwargs(device, dtype, type(self).__name__)
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, device=device, dtype=dtype, generator=generator,
+                         seed=seed)
         self.nonlinearity = nonlinearity
-        self.dropout = 0.0
 
 
 class _Cell(Module):
