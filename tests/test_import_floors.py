@@ -19,7 +19,7 @@ FLOORS = [
      "_function"},
     {"_autocast"},
     {"functional", "sparse"},
-    {"optim", "checkpoint", "metrics_log"},
+    {"optim", "checkpoint", "metrics_log", "state_files"},
     {"nn", "amp", "utils", "data", "cuda"},  # data is utils.data under its first name
     {"distributed", "interop", "process_group"},
     {"train", "plot", "launch"},
