@@ -50,7 +50,7 @@ def run_options(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument("--quiet", action="store_true", help="print only the result")
 
 
-def _numbered_runs(out: str) -> list[int]:
+def numbered_runs(out: str) -> list[int]:
     try:
         return sorted(int(n) for n in os.listdir(out) if n.isdigit())
     except FileNotFoundError:
@@ -71,7 +71,7 @@ def open_run(args: argparse.Namespace, p: argparse.ArgumentParser, defaults: dic
         if problem:
             p.error(f"--{name.replace('_', '-')} {problem}")
     if args.resume is None:
-        runs = _numbered_runs(args.out)
+        runs = numbered_runs(args.out)
         folder = os.path.join(args.out, str(runs[-1] + 1 if runs else 1))
         os.makedirs(folder)
         options = {**defaults, **given}
@@ -80,7 +80,7 @@ def open_run(args: argparse.Namespace, p: argparse.ArgumentParser, defaults: dic
                                      json.dumps(options, indent=2).encode())
         return folder, options, False
     if args.resume == "latest":
-        runs = _numbered_runs(args.out)
+        runs = numbered_runs(args.out)
         if not runs:
             p.error(f"--resume: there is no run in {args.out} to continue")
         folder = os.path.join(args.out, str(runs[-1]))
