@@ -141,15 +141,15 @@ class Trainer:
                                  "'max' or 'min'")
         if autocast is not None:
             autocast = amp.dtype_name(autocast)
+        if micro_batches is not None and (isinstance(micro_batches, bool) or not isinstance(
+                micro_batches, int) or micro_batches < 1):
+            raise ValueError(f"Trainer: micro_batches must be an integer >= 1, got "
+                             f"{micro_batches!r}")
         if distributed.launched():
             distributed.init()  # under mpiexec: never W copies of rank 0 writing one folder
         self.world = distributed.world_size()
         self.rank = distributed.rank()
         if micro_batches is not None:
-            if (isinstance(micro_batches, bool) or not isinstance(micro_batches, int)
-                    or micro_batches < 1):
-                raise ValueError(f"Trainer: micro_batches must be an integer >= 1, got "
-                                 f"{micro_batches!r}")
             if micro_batches % self.world:
                 raise ValueError(f"Trainer: micro_batches {micro_batches} do not divide among "
                                  f"{self.world} workers")
