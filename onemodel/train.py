@@ -59,7 +59,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from . import amp, checkpoint, distributed, random
+from . import _trainer_checks, amp, checkpoint, distributed, random
 from .autograd import no_grad
 from .metrics_log import METRICS_LOG, MetricsLog
 from .optim import clip_grad_norm, grad_norm
@@ -107,6 +107,14 @@ class Trainer:
                  accumulate: int = 1, callback: Optional[Callable[[dict], None]] = None,
                  progress: Optional[bool] = None, log_every: int = 0,
                  micro_batches: Optional[int] = None, shard_optimizer: bool = False) -> None:
+        _trainer_checks.check_core(model, loss_fn, optimizer, loader)
+        _trainer_checks.check_options(schedule=schedule, clip_norm=clip_norm,
+                                      eval_loader=eval_loader, keep_last=keep_last,
+                                      checkpoint_dir=checkpoint_dir, scaler=scaler,
+                                      callback=callback, progress=progress)
+        if not isinstance(shard_optimizer, bool):
+            raise ValueError(f"Trainer: shard_optimizer must be True or False, got "
+                             f"{shard_optimizer!r}")
         for name, value in (("eval_every", eval_every), ("accumulate", accumulate),
                             ("log_every", log_every), ("checkpoint_every", checkpoint_every)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -133,15 +141,15 @@ class Trainer:
                                  "'max' or 'min'")
         if autocast is not None:
             autocast = amp.dtype_name(autocast)
+        if micro_batches is not None and (isinstance(micro_batches, bool) or not isinstance(
+                micro_batches, int) or micro_batches < 1):
+            raise ValueError(f"Trainer: micro_batches must be an integer >= 1, got "
+                             f"{micro_batches!r}")
         if distributed.launched():
             distributed.init()  # under mpiexec: never W copies of rank 0 writing one folder
         self.world = distributed.world_size()
         self.rank = distributed.rank()
         if micro_batches is not None:
-            if (isinstance(micro_batches, bool) or not isinstance(micro_batches, int)
-                    or micro_batches < 1):
-                raise ValueError(f"Trainer: micro_batches must be an integer >= 1, got "
-                                 f"{micro_batches!r}")
             if micro_batches % self.world:
                 raise ValueError(f"Trainer: micro_batches {micro_batches} do not divide among "
                                  f"{self.world} workers")
@@ -160,9 +168,6 @@ class Trainer:
         self.best_metric, self.best_mode = best_metric, best_mode
         self.autocast, self.accumulate = autocast, accumulate
         self.callback, self.progress, self.log_every = callback, progress, log_every
-        if not isinstance(shard_optimizer, bool):
-            raise ValueError(f"Trainer: shard_optimizer must be True or False, got "
-                             f"{shard_optimizer!r}")
         self.shards = distributed.OptimizerShards(optimizer) if shard_optimizer else None
         self.manager = (checkpoint.CheckpointManager(checkpoint_dir, keep_last)
                         if checkpoint_dir is not None else None)

@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from typing import Any, Optional
@@ -18,6 +19,7 @@ import onemodel as om
 from onemodel import checkpoint
 
 RUN_FILE = "run.json"
+RESULT_FILE = "result.json"
 
 
 def job_options(p: argparse.ArgumentParser, defaults: dict[str, Any],
@@ -48,7 +50,7 @@ def run_options(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument("--quiet", action="store_true", help="print only the result")
 
 
-def _numbered_runs(out: str) -> list[int]:
+def numbered_runs(out: str) -> list[int]:
     try:
         return sorted(int(n) for n in os.listdir(out) if n.isdigit())
     except FileNotFoundError:
@@ -69,7 +71,7 @@ def open_run(args: argparse.Namespace, p: argparse.ArgumentParser, defaults: dic
         if problem:
             p.error(f"--{name.replace('_', '-')} {problem}")
     if args.resume is None:
-        runs = _numbered_runs(args.out)
+        runs = numbered_runs(args.out)
         folder = os.path.join(args.out, str(runs[-1] + 1 if runs else 1))
         os.makedirs(folder)
         options = {**defaults, **given}
@@ -78,7 +80,7 @@ def open_run(args: argparse.Namespace, p: argparse.ArgumentParser, defaults: dic
                                      json.dumps(options, indent=2).encode())
         return folder, options, False
     if args.resume == "latest":
-        runs = _numbered_runs(args.out)
+        runs = numbered_runs(args.out)
         if not runs:
             p.error(f"--resume: there is no run in {args.out} to continue")
         folder = os.path.join(args.out, str(runs[-1]))
@@ -141,9 +143,11 @@ def decay_on_matrices(model: Any, weight_decay: float) -> list[dict]:
 
 
 def fit_run(trainer: Any, steps: int, folder: str, resumed: bool, p: argparse.ArgumentParser,
-            say: Any) -> float:
+            say: Any) -> tuple[float, Optional[int]]:
     """Continues the run (resumed) or starts it, trains to `steps`, and loads the best checkpoint
-    into the model; returns the seconds the training took."""
+    into the model; returns the seconds the training took and the best checkpoint's step.
+    Ctrl-C ends the process with one line naming the last checkpoint and the command that
+    continues from it (exit code 130, the shell's for SIGINT)."""
     if resumed:
         if not trainer.resume():
             p.error(f"--resume: {folder} holds no checkpoint yet")
@@ -151,6 +155,38 @@ def fit_run(trainer: Any, steps: int, folder: str, resumed: bool, p: argparse.Ar
     else:
         say(f"a new run in {folder}")
     start = time.perf_counter()
-    trainer.fit(steps)
-    checkpoint.load(trainer.manager.best_path, trainer.model)
-    return time.perf_counter() - start
+    try:
+        trainer.fit(steps)
+    except KeyboardInterrupt:
+        print(interrupted_line(p.prog, folder, trainer.step, trainer.manager.latest()),
+              file=sys.stderr)
+        sys.exit(130)
+    extra = checkpoint.load(trainer.manager.best_path, trainer.model)
+    step = extra.get("train.step")
+    return time.perf_counter() - start, step if isinstance(step, int) else None
+
+
+def interrupted_line(tool: str, folder: str, step: int, latest: Optional[str]) -> str:
+    """What Ctrl-C leaves on the screen: where the run stands and how to go on."""
+    if latest is None:
+        return (f"{tool}: stopped at step {step}, before the first checkpoint; nothing to "
+                f"resume (run {tool} again to start over)")
+    return (f"{tool}: stopped at step {step}; the last checkpoint is {latest}; continue with: "
+            f"{tool} --resume {shlex.quote(folder)}")
+
+
+def write_result(folder: str, tool: str, options: dict[str, Any], headline: str,
+                 result: dict[str, Any], trainer: Any, best_step: Optional[int],
+                 seconds: float) -> str:
+    """Keeps the run's result in RESULT_FILE beside run.json (what onemodel-plot shows): the
+    headline as printed, its figures, the best checkpoint's step and metric, and the options."""
+    last = trainer.last_eval or {}
+    metric = trainer.best_metric or ("accuracy" if last.get("accuracy") is not None else "loss")
+    record = {"tool": tool, "headline": headline, "result": result, "steps": trainer.step,
+              "seconds": round(seconds, 1),
+              "best": {"step": best_step, "metric": metric,
+                       "value": trainer.manager.best_metric},
+              "options": options}
+    path = os.path.join(folder, RESULT_FILE)
+    checkpoint._write_small_file(path, json.dumps(record, indent=2).encode())
+    return path

@@ -25,7 +25,15 @@ from onemodel.optim.lr import warmup_cosine
 from onemodel.random import mix
 from onemodel.train import Trainer
 
-from ._runs import decay_on_matrices, fit_run, job_options, open_run, run_options, speaker
+from ._runs import (
+    decay_on_matrices,
+    fit_run,
+    job_options,
+    open_run,
+    run_options,
+    speaker,
+    write_result,
+)
 from .models import build_gpt
 
 DEFAULTS: dict[str, Any] = {"steps": 400, "batch_size": 16, "block": 64, "layers": 2,
@@ -154,11 +162,13 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
         f"{len(ids)} characters ({len(vocab.chars)} distinct), "
         f"{sum(int(np.prod(w.shape)) for w in model.parameters())} parameters, "
         f"{o['steps']} steps")
-    seconds = fit_run(trainer, o["steps"], folder, resumed, p, say)
+    seconds, best_step = fit_run(trainer, o["steps"], folder, resumed, p, say)
     loss = trainer.evaluate()["loss"]
     text_out = sample(model, vocab, args.prompt, 200, o["top_k"], om.Generator(o["seed"]))
-    print(f"validation loss {loss:.4f} after {trainer.step} steps ({seconds:.0f} s); "
-          f"run folder {folder}")
+    headline = f"validation loss {loss:.4f} after {trainer.step} steps"
+    write_result(folder, p.prog, o, headline, {"validation_loss": loss, "sample": text_out},
+                 trainer, best_step, seconds)
+    print(f"{headline} ({seconds:.0f} s); run folder {folder}")
     print("sample:\n" + text_out)
     return {"loss": loss, "sample": text_out}
 

@@ -27,7 +27,15 @@ from onemodel.optim import AdamW
 from onemodel.optim.lr import warmup_cosine
 from onemodel.train import Trainer
 
-from ._runs import decay_on_matrices, fit_run, job_options, open_run, run_options, speaker
+from ._runs import (
+    decay_on_matrices,
+    fit_run,
+    job_options,
+    open_run,
+    run_options,
+    speaker,
+    write_result,
+)
 
 # The options a run is defined by: a resumed run keeps them (run.json).
 DEFAULTS: dict[str, Any] = {"epochs": 20, "batch_size": 64, "lr": 3e-3, "weight_decay": 0.01,
@@ -101,12 +109,15 @@ def main(argv: Optional[list[str]] = None) -> float:
                       progress=False if args.quiet else None)
     say(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads, "
         f"{om.get_mode()} mode; {len(data['train'][1])} training images, {total} steps")
-    seconds = fit_run(trainer, total, folder, resumed, p, say)
+    seconds, best_step = fit_run(trainer, total, folder, resumed, p, say)
     test = trainer.evaluate(DataLoader(data["test"], 512, shuffle=False))["accuracy"]
     best = trainer.manager.best_metric if trainer.manager is not None else None
     best_text = "none" if best is None else f"{100 * best:.1f}%"
-    print(f"test accuracy {100 * test:.1f}% (best validation {best_text}) in {seconds:.1f} s; "
-          f"run folder {folder}")
+    headline = f"test accuracy {100 * test:.1f}% (best validation {best_text})"
+    write_result(folder, p.prog, o, headline, {"test_accuracy": test,
+                                               "best_validation_accuracy": best},
+                 trainer, best_step, seconds)
+    print(f"{headline} in {seconds:.1f} s; run folder {folder}")
     return test
 
 

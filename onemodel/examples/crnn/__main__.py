@@ -22,7 +22,15 @@ from onemodel.optim import AdamW
 from onemodel.optim.lr import warmup_cosine
 from onemodel.train import Trainer
 
-from .._runs import decay_on_matrices, fit_run, job_options, open_run, run_options, speaker
+from .._runs import (
+    decay_on_matrices,
+    fit_run,
+    job_options,
+    open_run,
+    run_options,
+    speaker,
+    write_result,
+)
 from . import lines
 from .export import export
 from .model import build, character_errors, greedy_decode, time_steps
@@ -115,7 +123,7 @@ def main(argv: Optional[list[str]] = None) -> dict[str, float]:
         best_metric="cer", best_mode="min", progress=False if args.quiet else None)
     say(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads; "
         f"{o['steps']} steps of {o['batch_size']} lines, {lines.CLASSES} classes")
-    seconds = fit_run(trainer, o["steps"], folder, resumed, p, say)
+    seconds, best_step = fit_run(trainer, o["steps"], folder, resumed, p, say)
     model.eval()
     rates, examples = {}, []
     with om.no_grad():
@@ -129,6 +137,10 @@ def main(argv: Optional[list[str]] = None) -> dict[str, float]:
                 examples += [(source, t, lines.decode(d)) for t, d in zip(batch.texts[:2],
                                                                          decoded[:2])]
             rates[source] = 100.0 * edits / chars
+    headline = "CER " + ", ".join(f"{s} {r:.2f}%" for s, r in rates.items()) \
+        + f" after {trainer.step} steps"
+    write_result(folder, p.prog, o, headline, {"cer_percent": rates}, trainer, best_step,
+                 seconds)
     exported = os.path.join(folder, "model.safetensors")
     export(model, exported)
     print(f"character error rate after {trainer.step} steps "
