@@ -22,8 +22,8 @@ FLOORS = [
     {"optim", "checkpoint", "metrics_log", "state_files"},
     {"nn", "amp", "utils", "data", "cuda"},  # data is utils.data under its first name
     {"distributed", "interop", "process_group"},
-    {"train", "plot", "launch"},
-    {"examples"},
+    {"train", "launch", "_trainer_checks"},
+    {"examples", "plot"},  # onemodel-plot reads the examples' run folders
     {"__init__"},
 ]
 # the operators (module docstring), the in-place methods (the out-of-place op on a stand-in),
