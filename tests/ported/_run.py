@@ -12,7 +12,8 @@ are made to agree, at the same points of both runs, so that their losses can be 
 - initial weights: the first time a module with parameters is called from outside any module's
   forward, its parameters (in `parameters()` order) are recorded under torch and overwritten
   with torch's recorded values under onemodel (a module given a state dict by load_state_dict,
-  or one holding such a module, is left as loaded, so a wrong load is not papered over);
+  or one holding such a module, is left as loaded, so a wrong load is not papered over; a
+  program run with no recorded weights, as the runs-only ones are, keeps its own);
 - the program's own random draws: torch.randn, rand, randint, randperm, randn_like and
   rand_like called from the program's file keep their checks, shapes and dtypes, but their
   values come from one numpy stream per program (the libraries' own calls are left alone).
@@ -60,7 +61,9 @@ class WeightSync:
             if self.lib.__name__ == "torch":
                 self.recorded[key] = [p.detach().numpy().copy() for p in params]
                 return
-            theirs = self.recorded[key]
+            theirs = self.recorded.get(key)
+            if theirs is None:  # a runs-only program gets no weights: none of its losses count
+                return
             if len(theirs) != len(params):
                 raise AssertionError(f"harness: {type(module).__name__} has {len(params)} "
                                      f"parameters under onemodel, {len(theirs)} under torch")
