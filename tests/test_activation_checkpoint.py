@@ -6,11 +6,12 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
 import onemodel as om
 import onemodel.functional as F
 from onemodel.utils.checkpoint import checkpoint, checkpoint_sequential
+
+torch = pytest.importorskip("torch")
 
 
 def _mlp(depth, width, p=0.1, seed=0):

@@ -4,9 +4,10 @@ import textwrap
 
 import numpy as np
 import pytest
-import torch
 
 import onemodel as om
+
+torch = pytest.importorskip("torch")
 
 # PyTorch's "Learning PyTorch with Examples" custom-Function programs, as written there (only
 # the iteration counts are lowered, and MyReLU's data seeded); each runs as `torch` is bound.

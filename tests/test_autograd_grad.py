@@ -2,9 +2,10 @@
 (onemodel/_hooks.py), inference_mode and detach_, against torch 2.13."""
 import numpy as np
 import pytest
-import torch
 
 import onemodel as om
+
+torch = pytest.importorskip("torch")
 
 RNG = np.random.default_rng(3)
 A = RNG.standard_normal((2, 3)).astype(np.float32)

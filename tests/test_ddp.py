@@ -10,12 +10,13 @@ import textwrap
 
 import numpy as np
 import pytest
-import torch
 
 import onemodel as om
 import onemodel.nn.functional as F
 from onemodel import checkpoint, distributed, launch, nn
 from onemodel.nn.parallel import DistributedDataParallel
+
+torch = pytest.importorskip("torch")
 
 # 16 micro-batches of 4 samples; a step is M = 4 of them, rank r of W taking the positions
 # r, r + W, ... of the sampler's order (a DistributedSampler over micro-batches), A = 4 / W a

@@ -1,10 +1,11 @@
 """Post-accumulate-grad hooks (autograd.py): when they run, what they see, against PyTorch."""
 import numpy as np
 import pytest
-import torch
 
 import onemodel as om
 import onemodel.functional as F
+
+torch = pytest.importorskip("torch")
 
 
 def _mlp(lib, seed=0):

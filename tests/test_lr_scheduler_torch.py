@@ -13,12 +13,13 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
 from onemodel import optim
 from onemodel.optim import lr as pure
 from onemodel.optim import lr_scheduler
 from onemodel.tensor import tensor
+
+torch = pytest.importorskip("torch")
 
 BASES = (0.1, 0.03)
 EPOCHS, BATCHES = 3, 5

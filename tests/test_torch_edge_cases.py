@@ -4,9 +4,10 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
 import onemodel as om
+
+torch = pytest.importorskip("torch")
 
 # (values, dim, correction): every case leaves no degrees of freedom (N <= correction).
 NO_FREEDOM = [

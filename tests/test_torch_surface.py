@@ -7,9 +7,10 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
 import onemodel as om
+
+torch = pytest.importorskip("torch")
 
 
 def test_mm_as_torch(check_torch, rng):

@@ -80,6 +80,6 @@ EOF
     python -m pytest -p no:cacheprovider -q \
         -k "exact_mode and (scalar-1 or scalar-2 or $best-1 or $best-2)" \
         "$root/tests/test_determinism.py"
-    python -m pytest -p no:cacheprovider -q -m "not slow" "$root/tests" | tail -3
+    python -m pytest -p no:cacheprovider -q -rfE -m "not slow" "$root/tests"
 )
 echo "check_wheel: the installed wheel passed in $((SECONDS - start)) s"
