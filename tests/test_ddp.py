@@ -188,7 +188,7 @@ def test_a_torch_style_ddp_loop_has_the_same_bits_for_every_world(tmp_path):
     # ... and close to torch's gradient of the mean loss over the step's 16 samples.
     t_model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(),
                                   torch.nn.Linear(8, 3))
-    t_model.load_state_dict({k: torch.tensor(np.asarray(v))
+    t_model.load_state_dict({k: torch.tensor(v.numpy())
                              for k, v in namespace["make_model"](seed=0).state_dict().items()})
     rows = np.concatenate([np.arange(4 * i, 4 * i + 4) for i in order[:namespace["M"]]])
     torch.nn.functional.cross_entropy(t_model(torch.tensor(namespace["X"][rows])),

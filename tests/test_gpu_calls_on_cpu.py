@@ -168,7 +168,7 @@ def test_ddp_of_one_process_is_the_module(rng):
     assert ddp.module is inner
     assert list(ddp.state_dict()) == ["module.weight", "module.bias"]
     t_inner = torch.nn.Linear(4, 2)
-    t_inner.load_state_dict({k: torch.from_numpy(np.asarray(v))
+    t_inner.load_state_dict({k: torch.from_numpy(v.numpy())
                              for k, v in inner.state_dict().items()})
     out = ddp(om.tensor(x))
     np.testing.assert_allclose(out.detach().numpy(),

@@ -40,7 +40,7 @@ try:  # the installed package (or PYTHONPATH's) first: a checkout may hold no bu
 except ImportError:
     sys.path.insert(0, ROOT)
     import onemodel as om
-from onemodel import checkpoint, nn  # noqa: E402
+from onemodel import checkpoint, nn, state_files  # noqa: E402
 from onemodel._kernels._crc import crc32c  # noqa: E402
 from onemodel.optim import SGD, Adam, AdamW  # noqa: E402
 
@@ -160,7 +160,7 @@ class Harness:
 
     def _try(self, variant: bytes) -> None:
         try:  # the target-free reader (onemodel.load) refuses with CheckpointError alone too
-            om.load(io.BytesIO(variant))
+            state_files.load(io.BytesIO(variant))
         except checkpoint.CheckpointError:
             pass
         for i, (name, model, optimizer) in enumerate(self.pairs):
@@ -297,11 +297,14 @@ def main() -> None:
                 f.write('"' + "".join(f"\\x{c:02x}" for c in token) + '"\n')
         sys.argv.append(f"-dict={path}")
     # Coverage comes from the reader alone: import it again, instrumented.
-    global checkpoint
+    # (om.load's tree reader, state_files, with it: it must raise the instrumented module's errors)
+    global checkpoint, state_files
     sys.modules.pop("onemodel.checkpoint")
-    with atheris.instrument_imports(include=["onemodel.checkpoint"]):
+    sys.modules.pop("onemodel.state_files")
+    with atheris.instrument_imports(include=["onemodel.checkpoint", "onemodel.state_files"]):
         import onemodel.checkpoint as instrumented
-    checkpoint = instrumented
+        import onemodel.state_files as instrumented_files
+    checkpoint, state_files = instrumented, instrumented_files
     harness = Harness()
     # libFuzzer may leave without running exit handlers: the counts go out along the way.
     harness.report_every = 1 << 18
