@@ -17,6 +17,7 @@ import pytest
 from onemodel import optim
 from onemodel.optim import lr as pure
 from onemodel.optim import lr_scheduler
+from onemodel.optim.optimizer import shortest
 from onemodel.tensor import tensor
 
 torch = pytest.importorskip("torch")
@@ -108,7 +109,7 @@ def test_rates_as_torch(name, per_step):
     got = _run(lr_scheduler, opt, sched, per_step)
     _close(got, want)
     assert len({tuple(w[0]) for w in want}) > 1  # the case changes the rate
-    assert all(r == float(np.float32(r)) for g in got for r in g[0])  # held as float32
+    assert all(r == shortest(r) for g in got for r in g[0])  # float32, shortest decimal
     t_sched = make(torch.optim.lr_scheduler, _sgd(torch))
     ours = make(lr_scheduler, _sgd(lr_scheduler))
     dropped = {"_is_initial", "_get_lr_called_within_step"}  # torch's call-order flags
@@ -126,7 +127,7 @@ def test_per_epoch_decays_per_epoch():
         for _ in range(100):
             opt.step()
         sched.step()
-        assert opt.lr == float(np.float32(pure.ipow(0.7, epoch + 1)))
+        assert opt.lr == shortest(pure.ipow(0.7, epoch + 1))
     assert sched.last_epoch == 3 and opt.step_count == 300
 
 
@@ -212,7 +213,7 @@ def test_momentum_cycling_refused_where_it_is_fixed(cls):
         lr_scheduler.OneCycleLR(opt, 0.5, total_steps=10)
     with pytest.raises(ValueError, match="CyclicLR: cycle_momentum"):
         lr_scheduler.CyclicLR(opt, 0.01, 0.1)
-    assert opt.lr == float(np.float32(0.1)) and "initial_lr" not in opt.param_groups[0]
+    assert opt.lr == 0.1 and "initial_lr" not in opt.param_groups[0]
 
 
 def test_schedulers_sharing_an_optimizer_as_torch():
@@ -263,7 +264,7 @@ def test_cosine_turns_back_up_after_t_max():
     for _ in range(8):
         sched.step()
         rates.append(opt.param_groups[0]["lr"])
-    assert rates[3] == float(np.float32(0.01)) < rates[5] < rates[7] == float(np.float32(0.1))
+    assert rates[3] == 0.01 < rates[5] < rates[7] == 0.1
 
 
 def test_optimizer_state_carries_the_scheduler_records():
@@ -402,10 +403,10 @@ def test_rates_without_libm(monkeypatch):
         exp.step()
         left = 1 - Fraction(min(n, 20), 20)
         for g, base in enumerate(BASES):
-            want = float(np.float32(float(Fraction(float(np.float32(base))) * left * left)))
+            want = shortest(float(Fraction(base) * left * left))
             assert opt.param_groups[g]["lr"] == want
-            want = Fraction(float(np.float32(base))) * Fraction(3, 4) ** n
-            assert exp.optimizer.param_groups[g]["lr"] == float(np.float32(float(want)))
+            want = Fraction(base) * Fraction(3, 4) ** n
+            assert exp.optimizer.param_groups[g]["lr"] == shortest(float(want))
 
 
 @pytest.mark.parametrize("name", lr_scheduler.__all__)

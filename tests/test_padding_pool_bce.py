@@ -293,8 +293,6 @@ def test_bce_modules_match_torch(name, kwargs, rng, check_torch):
      r"binary_cross_entropy: weight of shape \(2,\) does not broadcast to the input's shape"),
     (lambda x, t: F.binary_cross_entropy_with_logits(x, t, pos_weight=om.ones(2, 2, 3)),
      ValueError, r"pos_weight of shape \(2, 2, 3\) does not broadcast"),
-    (lambda x, t: F.binary_cross_entropy_with_logits(x, t, size_average=True), ValueError,
-     "binary_cross_entropy_with_logits: size_average and reduce are deprecated"),
     (lambda x, t: F.binary_cross_entropy_with_logits(x, t, reduction="avg"), ValueError,
      "reduction must be one of"),
     (lambda x, t: F.binary_cross_entropy(x, t.numpy().astype(np.int64)), TypeError,

@@ -7,7 +7,7 @@ import warnings
 from typing import Any, Callable, Mapping, Optional
 
 from .. import lr as _lr
-from ..optimizer import Optimizer
+from ..optimizer import Optimizer, shortest
 
 Lambda = Callable[[int], float]
 
@@ -153,7 +153,7 @@ class LRScheduler:
         before = self._rates(n - 1) if n > 0 else self.base_lrs
         out = []
         for group, rate, prev in zip(self.optimizer.param_groups, rates, before):
-            current = group["lr"]
+            current = _lr._f32(group["lr"])
             if current == _lr._f32(prev) or prev == floor:
                 out.append(rate)
             else:
@@ -162,7 +162,7 @@ class LRScheduler:
 
     def _set(self, rates: list[float]) -> None:
         for group, rate in zip(self.optimizer.param_groups, rates):
-            group["lr"] = rate
+            group["lr"] = shortest(rate)  # float32, the optimizer's arithmetic
         self._last_lr: list[float] = [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:

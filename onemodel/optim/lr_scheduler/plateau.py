@@ -6,7 +6,7 @@ import warnings
 from typing import Any, Mapping, Optional, Sequence, SupportsFloat, Union
 
 from .. import lr as _lr
-from ..optimizer import Optimizer
+from ..optimizer import Optimizer, shortest
 from .base import LRScheduler, _check_optimizer, _check_state, _per_group
 
 
@@ -75,7 +75,7 @@ class ReduceLROnPlateau(LRScheduler):
             for group, floor in zip(self.optimizer.param_groups, self.min_lrs):
                 new = max(group["lr"] * self.factor, floor)
                 if group["lr"] - new > self.eps:
-                    group["lr"] = new
+                    group["lr"] = shortest(new)
             self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
