@@ -437,11 +437,11 @@ def test_concurrent_saves_to_one_path_all_succeed(tmp_path):
     assert path.read_bytes() in good and os.listdir(tmp_path) == ["a.ckpt"]
 
 
-@pytest.mark.skipif(checkpoint.fcntl is None, reason="flock: POSIX")
+@pytest.mark.skipif(checkpoint._atomic.fcntl is None, reason="flock: POSIX")
 def test_a_temporary_taken_for_abandoned_before_its_lock_is_made_again(tmp_path, monkeypatch):
     """Another save may lock and remove a temporary between its creation and its own save's
     lock; that save then sees its name gone and makes a new one."""
-    real = checkpoint.fcntl
+    real = checkpoint._atomic.fcntl
     taken: list = []
 
     class Racing:
@@ -456,7 +456,7 @@ def test_a_temporary_taken_for_abandoned_before_its_lock_is_made_again(tmp_path,
 
     if not os.path.exists("/proc/self/fd"):
         pytest.skip("needs /proc/self/fd")
-    monkeypatch.setattr(checkpoint, "fcntl", Racing)
+    monkeypatch.setattr(checkpoint._atomic, "fcntl", Racing)
     checkpoint.save(tmp_path / "a.ckpt", small())
     assert taken and taken[0].endswith(".tmp")
     assert os.listdir(tmp_path) == ["a.ckpt"]
@@ -549,7 +549,7 @@ def test_a_file_truncated_during_the_load_changes_nothing(tmp_path, monkeypatch)
     checkpoint.save(path, source)
     before = checkpoint.to_bytes(target)
     real_open = builtins.open
-    monkeypatch.setattr(checkpoint, "open",
+    monkeypatch.setattr(checkpoint._reader, "open",
                         lambda *a, **k: _TruncatingFile(real_open(*a, **k), path), raising=False)
     with pytest.raises(checkpoint.BadHeader, match="changed while being read"):
         checkpoint.load(path, target)

@@ -177,8 +177,9 @@ def _operations(monkeypatch, at):
             return real(*args, **kwargs)
         return op
 
-    monkeypatch.setattr(checkpoint, "_atomic_write", hooked(checkpoint._atomic_write))
-    monkeypatch.setattr(checkpoint, "_write_small_file", hooked(checkpoint._write_small_file))
+    monkeypatch.setattr(checkpoint._manager, "_atomic_write", hooked(checkpoint._atomic_write))
+    monkeypatch.setattr(checkpoint._manager, "_write_small_file",
+                        hooked(checkpoint._write_small_file))
     monkeypatch.setattr(os, "unlink", hooked(os.unlink))
     return count
 
@@ -305,7 +306,7 @@ def test_a_huge_best_ckpt_neither_blocks_the_trainer_nor_is_read(tmp_path, refer
     _huge_best(tmp_path / "best.ckpt", 1 << 40)  # 1 TiB claimed, nothing on disk
     read = []
     real = checkpoint._read_file
-    monkeypatch.setattr(checkpoint, "_read_file", lambda p: read.append(p) or real(p))
+    monkeypatch.setattr(checkpoint._manager, "_read_file", lambda p: read.append(p) or real(p))
     start = time.monotonic()
     trainer = _trainer(tmp_path)
     assert time.monotonic() - start < 5

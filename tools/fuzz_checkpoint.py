@@ -297,9 +297,12 @@ def main() -> None:
                 f.write('"' + "".join(f"\\x{c:02x}" for c in token) + '"\n')
         sys.argv.append(f"-dict={path}")
     # Coverage comes from the reader alone: import it again, instrumented.
-    # (om.load's tree reader, state_files, with it: it must raise the instrumented module's errors)
+    # (the checkpoint package with all its modules, the reader's _checks and _reader among them;
+    # om.load's tree reader, state_files, with it: it must raise the instrumented package's errors)
     global checkpoint, state_files
-    sys.modules.pop("onemodel.checkpoint")
+    for name in [m for m in sys.modules
+                 if m == "onemodel.checkpoint" or m.startswith("onemodel.checkpoint.")]:
+        sys.modules.pop(name)
     sys.modules.pop("onemodel.state_files")
     with atheris.instrument_imports(include=["onemodel.checkpoint", "onemodel.state_files"]):
         import onemodel.checkpoint as instrumented
