@@ -85,7 +85,7 @@ def run_onemodel(steps: int, shard: bool, buckets: int, split_wait: bool) -> Non
     from onemodel import distributed
     distributed.init()
     if buckets:  # smaller buckets than the default 25 MB: overlap on this model
-        distributed._BUCKET_BYTES = buckets
+        distributed.exact._BUCKET_BYTES = buckets
     trainer = onemodel_trainer(micro_batches, shard=shard)
     sync = [0.0]
     step: dict[str, float] = {}  # this step's time in each part

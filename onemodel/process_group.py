@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import distributed as _dist
+from .distributed import world as _world
 from .tensor import Tensor
 
 _initialized = False
@@ -93,8 +94,8 @@ def _set_launcher_environment() -> None:
     the MPI world, and MASTER_ADDR/MASTER_PORT where unset; destroy_process_group restores
     what was there before (so that processes started later do not inherit them)."""
     local_rank, local_size, master = 0, 1, "127.0.0.1"
-    if _dist._comm is not None:
-        node = _dist._comm.Split_type(_dist._MPI.COMM_TYPE_SHARED)
+    if _world._comm is not None:
+        node = _world._comm.Split_type(_world._MPI.COMM_TYPE_SHARED)
         local_rank, local_size = node.Get_rank(), node.Get_size()
         node.Free()
         master = _dist.broadcast_bytes(socket.gethostname().encode(),
@@ -141,10 +142,10 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -
     alone, onemodel's own way into the MPI world."""
     if group is not None or async_op:
         raise NotImplementedError("barrier: only the default group, synchronously")
-    if not (_initialized or _dist._initialised):
+    if not (_initialized or _world._initialised):
         raise ValueError(NOT_INITIALIZED)
-    if _dist._comm is not None:
-        _dist.wait([_dist._comm.Ibarrier()], "at a barrier")
+    if _world._comm is not None:
+        _dist.wait([_world._comm.Ibarrier()], "at a barrier")
 
 
 class ReduceOp(enum.Enum):
@@ -188,7 +189,7 @@ def exact_mean(contributions: Sequence[Sequence[np.ndarray]], sizes: Sequence[in
                 exps[k] = max(exps[k], e)
     local = max(map(len, contributions), default=0)
     counts = np.array([local], np.int64)
-    _dist._allreduce(exps, what, _dist._MPI.MAX if _dist._comm else None)
+    _dist._allreduce(exps, what, _world._MPI.MAX if _world._comm else None)
     _dist._allreduce(counts, what)
     total = int(counts[0])
     acc = _dist.ExactSum(sizes)
@@ -224,9 +225,9 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
         for row in rows[1:]:
             product *= row
         _write(tensor, product)
-    elif _dist._comm is not None:
-        mpi_op = {ReduceOp.SUM: _dist._MPI.SUM, ReduceOp.MIN: _dist._MPI.MIN,
-                  ReduceOp.MAX: _dist._MPI.MAX}[op]
+    elif _world._comm is not None:
+        mpi_op = {ReduceOp.SUM: _world._MPI.SUM, ReduceOp.MIN: _world._MPI.MIN,
+                  ReduceOp.MAX: _world._MPI.MAX}[op]
         _write(tensor, _dist._allreduce(np.ascontiguousarray(data).copy(), what, mpi_op))
 
 
@@ -234,10 +235,10 @@ def _gather(data: np.ndarray, what: str) -> np.ndarray:
     """Every rank's array, stacked in rank order."""
     mine = np.ascontiguousarray(data)
     rows = np.empty((_dist.world_size(),) + mine.shape, mine.dtype)
-    if _dist._comm is None:
+    if _world._comm is None:
         rows[0] = mine
     elif mine.size:
-        _dist.wait([_dist._comm.Iallgather(mine, rows)], what)
+        _dist.wait([_world._comm.Iallgather(mine, rows)], what)
     return rows
 
 

@@ -220,18 +220,18 @@ def test_a_wait_polls_before_it_sleeps(monkeypatch, window, sleeps):
     """A wait shorter than the polling window never sleeps (a sleep wakes up late, and the
     wait for a reduction comes every step); a longer one backs off into sleeps."""
     slept = []
-    monkeypatch.setattr(distributed, "_SPIN_SECONDS", window)
-    monkeypatch.setattr(distributed, "_MPI", _Answer(0.05))
-    monkeypatch.setattr(distributed.time, "sleep", lambda s: slept.append(s))
+    monkeypatch.setattr(distributed.world, "_SPIN_SECONDS", window)
+    monkeypatch.setattr(distributed.world, "_MPI", _Answer(0.05))
+    monkeypatch.setattr(distributed.world.time, "sleep", lambda s: slept.append(s))
     distributed.wait([object()], "reducing")
     assert bool(slept) == sleeps
     assert max(slept, default=0.0) <= 1e-3
 
 
 def test_a_wait_past_the_timeout_aborts_even_while_polling(monkeypatch):
-    monkeypatch.setattr(distributed, "_MPI", _Answer(60.0))
-    monkeypatch.setattr(distributed, "_timeout", 0.01)
-    monkeypatch.setattr(distributed, "_SPIN_SECONDS", 5.0)  # the timeout falls inside it
+    monkeypatch.setattr(distributed.world, "_MPI", _Answer(60.0))
+    monkeypatch.setattr(distributed.world, "_timeout", 0.01)
+    monkeypatch.setattr(distributed.world, "_SPIN_SECONDS", 5.0)  # the timeout falls inside it
     started = time.monotonic()
     with pytest.raises(SystemExit):  # one process: abort raises SystemExit
         distributed.wait([object()], "reducing")
@@ -423,7 +423,7 @@ def test_buckets_start_their_all_reduce_during_backward(tmp_path):
     pytest.importorskip("mpi4py")
     script = RUN.replace("model, opt, loader = setup(norm)\n", textwrap.dedent("""
         model, opt, loader = setup(norm)
-        distributed._BUCKET_BYTES = 1
+        distributed.exact._BUCKET_BYTES = 1
         added, starts = [0], []
         add_one, start = distributed.ExactSum.add_one, distributed.ExactSum._start
         def counting_add(self, *a, **k):

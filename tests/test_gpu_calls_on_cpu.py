@@ -134,7 +134,8 @@ def test_process_group_of_one_as_torch():
     assert distributed.is_available()
     assert not distributed.is_initialized()
     calls = [distributed.get_rank, distributed.get_world_size, distributed.destroy_process_group]
-    if not distributed._initialised:  # barrier also serves distributed.init, onemodel's own way in
+    # barrier also serves distributed.init, onemodel's own way in
+    if not distributed.world._initialised:
         calls.append(distributed.barrier)
     for call in calls:
         with pytest.raises(ValueError, match="Default process group has not been initialized"):
