@@ -1,4 +1,5 @@
-"""Containers with PyTorch's semantics: ModuleList, ModuleDict, ParameterList, ParameterDict.
+"""Containers with PyTorch's semantics: Sequential, ModuleList, ModuleDict, ParameterList,
+ParameterDict.
 
 Each registers what it holds as ordinary children or parameters of itself, so their state is
 named like PyTorch's ("layers.0.weight", "blocks.enc.bias", "scales.1") and takes its place in
@@ -203,6 +204,42 @@ class _Dict(_Container):
             self._put(key, value)
 
 
+class Sequential(Module):
+    """Runs its children in order; they are named "0", "1", ... (or by an OrderedDict)."""
+
+    def __init__(self, *modules: Any) -> None:
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(modules):
+                self.add_module(str(i), m)
+
+    def forward(self, input: Any) -> Any:
+        for m in self.children():
+            input = m(input)
+        return input
+
+    def append(self, module: Module) -> "Sequential":
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __getitem__(self, index: Union[int, slice]) -> Module:
+        items = list(self._modules.items())
+        if isinstance(index, slice):
+            return Sequential(OrderedDict(items[index]))
+        if not -len(items) <= index < len(items):
+            raise IndexError(f"Sequential: index {index} out of range for {len(items)} modules")
+        return items[index][1]
+
+
 class ModuleList(_Modules, _List):
     """Holds child modules in a list; they are named "0", "1", ... by position."""
 
@@ -257,4 +294,4 @@ class ParameterDict(_Parameters, _Dict):
         super().__init__(parameters)
 
 
-__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList"]
+__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]

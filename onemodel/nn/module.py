@@ -26,6 +26,12 @@ def check_factory_kwargs(device: Any, dtype: Any, owner: str) -> None:
                         "supported yet; mixed precision is amp.autocast)")
 
 
+def _positive(value: Any, name: str, layer: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{layer}: {name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
 class Parameter(Tensor):
     """A float32 leaf tensor that requires gradients and registers itself on a Module.
 

@@ -1,5 +1,5 @@
-"""GroupNorm, InstanceNorm1d/2d and RMSNorm with PyTorch's arguments and state (weight ones,
-bias zeros)."""
+"""LayerNorm, GroupNorm, InstanceNorm1d/2d and RMSNorm with PyTorch's arguments and state
+(weight ones, bias zeros)."""
 from __future__ import annotations
 
 import warnings
@@ -12,8 +12,44 @@ from ..functional.normalization import group_norm, instance_norm, rms_norm
 from ..random import Generator
 from ..tensor import Tensor
 from .conv import _BatchNorm
-from .layers import _positive
-from .module import Module, Parameter, check_factory_kwargs
+from .module import Module, Parameter, _positive, check_factory_kwargs
+
+
+class LayerNorm(Module):
+    """Normalises over the trailing `normalized_shape`; weight ones, bias zeros (no bias with
+    bias=False).
+
+    It draws nothing; `generator` and `seed` are accepted so a container can pass the same
+    arguments to every child.
+    """
+
+    def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True,
+                 device: Any = None, dtype: Any = None, *,
+                 generator: Optional[Generator] = None, seed: Optional[int] = None) -> None:
+        super().__init__()
+        check_factory_kwargs(device, dtype, type(self).__name__)
+        shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) \
+            else tuple(normalized_shape)
+        self.normalized_shape = tuple(_positive(s, "normalized_shape", "LayerNorm")
+                                      for s in shape)
+        self.eps = float(eps)
+        self.elementwise_affine = bool(elementwise_affine)
+        if self.elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, np.float32))
+        else:
+            self.register_parameter("weight", None)
+        if self.elementwise_affine and bias:
+            self.bias = Parameter(np.zeros(self.normalized_shape, np.float32))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
 
 
 class GroupNorm(Module):
