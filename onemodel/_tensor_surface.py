@@ -1,12 +1,20 @@
 """The rest of torch.Tensor's spellings that ported programs use (mm, mT, nelement, type(),
-diag, to_sparse, ...), as a mixin of Tensor so that tensor.py keeps to the core, and torch's
-legacy typed constructors (FloatTensor, LongTensor, IntTensor, BoolTensor)."""
+diag, to_sparse, expand, split, new_zeros, cpu, ...), as a mixin of Tensor so that tensor.py
+keeps to the core, and torch's legacy typed constructors (FloatTensor, LongTensor, IntTensor,
+BoolTensor)."""
+# mypy: disable-error-code="arg-type, attr-defined, return-value"
+# (self, a Tensor at run time, is typed TensorSurface for mypy, which would refuse it where a
+# Tensor is passed, returned or read)
 from __future__ import annotations
 
+import builtins
 import warnings
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .tensor import Tensor, device
 
 # torch's type strings of the dtypes a tensor can hold, and the dtype each names
 TYPE_NAMES: dict[np.dtype, str] = {
@@ -128,6 +136,131 @@ class TensorSurface:
     def to_dense(self: Any) -> Any:
         return self
 
+    # -- more method spellings, composed of the ops above --------------------------------
+    def view_as(self, other: "Tensor") -> "Tensor":
+        """`reshape(other.shape)`, as `torch.Tensor.view_as`.
+
+        Parameters
+        ----------
+        other : Tensor
+            Gives the shape.
+        """
+        return _t.F.reshape(self, other.shape)
+
+    def masked_fill(self, mask: "Tensor", value: Any) -> "Tensor":
+        """value where mask holds (broadcast), self elsewhere; the gradient flows elsewhere."""
+        return _t.F.where(mask, value, self)
+
+    def where(self, condition: "Tensor", other: Any) -> "Tensor":
+        """`om.where(condition, self, other)`, as `torch.Tensor.where`.
+
+        Parameters
+        ----------
+        condition : Tensor
+            A bool tensor: where True the result takes this tensor's element.
+        other : Tensor or number
+            The elements elsewhere.
+        """
+        return _t.F.where(condition, self, other)
+
+    def expand(self, *sizes: Any) -> "Tensor":
+        """self broadcast to sizes (-1 keeps a dimension), as a new tensor: multiplying by ones
+        broadcasts, keeps -0 and NaN, and its backward sums the gradient back."""
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+        lead = len(sizes) - self.ndim
+        if lead < 0:
+            raise ValueError(f"expand: {len(sizes)} sizes {sizes} for a tensor of shape "
+                             f"{self.shape} ({self.ndim} dimensions)")
+        target = tuple(self.shape[i - lead] if s == -1 and i >= lead else int(s)
+                       for i, s in enumerate(sizes))
+        if any(s < 0 for s in target) or any(
+                have not in (1, want) for have, want in zip(self.shape, target[lead:])):
+            raise ValueError(f"expand: shape {self.shape} cannot be expanded to {sizes}")
+        return _t.F.mul(self, _t.Tensor._wrap(np.ones(target, self._data.dtype)))
+
+    def repeat(self, *sizes: Any) -> "Tensor":
+        """self tiled sizes[i] times along each dimension (leading sizes add dimensions)."""
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+        if len(sizes) < self.ndim or any(int(r) < 0 for r in sizes):
+            raise ValueError(f"repeat: sizes {sizes} must be >= 0 and at least one per "
+                             f"dimension of the tensor of shape {self.shape}")
+        shape = (1,) * (len(sizes) - self.ndim) + self.shape
+        pairs = tuple(d for n in shape for d in (1, n))
+        tiled = tuple(d for r, n in zip(sizes, shape) for d in (int(r), n))
+        return self.reshape(pairs).expand(tiled).reshape(
+            tuple(int(r) * n for r, n in zip(sizes, shape)))
+
+    def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple:
+        """Pieces along dim: of split_size each (the last may be shorter), or of the sizes
+        listed, as torch.split."""
+        axis = _t.F._core.normalize_dim(dim, self.ndim, "split")
+        length = self.shape[axis]
+        if isinstance(split_size_or_sections, (int, np.integer)):
+            size = int(split_size_or_sections)
+            if size <= 0:
+                raise ValueError(f"split: split_size must be positive, got {size}")
+            sections = [min(size, length - start) for start in range(0, length, size)] or [0]
+        else:
+            sections = [int(n) for n in split_size_or_sections]
+            if sum(sections) != length or any(n < 0 for n in sections):
+                raise ValueError(f"split: sections {sections} must be >= 0 and add up to "
+                                 f"{length}, the size of dim {dim} of shape {self.shape}")
+        lead = (slice(None),) * axis
+        starts = np.cumsum([0] + sections)
+        return tuple(_t.F.index(self, lead + (slice(int(a), int(b)),))
+                     for a, b in zip(starts[:-1], starts[1:]))
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        """At most `chunks` pieces of ceil(size / chunks) along dim, as torch.chunk."""
+        if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks <= 0:
+            raise ValueError(f"chunk: chunks must be a positive integer, got {chunks!r}")
+        axis = _t.F._core.normalize_dim(dim, self.ndim, "chunk")
+        return self.split(max(-(-self.shape[axis] // int(chunks)), 1), axis)
+
+    @property
+    def device(self) -> device:
+        """Always `om.device("cpu")`."""
+        return _t.device("cpu")
+
+    def cpu(self) -> "Tensor":
+        """Returns the tensor itself: everything lives on the CPU."""
+        return self
+
+    def cuda(self, *args: Any, **kwargs: Any) -> "Tensor":
+        """Refused (ValueError): onemodel runs on the CPU only."""
+        raise ValueError("cuda: onemodel runs on the CPU only")
+
+    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: builtins.bool = False, *,
+                   device: Any = None) -> "Tensor":
+        """A new tensor of data, of self's dtype unless dtype is given, as torch's."""
+        return _t.tensor(data, self.dtype if dtype is None else dtype, requires_grad, device=device)
+
+    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False,
+                  device: Any = None) -> "Tensor":
+        """Zeros of `size` with this tensor's dtype unless `dtype` is given, as
+        `torch.Tensor.new_zeros`.
+        """
+        return _t.zeros(*size, dtype=self.dtype if dtype is None else dtype,
+                        requires_grad=requires_grad, device=device)
+
+    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False,
+                 device: Any = None) -> "Tensor":
+        """Ones of `size` with this tensor's dtype unless `dtype` is given, as
+        `torch.Tensor.new_ones`.
+        """
+        return _t.ones(*size, dtype=self.dtype if dtype is None else dtype,
+                       requires_grad=requires_grad, device=device)
+
+    def new_full(self, size: Any, fill_value: Any, dtype: Any = None,
+                 requires_grad: builtins.bool = False, *, device: Any = None) -> "Tensor":
+        """`fill_value` in a tensor of `size` with this tensor's dtype unless `dtype` is
+        given, as `torch.Tensor.new_full`.
+        """
+        return _t.full(size, fill_value, self.dtype if dtype is None else dtype, requires_grad,
+                       device=device)
+
+    new_empty = new_zeros
+
 
 class _LegacyTypeMeta(type):
     """isinstance(t, om.FloatTensor) is whether t is a tensor of that dtype, as torch's."""
@@ -176,4 +309,4 @@ class BoolTensor(_LegacyTensor):
 
 # Last: tensor.py imports this module before it defines Tensor. Its names (and functional,
 # which it binds as F) are read at run time through the module.
-from . import tensor as _t  # noqa: E402
+from . import tensor as _t  # type: ignore[no-redef]  # noqa: E402

@@ -14,9 +14,10 @@ FLOORS = [
     {"_ieee", "_kernels", "_config", "_printing", "progress", "backends", "onnx", "version",
      "_rank_watch"},
     # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_;
-    # Tensor's in-place mixin, hooks, autograd.grad and autograd.Function with them
-    {"autograd", "tensor", "_tensor_surface", "random", "_inplace", "_hooks", "_grad",
-     "_function"},
+    # Tensor's mixins (forwards, in-place methods), hooks, the functions that make tensors,
+    # autograd.grad and autograd.Function with them
+    {"autograd", "tensor", "_tensor_surface", "_tensor_ops", "_tensor_creation", "random",
+     "_inplace", "_hooks", "_grad", "_function"},
     {"_autocast"},
     {"functional", "sparse"},
     {"optim", "checkpoint", "metrics_log", "state_files"},
