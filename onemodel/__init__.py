@@ -9,9 +9,9 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E4
                        is_inference_mode_enabled, no_grad)
 from ._printing import set_printoptions  # noqa: E402
 from ._tensor_surface import BoolTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402
-from .tensor import (Tensor, arange, as_tensor, device, empty, empty_like, eye, from_numpy, full,  # noqa: E402
-                     full_like, is_tensor, linspace, numel, ones, ones_like, tensor, zeros,
-                     zeros_like)
+from .tensor import (Tensor, arange, as_tensor, bfloat16, device, empty, empty_like,  # noqa: E402
+                     eye, from_numpy, full, full_like, is_tensor, linspace, numel, ones,
+                     ones_like, tensor, zeros, zeros_like)
 from .random import (Generator, default_generator, get_rng_state, manual_seed,  # noqa: E402
                      multinomial, rand, rand_like, randint, randn, randn_like, randperm,
                      set_rng_state)
@@ -41,11 +41,11 @@ from .functional import (abs, add, all, allclose, amax, amin, any, argmax, argmi
 spmm = mm  # torch.spmm is torch.mm under the name it had for a sparse first operand
 
 # PyTorch's dtype names, as the numpy dtypes tensors hold (float64 and float16 are refused by the
-# constructors with the reason; bfloat16 and float16 are what amp.autocast takes).
+# constructors with the reason; bfloat16, imported above as tensor.ReducedFloat since numpy has
+# none, and float16 are what amp.autocast takes).
 float32 = float = numpy.dtype("float32")
 float64 = double = numpy.dtype("float64")
 float16 = half = numpy.dtype("float16")
-bfloat16 = "bfloat16"
 int32 = int = numpy.dtype("int32")
 int64 = long = numpy.dtype("int64")
 bool = numpy.dtype("bool")

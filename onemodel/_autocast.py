@@ -26,7 +26,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from .tensor import Tensor
+from .tensor import ReducedFloat, Tensor
 
 _DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16"}
 # The kernels' code for the operand type (_gemm.gemm's half).
@@ -60,8 +60,8 @@ def half_code() -> int:
 def dtype_name(dtype: Any) -> str:
     """"bf16" or "fp16" for any accepted spelling (onemodel.bfloat16 and onemodel.float16
     too); TypeError or ValueError otherwise."""
-    if isinstance(dtype, np.dtype):
-        dtype = str(dtype)
+    if isinstance(dtype, (np.dtype, ReducedFloat)):
+        dtype = dtype.name
     if not isinstance(dtype, str):
         raise TypeError(f"autocast: dtype must be the string 'bf16' or 'fp16', got "
                         f"{type(dtype).__name__} {dtype!r}")

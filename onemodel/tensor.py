@@ -28,6 +28,29 @@ bool_ = np.dtype(np.bool_)
 _DTYPES = (float32, int32, int64, bool_)
 
 
+class ReducedFloat:
+    """The dtype of a 2-byte float that numpy lacks (bfloat16): what amp.autocast's products
+    round their operands to. No tensor holds one; the constructors refuse it by name."""
+
+    __slots__ = ("name",)
+    is_floating_point = True
+    is_complex = False
+    is_signed = True
+    itemsize = 2
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"onemodel.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name  # one object per process, as torch's dtypes (pickle finds it by name)
+
+
+bfloat16 = ReducedFloat("bfloat16")
+
+
 def _as_array(data: Any, dtype: Optional[Any]) -> np.ndarray:
     """Copies data into a fresh C-contiguous array of a tensor dtype (float data -> float32)."""
     if isinstance(data, Tensor):
@@ -111,7 +134,8 @@ def _dtype_arg(dtype: Any, op: str) -> np.dtype:
     except TypeError:
         target = None
     if target not in _DTYPES:
-        raise TypeError(f"{op}: unsupported dtype {dtype if target is None else target}; use "
+        name = getattr(dtype, "name", dtype) if target is None else target
+        raise TypeError(f"{op}: unsupported dtype {name}; use "
                         "float32, int32, int64 or bool (bfloat16 and float16 are amp.autocast's)"
                         + ("; float64 is not supported yet" if target == np.float64 else ""))
     return target

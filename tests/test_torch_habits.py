@@ -20,12 +20,29 @@ def test_dtype_names_are_torch_s():
     assert om.zeros(2, dtype=om.float).dtype == np.float32
     assert om.ones(2, dtype=om.int).dtype == np.int32
     assert om.tensor([0, 3], dtype=om.bool).numpy().tolist() == [False, True]
-    for dtype in (om.float64, om.half, om.bfloat16):
-        with pytest.raises(TypeError, match=rf"zeros: unsupported dtype {dtype}; use float32, "
+    for dtype, name in ((om.float64, "float64"), (om.half, "float16"), (om.bfloat16, "bfloat16")):
+        with pytest.raises(TypeError, match=rf"zeros: unsupported dtype {name}; use float32, "
                                             "int32, int64 or bool.*amp.autocast"):
             om.zeros(2, dtype=dtype)
     with pytest.raises(TypeError, match="tensor: unsupported dtype bfloat16"):
         om.tensor([1.0], dtype=om.bfloat16)
+
+
+def test_bfloat16_is_a_dtype_object_as_torch_s():
+    """numpy has no bfloat16: onemodel's is an object of its own, with torch.dtype's
+    attributes, one per process (pickling gives it back), taken by autocast."""
+    import copy
+    import pickle
+    bf16 = om.bfloat16
+    assert not isinstance(bf16, str) and bf16 != "bfloat16"
+    assert repr(bf16) == "onemodel.bfloat16" and bf16.name == "bfloat16"
+    assert (bf16.itemsize, bf16.is_floating_point, bf16.is_complex, bf16.is_signed) == (
+        torch.bfloat16.itemsize, True, False, True)
+    assert pickle.loads(pickle.dumps(bf16)) is bf16 and copy.deepcopy(bf16) is bf16
+    with om.autocast(dtype=om.bfloat16):
+        assert om.amp.operand_dtype() == "bf16"
+    with pytest.raises(TypeError, match="to: only the CPU and float32"):
+        om.ones(2).to(om.bfloat16)
 
 
 def test_constructors_take_the_cpu_as_device():
