@@ -1,10 +1,16 @@
 """Build of onemodel's compiled kernels.
 
-Every C source under onemodel/_kernels/csrc is compiled once into an object; the suffix of its
-name picks its instruction-set flags (``*_avx2.c`` with AVX2+FMA+F16C, ``*_avx512.c`` with
-AVX-512 F/BW/VL/DQ, ``*_avx512bf16.c`` with AVX512_BF16 besides, ``*_sse2.c``, ``*_neon.c``;
-anything else is baseline). Files of an ISA the target architecture (or, for AVX512_BF16, the
-compiler) lacks are skipped; ``csrc/isa.h`` tells the code which ones were built.
+The C sources under onemodel/_kernels/csrc are compiled into objects with their instruction-set
+flags. A family whose kernels are one body for every path keeps it in ``<family>_paths.c``,
+compiled once per path of the target architecture (scalar, then sse2, avx2 and avx512 on
+x86-64, neon on aarch64) with ``-DOM_PATH=<path>`` (MSVC: ``/DOM_PATH=<path>``) and that path's
+flags, each path's objects in their own build folder (``csrc/path.h`` turns the define into the
+path's SIMD header and function names). Any other source is compiled once, and the suffix of
+its name picks its flags: the families whose paths are written in each path's intrinsics
+(``*_avx2.c`` with AVX2+FMA+F16C, ``*_avx512.c`` with AVX-512 F/BW/VL/DQ, ``*_avx512bf16.c``
+with AVX512_BF16 besides, ``*_sse2.c``, ``*_neon.c``; anything else is baseline). Paths the
+target architecture (or, for AVX512_BF16, the compiler) lacks are skipped; ``csrc/isa.h``
+tells the code which ones were built.
 The Cython modules' C and the kernels are linked into one shared object, ``onemodel._kernels._lib``,
 that holds every module's init function: the package loads each module from it
 (``onemodel/_kernels/__init__.py``), so the library, its selected path and its dispatch tables
@@ -71,19 +77,12 @@ MSVC_KERNEL_ONLY = ["/std:c11"]
 
 
 def neon_complete() -> bool:
-    """NEON is built once every kernel family has its *_neon.c: a dispatch table's NEON entry
-    must name a function (until then aarch64 runs the scalar path)."""
-    families = [p.stem[:-len("_scalar")] for p in (ROOT / CSRC).glob("*_scalar.c")]
+    """NEON is built once every kernel family written per path (a ``<family>_<isa>.c``) has its
+    ``<family>_neon.c``: a dispatch table's NEON entry must name a function (until then aarch64
+    runs the scalar path). A ``*_paths.c`` family is compiled for every path."""
+    families = {p.stem.rsplit("_", 1)[0] for p in (ROOT / CSRC).glob("*.c")
+                if isa_of(p) not in (None, "neon")}
     return all((ROOT / CSRC / f"{f}_neon.c").exists() for f in families)
-
-
-ISAS_FOR_ARCH = (["sse2", "avx2", "avx512"] if IS_X86 else
-                 ["neon"] if IS_ARM64 and neon_complete() else [])
-# OpenMP (compile, link) flags, tried in order. Apple's clang has no -fopenmp driver flag: it
-# takes the pragmas through the preprocessor and links libomp (Homebrew's, found through
-# CPATH/LIBRARY_PATH, see [tool.cibuildwheel.macos]; delocate copies it into the wheel).
-OPENMP_FLAGS = {"msvc": [(["/openmp"], [])],
-                "gnu": [(["-fopenmp"], ["-fopenmp"]), (["-Xpreprocessor", "-fopenmp"], ["-lomp"])]}
 
 
 def isa_of(source: Path) -> str | None:
@@ -92,6 +91,22 @@ def isa_of(source: Path) -> str | None:
         if stem.endswith("_" + isa):
             return isa
     return None
+
+
+def is_per_path(source: Path) -> bool:
+    """A family's one body for every path, compiled once per path with OM_PATH defined."""
+    return source.stem.endswith("_paths")
+
+
+# The paths of csrc/isa.h besides scalar (AVX512_BF16 is a gemm kernel of the avx512 path).
+ISA_PATHS = ("sse2", "avx2", "avx512", "neon")
+ISAS_FOR_ARCH = (["sse2", "avx2", "avx512"] if IS_X86 else
+                 ["neon"] if IS_ARM64 and neon_complete() else [])
+# OpenMP (compile, link) flags, tried in order. Apple's clang has no -fopenmp driver flag: it
+# takes the pragmas through the preprocessor and links libomp (Homebrew's, found through
+# CPATH/LIBRARY_PATH, see [tool.cibuildwheel.macos]; delocate copies it into the wheel).
+OPENMP_FLAGS = {"msvc": [(["/openmp"], [])],
+                "gnu": [(["-fopenmp"], ["-fopenmp"]), (["-Xpreprocessor", "-fopenmp"], ["-lomp"])]}
 
 
 def opt_flag() -> str:
@@ -118,21 +133,28 @@ class BuildExt(build_ext):
         for isa in isas:
             macros.append(("OM_BUILD_" + isa.upper(), "1"))
 
-        def compile_one(source: Path) -> list[str]:
-            flags = []
+        def compile_one(job: tuple[Path, str | None]) -> list[str]:
+            source, path = job  # path: the one a *_paths.c source is compiled for
+            flags, defines, out = [], macros, self.build_temp
             if source.parent == ROOT / CSRC:  # a kernel: C11 and its path's instructions
-                isa = isa_of(source)
+                isa = path if path is not None else isa_of(source)
                 flags = kernel_only + ((MSVC_ISA_FLAGS if msvc else GNU_ISA_FLAGS)[isa]
-                                       if isa else [])
+                                       if isa not in (None, "scalar") else [])
+            if path is not None:  # -DOM_PATH=avx2 (MSVC: /DOM_PATH=avx2), a folder per path
+                defines, out = macros + [("OM_PATH", path)], os.path.join(out, "path_" + path)
             return self.compiler.compile(
-                [str(source.relative_to(ROOT))], output_dir=self.build_temp, macros=macros,
+                [str(source.relative_to(ROOT))], output_dir=out, macros=defines,
                 include_dirs=[str(CSRC), numpy.get_include()],
                 extra_postargs=base + flags + omp_compile,
                 depends=[str(p) for p in (ROOT / CSRC).rglob("*.h")])
 
         (lib,) = self.extensions
-        sources = [ROOT / s for s in lib.module_sources] + [
-            s for s in sorted((ROOT / CSRC).glob("*.c")) if isa_of(s) is None or isa_of(s) in isas]
+        paths = ["scalar"] + [isa for isa in isas if isa in ISA_PATHS]
+        kernels = sorted((ROOT / CSRC).glob("*.c"))
+        sources = [(ROOT / s, None) for s in lib.module_sources] + [
+            (s, None) for s in kernels
+            if not is_per_path(s) and (isa_of(s) is None or isa_of(s) in isas)] + [
+            (s, path) for s in kernels if is_per_path(s) for path in paths]
         lib.depends = lib.module_sources + [str(p.relative_to(ROOT))
                                             for p in (ROOT / CSRC).rglob("*.[ch]")]
         if self._up_to_date(lib, [self.compiler.compiler_type, getattr(self.compiler,

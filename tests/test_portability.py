@@ -4,8 +4,9 @@ MSVC builds the Windows wheels: its C compiler has OpenMP 2.0 (no atomic read/wr
 no collapse, an omp for loop's index declared before the pragma: a declaration in the for
 statement is error C3015, an unsigned index C3016), no variable-length arrays, no
 __attribute__ (but where an #if on __GNUC__/__clang__ hides it) and no aligned_alloc. NEON
-builds the aarch64 wheels: every family with a scalar reference needs its *_neon.c, or setup.py
-builds aarch64 without NEON at all. The checks here read the sources (fast, no compiler
+builds the aarch64 wheels: every family written per path (a <family>_<isa>.c) needs its
+*_neon.c, or setup.py builds aarch64 without NEON at all (a *_paths.c family is compiled for
+every path). The checks here read the sources (fast, no compiler
 needed); tools/check_aarch64.sh runs the NEON paths under qemu.
 """
 from __future__ import annotations
@@ -106,7 +107,20 @@ def test_the_checks_find_what_msvc_rejects():
     assert msvc_problems(good) == []
 
 
-FAMILIES = sorted(p.stem[:-len("_scalar")] for p in CSRC.glob("*_scalar.c"))
+X86_SUFFIXES = ("_sse2", "_avx2", "_avx512", "_avx512bf16")
+FAMILIES = sorted({p.stem.rsplit("_", 1)[0] for p in CSRC.glob("*.c")
+                   if p.stem.endswith(X86_SUFFIXES)})
+
+
+def test_the_families_written_per_path_are_found():
+    assert "gemm" in FAMILIES
+
+
+@pytest.mark.parametrize("path", sorted(CSRC.glob("*.c")), ids=lambda p: p.name)
+def test_no_stub_source(path):
+    """A body shared by every path is one *_paths.c, compiled per path with OM_PATH defined
+    (setup.py), not a stub per path that only includes it."""
+    assert len(path.read_text().splitlines()) >= 20, f"{path.name} is a stub"
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -3,7 +3,8 @@
 #
 # Builds the C kernels (onemodel/_kernels/csrc) with the kernel harness tools/kernel_digest.c
 # twice: natively for x86-64 (scalar, SSE2, AVX2 and AVX-512 paths) and with Debian's aarch64
-# cross compiler (scalar and, where csrc has *_neon.c files, NEON). Runs the first natively and
+# cross compiler (scalar and, where every family written per path has its *_neon.c, NEON); as
+# setup.py, each *_paths.c once per path with -DOM_PATH=<path>. Runs the first natively and
 # the second under qemu-aarch64, each on every path it has at 1 and 3 threads, and checks that
 # every digest is the x86-64 scalar one. Same flags as setup.py: -O3, contraction off, OpenMP.
 #
@@ -29,30 +30,53 @@ fi
 flags=(-O3 -ffp-contract=off -fno-fast-math -fno-math-errno -std=c11 -fopenmp
        -DOM_HAVE_OPENMP=1 -I"$csrc")
 
-# build <compiler> <output> <path>... : every baseline file plus the files of the given paths.
+# The flags of a path.
+isa_flags() {
+    case "$1" in
+        sse2) echo -msse2 ;;
+        avx2) echo -mavx2 -mfma -mf16c ;;
+        avx512) echo -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c ;;
+    esac
+}
+
+# build <compiler> <output> <path>... : every baseline file plus the files of the given paths;
+# each *_paths.c once for scalar and once for each given path.
 build() {
     local cc=$1 out=$2 objdir
     shift 2
     objdir="$work/obj-$(basename "$out")"
     mkdir -p "$objdir"
-    local defines=() pids=() isa pid
+    local defines=() pids=() jobs=() isa pid src name job
     for isa in "$@"; do defines+=("-DOM_BUILD_${isa^^}=1"); done
     for src in "$csrc"/*.c "$root/tools/kernel_digest.c"; do
-        isa=$(basename "$src" .c)
-        isa=${isa##*_}
+        name=$(basename "$src" .c)
+        case "$name" in
+            *_paths) for isa in scalar "$@"; do jobs+=("$src $isa"); done; continue ;;
+        esac
+        isa=${name##*_}
         case "$isa" in
-            sse2) isa_flags=(-msse2) ;;
-            avx2) isa_flags=(-mavx2 -mfma -mf16c) ;;
-            avx512) isa_flags=(-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c) ;;
-            avx512bf16) isa_flags=() ;;   # built only when listed: the digest leaves it out
-            neon) isa_flags=() ;;
-            *) isa_flags=(); isa="" ;;
+            sse2 | avx2 | avx512 | neon) ;;
+            avx512bf16) ;;   # built only when listed: the digest leaves it out
+            *) isa="" ;;
         esac
         if [ -n "$isa" ] && [[ " $* " != *" $isa "* ]]; then
             continue
         fi
-        "$cc" "${flags[@]}" "${defines[@]}" "${isa_flags[@]}" -c "$src" \
-            -o "$objdir/$(basename "$src" .c).o" &
+        jobs+=("$src -")
+    done
+    for job in "${jobs[@]}"; do
+        src=${job% *}
+        isa=${job##* }
+        name=$(basename "$src" .c)
+        if [ "$isa" = - ]; then  # a file of one path: its suffix names it
+            # shellcheck disable=SC2046
+            "$cc" "${flags[@]}" "${defines[@]}" $(isa_flags "${name##*_}") -c "$src" \
+                -o "$objdir/$name.o" &
+        else
+            # shellcheck disable=SC2046
+            "$cc" "${flags[@]}" "${defines[@]}" $(isa_flags "$isa") -DOM_PATH="$isa" -c "$src" \
+                -o "$objdir/$name.$isa.o" &
+        fi
         pids+=($!)
         if [ ${#pids[@]} -eq 2 ]; then  # two compilations at a time
             for pid in "${pids[@]}"; do wait "$pid"; done
@@ -64,12 +88,16 @@ build() {
 }
 
 start=$SECONDS
-# As setup.py: NEON is built once every kernel family has its *_neon.c.
+# As setup.py: NEON is built once every family written per path (a <family>_<isa>.c) has its
+# <family>_neon.c.
 neon=(neon)
 missing=()
-for scalar in "$csrc"/*_scalar.c; do
-    family=$(basename "$scalar" _scalar.c)
-    [ -e "$csrc/${family}_neon.c" ] || missing+=("$family")
+for src in "$csrc"/*_sse2.c "$csrc"/*_avx2.c "$csrc"/*_avx512.c "$csrc"/*_avx512bf16.c; do
+    [ -e "$src" ] || continue
+    family=$(basename "$src" .c)
+    family=${family%_*}
+    [ -e "$csrc/${family}_neon.c" ] || [[ " ${missing[*]} " == *" $family "* ]] \
+        || missing+=("$family")
 done
 if [ ${#missing[@]} -gt 0 ]; then
     neon=()

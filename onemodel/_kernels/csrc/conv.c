@@ -876,4 +876,5 @@ int om_conv2d_backward_f32(const om_conv2d_shape *s, const void *x, const float 
     return status;
 }
 
+OM_PATH_PROBE(conv, scalar)  /* the scalar kernels: conv_impl.h's, inline */
 OM_PATH_DISPATCH(conv, OM_ISA_TABLE)

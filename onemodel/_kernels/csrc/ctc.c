@@ -26,7 +26,7 @@
  * (one term is exactly 1, so the sum is in [1, 3]), om_log_scalar's operations on that range:
  * its error is ulp(m)/2 + about 2^-23 absolute (1 ulp each for om_exp_scalar and
  * om_log_scalar, and the rounding of the sum), the accuracy of PyTorch's own float32
- * recursion. The row kernels are written once (ctc_impl.h) and compiled per ISA path only so
+ * recursion. The row kernels are written once (ctc_paths.c) and compiled per ISA path only so
  * that the loops over states and classes vectorize as wide as the path allows; the per-element
  * operations are identical, so every path gives the same bits.
  *

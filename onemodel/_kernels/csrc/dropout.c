@@ -1,17 +1,17 @@
 /* Dropout's mask and products, one pass over the data instead of numpy's ten.
  *
  * The draw (onemodel/functional/dropout.py): mask element i of stream s has
- * bits = mix(s + (i + 1)·G), G = 0x9E3779B97F4A7C15, mix the SplitMix64 output function, all
+ * bits = mix(s + (i + 1)·G), G the golden-ratio increment and mix the output function of
+ * SplitMix64 (splitmix64.h), all
  * unsigned 64-bit wrapping; it is kept when bits >> 40 >= threshold (u = (bits >> 40) / 2^24
  * against float32(p), compared as integers). A product multiplies by scale or by 0 (so -0, inf
  * and NaN come out as numpy's x * 0 gives them). Integer arithmetic and one float32 multiply
  * per element: the same bits on every path and thread count, the threads taking contiguous
- * shares of the mask elements. The draw is the one per-path kernel (dropout_draw.h): the
+ * shares of the mask elements. The draw is the one per-path kernel (dropout_paths.c): the
  * products are as fast at SSE2 as with wider vectors.
  */
 #include "dropout.h"
 
-#include "dropout_draw.h"
 #include "isa.h"
 
 /* Mask elements drawn before their products run: the bytes stay in L1 between the two. */
@@ -30,11 +30,6 @@ typedef struct {
     uint8_t *keep;       /* forward: the mask drawn */
     const uint8_t *mask; /* the mask the products read */
 } dropout_job;
-
-void om_dropout_draw_scalar(uint64_t stream, uint32_t threshold, int64_t begin, int64_t end,
-                            uint8_t *keep) {
-    om_dropout_draw(stream, threshold, begin, end, keep);
-}
 
 /* SSE2 and NEON run the scalar draw: with two 64-bit lanes and no 64-bit lane multiply, the
  * compiler keeps the hash scalar there. */

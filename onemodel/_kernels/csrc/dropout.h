@@ -13,4 +13,11 @@ void om_dropout_forward(uint64_t stream, uint32_t threshold, float scale, int64_
 void om_dropout_backward(const uint8_t *keep, float scale, int64_t n, int64_t inner,
                          const float *g, float *out, int nthreads);
 
+/* One path's draw (dropout_paths.c): keep[i] for mask elements [begin, end). */
+typedef void (*om_dropout_draw_fn)(uint64_t stream, uint32_t threshold, int64_t begin,
+                                   int64_t end, uint8_t *keep);
+void om_dropout_draw_scalar(uint64_t, uint32_t, int64_t, int64_t, uint8_t *);
+void om_dropout_draw_avx2(uint64_t, uint32_t, int64_t, int64_t, uint8_t *);
+void om_dropout_draw_avx512(uint64_t, uint32_t, int64_t, int64_t, uint8_t *);
+
 #endif

@@ -1,4 +1,4 @@
-/* The exact sum's entry points: the selected path's loops (exact_impl.h). The SSE2 entry is
+/* The exact sum's entry points: the selected path's loops (exact_paths.c). The SSE2 entry is
  * the scalar function (isa.h). */
 #include "exact.h"
 

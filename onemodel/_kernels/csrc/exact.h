@@ -4,7 +4,7 @@
  * Every operation is exact (integer arithmetic, and double operations whose results are
  * representable: a float32 times a small integer times a power of two, splitting a double at
  * 2^56) except the two roundings the module notes name, each one IEEE operation rounding to
- * nearest even. No fused multiply-add, no libm: every path (exact_impl.h compiled with its
+ * nearest even. No fused multiply-add, no libm: every path (exact_paths.c compiled with its
  * instruction set's flags, selected by om_isa) gives the same bits by construction.
  */
 #ifndef OM_EXACT_H

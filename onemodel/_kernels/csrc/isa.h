@@ -129,13 +129,15 @@ void om_run_range(int threads, int64_t n, om_range_fn fn, const void *ctx);
         OM_ISA_ENTRY_NEON(name##_neon) }
 
 /* For tests, which path a family's kernels run: each of the family's per-path objects states
- * its path with OM_PATH_PROBE(family, path), and the family's dispatch file defines
+ * its path with OM_PATH_PROBE(family, path) (path may be a macro, such as a *_paths.c source's
+ * OM_PATH: it is expanded before the names are pasted), and the family's dispatch file defines
  * om_<family>_path(), which calls the selected path's probe through a table built as the
  * family's kernel tables are (OM_PATH_DISPATCH(family, OM_ISA_TABLE) or ..._SCALAR_SSE2). */
 enum { OM_ISA_ID_scalar = OM_ISA_SCALAR, OM_ISA_ID_sse2 = OM_ISA_SSE2,
        OM_ISA_ID_avx2 = OM_ISA_AVX2, OM_ISA_ID_avx512 = OM_ISA_AVX512,
        OM_ISA_ID_neon = OM_ISA_NEON };
-#define OM_PATH_PROBE(family, path) \
+#define OM_PATH_PROBE(family, path) OM_PATH_PROBE_(family, path)
+#define OM_PATH_PROBE_(family, path) \
     int om_##family##_path_##path(void) { return OM_ISA_ID_##path; }
 #define OM_PATH_DISPATCH(family, table)                                                       \
     int om_##family##_path_scalar(void), om_##family##_path_sse2(void),                      \

@@ -15,7 +15,7 @@
  *   (so a vector of at most 65536 elements is exactly its 16-lane sum). The order depends
  *   only on n. Plain adds and multiplies, never a fused multiply-add. AVX-512 holds the 16
  *   lanes in one register, AVX2 in two, SSE2 in four, the scalar path in an array; a partial
- *   last vector is a masked load (see reduce_impl.h).
+ *   last vector is a masked load (see reduce_paths.c).
  *   Used by: sum along the innermost axis, the softmax denominator Σexp, the softmax backward
  *   Σ g*y and Σ g, layer norm's Σx and Σ(x - mean)^2, and its backward Σ gh and Σ gh*xh.
  *   The row max of softmax uses the same 16 lanes and tree over the whole row (no chunks),

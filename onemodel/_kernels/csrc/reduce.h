@@ -1,7 +1,7 @@
 /* Reductions along an axis, softmax / log_softmax, layer norm, and the embedding gradient.
  *
  * The association order of "a reduction along a vector" is defined once, in reduce.c; every
- * ISA path follows it (reduce_impl.h is the one body, reduce_<isa>.c give it 16-lane vectors).
+ * ISA path follows it (reduce_paths.c is the one body, compiled per path over 16-lane vectors).
  * Entry points below validate nothing: the Cython layer (_reduce.pyx) checks shapes first.
  */
 #ifndef OM_REDUCE_H

@@ -3,7 +3,7 @@
  * The caller (onemodel/functional/recurrent.py) computes the input projection of every step
  * in one matrix product, xw = x·W_ihᵀ + b_ih, laid out (T, B, G·H) with G = 4 (LSTM gates
  * i, f, g, o) or 3 (GRU gates r, z, n), PyTorch's order. Per step the driver (rnn.c) runs one
- * product hw = h·W_hhᵀ on the gemm kernel, then a row kernel (rnn_<isa>.c) that fuses the bias,
+ * product hw = h·W_hhᵀ on the gemm kernel, then a row kernel (rnn_paths.c) that fuses the bias,
  * the gate nonlinearities and the state update; backward mirrors it step by step.
  *
  * Per-row lengths (packed-sequence meaning): row b runs steps 0..len[b]-1. At a later step its

@@ -1,9 +1,9 @@
 /* The element formulas of the recurrent cells (rnn.h), written once over the vector vocabulary
  * (simd/scalar.h), the cell functions named OMV_FN(lstm_el), ...
  *
- * Not a standalone header (no include guard): a vector path's rnn_<isa>.c includes it once on
- * single floats (the scalar cells, for the tail of every row) and, through rnn_impl.h, once on
- * its vectors; the scalar path once. OMV_FN(om_sigmoid) and OMV_FN(om_tanh) are the exact
+ * Not a standalone header (no include guard): rnn_paths.c includes it, on a vector path, once on
+ * single floats (the scalar cells, for the tail of every row) and once on its vectors; on the
+ * scalar path once. OMV_FN(om_sigmoid) and OMV_FN(om_tanh) are the exact
  * functions of vmath, bit-identical on every path, with their own FMA policy. Each formula here
  * is a fixed sequence of rounded operations, no fused multiply-add, so every path gives the same
  * bits.

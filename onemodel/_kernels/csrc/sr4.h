@@ -18,7 +18,8 @@
  * and the materialised weight (section 2) w = q >= theta ? 1 : q <= -theta ? -1 : 0.
  *
  * key and phase fold the dither modes (section 4) into one formula, so the per-element work is
- * one mix whatever the mode. With C0 = 0x9E3779B97F4A7C15 and counter = the step count:
+ * one mix whatever the mode. With C0 = SplitMix64's golden-ratio increment and counter = the
+ * step count:
  *     Weyl dither:  key = mix(mix(seed ^ C0) ^ (counter >> 8)), phase = (159 * (counter & 255))
  *                   & 255, which is sr_hash(seed, counter >> 8, idx) & 255 + 159 j (mod 256)
  *     i.i.d.:       key = mix(mix(seed ^ C0) ^ counter), phase = 0, i.e. sr_hash(seed,
@@ -34,17 +35,13 @@
 #include <stdint.h>
 
 #include "isa.h"
+#include "splitmix64.h"
 
-#define OM_SR4_C0 0x9E3779B97F4A7C15ULL
-#define OM_SR4_M1 0xBF58476D1CE4E5B9ULL
-#define OM_SR4_M2 0x94D049BB133111EBULL
+#define OM_SR4_C0 OM_SPLITMIX64_GAMMA
 #define OM_SR4_WEYL 159u
 
-static inline uint64_t om_sr4_mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * OM_SR4_M1;
-    z = (z ^ (z >> 27)) * OM_SR4_M2;
-    return z ^ (z >> 31);
-}
+/* mix above (the name _sr4.pyx and the kernel harness call). */
+static inline uint64_t om_sr4_mix(uint64_t z) { return om_splitmix64_mix(z); }
 
 typedef struct {
     float s;             /* target_step / (mean|g| + 1e-12), float32 */
@@ -54,6 +51,11 @@ typedef struct {
     int32_t q_clamp;     /* 1..7 */
     int32_t theta;       /* 1..q_clamp */
 } om_sr4_step_args;
+
+/* The ternary weight of an accumulator q (section 2). */
+static inline float om_sr4_weight(int32_t q, int32_t theta) {
+    return q >= theta ? 1.0f : q <= -theta ? -1.0f : 0.0f;
+}
 
 /* The scalar reference of one element: returns the new q and writes w (when w != NULL). */
 static inline int32_t om_sr4_elem(int32_t q, float g, uint64_t idx, const om_sr4_step_args *a,
@@ -69,7 +71,7 @@ static inline int32_t om_sr4_elem(int32_t q, float g, uint64_t idx, const om_sr4
     q += k + (u < (uint32_t)f);
     if (q > a->q_clamp) q = a->q_clamp;
     if (q < -a->q_clamp) q = -a->q_clamp;
-    if (w) *w = q >= a->theta ? 1.0f : q <= -a->theta ? -1.0f : 0.0f;
+    if (w) *w = om_sr4_weight(q, a->theta);
     return q;
 }
 
@@ -82,6 +84,18 @@ static inline int32_t om_sr4_nibble(const uint8_t *q, int64_t i) {
 static inline uint8_t om_sr4_nibble_code(int32_t v, int32_t theta) {
     v = (v ^ 8) - 8;
     return (uint8_t)((v >= theta) + 2 * (v <= -theta));
+}
+
+/* The plan's lookup tables, the same on every path: by a nibble v of q, the code of the low
+ * (lo[v] = 3 a) and of the high (hi[v] = b) weight of a pair, and by p mod PB the block offset
+ * block[p mod PB] = (p mod PB) * 9 (PB = 16, one entry per nibble value). */
+static inline void om_sr4_code_tables(int32_t theta, uint8_t lo[16], uint8_t hi[16],
+                                      uint8_t block[16]) {
+    for (int v = 0; v < 16; v++) {
+        hi[v] = om_sr4_nibble_code(v, theta);
+        lo[v] = (uint8_t)(3 * hi[v]);
+        block[v] = (uint8_t)(9 * v);
+    }
 }
 
 /* Per-path functions. start is the element index of the run (even), n its length; q, g and w

@@ -22,9 +22,9 @@ static inline __m256i mul64(__m256i a, __m256i b) {
 
 static inline __m256i mix4(__m256i z) {
     z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)),
-              _mm256_set1_epi64x((long long)OM_SR4_M1));
+              _mm256_set1_epi64x((long long)OM_SPLITMIX64_M1));
     z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)),
-              _mm256_set1_epi64x((long long)OM_SR4_M2));
+              _mm256_set1_epi64x((long long)OM_SPLITMIX64_M2));
     return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
 }
 
@@ -190,11 +190,7 @@ void om_sr4_table_avx2(const float *x, int64_t rows, int64_t k, int64_t c0, floa
  * the scalar reference (its block offsets restart at a multiple of 16, as here). */
 void om_sr4_plan_bytes_avx2(const uint8_t *q, int64_t pairs, int32_t theta, uint8_t *codes) {
     uint8_t lo[16], hi[16], block[16];
-    for (int v = 0; v < 16; v++) {
-        hi[v] = om_sr4_nibble_code(v, theta);
-        lo[v] = (uint8_t)(3 * hi[v]);
-        block[v] = (uint8_t)(9 * v);  /* (p mod PB) * 9, PB = 16 */
-    }
+    om_sr4_code_tables(theta, lo, hi, block);
     const __m256i tlo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lo));
     const __m256i thi = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)hi));
     const __m256i base = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)block));

@@ -14,9 +14,9 @@
 
 static inline __m512i mix8(__m512i z) {
     z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)),
-                           _mm512_set1_epi64((long long)OM_SR4_M1));
+                           _mm512_set1_epi64((long long)OM_SPLITMIX64_M1));
     z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)),
-                           _mm512_set1_epi64((long long)OM_SR4_M2));
+                           _mm512_set1_epi64((long long)OM_SPLITMIX64_M2));
     return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
 }
 
@@ -42,7 +42,7 @@ static inline __m128i pack16(__m512i q) {
 /* The ternary weight of q in [-7, 7] from a table of the 15 values, indexed by q + 7. */
 static inline __m512 ternary_table(int32_t theta) {
     float t[16];
-    for (int v = -7; v <= 8; v++) t[v + 7] = v >= theta ? 1.0f : v <= -theta ? -1.0f : 0.0f;
+    for (int v = -7; v <= 8; v++) t[v + 7] = om_sr4_weight(v, theta);
     return _mm512_loadu_ps(t);
 }
 
@@ -216,11 +216,7 @@ void om_sr4_table_avx512(const float *x, int64_t rows, int64_t k, int64_t c0, fl
 /* 64 bytes of q per iteration: each nibble's code by a 16-entry byte shuffle; the tail masked. */
 void om_sr4_plan_bytes_avx512(const uint8_t *q, int64_t pairs, int32_t theta, uint8_t *codes) {
     uint8_t lo[16], hi[16], block[16];
-    for (int v = 0; v < 16; v++) {
-        hi[v] = om_sr4_nibble_code(v, theta);
-        lo[v] = (uint8_t)(3 * hi[v]);
-        block[v] = (uint8_t)(9 * v);  /* (p mod PB) * 9, PB = 16 */
-    }
+    om_sr4_code_tables(theta, lo, hi, block);
     const __m512i tlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)lo));
     const __m512i thi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)hi));
     const __m512i base = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)block));

@@ -22,8 +22,8 @@ static inline uint64x2_t mul64(uint64x2_t a, uint64_t b) {
 }
 
 static inline uint64x2_t mix2(uint64x2_t z) {
-    z = mul64(veorq_u64(z, vshrq_n_u64(z, 30)), OM_SR4_M1);
-    z = mul64(veorq_u64(z, vshrq_n_u64(z, 27)), OM_SR4_M2);
+    z = mul64(veorq_u64(z, vshrq_n_u64(z, 30)), OM_SPLITMIX64_M1);
+    z = mul64(veorq_u64(z, vshrq_n_u64(z, 27)), OM_SPLITMIX64_M2);
     return veorq_u64(z, vshrq_n_u64(z, 31));
 }
 
@@ -123,11 +123,7 @@ void om_sr4_table_neon(const float *x, int64_t rows, int64_t k, int64_t c0, floa
  * runs the scalar reference (its block offsets restart at a multiple of 16, as here). */
 void om_sr4_plan_bytes_neon(const uint8_t *q, int64_t pairs, int32_t theta, uint8_t *codes) {
     uint8_t lo[16], hi[16], block[16];
-    for (int v = 0; v < 16; v++) {
-        hi[v] = om_sr4_nibble_code(v, theta);
-        lo[v] = (uint8_t)(3 * hi[v]);
-        block[v] = (uint8_t)(9 * v);  /* (p mod PB) * 9, PB = 16 */
-    }
+    om_sr4_code_tables(theta, lo, hi, block);
     const uint8x16_t tlo = vld1q_u8(lo), thi = vld1q_u8(hi), base = vld1q_u8(block);
     int64_t p = 0;
     for (; p + 16 <= pairs; p += 16) {

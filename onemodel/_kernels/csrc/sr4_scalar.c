@@ -24,10 +24,7 @@ void om_sr4_step_scalar(uint8_t *q, const float *g, float *w, int64_t start, int
 }
 
 void om_sr4_materialize_scalar(const uint8_t *q, int64_t n, int32_t theta, float *w) {
-    for (int64_t i = 0; i < n; i++) {
-        const int32_t v = om_sr4_nibble(q, i);
-        w[i] = v >= theta ? 1.0f : v <= -theta ? -1.0f : 0.0f;
-    }
+    for (int64_t i = 0; i < n; i++) w[i] = om_sr4_weight(om_sr4_nibble(q, i), theta);
 }
 
 void om_sr4_pairs_scalar(const uint8_t *codes, int64_t stride, int64_t nout, const float *T,
@@ -79,13 +76,10 @@ void om_sr4_table_scalar(const float *x, int64_t rows, int64_t k, int64_t c0, fl
 }
 
 void om_sr4_plan_bytes_scalar(const uint8_t *q, int64_t pairs, int32_t theta, uint8_t *codes) {
-    uint8_t lo[16], hi[16];
-    for (int v = 0; v < 16; v++) {
-        hi[v] = om_sr4_nibble_code(v, theta);
-        lo[v] = (uint8_t)(3 * hi[v]);
-    }
+    uint8_t lo[16], hi[16], block[16];
+    om_sr4_code_tables(theta, lo, hi, block);
     for (int64_t p = 0; p < pairs; p++)
-        codes[p] = (uint8_t)((p % OM_SR4_PB) * 9 + lo[q[p] & 15] + hi[q[p] >> 4]);
+        codes[p] = (uint8_t)(block[p % OM_SR4_PB] + lo[q[p] & 15] + hi[q[p] >> 4]);
 }
 
 OM_PATH_PROBE(sr4, scalar)

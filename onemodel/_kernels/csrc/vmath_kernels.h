@@ -1,4 +1,4 @@
-/* The vmath array kernels of every ISA path (vmath_<isa>.c) and the dispatching entry points
+/* The vmath array kernels of every ISA path (vmath_paths.c) and the dispatching entry points
  * (vmath.c). Forward: y[i] = op(x[i]). Backward: out[i] = grad_in from the saved tensor s (x or
  * y, see om_vmath_saves_output) and the incoming gradient g. Arrays are float32, contiguous,
  * of n elements; out may alias an input. */

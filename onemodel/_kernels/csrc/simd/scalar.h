@@ -1,6 +1,6 @@
 /* One vector vocabulary for the kernels written once for every instruction-set path: this file
  * on single floats (the scalar path), simd/sse2.h, simd/avx2.h, simd/avx512.h and simd/neon.h on
- * their vectors. A family's body (vmath_simd.h, vmath_loops.h, reduce_impl.h, optim_simd.h,
+ * their vectors. A family's body (vmath_simd.h, vmath_paths.c, reduce_paths.c, optim_paths.c,
  * rnn_body.h) is written over these macros and compiled once per path; each macro is one IEEE
  * operation lane by lane, the same on every path, so every path gives the same bits.
  *

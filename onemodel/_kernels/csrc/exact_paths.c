@@ -1,11 +1,15 @@
-/* The loops of the exact sum (exact.h), compiled once per instruction-set path: each
- * exact_<path>.c includes its simd/<path>.h (OMV_FN(name): the name with the path's suffix), then
- * this file. Every operation is exact or one IEEE rounding to nearest even named in exact.h, with
- * contraction off, so the compiler's vectorisation of a path changes nothing in the bits. Runs of
+/* The loops of the exact sum (exact.h), compiled once per instruction-set path (path.h) over
+ * its simd/<path>.h (OMV_FN(name): the name with the path's suffix); SSE2 has none of its own
+ * (exact.c's tables run the scalar loops there, which on x86-64 are SSE2 code already). Every
+ * operation is exact or one IEEE rounding to nearest even named in exact.h, with contraction
+ * off, so the compiler's vectorisation of a path changes nothing in the bits. Runs of
  * OM_EXACT_BLOCK elements are checked first (quantising: all finite and inside the clamp;
  * rounding: all sums below 2^60), and those that pass take a branch-free loop the compiler can
  * vectorise (rounding: a direct conversion for a power-of-two count, else the quotient in double
  * with the few elements it cannot decide redone exactly); the others the general one. */
+#include "path.h"
+
+#if !OM_PATH_IS(sse2)
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
@@ -13,6 +17,13 @@
 
 #include "exact.h"
 #include "isa.h"
+#include OM_SIMD_HEADER
+
+#if OM_PATH_IS(avx2)
+#define EXACT_CONVERT_BY_BITS   /* no conversion of doubles to int64 (below) */
+#elif OM_PATH_IS(avx512)
+#define EXACT_ROUND_BY_INSTRUCTION   /* nearbyint: vrndscalepd (below) */
+#endif
 
 #define LIMB 56
 #define MASK ((UINT64_C(1) << LIMB) - 1)
@@ -71,10 +82,10 @@ static inline uint64_t mask_if(int c) { return (uint64_t)0 - (uint64_t)c; }
 /* The int64 of an integer-valued double f, |f| < 2^51 (small_whole), and round_half_even(t),
  * 0 <= t < 2^57 (rounded_whole: below 2^52, t + 2^52 rounds t to an integer; above, t is one).
  * AVX2 has no conversion of doubles to int64 (a cast is a scalar instruction per element there,
- * the loops 3x slower), so exact_avx2.c takes them in bits: f + 1.5 * 2^52 holds f in its low
+ * the loops 3x slower), so the avx2 path takes them in bits: f + 1.5 * 2^52 holds f in its low
  * bits, t + 2^52 its rounding, and above 2^52 t's significand shifted up by its exponent less 52
  * (0 .. 4). AVX-512 rounds to an integer in one instruction (vrndscalepd), which GCC and Clang
- * emit for a vectorised nearbyint: exact_avx512.c takes it (a quarter faster shard sums); it
+ * emit for a vectorised nearbyint: the avx512 path takes it (a quarter faster shard sums); it
  * rounds in the current mode, nearest even, as the addition of 2^52 does. */
 #ifdef EXACT_CONVERT_BY_BITS
 static inline int64_t small_whole(double f) {
@@ -426,3 +437,6 @@ void OMV_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int 
     }
     *top = largest;
 }
+
+OM_PATH_PROBE(exact, OM_PATH)
+#endif

@@ -1,15 +1,20 @@
-/* The array kernels of vmath, written once for every ISA path.
- *
- * Not a standalone header: vmath_<isa>.c includes its vmath header and its simd/<isa>.h, then
- * this file; the element functions are OMV_FN(om_<op>) and OMV_FN(om_<op>_grad). Each forward
+/* The array kernels of vmath, written once for every ISA path and compiled once per path
+ * (path.h) over its element functions (vmath.h on the scalar path, the reference the others
+ * match bit for bit; vmath_<path>.h on the others) and its simd/<path>.h; the element
+ * functions are OMV_FN(om_<op>) and OMV_FN(om_<op>_grad). Each forward
  * kernel is a straight loop over n elements, two vectors at a time so that their dependency
  * chains overlap; the last n % OMV_LANES go through a zero-padded partial vector so they get
  * the same function as the rest. Inputs and output may be the same array (in place): each
  * vector is loaded before it is stored.
  */
+#include "path.h"
+
 #include <stdint.h>
 
 #include "isa.h"
+#include OM_VMATH_HEADER
+#include "vmath_kernels.h"
+#include OM_SIMD_HEADER
 
 #define OML_UNARY(op)                                                                   \
     void OMV_FN(om_##op##_f32)(const float *x, float *y, int64_t n) {                   \
@@ -57,3 +62,5 @@ OML_BOTH(log1p)
 #undef OML_BOTH
 #undef OML_UNARY
 #undef OML_BACKWARD
+
+OM_PATH_PROBE(vmath, OM_PATH)

@@ -1,14 +1,22 @@
-/* The row kernels of rnn.h for one ISA path, written once.
- *
- * Not a standalone header: rnn_<isa>.c includes its vmath header and its simd/<isa>.h, then
- * this file (a vector path first instantiates rnn_body.h on simd/scalar.h). Each row runs the
- * cells of rnn_body.h on whole vectors and the scalar cells on the last h % OMV_LANES units:
- * the two are bit-identical, so the split changes nothing.
+/* The row kernels of rnn.h, written once and compiled once per ISA path (path.h) over its vmath
+ * header and its simd/<path>.h. A vector path first instantiates rnn_body.h on simd/scalar.h
+ * (the scalar cells). Each row runs the cells of rnn_body.h on whole vectors and the scalar
+ * cells on the last h % OMV_LANES units: the two are bit-identical, so the split changes
+ * nothing; the scalar path (plain floats) is the reference.
  */
+#include "path.h"
+
 #include <stdint.h>
 
 #include "rnn.h"
 #include "vmath.h"
+#include OM_VMATH_HEADER
+#if !OM_PATH_IS(scalar)
+#include "simd/scalar.h"
+#include "rnn_body.h"
+#include "simd/undef.h"
+#endif
+#include OM_SIMD_HEADER
 #include "rnn_body.h"
 
 #define RNN_ROW(name, args)                                                              \
@@ -36,3 +44,5 @@ void OMV_FN(om_gru_row_bwd_f32)(int64_t h, const float *gates, const float *hn,
                                 const float *h_prev, float *dh, float *dgx, float *dgh) {
     RNN_ROW(gru_bwd_el, (h, j, gates, hn, h_prev, dh, dgx, dgh))
 }
+
+OM_PATH_PROBE(rnn, OM_PATH)

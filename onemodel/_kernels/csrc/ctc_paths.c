@@ -1,12 +1,16 @@
-/* The CTC row kernels, written once and compiled once per instruction-set path (ctc_scalar.c,
- * ctc_sse2.c, ctc_avx2.c, ctc_avx512.c) so that the compiler vectorizes the loops over states
- * and classes as wide as the path allows. Every element goes through the same IEEE operations
- * in the same order whatever the vector width (contraction is off, no reassociation), so every
- * path gives the same bits. Design note in ctc.c. Include after a simd/<path>.h (for OMV_FN).
+/* The CTC row kernels, written once and compiled once per instruction-set path (path.h: the
+ * build defines OM_PATH and the path's flags) so that the compiler vectorizes the loops over
+ * states and classes as wide as the path allows; the names get the path's suffix from the
+ * path's simd/<path>.h (OMV_FN). Every element goes through the same IEEE operations in the same
+ * order whatever the vector width (contraction is off, no reassociation), so every path gives
+ * the same bits. Design note in ctc.c.
  */
+#include "path.h"
+
 #include "ctc.h"
 #include "isa.h"
 #include "vmath.h"
+#include OM_SIMD_HEADER
 
 #define NEG_INF (-om_u2f(OM_INF_BITS))
 #define POS_INF om_u2f(OM_INF_BITS)
@@ -130,3 +134,5 @@ void OMV_FN(om_ctc_backward_row_f32)(const om_ctc_shape *sh, const float *lp, in
         next = tmp;
     }
 }
+
+OM_PATH_PROBE(ctc, OM_PATH)

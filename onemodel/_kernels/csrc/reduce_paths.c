@@ -1,7 +1,7 @@
-/* The body of every reduce kernel, written once over a 16-lane float vector `vf`.
- *
- * Included by reduce_<isa>.c after its vmath header and its simd/<isa>.h (the vocabulary, whose
- * OMV_FN gives the names their path's suffix). A vf is OM_LANES / OMV_LANES registers (AVX-512:
+/* Reductions, softmax and layer norm: the body of every reduce kernel, written once over a
+ * 16-lane float vector `vf` and compiled once per path (path.h), over the path's vmath header
+ * and its simd/<path>.h (the vocabulary, whose OMV_FN gives the names their path's suffix).
+ * Design note in reduce.c. A vf is OM_LANES / OMV_LANES registers (AVX-512:
  * one; AVX2: two; SSE2 and NEON: four; scalar: 16 floats) and lane j of a vector loaded from p
  * holds p[j], so "lane j" is the same element on every path. Elementwise steps are single IEEE
  * operations, no fused multiply-add, so they agree on every path whatever the vector width;
@@ -14,11 +14,15 @@
  * +0.0f leaves it unchanged (inf and NaN included). Max uses the same lanes and tree; a NaN
  * in a row then reaches every output through the sum of exponentials.
  */
+#include "path.h"
+
 #include <math.h>
 
 #include "isa.h"
 #include "reduce.h"
 #include "vmath.h"
+#include OM_VMATH_HEADER
+#include OM_SIMD_HEADER
 
 enum { OM_REGS = OM_LANES / OMV_LANES };
 typedef struct { OMV r[OM_REGS]; } vf;
@@ -349,3 +353,5 @@ void OMV_FN(om_layer_norm_dwdb_f32)(const float *g, const float *x, const float 
         }
     }
 }
+
+OM_PATH_PROBE(reduce, OM_PATH)

@@ -1,10 +1,17 @@
-/* The vector translation of the scalar reference in optim.h, written once for every vector path.
- *
- * optim_<isa>.c includes its simd/<isa>.h (the vocabulary: every operation one IEEE
- * single-precision instruction, never a fused multiply-add; OMV_MAX and OMV_MIN are MAXPS and
- * MINPS, b when either is NaN), then this file. Whole vectors first, then the scalar reference
- * for the tail, so every element gets the same operations in the same order as in optim.h.
+/* The optimizer kernels, the translation of the scalar reference in optim.h written once for
+ * every path and compiled once per path (path.h) over its simd/<path>.h: the vocabulary, every
+ * operation one IEEE single-precision operation, never a fused multiply-add; OMV_MAX and OMV_MIN
+ * are MAXPS and MINPS, b when either is NaN. Whole vectors first, then the scalar reference for
+ * the tail, so every element gets the same operations in the same order as in optim.h. On the
+ * scalar path a vector is one float and every element takes the first loop: om_sgd_elem's and
+ * om_adam_elem's operations in their order (the clamp's MAXPS and MINPS are om_clamp_elem's
+ * compares), so that path is the reference itself.
  */
+#include "path.h"
+
+#include "optim.h"
+#include OM_SIMD_HEADER
+
 void OMV_FN(om_sgd_f32)(float *p, const float *g, float *buf, int64_t n,
                         const om_sgd_hyper *h) {
     const OMV lr = OMV_SET1(h->lr), mu = OMV_SET1(h->momentum), dc = OMV_SET1(h->dampening_c);
@@ -66,3 +73,5 @@ void OMV_FN(om_clamp_f32)(float *g, int64_t n, float c) {
         OMV_STORE(g + i, OMV_MIN(hi, OMV_MAX(lo, OMV_LOAD(g + i))));
     for (; i < n; i++) g[i] = om_clamp_elem(g[i], c);
 }
+
+OM_PATH_PROBE(optim, OM_PATH)

@@ -1,6 +1,0 @@
-/* CTC row kernels, neon path: ctc_impl.h compiled with this path's flags, named by its OMV_FN. */
-#include "vmath.h"
-#include "simd/neon.h"
-#include "ctc_impl.h"
-
-OM_PATH_PROBE(ctc, neon)

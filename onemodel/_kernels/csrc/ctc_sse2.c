@@ -1,6 +1,0 @@
-/* CTC row kernels, sse2 path: ctc_impl.h compiled with this path's flags, named by its OMV_FN. */
-#include "vmath.h"
-#include "simd/sse2.h"
-#include "ctc_impl.h"
-
-OM_PATH_PROBE(ctc, sse2)
