@@ -34,6 +34,7 @@
 #include "pool.h"
 #include "reduce.h"
 #include "rnn.h"
+#include "splitmix64.h"
 #include "sr4.h"
 #include "vmath_kernels.h"
 
@@ -111,10 +112,7 @@ static uint64_t total(const run_t *r) {
 static uint64_t rng_state;
 
 static uint64_t next_u64(void) {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
+    return om_splitmix64_mix(rng_state += OM_SPLITMIX64_GAMMA);
 }
 
 /* Uniform in [-scale, scale) on a grid of scale * 2^-23; scale is a power of two, so every
