@@ -198,13 +198,18 @@ LIMITED = textwrap.dedent("""
         worst = 0.0
         for load in (lambda: checkpoint.from_bytes(data, model, opt),
                      lambda: checkpoint.load(path, model, opt)):
-            t0 = time.perf_counter()
-            try:
-                load()
-                kinds[f"{kind}-{name}"] = "loaded"
-            except checkpoint.CheckpointError as e:
-                kinds[f"{kind}-{name}"] = e.kind
-            worst = max(worst, time.perf_counter() - t0)
+            # The CPU time the rejection costs, best of three: what other processes on a
+            # shared machine do can only add to it
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.process_time()
+                try:
+                    load()
+                    kinds[f"{kind}-{name}"] = "loaded"
+                except checkpoint.CheckpointError as e:
+                    kinds[f"{kind}-{name}"] = e.kind
+                best = min(best, time.process_time() - t0)
+            worst = max(worst, best)
         times[f"{kind}-{name}"] = worst
     status = open("/proc/self/status").read()
     peak = int(status.split("VmPeak:")[1].split()[0]) * 1024
