@@ -25,7 +25,7 @@ from .sparse import sparse_coo_tensor  # noqa: E402
 from .state_files import load, save  # noqa: E402
 
 # The tensor functions PyTorch users call as torch.cat, torch.exp, ...: onemodel.functional's,
-# under the same names (tests/test_torch_signatures.py holds them to torch's arguments).
+# under the same names (tests/nn/test_torch_signatures.py holds them to torch's arguments).
 from .functional import (abs, add, all, allclose, amax, amin, any, argmax, argmin,  # noqa: E402
                          argsort, bmm, cat, ceil, chunk, clamp, clamp_max, clamp_min, clone, cos,
                          cumsum, diag, diag_embed, diagonal, div, einsum, eq, equal, erf, exp,

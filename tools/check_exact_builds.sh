@@ -4,7 +4,8 @@
 # Builds onemodel from its sdist with GCC and with Clang, at -O2 and at -O3, each into its own
 # virtual environment (numpy and pytest only: the determinism tests need no PyTorch), checks
 # that the build is the one asked for (compiler, OpenMP), and runs the pinned-hash tests
-# (tests/test_determinism.py) against it: every build must give testdata/determinism/hashes.json.
+# (tests/system/test_determinism.py) against it: every build must give
+# testdata/determinism/hashes.json.
 #
 #   tools/check_exact_builds.sh                        # gcc-O2 gcc-O3 clang-O2 clang-O3
 #   tools/check_exact_builds.sh clang-O2 clang-O3      # some of them
@@ -111,7 +112,7 @@ EOF
     echo "   state hashes: $hashes"
     echo "== $name: pinned-hash tests"
     if (cd "$work" && "$venv/bin/python" -m pytest -p no:cacheprovider -q --tb=line \
-            ${pytest_args[@]+"${pytest_args[@]}"} "$root/tests/test_determinism.py"); then
+            ${pytest_args[@]+"${pytest_args[@]}"} "$root/tests/system/test_determinism.py"); then
         result=pass
     else
         result=FAIL

@@ -88,9 +88,11 @@ EOF
     (cd "$work" && best=$("$venv/bin/python" -c \
         "from onemodel import _kernels; print(_kernels.available_isas()[-1])") &&
      "$venv/bin/python" -m pytest -p no:cacheprovider -q \
-        -k "exact_mode and (scalar-1 or $best-1 or $best-2)" "$root/tests/test_determinism.py" &&
+        -k "exact_mode and (scalar-1 or $best-1 or $best-2)" \
+        "$root/tests/system/test_determinism.py" &&
      # What backward may overwrite rests on the interpreter's reference counts.
-     "$venv/bin/python" -m pytest -p no:cacheprovider -q "$root/tests/test_graph_memory.py")
+     "$venv/bin/python" -m pytest -p no:cacheprovider -q \
+        "$root/tests/autograd/test_graph_memory.py")
     echo "check_pythons: CPython $version passed in $((SECONDS - start)) s"
 done
 

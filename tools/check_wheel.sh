@@ -79,7 +79,7 @@ EOF
     best=$(python -c "from onemodel import _kernels; print(_kernels.available_isas()[-1])")
     python -m pytest -p no:cacheprovider -q \
         -k "exact_mode and (scalar-1 or scalar-2 or $best-1 or $best-2)" \
-        "$root/tests/test_determinism.py"
+        "$root/tests/system/test_determinism.py"
     python -m pytest -p no:cacheprovider -q -rfE -m "not slow" "$root/tests"
 )
 echo "check_wheel: the installed wheel passed in $((SECONDS - start)) s"

@@ -5,7 +5,7 @@ warmup_cosine schedule of section 10 (5 warm-up steps, then a half cosine to 10%
 rate at step 50), written here from its formula and set on the optimizer before every step.
 For each it records the initial weights (the PyTorch state dict as numpy), the data, the batch
 order, the loss of every step (before that step's update) and the final state dict, and
-writes them to testdata/training/<name>.npz. tests/test_training_oracle.py loads the same
+writes them to testdata/training/<name>.npz. tests/train/test_training_oracle.py loads the same
 weights and batches into onemodel's modules and compares.
 
     python tools/training_oracle.py            # writes every training

@@ -2,7 +2,7 @@
 
 `build_*(nn, F, ...)` takes the library's `nn` and functional modules (onemodel.nn and
 onemodel.functional, or torch.nn and torch.nn.functional) and returns the model, so one text
-builds both and tests/test_ported_models.py compares them step for step:
+builds both and tests/train/test_ported_models.py compares them step for step:
 
 - a ResNet-style image classifier: BasicBlocks (two 3x3 convolutions with batch norm, an
   identity or a strided 1x1 downsample on the shortcut), global average pooling, a linear head;

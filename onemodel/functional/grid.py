@@ -5,7 +5,7 @@ Exact mode: grid_sample gathers the four corners (nw, ne, sw, se) of every outpu
 index op and adds their weighted values with the library's sum over the corner axis, whose
 order is fixed whatever the threads. The input's gradient is the
 index op's: np.add.at, which adds in index order (corner by corner, then output position), a
-fixed order (tests/test_grid.py checks it against that order). Coordinates are unnormalized,
+fixed order (tests/ops/test_grid.py checks it against that order). Coordinates are unnormalized,
 clipped and reflected with torch's formulas in float32 (+ - * /, fabs, fmod and floor, all
 exact or correctly rounded); affine_grid is a batched product of the base grid and thetaᵀ.
 """

@@ -1,5 +1,5 @@
 """Runs ported programs under one library and reports what they printed, for
-tests/test_ported_programs.py.
+tests/system/test_ported_programs.py.
 
     python _run.py torch REPORT.json DIR WEIGHTS.npz NAME[:ARG,ARG...] ...   # records weights
     python _run.py onemodel REPORT.json DIR WEIGHTS.npz NAME[:ARG,...] ...   # reads them

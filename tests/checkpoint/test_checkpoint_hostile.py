@@ -23,7 +23,8 @@ import onemodel as om
 from onemodel import checkpoint, nn
 from onemodel.optim import AdamW
 
-FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "testdata",
+FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                      "testdata",
                       "checkpoint", "hostile")
 WRITE = os.environ.get("ONEMODEL_WRITE_TESTDATA") == "1"
 KINDS = {"BadHeader": checkpoint.BadHeader, "BadManifest": checkpoint.BadManifest,

@@ -20,7 +20,7 @@ import onemodel.functional as F
 from onemodel import nn, optim
 from onemodel.interop import load_torch_state_dict, to_torch_arrays
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "testdata" / "training"
 NAMES = ["mlp_adamw", "mlp_sgd_nesterov", "mlp_adam_amsgrad", "convnet_adamw",
          "transformer_adamw", "lstm_ctc_adamw"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 BLOCK = re.compile(r"(?:<!-- docs-test: (mpiexec -n \d+|env \w+=\w+) -->\n)?```python\n(.*?)^```",
                    re.S | re.M)
 

@@ -27,7 +27,8 @@ HEADER = struct.Struct("<8sIIQQQQQQ")
 FIELDS = [("version", 8, 4), ("flags", 12, 4), ("manifest_offset", 16, 8),
           ("manifest_length", 24, 8), ("data_offset", 32, 8), ("data_length", 40, 8),
           ("file_length", 48, 8), ("reserved", 56, 8)]
-HOSTILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "testdata",
+HOSTILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                       "testdata",
                        "checkpoint", "hostile")
 
 

@@ -79,7 +79,7 @@ def test_a_short_run_learns(tmp_path, capsys):
 
 def _reference():
     """tools/crnn_ref/compare.py, the PyTorch side."""
-    path = Path(__file__).resolve().parent.parent / "tools" / "crnn_ref" / "compare.py"
+    path = Path(__file__).resolve().parents[2] / "tools" / "crnn_ref" / "compare.py"
     spec = importlib.util.spec_from_file_location("crnn_compare", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -4,7 +4,7 @@ docs/spec/engine.md section 4).
 Each (instruction-set path, thread count) runs in its own process with ONEMODEL_ISA and
 ONEMODEL_NUM_THREADS set, trains every reference model for 20 steps and reports the SHA-256 of
 the whole training state. Exact mode: every path at every thread count gives the pinned hash.
-Fast mode runs the exact kernels today (tests/test_config.py checks it), so these cover it too.
+Fast mode runs the exact kernels today (test_config.py checks it), so these cover it too.
 ONEMODEL_WRITE_TESTDATA=1 re-pins the hashes (after a deliberate change of the arithmetic).
 """
 import json
@@ -21,7 +21,7 @@ from onemodel import _kernels
 # them out.
 pytestmark = pytest.mark.slow
 
-PINS = Path(__file__).resolve().parent.parent / "testdata" / "determinism" / "hashes.json"
+PINS = Path(__file__).resolve().parents[2] / "testdata" / "determinism" / "hashes.json"
 MODELS = ("convnet", "transformer")
 THREADS = (1, 2, 3, 8)
 STEPS = 20

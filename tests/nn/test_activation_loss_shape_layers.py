@@ -572,7 +572,7 @@ def test_parameter_dict_errors_change_nothing(call, error, match):
 
 
 def test_the_new_names_are_exported_and_checked_against_torchs_signatures():
-    """tests/test_torch_signatures.py checks every nn class and functional function that torch
+    """test_torch_signatures.py checks every nn class and functional function that torch
     also has; these must be among them."""
     classes = {"ReLU6", "Hardtanh", "Hardswish", "Mish", "Softsign", "LogSigmoid", "Softplus",
                "LogSoftmax", "PReLU", "SmoothL1Loss", "HuberLoss", "KLDivLoss",

@@ -13,7 +13,7 @@ from onemodel.examples import digits
 
 pytest.importorskip("sklearn")
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_a_default_run_prints_the_accuracy_the_readme_states(tmp_path, capsys):

@@ -12,7 +12,7 @@ import pytest
 
 from onemodel.examples._runs import interrupted_line
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Windows has no SIGINT to send to a child process (Ctrl-C reaches a console group instead)
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tools",
+TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                    "tools",
                     "fuzz_checkpoint.py")
 
 

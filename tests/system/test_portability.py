@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-CSRC = Path(__file__).resolve().parent.parent / "onemodel" / "_kernels" / "csrc"
+CSRC = Path(__file__).resolve().parents[2] / "onemodel" / "_kernels" / "csrc"
 SOURCES = sorted(CSRC.rglob("*.[ch]")) if CSRC.is_dir() else []
 pytestmark = pytest.mark.skipif(not SOURCES, reason="kernel sources not next to the tests")
 

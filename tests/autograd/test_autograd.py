@@ -185,7 +185,7 @@ def test_inplace_on_leaf_requiring_grad_raises():
 
 
 def test_inplace_on_graph_tensor_is_differentiated():
-    # (refused before in-place ops joined the graph; tests/test_autograd_inplace.py covers them)
+    # (refused before in-place ops joined the graph; test_autograd_inplace.py covers them)
     w = param([1.0])
     y = scale(w, 2.0)
     y.add_(1.0)

@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("torch")
 pytestmark = pytest.mark.oracle
 
-PORTED = Path(__file__).resolve().parent / "ported"
+PORTED = Path(__file__).resolve().parents[1] / "ported"
 RUNNER = PORTED / "_run.py"
 
 ALL = None  # compare every loss line
