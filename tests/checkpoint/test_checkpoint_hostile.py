@@ -398,7 +398,7 @@ def test_valid_file_built_by_hand_loads_and_is_what_the_writer_writes(version):
     valid = VALID2 if version == 2 else VALID
     extra = checkpoint.from_bytes(valid, model, opt)
     assert extra == {"samples": 640}
-    assert opt.step_count == 9 and opt.lr == np.float32(0.002)
+    assert opt.step_count == 9 and np.float32(opt.lr) == np.float32(0.002)
     assert checkpoint.to_bytes(model, opt, extra, version=version) == valid
     w = model[0].weight.detach().numpy()
     np.testing.assert_array_equal(w.ravel(), np.arange(12, dtype=np.float32) * 0.125)
@@ -482,7 +482,7 @@ def test_hostile_file_raises_its_kind_and_changes_nothing(kind, name, data, with
         assert type(info.value) is KINDS[kind], f"{source}: {info.value!r}"
         assert info.value.kind == kind
         assert checkpoint.to_bytes(model, opt) == before
-        assert opt.step_count == 5 and opt.lr == np.float32(0.0025)
+        assert opt.step_count == 5 and np.float32(opt.lr) == np.float32(0.0025)
 
 
 def test_model_only_load_ignores_a_bad_optimizer_mismatch_but_not_a_bad_manifest():

@@ -203,7 +203,7 @@ def test_a_torch_style_checkpoint_dict_resumes_training_bit_for_bit(tmp_path):
     opt.load_state_dict(ckpt["optimizer"])
     sched.load_state_dict(ckpt["scheduler"])
     assert ckpt["iter_num"] == 6 and ckpt["best_val_loss"] == best
-    assert opt.step_count == 6 and opt.lr == np.float32(3e-3 * 0.5)
+    assert opt.step_count == 6 and np.float32(opt.lr) == np.float32(3e-3 * 0.5)
     train(model, opt, sched, range(ckpt["iter_num"], 10))
     assert checkpoint.to_bytes(model, opt) == want
 
