@@ -290,8 +290,13 @@ def main() -> None:
             with open(os.path.join(corpus[0], f"seed-{i:03d}"), "wb") as f:
                 f.write(data)
     if not any(a.startswith("-dict=") for a in args):
-        # The manifest's tokens, so byte mutations can swap one field or number for another.
-        path = os.path.join(tempfile.mkdtemp(prefix="ckpt-dict-"), "checkpoint.dict")
+        # The manifest's tokens, so byte mutations can swap one field or number for another;
+        # written beside the artifacts when a folder is named for them (a test's temporary
+        # folder, removed with it), else in a folder of its own.
+        prefixes = [a.split("=", 1)[1] for a in args if a.startswith("-artifact_prefix=")]
+        folder = (prefixes[0] if prefixes and prefixes[0].endswith("/")
+                  else tempfile.mkdtemp(prefix="ckpt-dict-"))
+        path = os.path.join(folder, "checkpoint.dict")
         with open(path, "w") as f:
             for token in sorted(set(_NUMBERS + _STRINGS + _TOKENS)):
                 f.write('"' + "".join(f"\\x{c:02x}" for c in token) + '"\n')

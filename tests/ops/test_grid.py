@@ -34,8 +34,8 @@ def _run(lib, mode, padding_mode, align_corners, size=(2, 3, 4, 7), scale=1.3):
     return [t.detach().numpy() for t in (grid, out, x.grad, theta.grad)]
 
 
-@pytest.mark.parametrize("mode,padding_mode,align_corners", itertools.product(
-    ["bilinear", "nearest"], ["zeros", "border", "reflection"], [False, True]))
+@pytest.mark.parametrize("mode,padding_mode,align_corners", list(itertools.product(
+    ["bilinear", "nearest"], ["zeros", "border", "reflection"], [False, True])))
 def test_affine_grid_and_grid_sample_match_torch(mode, padding_mode, align_corners):
     ours = _run(om, mode, padding_mode, align_corners)
     theirs = _run(torch, mode, padding_mode, align_corners)
