@@ -84,9 +84,17 @@ class GradScaler:
         for p in optimizer.params:
             if p.grad is None:
                 continue
-            g = p.grad._data * inverse
-            found_inf = found_inf or not bool(np.isfinite(g).all())
-            p.grad = Tensor._wrap(g)
+            g = p.grad._data
+            if g.flags.writeable:  # in place, as torch's: no second copy of the gradients
+                np.multiply(g, inverse, out=g)
+                p.grad._version += 1
+            else:  # a read-only gradient (a broadcast view) is replaced
+                g = g * inverse
+                p.grad = Tensor._wrap(g)
+            # min and max are NaN if any element is, and hold any infinity: two passes and
+            # no temporary, where isfinite(g).all() would allocate a mask of g's size.
+            found_inf = found_inf or (g.size > 0 and not (math.isfinite(g.min())
+                                                          and math.isfinite(g.max())))
         self._found_inf[id(optimizer)] = found_inf
 
     def step(self, optimizer: Any) -> bool:

@@ -1,6 +1,7 @@
 """Mixed precision: operand rounding, autocast products against torch.autocast, GradScaler."""
 import gc
 import math
+import tracemalloc
 import weakref
 
 import numpy as np
@@ -637,6 +638,40 @@ def test_scale_sequence_matches_torch_grad_scaler():
         assert scaler.state_dict()["growth_tracker"] == ts.state_dict()["_growth_tracker"]
         np.testing.assert_array_equal(p.detach().numpy(), tp.detach().numpy())
     assert opt.step_count == pattern.count(0)
+
+
+def test_unscale_is_in_place_as_torch_and_finds_nan_and_inf():
+    # torch's unscale_ divides .grad in place: a reference taken before sees the true gradient,
+    # and no second copy of the gradients is made (tracemalloc sees numpy's allocations).
+    p = om.tensor(np.ones((256, 256), np.float32), requires_grad=True)
+    tp = torch.nn.Parameter(torch.ones(256, 256))
+    scaler, ts = amp.GradScaler(init_scale=1024.0), torch.amp.GradScaler("cpu", init_scale=1024.0)
+    opt, topt = SGD([p], lr=0.1), torch.optim.SGD([tp], lr=0.1)
+    scaler.scale((p * np.float32(3.0)).sum()).backward()
+    ts.scale((tp * 3).sum()).backward()
+    held, theld = p.grad, tp.grad
+    tracemalloc.start()
+    try:
+        scaler.unscale_(opt)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    ts.unscale_(topt)
+    assert peak < p.grad.numpy().nbytes // 16
+    assert p.grad is held and theld is tp.grad
+    np.testing.assert_array_equal(held.numpy(), theld.numpy())
+    for bad in (math.inf, -math.inf, math.nan):
+        scaler.update()
+        opt.zero_grad()
+        scaler.scale((p * np.float32(3.0)).sum()).backward()
+        p.grad.numpy()[7, 9] = bad
+        scaler.unscale_(opt)
+        assert not scaler.step(opt)
+    scaler.update()
+    q = om.tensor(np.ones(3, np.float32), requires_grad=True)
+    q.grad = om.Tensor._wrap(np.broadcast_to(np.float32(4.0), (3,)))  # read-only: replaced
+    scaler.unscale_(SGD([q], lr=0.1))
+    assert q.grad.numpy().tolist() == [4.0 / scaler.get_scale()] * 3
 
 
 def test_state_dict_is_integers_and_round_trips():
