@@ -26,6 +26,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
+from . import _kernel_choice
 from .tensor import ReducedFloat, Tensor
 
 _DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16"}
@@ -82,6 +83,8 @@ def autocast(dtype: Any = "bf16", enabled: bool = True, *,
         raise ValueError(f"autocast: onemodel runs on the CPU only, got device_type "
                          f"{device_type!r}")
     name = dtype_name(dtype)
+    if name == "bf16" and enabled:
+        _kernel_choice.choose_bf16_dot()  # once per process: the faster of two same-bit kernels
     previous = operand_dtype()
     _state.dtype = name if enabled else None
     try:

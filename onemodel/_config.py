@@ -131,15 +131,17 @@ def mode(name: str) -> Iterator[None]:
 
 def config() -> dict:
     """What this process runs with, as a dict: the instruction-set path ("isa") and those
-    available, whether bfloat16 products use the CPU's dot-product instruction ("bf16_dot"), the
-    mode and its fast kernels, the thread count, the OpenMP runtime, the compiler and the
+    available, whether bfloat16 products use the CPU's dot-product instruction ("bf16_dot") and
+    why ("kernel_choices": chosen by measurement, onemodel._kernel_choice), the mode and its fast
+    kernels, the thread count, the OpenMP runtime, the compiler and the
     version.
     """
-    from . import __version__
+    from . import __version__, _kernel_choice
     return {
         "isa": isa(),
         "isas_available": _kernels.available_isas(),
         "bf16_dot": isa() == "avx512" and _kernels._gemm.bf16_dot(),
+        "kernel_choices": _kernel_choice.reasons(),
         "mode": _mode,
         "fast_kernels": list(FAST_KERNELS),
         "num_threads": _num_threads,

@@ -45,14 +45,27 @@ def bf16_dot_available() -> bool:
     return bool(om_bf16_dot_available())
 
 
+cdef bint _chosen = False  # whether bf16_dot(on) has set the kernel since the import
+
+
 def bf16_dot(on=None) -> bool:
     """Whether bfloat16 products run the AVX512_BF16 dot-product kernel when the avx512 path
-    is selected: by default where the CPU has it and it is the faster (not on CPUs with AMX,
-    whose VDPBF16PS loses to widening). on=False makes them widen as the other paths do, which
-    gives the same bits; on=True without the instruction is an error."""
-    if on is not None and om_gemm_set_bf16_dot(1 if on else 0) != 0:
-        raise RuntimeError("bf16_dot: this CPU or build has no AVX512_BF16 dot-product kernel")
+    is selected: until set, where the CPU has it and is not known to be slower with it (CPUs
+    with AMX, whose VDPBF16PS loses to widening; onemodel._kernel_choice times the two at the
+    first bfloat16 autocast and sets the faster). on=False makes them widen as the other paths
+    do, which gives the same bits; on=True without the instruction is an error."""
+    global _chosen
+    if on is not None:
+        if om_gemm_set_bf16_dot(1 if on else 0) != 0:
+            raise RuntimeError("bf16_dot: this CPU or build has no AVX512_BF16 dot-product "
+                               "kernel")
+        _chosen = True
     return bool(om_gemm_bf16_dot())
+
+
+def bf16_dot_chosen() -> bool:
+    """Whether bf16_dot(on) has set the kernel (a measurement, or the caller's choice)."""
+    return _chosen
 
 
 cdef str _operands(a, b, bint trans_a, bint trans_b):

@@ -23,8 +23,8 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess:
 
 def test_config_reports_every_key():
     config = om.config()
-    assert set(config) == {"isa", "isas_available", "bf16_dot", "mode", "fast_kernels",
-                           "num_threads", "openmp", "compiler", "version"}
+    assert set(config) == {"isa", "isas_available", "bf16_dot", "kernel_choices", "mode",
+                           "fast_kernels", "num_threads", "openmp", "compiler", "version"}
     assert config["isa"] in config["isas_available"]
     assert config["isas_available"][0] == "scalar"
     assert config["version"] == om.__version__

@@ -11,7 +11,8 @@ import os
 import onemodel
 
 FLOORS = [
-    {"_ieee", "_kernels", "_config", "_printing", "progress", "backends", "onnx", "version",
+    {"_ieee", "_kernels", "_config", "_kernel_choice", "_printing", "progress", "backends",
+     "onnx", "version",
      "_rank_watch"},
     # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_;
     # Tensor's mixins (forwards, in-place methods), hooks, the functions that make tensors,
