@@ -21,7 +21,6 @@ synchronised forward), so its statistics are rank 0's micro-batches'.
 from __future__ import annotations
 
 import contextlib
-import pickle
 from typing import Iterator, Optional
 
 import numpy as np
@@ -69,17 +68,16 @@ class RunningUpdates:
         parts = [self.records]
         if _world._comm is not None and _world._comm.Get_size() > 1:
             if self.modules:  # the same model on every worker: all gather, or none
-                parts = [pickle.loads(part)
-                         for part in _allgather_bytes(pickle.dumps(self.records, 5), what)]
+                parts = [self._unpack(part) for part in _allgather_bytes(self._pack(), what)]
             mine = {id(b) for m in self.modules for b in m.buffers()}
             _dist.broadcast_arrays([b._data for b in self.model.buffers() if id(b) not in mine],
                                    "broadcasting rank 0's buffers")
         gathered: dict[int, list[list[Record]]] = {}
         for part in parts:
             for index, lists in part.items():
-                if index in gathered or len(lists) != len(self.modules):
+                if index in gathered:
                     raise ValueError(f"RunningUpdates.apply: micro-batch {index} was recorded "
-                                     "twice, or by a model with other batch norms")
+                                     "by two workers")
                 gathered[index] = lists
         for index in sorted(gathered):
             for module, records in zip(self.modules, gathered[index]):
@@ -89,6 +87,38 @@ class RunningUpdates:
                         update_running(module.running_mean, record[0], momentum)
                         update_running(module.running_var, record[1], momentum)
         self.records = {}
+
+
+    def _pack(self) -> np.ndarray:
+        """The records as bytes: the int64 header (its length; the number of micro-batches;
+        per micro-batch its index, then per module its number of records and whether each
+        has statistics), then every statistic's float32 values in that order."""
+        head: list[int] = [len(self.records)]
+        data: list[np.ndarray] = [np.zeros(0, np.float32)]
+        for index, lists in self.records.items():
+            head.append(index)
+            for records in lists:
+                head += [len(records)] + [r is not None for r in records]
+                data += [a for r in records if r is not None for a in r]
+        return np.concatenate([np.array([len(head)] + head, np.int64).view(np.uint8),
+                               np.concatenate(data).view(np.uint8)])
+
+    def _unpack(self, packed: np.ndarray) -> dict[int, list[list[Record]]]:
+        length = int(packed[:8].view(np.int64)[0])
+        head = iter(packed[8:8 * (length + 1)].view(np.int64).tolist())
+        data = packed[8 * (length + 1):].view(np.float32)
+        at, found = 0, {}
+        for _ in range(next(head)):
+            index, lists = next(head), []
+            for module in self.modules:
+                records: list[Record] = []
+                c = module.num_features
+                for has in [next(head) for _ in range(next(head))]:
+                    records.append((data[at:at + c], data[at + c:at + 2 * c]) if has else None)
+                    at += 2 * c if has else 0
+                lists.append(records)
+            found[index] = lists
+        return found
 
 
 @contextlib.contextmanager
@@ -104,14 +134,13 @@ def running_updates(model: Module) -> Iterator[RunningUpdates]:
     updates.apply()
 
 
-def _allgather_bytes(data: bytes, what: str) -> list[bytes]:
-    """Every worker's `data`, in rank order (lengths all-gathered first, then the bytes)."""
+def _allgather_bytes(mine: np.ndarray, what: str) -> list[np.ndarray]:
+    """Every worker's bytes `mine` (uint8), in rank order (lengths all-gathered first)."""
     comm, mpi = _world._comm, _world._MPI
     sizes = np.zeros(comm.Get_size(), np.int64)
-    _world.wait([comm.Iallgather(np.array([len(data)], np.int64), sizes)], what)
+    _world.wait([comm.Iallgather(np.array([mine.size], np.int64), sizes)], what)
     buf = np.empty(int(sizes.sum()), np.uint8)
-    mine = np.frombuffer(data, np.uint8)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     _world.wait([comm.Iallgatherv(mine, [buf, sizes.tolist(), starts.tolist(), mpi.BYTE])],
                 what)
-    return [buf[s:s + n].tobytes() for s, n in zip(starts.tolist(), sizes.tolist())]
+    return [buf[s:s + n].copy() for s, n in zip(starts.tolist(), sizes.tolist())]  # aligned
