@@ -255,8 +255,8 @@ class _BatchNorm(Module):
         if deferred is not None:
             # Momentum 1 into buffers of -0.0 writes the batch statistics exactly (x + -0 = x,
             # for x = +0 too), for running_updates to apply later.
-            running = tuple(Tensor._wrap(np.full(self.num_features, -0.0, np.float32))
-                            for _ in range(2))
+            zeros = np.full(self.num_features, -0.0, np.float32)
+            running = (Tensor._wrap(zeros), Tensor._wrap(zeros.copy()))
             momentum = 1.0
         elif self.training and self.track_running_stats:
             momentum = self._count()
