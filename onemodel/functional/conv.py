@@ -501,6 +501,14 @@ def _channel_vector(t: Any, c: int, name: str, op: str) -> Optional[Tensor]:
     return t
 
 
+def update_running(running: Tensor, batch: np.ndarray, momentum: float) -> None:
+    """running = (1 - momentum)·running + momentum·batch in place, computed in double and
+    rounded once to float32: batch norm's update of a running statistic."""
+    m = float(momentum)
+    new = m * batch.astype(np.float64) + (1.0 - m) * running._data.astype(np.float64)
+    running.copy_(new.astype(np.float32))
+
+
 def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
                weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -555,10 +563,8 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
             src, save = save, None
         if rm is not None:
             assert rv is not None  # both or neither (checked above)
-            m = float(momentum)
-            for buf, batch in ((rm, mean), (rv, var_unbiased)):
-                new = m * batch.astype(np.float64) + (1.0 - m) * buf._data.astype(np.float64)
-                buf.copy_(new.astype(np.float32))
+            update_running(rm, mean, momentum)
+            update_running(rv, var_unbiased, momentum)
     else:
         assert rm is not None and rv is not None  # evaluation needs them (checked above)
         mean = rm._data.copy()

@@ -206,6 +206,9 @@ class _BatchNorm(Module):
     """Batch norm over the channel axis 1; the subclasses only check the input rank."""
 
     _ranks: tuple = ()
+    # While running_updates collects a step (onemodel/nn/running_stats.py): the list this
+    # micro-batch's statistics go to, in place of the running update.
+    _deferred: Optional[list] = None
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: Optional[float] = 0.1,
                  affine: bool = True, track_running_stats: bool = True,
@@ -247,18 +250,31 @@ class _BatchNorm(Module):
         if input.ndim not in self._ranks:
             raise ValueError(f"{name}: expected a {' or '.join(map(str, self._ranks))}-D "
                              f"input, got shape {input.shape}")
-        momentum = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
-            counter = self.num_batches_tracked
-            counter._data[...] = counter._data + 1
-            counter._version += 1
-            if self.momentum is None:  # cumulative moving average, as PyTorch
-                momentum = 1.0 / float(counter._data)
+        running, momentum = (self.running_mean, self.running_var), 0.0
+        deferred = self._deferred if self.training and self.track_running_stats else None
+        if deferred is not None:
+            # Momentum 1 into buffers of -0.0 writes the batch statistics exactly (x + -0 = x,
+            # for x = +0 too), for running_updates to apply later.
+            zeros = np.full(self.num_features, -0.0, np.float32)
+            running = (Tensor._wrap(zeros), Tensor._wrap(zeros.copy()))
+            momentum = 1.0
+        elif self.training and self.track_running_stats:
+            momentum = self._count()
         use_batch = self.training or self.running_mean is None
         track = not self.training or self.track_running_stats
-        return C.batch_norm(input, self.running_mean if track else None,
-                            self.running_var if track else None, self.weight, self.bias,
-                            use_batch, momentum, self.eps)
+        y = C.batch_norm(input, running[0] if track else None, running[1] if track else None,
+                         self.weight, self.bias, use_batch, momentum, self.eps)
+        if deferred is not None:  # an empty batch has no statistics, but counts
+            deferred.append((running[0]._data, running[1]._data) if input.numel() else None)
+        return y
+
+    def _count(self) -> float:
+        """Counts one more batch in num_batches_tracked; returns the momentum of its update
+        (with momentum None the cumulative moving average's 1 / count, as PyTorch)."""
+        counter = self.num_batches_tracked
+        counter._data[...] = counter._data + 1
+        counter._version += 1
+        return 1.0 / float(counter._data) if self.momentum is None else self.momentum
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

@@ -10,6 +10,9 @@ taking micro-batches r, r + W, ..., each loss divided by M / W, a power of two) 
 same bits for every such W; the local float sum torch keeps under no_sync() is in .grad too,
 for reading. The terms of a window are kept until it synchronises (one gradient's memory per
 backward). In one process without init_process_group the wrapper does the same with W = 1.
+Buffers keep torch's rule: rank 0's are broadcast before each synchronised forward
+(broadcast_buffers), so batch-norm statistics are rank 0's micro-batches'; the Trainer's
+statistics do not depend on W (nn.running_stats).
 """
 from __future__ import annotations
 

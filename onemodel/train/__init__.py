@@ -21,9 +21,12 @@ default generator during forward, are the same whichever worker computes a micro
 
 Under mpiexec (W > 1; the Trainer calls distributed.init() itself when the launcher announces
 several processes) parameters, buffers and the default generator are broadcast from rank 0 when
-fit() starts, buffers (batch-norm statistics) again after every step (DDP's rule: rank 0's
-win), the logged loss is the sample-weighted mean over all workers' micro-batches, rank 0 alone
-writes checkpoints and metrics, resume() reads rank 0's checkpoint and broadcasts it, and an
+fit() starts; after every step the batch-norm running statistics are those of one process
+running the step's M micro-batches in order (nn.running_stats: each micro-batch's statistics
+gathered, the M updates applied in global order on every worker) and the other buffers rank
+0's, so the state, the evaluation and the best checkpoint do not depend on W; the logged loss
+is the sample-weighted mean over all workers' micro-batches, rank 0 alone writes checkpoints
+and metrics, resume() reads rank 0's checkpoint and broadcasts it, and an
 exception on any rank ends the job (distributed.abort_on).
 
 Batches are tuples (inputs..., target): the model gets the inputs, the loss function gets

@@ -16,6 +16,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import amp, distributed, random
+from ..nn.running_stats import RunningUpdates, running_updates
 from ..optim import clip_grad_norm, grad_norm
 from ..tensor import Tensor
 
@@ -34,6 +35,7 @@ class TrainerStep:
 
     _sum: Optional[distributed.ExactSum]  # declared for mypy; Trainer.__init__ sets them
     _collecting: Optional[tuple]
+    _running: RunningUpdates  # the step's running-statistics records
 
     def _forward(self, batch: Any) -> tuple[Any, Tensor, Any]:
         inputs, target = _split(batch)
@@ -87,8 +89,9 @@ class TrainerStep:
             self.optimizer.zero_grad()
             (self.scaler.scale(loss) if self.scaler else loss).backward()
             global_loss = loss.item()
-        else:
-            global_loss = self._accumulate(params, total)
+        else:  # the running statistics as one process running the M in order would have
+            with running_updates(self.model) as self._running:
+                global_loss = self._accumulate(params, total)
         if self.scaler:
             self.scaler.unscale_(self.optimizer)  # before clipping: the norm of true gradients
         norm = (clip_grad_norm(params, self.clip_norm) if self.clip_norm is not None
@@ -103,9 +106,6 @@ class TrainerStep:
             stepped = True
         if self.shards is not None and stepped:
             self.shards.gather()
-        if self.world > 1:  # DDP's rule: rank 0's buffers (batch-norm statistics) win
-            distributed.broadcast_arrays([b._data for b in self._buffers()],
-                                         "broadcasting buffers")
         self.step += 1
         info = {"event": "step", "step": self.step, "loss": global_loss, "lr": lr,
                 "grad_norm": norm, "stepped": stepped,
@@ -138,6 +138,7 @@ class TrainerStep:
             batch = self._next_batch()
             for attempt in range(2):
                 self._position(start, index, counters)
+                self._running.begin(index)
                 before = [int(c._data) for c in counters] + [random.default_generator.state]
                 _, loss, _ = self._forward(batch)
                 if not self._learn_advance(before, counters) or index == 0 or attempt:

@@ -142,8 +142,8 @@ def test_every_worker_count_gives_the_bits_of_one_process_accumulating(tmp_path,
 
 @needs_mpi
 def test_ranks_hold_the_same_buffers_after_every_step(tmp_path):
-    # Batch norm: each rank's statistics move with its own micro-batches; rank 0's are
-    # broadcast after every step (DDP's rule), so the ranks agree on the whole state.
+    # Batch norm: every rank applies all the step's micro-batches' statistics in global order
+    # (test_distributed_running_stats.py checks the bits against other worker counts).
     pytest.importorskip("mpi4py")
     run = _mpirun(tmp_path, 2, RUN, str(tmp_path / "out"), "6", "norm")
     assert run.returncode == 0, run.stderr[-3000:]
