@@ -14,10 +14,13 @@ share of the batches and the sums are gathered in batch order) and a checkpoint 
 the manager keeps the last few and the best by the chosen metric.
 
 Randomness follows the global micro-batch position, not the worker: before micro-batch i of a
-step every dropout counter (`draws` buffer) is set to its value at the step's start plus i times
-its advance per micro-batch, and the default generator likewise, and after the step both stand
-where one worker accumulating all M would leave them. So dropout masks, and any draw from the
-default generator during forward, are the same whichever worker computes a micro-batch.
+step (M > 1) every dropout counter (`draws` buffer) is set to its value at the step's start plus
+i·2^32, and the default generator to its state at the step's start advanced by i·2^32 draws
+(SplitMix64 states are additive: random.advanced); after the step both stand at the start plus
+M·2^32. So dropout masks, and any draw from the default generator during forward, are the same
+whichever worker computes a micro-batch, with nothing learned or redone; a micro-batch that
+draws more than 2^32 from one of them is refused with an error (its draws would overlap the
+next one's).
 
 Under mpiexec (W > 1; the Trainer calls distributed.init() itself when the launcher announces
 several processes) parameters, buffers and the default generator are broadcast from rank 0 when

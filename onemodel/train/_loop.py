@@ -115,7 +115,6 @@ class Trainer(TrainerStep, TrainerEvaluation, TrainerCheckpoints):
                     if checkpoint_dir is not None and self.rank == 0 else None)
         self.step = 0
         self._sum: Optional[distributed.ExactSum] = None
-        self._advance: dict[int, int] = {}  # per counter: its draws per micro-batch
         self._synced = False
         self._collecting: Optional[tuple] = None  # (sum, samples, last micro-batch) in backward
         self.last_eval: Optional[dict] = None

@@ -22,11 +22,16 @@ SETUP = textwrap.dedent("""
     from onemodel.data import DataLoader
     from onemodel.optim import AdamW
 
+    class Noise(nn.Module):  # draws from the default generator: an unseeded dropout
+        def forward(self, x):
+            return F.dropout(x, 0.1, self.training)
+
     def setup(norm=False):
+        om.manual_seed(3)  # the test process and the launched ones start the generator alike
         g = om.Generator(2)
         x = g.uniform(-1.0, 1.0, (60 if norm else 61, 7)).numpy()  # batch norm needs 2+
         y = (x[:, 0] * x[:, 3] > 0).astype(np.int64)
-        layers = [nn.Linear(7, 12, generator=g), nn.Tanh(), nn.Dropout(0.3, seed=5)]
+        layers = [nn.Linear(7, 12, generator=g), nn.Tanh(), nn.Dropout(0.3, seed=5), Noise()]
         if norm:
             layers.insert(1, nn.BatchNorm1d(12))
         model = nn.Sequential(*layers, nn.Linear(12, 2, generator=g))
@@ -263,16 +268,64 @@ def test_unequal_micro_batches_weigh_by_their_samples():
     assert abs(l2 - l1) < 1e-6
 
 
-def test_dropout_counters_follow_the_global_position():
-    # After a step of M micro-batches the counter stands where one worker accumulating M
-    # leaves it, and micro-batch i drew mask base + i.
+def test_randomness_follows_the_global_position_with_a_fixed_stride():
+    # Micro-batch i of a step starts every dropout counter, and the default generator, i * 2^32
+    # draws after the step's start (whichever worker computes it); after a step of M both stand
+    # M * 2^32 further.
     import onemodel.functional as F
     from onemodel.train import Trainer
+    from onemodel.train._step import STRIDE
     model, opt, loader = setup()
+    seen = []
+    drop = model[2]
+    forward = drop.forward
+    drop.forward = lambda x: (seen.append((int(drop.draws._data), om.default_generator.state)),
+                              forward(x))[1]
     t = Trainer(model, F.cross_entropy, opt, loader, micro_batches=12, progress=False)
+    state = om.default_generator.state
     t.train_step()
     t.train_step()
-    assert int(model[2].draws._data) == 24
+    assert int(model[2].draws._data) == 24 * STRIDE
+    assert om.default_generator.state == om.random.advanced(state, 24 * STRIDE)
+    assert seen == [(i * STRIDE, om.random.advanced(state, i * STRIDE)) for i in range(24)]
+
+
+class _Greedy(om.nn.Module):
+    """Draws `draws` numbers from the default generator, or moves its dropout counter."""
+
+    def __init__(self, draws, counter=False):
+        super().__init__()
+        self.lin = om.nn.Linear(3, 2, generator=om.Generator(1))
+        self.register_buffer("draws", om.tensor(np.zeros((), np.int64)))
+        self.n, self.counter = draws, counter
+
+    def forward(self, x):
+        if self.counter:
+            self.draws._data[...] += self.n
+        else:
+            om.default_generator.state = om.random.advanced(om.default_generator.state, self.n)
+        return self.lin(x)
+
+
+@pytest.mark.parametrize("counter", [False, True])
+def test_a_micro_batch_drawing_more_than_the_stride_is_refused(counter):
+    import onemodel.functional as F
+    from onemodel.data import DataLoader
+    from onemodel.optim import SGD
+    from onemodel.train import Trainer
+    from onemodel.train._step import STRIDE
+    x = np.ones((8, 3), np.float32)
+    y = np.zeros(8, np.int64)
+    for draws, fails in ((STRIDE, False), (STRIDE + 1, True)):
+        model = _Greedy(draws, counter)
+        t = Trainer(model, F.cross_entropy, SGD(model.parameters(), lr=0.1),
+                    DataLoader((x, y), 2), micro_batches=4, progress=False)
+        if fails:
+            what = "dropout counter draws" if counter else "default generator"
+            with pytest.raises(RuntimeError, match=f"micro-batch 0 of step 1 moved the {what}"):
+                t.train_step()
+        else:
+            t.train_step()
 
 
 # Gradients of M micro-batches for three parameters (M = 12, or one a worker), summed by each
