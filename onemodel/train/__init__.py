@@ -59,5 +59,17 @@ from __future__ import annotations
 
 from ..metrics_log import METRICS_LOG as METRICS_LOG
 from ._loop import Trainer as Trainer
+from .callbacks import Callback as Callback
+from .callbacks import CSVLogger as CSVLogger
+from .callbacks import EarlyStopping as EarlyStopping
+from .callbacks import ProgressBar as ProgressBar
+from .options import Checkpoints as Checkpoints
+from .options import DataParallel as DataParallel
+from .options import Evaluation as Evaluation
+from .options import Precision as Precision
+from .options import SingleProcess as SingleProcess
+from .options import Strategy as Strategy
+from .options import ZeRO as ZeRO
 
-__all__ = ["Trainer"]
+__all__ = ["Trainer", "Evaluation", "Checkpoints", "Precision", "Strategy", "SingleProcess",
+           "DataParallel", "ZeRO", "Callback", "ProgressBar", "CSVLogger", "EarlyStopping"]
