@@ -1,17 +1,17 @@
 """Trainer: the training loop around a model, a loss and an optimizer.
 
-One step: lr = schedule(step count); M micro-batches (`micro_batches`, or `accumulate` per
-worker times the worker count W), worker r computing global micro-batches r, r + W, ...: for
-each, forward (under autocast if asked), loss, backward of the scaled loss, each gradient added
-into the exact sum of distributed.py weighted by its sample count as backward completes it (a
-post-accumulate-grad hook; in the last micro-batch a finished bucket's all-reduce starts there,
-and the gradient's memory is released at once); the sum all-reduced and rounded once to the
-mean over the step's samples (the same bits for every W dividing M); unscale; clip the global
-norm; optimizer step (skipped, with the schedule, on a non-finite gradient); scaler update.
-Every `eval_every` steps the held-out loader runs in eval mode without gradients (loss weighted
-by batch size, accuracy when the target holds class indices; under W workers each computes its
-share of the batches and the sums are gathered in batch order) and a checkpoint is written;
-the manager keeps the last few and the best by the chosen metric.
+One step: lr = schedule(step count); M micro-batches (the strategy's `micro_batches`; one a
+worker when None) shared among the W workers, worker r computing global micro-batches r, r + W,
+...: for each, forward (under autocast if asked), loss, backward of the scaled loss, each
+gradient added into the exact sum of distributed.py weighted by its sample count as backward
+completes it (a post-accumulate-grad hook; in the last micro-batch a finished bucket's
+all-reduce starts there, and the gradient's memory is released at once); the sum all-reduced and
+rounded once to the mean over the step's samples (the same bits for every W dividing M);
+unscale; clip the global norm; optimizer step (skipped, with the schedule, on a non-finite
+gradient); scaler update. Every `Evaluation.every` steps the held-out loader runs in eval mode
+without gradients (loss weighted by batch size, accuracy when the target holds class indices;
+under W workers each computes its share of the batches and the sums are gathered in batch order)
+and a checkpoint is written; the manager keeps the last few and the best by the chosen metric.
 
 Randomness follows the global micro-batch position, not the worker: before micro-batch i of a
 step (M > 1) every dropout counter (`draws` buffer) is set to its value at the step's start plus
@@ -37,7 +37,7 @@ same trajectory bit for bit. The extra also holds the state of `om.default_gener
 draws from it (an `F.dropout` without a seed, a layer built after the resume) draws what the
 uninterrupted run would.
 
-With a `checkpoint_dir` the run folder also gets `metrics.jsonl`: one JSON object a line, one
+With `Checkpoints(dir)` the run folder also gets `metrics.jsonl`: one JSON object a line, one
 per step ({"event": "step", "step", "loss", "lr", "grad_norm", "stepped", "time"}) and one per
 evaluation ({"event": "eval", "step", "loss", "accuracy", and each of `metrics`}); a
 non-finite number is written as null. fit() first drops the rows after the step it starts from
@@ -45,15 +45,17 @@ non-finite number is written as null. fit() first drops the rows after the step 
 (onemodel/metrics_log.py), so the log always reads as one run; it is fsynced before every
 checkpoint. `python -m onemodel.plot RUN_DIR` draws it.
 
-The best checkpoint is chosen by `best_metric`: by default the validation accuracy when the
-targets are class indices, the validation loss otherwise; any name of `metrics` with
-`best_mode` "max" or "min". An evaluation whose metric is missing or not finite is still
-checkpointed, never taken as the best, and warns.
+The best checkpoint is chosen by the Evaluation's `best_metric`: by default the validation
+accuracy when the targets are class indices, the validation loss otherwise; any name of
+`metrics` with `best_mode` "max" or "min". An evaluation whose metric is missing or not finite
+is still checkpointed, never taken as the best, and warns.
 
 The package, by concern: _step (one step: micro-batches, randomness by position, the exact sum
 and its post-accumulate-grad hooks), _evaluation (evaluate, the best checkpoint's metric),
-_checkpoints (save, resume, rank 0's state on every rank), each a mixin of Trainer, and _loop
-(Trainer: its options, the batches, the reports and fit).
+_checkpoints (save, resume, rank 0's state on every rank), each a mixin of Trainer; _loop
+(Trainer: its arguments, the batches, the callbacks and fit); options (the option groups and
+strategies, and the former keyword arguments mapped onto them); callbacks (Callback,
+ProgressBar, CSVLogger, EarlyStopping, the run log).
 """
 from __future__ import annotations
 
