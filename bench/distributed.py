@@ -71,13 +71,13 @@ def onemodel_trainer(micro_batches: int, micro: int = 0, shard: bool = False):
     from onemodel import nn
     from onemodel.data import DataLoader
     from onemodel.optim import AdamW
-    from onemodel.train import Trainer
+    from onemodel.train import DataParallel, Trainer, ZeRO
     x, y = data()
     model = build(nn)
     opt = AdamW(model.parameters(), lr=1e-3)
     loader = DataLoader((x, y), micro or batches()[1], seed=0, shuffle=True)
-    return Trainer(model, F.cross_entropy, opt, loader, micro_batches=micro_batches,
-                   progress=False, shard_optimizer=shard)
+    return Trainer(model, F.cross_entropy, opt, loader,
+                   strategy=(ZeRO if shard else DataParallel)(micro_batches), callbacks=[])
 
 
 def run_onemodel(steps: int, shard: bool, buckets: int, split_wait: bool) -> None:

@@ -3,10 +3,7 @@ before the Trainer changes anything (no distributed.init, no loader.shard, no fo
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
-
-from . import amp
 
 
 def _is_optimizer(value: Any) -> bool:
@@ -64,9 +61,8 @@ def check_core(model: Any, loss_fn: Any, optimizer: Any, loader: Any) -> None:
                         f"target), such as a DataLoader, got {_kind(loader)}")
 
 
-def check_options(*, schedule: Any, clip_norm: Any, eval_loader: Any, keep_last: Any,
-                  checkpoint_dir: Any, scaler: Any, callback: Any, progress: Any) -> None:
-    """The keyword arguments the constructor's own checks do not cover."""
+def check_options(*, schedule: Any, clip_norm: Any) -> None:
+    """The keyword arguments that are no option group (those check themselves)."""
     if schedule is not None and (isinstance(schedule, type)
                                  or not callable(getattr(schedule, "apply", None))):
         raise TypeError(f"Trainer: schedule must be a schedule of optim.lr (such as "
@@ -77,20 +73,11 @@ def check_options(*, schedule: Any, clip_norm: Any, eval_loader: Any, keep_last:
                                   or not math.isfinite(clip_norm) or clip_norm <= 0):
         raise ValueError(f"Trainer: clip_norm must be a finite number > 0, or None not to "
                          f"clip, got {clip_norm!r}")
-    if eval_loader is not None and not _is_iterable(eval_loader):
-        raise TypeError(f"Trainer: eval_loader must be iterable, yielding batches (inputs..., "
-                        f"target), or None, got {_kind(eval_loader)}")
-    if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
-        raise ValueError(f"Trainer: keep_last must be an integer >= 1, got {keep_last!r}")
-    if checkpoint_dir is not None and not isinstance(checkpoint_dir, (str, os.PathLike)):
-        raise TypeError(f"Trainer: checkpoint_dir must be a folder path or None, got "
-                        f"{_kind(checkpoint_dir)}")
-    if scaler is not None and not isinstance(scaler, amp.GradScaler):
-        raise TypeError(f"Trainer: scaler must be an amp.GradScaler or None, got "
-                        f"{_kind(scaler)}" + _instantiate_hint(scaler))
-    if callback is not None and not callable(callback):
-        raise TypeError(f"Trainer: callback must be a function (info) -> None or None, got "
-                        f"{_kind(callback)}")
-    if progress not in (None, True, False):
-        raise ValueError(f"Trainer: progress must be None, True or False, got {progress!r}")
 
+
+def check_callbacks(callbacks: list, kind: type) -> None:
+    """Each a `kind` (Callback) instance or a function f(info)."""
+    for c in callbacks:
+        if not isinstance(c, kind) and (isinstance(c, type) or not callable(c)):
+            raise TypeError(f"Trainer: callbacks must be Callback instances or functions "
+                            f"(info) -> None, got {_kind(c)}" + _instantiate_hint(c))

@@ -38,6 +38,19 @@ def mix(z: int) -> int:
     return z ^ (z >> 31)
 
 
+def advanced(state: int, draws: int) -> int:
+    """The state `draws` outputs after `state`: a SplitMix64 state moves by GOLDEN a draw."""
+    return (state + draws * GOLDEN) & MASK64
+
+
+_GOLDEN_INVERSE = pow(GOLDEN, -1, 1 << 64)
+
+
+def draws_between(before: int, after: int) -> int:
+    """The n with advanced(before, n) == after, in [0, 2^64): the draws from one to the other."""
+    return ((after - before) * _GOLDEN_INVERSE) & MASK64
+
+
 def mix_array(z: np.ndarray) -> np.ndarray:
     """mix() on every element of a uint64 array (overwrites and returns it)."""
     z ^= z >> np.uint64(30)
@@ -60,7 +73,7 @@ def splitmix_blocks(state: int, n: int) -> Iterator[tuple[int, np.ndarray]]:
     buffer = np.empty_like(steps)
     for start in range(0, n, _BLOCK):
         z = buffer[:min(_BLOCK, n - start)]
-        np.add(steps[:len(z)], np.uint64((state + start * GOLDEN) & MASK64), out=z)
+        np.add(steps[:len(z)], np.uint64(advanced(state, start)), out=z)
         yield start, mix_array(z)
 
 
@@ -101,7 +114,7 @@ class Generator:
         self._state = _seed_int(value, "Generator.state")
 
     def next_u64(self) -> int:
-        self._state = (self._state + GOLDEN) & MASK64
+        self._state = advanced(self._state, 1)
         return mix(self._state)
 
     def next_single(self) -> float:
@@ -126,7 +139,7 @@ class Generator:
             o *= _TWO_M24
             o *= span
             o += lo
-        self._state = (self._state + n * GOLDEN) & MASK64
+        self._state = advanced(self._state, n)
         return Tensor._wrap(out.reshape(shape))
 
     def __repr__(self) -> str:
@@ -158,7 +171,7 @@ def _draw_u64(generator: Optional[Generator], n: int) -> np.ndarray:
     out = np.empty(n, np.uint64)
     for start, bits in splitmix_blocks(g.state, n):
         out[start:start + len(bits)] = bits
-    g.state = (g.state + n * GOLDEN) & MASK64
+    g.state = advanced(g.state, n)
     return out
 
 
@@ -179,7 +192,7 @@ def standard_normals(generator: Generator, n: int,
     have = pairs = 0
     while have < n:
         g = Generator()
-        g.state = (start + 2 * pairs * GOLDEN) & MASK64
+        g.state = advanced(start, 2 * pairs)
         uv = g.uniform(-1.0, 1.0, (_NORMAL_BATCH, 2))._data
         s = uv[:, 0] * uv[:, 0] + uv[:, 1] * uv[:, 1]
         inside = (s > 0) & (s < 1)
@@ -195,7 +208,7 @@ def standard_normals(generator: Generator, n: int,
         pairs += _NORMAL_BATCH
     values, pair_of = np.concatenate(found, axis=1)[:, :n]
     used = int(pair_of[-1]) + 1 if n else 0
-    generator.state = (start + 2 * used * GOLDEN) & MASK64
+    generator.state = advanced(start, 2 * used)
     return values.astype(np.float32)
 
 

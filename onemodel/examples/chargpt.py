@@ -23,7 +23,7 @@ from onemodel import nn
 from onemodel.optim import AdamW
 from onemodel.optim.lr import warmup_cosine
 from onemodel.random import mix
-from onemodel.train import Trainer
+from onemodel.train import Checkpoints, Evaluation, Trainer
 
 from ._runs import (
     decay_on_matrices,
@@ -155,9 +155,10 @@ def main(argv: Optional[list[str]] = None) -> dict[str, Any]:
         Windows(ids[:split], o["block"], o["batch_size"], o["seed"], o["eval_every"]),
         schedule=warmup_cosine(o["lr"], warmup_steps=min(o["steps"] // 10, o["steps"] - 1),
                                 total_steps=o["steps"], final_factor=0.1),
-        clip_norm=1.0, eval_loader=[validation.batch(k) for k in range(4)],
-        eval_every=o["eval_every"], checkpoint_dir=folder, best_metric="loss",
-        progress=False if args.quiet else None)
+        clip_norm=1.0,
+        evaluation=Evaluation([validation.batch(k) for k in range(4)], every=o["eval_every"],
+                              best_metric="loss"),
+        checkpoints=Checkpoints(folder), callbacks=[] if args.quiet else None)
     say(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads; "
         f"{len(ids)} characters ({len(vocab.chars)} distinct), "
         f"{sum(int(np.prod(w.shape)) for w in model.parameters())} parameters, "

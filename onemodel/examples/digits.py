@@ -25,7 +25,7 @@ from onemodel import nn
 from onemodel.data import DataLoader
 from onemodel.optim import AdamW
 from onemodel.optim.lr import warmup_cosine
-from onemodel.train import Trainer
+from onemodel.train import Checkpoints, Evaluation, Trainer
 
 from ._runs import (
     decay_on_matrices,
@@ -104,9 +104,11 @@ def main(argv: Optional[list[str]] = None) -> float:
     trainer = Trainer(model, F.cross_entropy, optimizer, train,
                       schedule=warmup_cosine(o["lr"], warmup_steps=warmup, total_steps=total,
                                               final_factor=0.02),
-                      clip_norm=1.0, eval_every=steps_per_epoch, checkpoint_dir=folder,
-                      keep_last=3, eval_loader=DataLoader(data["val"], 512, shuffle=False),
-                      progress=False if args.quiet else None)
+                      clip_norm=1.0,
+                      evaluation=Evaluation(DataLoader(data["val"], 512, shuffle=False),
+                                            every=steps_per_epoch),
+                      checkpoints=Checkpoints(folder, keep_last=3),
+                      callbacks=[] if args.quiet else None)
     say(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads, "
         f"{om.get_mode()} mode; {len(data['train'][1])} training images, {total} steps")
     seconds, best_step = fit_run(trainer, total, folder, resumed, p, say)

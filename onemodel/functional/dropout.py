@@ -41,7 +41,7 @@ def _draw(p: float, seed: int, draw: int) -> tuple[int, int, float]:
     # (p32·2^24 is exact in double). p that rounds to 1 in float32 gives 2^24: nothing is kept.
     threshold = math.ceil(float(np.float32(p)) * 2.0 ** 24)
     scale = 0.0 if threshold >= 1 << 24 else float(np.float32(1.0 / (1.0 - p)))
-    stream = random.mix((int(seed) + int(draw) * random.GOLDEN) & random.MASK64)
+    stream = random.mix(random.advanced(int(seed), int(draw)))
     return stream, threshold, scale
 
 

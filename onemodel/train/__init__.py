@@ -1,23 +1,26 @@
 """Trainer: the training loop around a model, a loss and an optimizer.
 
-One step: lr = schedule(step count); M micro-batches (`micro_batches`, or `accumulate` per
-worker times the worker count W), worker r computing global micro-batches r, r + W, ...: for
-each, forward (under autocast if asked), loss, backward of the scaled loss, each gradient added
-into the exact sum of distributed.py weighted by its sample count as backward completes it (a
-post-accumulate-grad hook; in the last micro-batch a finished bucket's all-reduce starts there,
-and the gradient's memory is released at once); the sum all-reduced and rounded once to the
-mean over the step's samples (the same bits for every W dividing M); unscale; clip the global
-norm; optimizer step (skipped, with the schedule, on a non-finite gradient); scaler update.
-Every `eval_every` steps the held-out loader runs in eval mode without gradients (loss weighted
-by batch size, accuracy when the target holds class indices; under W workers each computes its
-share of the batches and the sums are gathered in batch order) and a checkpoint is written;
-the manager keeps the last few and the best by the chosen metric.
+One step: lr = schedule(step count); M micro-batches (the strategy's `micro_batches`; one a
+worker when None) shared among the W workers, worker r computing global micro-batches r, r + W,
+...: for each, forward (under autocast if asked), loss, backward of the scaled loss, each
+gradient added into the exact sum of distributed.py weighted by its sample count as backward
+completes it (a post-accumulate-grad hook; in the last micro-batch a finished bucket's
+all-reduce starts there, and the gradient's memory is released at once); the sum all-reduced and
+rounded once to the mean over the step's samples (the same bits for every W dividing M);
+unscale; clip the global norm; optimizer step (skipped, with the schedule, on a non-finite
+gradient); scaler update. Every `Evaluation.every` steps the held-out loader runs in eval mode
+without gradients (loss weighted by batch size, accuracy when the target holds class indices;
+under W workers each computes its share of the batches and the sums are gathered in batch order)
+and a checkpoint is written; the manager keeps the last few and the best by the chosen metric.
 
 Randomness follows the global micro-batch position, not the worker: before micro-batch i of a
-step every dropout counter (`draws` buffer) is set to its value at the step's start plus i times
-its advance per micro-batch, and the default generator likewise, and after the step both stand
-where one worker accumulating all M would leave them. So dropout masks, and any draw from the
-default generator during forward, are the same whichever worker computes a micro-batch.
+step (M > 1) every dropout counter (`draws` buffer) is set to its value at the step's start plus
+i·2^32, and the default generator to its state at the step's start advanced by i·2^32 draws
+(SplitMix64 states are additive: random.advanced); after the step both stand at the start plus
+M·2^32. So dropout masks, and any draw from the default generator during forward, are the same
+whichever worker computes a micro-batch, with nothing learned or redone; a micro-batch that
+draws more than 2^32 from one of them is refused with an error (its draws would overlap the
+next one's).
 
 Under mpiexec (W > 1; the Trainer calls distributed.init() itself when the launcher announces
 several processes) parameters, buffers and the default generator are broadcast from rank 0 when
@@ -37,7 +40,7 @@ same trajectory bit for bit. The extra also holds the state of `om.default_gener
 draws from it (an `F.dropout` without a seed, a layer built after the resume) draws what the
 uninterrupted run would.
 
-With a `checkpoint_dir` the run folder also gets `metrics.jsonl`: one JSON object a line, one
+With `Checkpoints(dir)` the run folder also gets `metrics.jsonl`: one JSON object a line, one
 per step ({"event": "step", "step", "loss", "lr", "grad_norm", "stepped", "time"}) and one per
 evaluation ({"event": "eval", "step", "loss", "accuracy", and each of `metrics`}); a
 non-finite number is written as null. fit() first drops the rows after the step it starts from
@@ -45,19 +48,33 @@ non-finite number is written as null. fit() first drops the rows after the step 
 (onemodel/metrics_log.py), so the log always reads as one run; it is fsynced before every
 checkpoint. `python -m onemodel.plot RUN_DIR` draws it.
 
-The best checkpoint is chosen by `best_metric`: by default the validation accuracy when the
-targets are class indices, the validation loss otherwise; any name of `metrics` with
-`best_mode` "max" or "min". An evaluation whose metric is missing or not finite is still
-checkpointed, never taken as the best, and warns.
+The best checkpoint is chosen by the Evaluation's `best_metric`: by default the validation
+accuracy when the targets are class indices, the validation loss otherwise; any name of
+`metrics` with `best_mode` "max" or "min". An evaluation whose metric is missing or not finite
+is still checkpointed, never taken as the best, and warns.
 
 The package, by concern: _step (one step: micro-batches, randomness by position, the exact sum
 and its post-accumulate-grad hooks), _evaluation (evaluate, the best checkpoint's metric),
-_checkpoints (save, resume, rank 0's state on every rank), each a mixin of Trainer, and _loop
-(Trainer: its options, the batches, the reports and fit).
+_checkpoints (save, resume, rank 0's state on every rank), each a mixin of Trainer; _loop
+(Trainer: its arguments, the batches, the callbacks and fit); options (the option groups and
+strategies, and the former keyword arguments mapped onto them); callbacks (Callback,
+ProgressBar, CSVLogger, EarlyStopping, the run log).
 """
 from __future__ import annotations
 
 from ..metrics_log import METRICS_LOG as METRICS_LOG
 from ._loop import Trainer as Trainer
+from .callbacks import Callback as Callback
+from .callbacks import CSVLogger as CSVLogger
+from .callbacks import EarlyStopping as EarlyStopping
+from .callbacks import ProgressBar as ProgressBar
+from .options import Checkpoints as Checkpoints
+from .options import DataParallel as DataParallel
+from .options import Evaluation as Evaluation
+from .options import Precision as Precision
+from .options import SingleProcess as SingleProcess
+from .options import Strategy as Strategy
+from .options import ZeRO as ZeRO
 
-__all__ = ["Trainer"]
+__all__ = ["Trainer", "Evaluation", "Checkpoints", "Precision", "Strategy", "SingleProcess",
+           "DataParallel", "ZeRO", "Callback", "ProgressBar", "CSVLogger", "EarlyStopping"]

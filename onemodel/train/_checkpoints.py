@@ -36,16 +36,15 @@ class TrainerCheckpoints:
         """Writes a checkpoint of the current step (rank 0 only), a candidate for the best when
         `evaluation` (from evaluate()) is given; returns its path."""
         if self.manager is None:
-            raise ValueError("Trainer.save: no checkpoint_dir")
+            raise ValueError("Trainer.save: no checkpoints=Checkpoints(dir)")
         self._saved_step = self.step
+        self._call("on_checkpoint")  # the run log's rows as durable as the checkpoint
         if self.shards is not None:  # every worker takes part; rank 0 writes it all
             self.shards.gather_state()
         try:
             if self.rank != 0:
                 return None
             metric, higher = self._best_of(evaluation) if evaluation else (None, True)
-            if self.log is not None:  # the rows up to this checkpoint as durable as it
-                self.log.sync()
             return self.manager.save(self.step, self.model, self.optimizer, self._extra(),
                                      metric=metric, higher_is_better=higher)
         finally:
@@ -108,7 +107,7 @@ class TrainerCheckpoints:
                 if path is not None:
                     manager = checkpoint.CheckpointManager(path)
                 elif self.manager is None:
-                    raise ValueError("Trainer.resume: no checkpoint_dir and no path")
+                    raise ValueError("Trainer.resume: no checkpoints=Checkpoints(dir) and no path")
                 else:  # its own folder: a best.ckpt update that a kill interrupted, finished
                     manager = self.manager
                     manager.recover()

@@ -15,8 +15,7 @@ from .. import distributed
 from ..autograd import no_grad
 from ..tensor import Tensor
 from ._step import _split
-
-_DIRECTIONS = {"accuracy": "max", "loss": "min"}  # the built-in metrics: which way is better
+from .options import _DIRECTIONS
 
 
 class TrainerEvaluation:

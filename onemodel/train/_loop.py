@@ -1,100 +1,73 @@
-"""Trainer: its options (checked here and by _trainer_checks), the batches of the loader, the
-reports (callback, metrics.jsonl, progress) and the loop of fit(); the step, the evaluation and
-the checkpoints are its mixins (_step, _evaluation, _checkpoints)."""
+"""Trainer: its arguments (the option groups of options.py, checked there and by
+_trainer_checks), the batches of the loader, the callbacks and the loop of fit(); the step, the
+evaluation and the checkpoints are its mixins (_step, _evaluation, _checkpoints)."""
 from __future__ import annotations
 
 import os
 import time
 import warnings
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence, Union
 
-from .. import _trainer_checks, amp, checkpoint, distributed
+from .. import _trainer_checks, checkpoint, distributed
 from ..metrics_log import METRICS_LOG, MetricsLog
-from ..progress import Progress
 from ..tensor import Tensor
 from ._checkpoints import TrainerCheckpoints
-from ._evaluation import _DIRECTIONS, TrainerEvaluation
+from ._evaluation import TrainerEvaluation
 from ._step import TrainerStep
+from .callbacks import Callback, FunctionCallback, ProgressBar, RunLog
+from .options import Checkpoints, DataParallel, Evaluation, Precision, Strategy, from_legacy
 
 
 class Trainer(TrainerStep, TrainerEvaluation, TrainerCheckpoints):
-    """Trains `model` on batches of `loader` (see the module notes).
+    """Trains `model` on batches of `loader` (see the package notes).
 
-    `callback(info)` is called after every step with {"event": "step", "step", "loss", "lr",
-    "grad_norm", "stepped", "time"} and after every evaluation with {"event": "eval", "step",
-    "loss", "accuracy", ...}. `progress` shows the run on stderr (None: a live bar on a terminal,
-    one line per epoch otherwise; False: nothing); `log_every` > 0 adds a line every that many
-    steps. `metrics` maps names to functions (output, target) -> float, averaged over the
-    evaluation weighted by batch size. Every `checkpoint_every` steps a checkpoint is written
-    whether or not an evaluation falls there.
+    `schedule` sets the learning rate before each step; `clip_norm` clips the global gradient
+    norm; `strategy` shares the micro-batches of a step among the workers (SingleProcess,
+    DataParallel, the default, or ZeRO); `precision` (Precision) sets autocast and loss
+    scaling; `evaluation` (Evaluation) and `checkpoints` (Checkpoints) say what is evaluated
+    and written, and when; `callbacks` are called after every step and evaluation (Callback
+    instances, or functions f(info)), default [ProgressBar()]: pass [] to show nothing.
 
-    `shard_optimizer=True` (ZeRO stage 1, distributed.OptimizerShards, kept as `shards`): each
-    worker steps the optimizer for its share of the parameters, which are then all-gathered;
-    the same bits as unsharded. A worker holds the optimizer state of its own parameters only
-    (the others' are zero placeholders) except from `shards.gather_state()` (which save() calls
-    on every worker before rank 0 writes the unsharded checkpoint) to `shards.release()`, and
-    after a step only the worker's own parameters keep their gradients.
+    The former keyword arguments (eval_loader=, checkpoint_dir=, autocast=, micro_batches=,
+    callback=, progress=, ...) still work for this release, with a DeprecationWarning naming
+    their replacement.
     """
 
     def __init__(self, model: Any, loss_fn: Callable[[Any, Any], Tensor], optimizer: Any,
                  loader: Any, *, schedule: Any = None, clip_norm: Optional[float] = None,
-                 eval_loader: Any = None, eval_every: int = 0,
-                 checkpoint_dir: Optional[str] = None, keep_last: int = 3,
-                 checkpoint_every: int = 0, best_metric: Optional[str] = None,
-                 best_mode: Optional[str] = None,
-                 metrics: Optional[dict[str, Callable[[Any, Any], float]]] = None,
-                 scaler: Optional[amp.GradScaler] = None, autocast: Optional[str] = None,
-                 accumulate: int = 1, callback: Optional[Callable[[dict], None]] = None,
-                 progress: Optional[bool] = None, log_every: int = 0,
-                 micro_batches: Optional[int] = None, shard_optimizer: bool = False) -> None:
+                 strategy: Optional[Strategy] = None, precision: Optional[Precision] = None,
+                 evaluation: Optional[Evaluation] = None,
+                 checkpoints: Optional[Checkpoints] = None,
+                 callbacks: Optional[Sequence[Union[Callback, Callable[[dict], Any]]]] = None,
+                 **deprecated: Any) -> None:
         _trainer_checks.check_core(model, loss_fn, optimizer, loader)
-        _trainer_checks.check_options(schedule=schedule, clip_norm=clip_norm,
-                                      eval_loader=eval_loader, keep_last=keep_last,
-                                      checkpoint_dir=checkpoint_dir, scaler=scaler,
-                                      callback=callback, progress=progress)
-        if not isinstance(shard_optimizer, bool):
-            raise ValueError(f"Trainer: shard_optimizer must be True or False, got "
-                             f"{shard_optimizer!r}")
-        for name, value in (("eval_every", eval_every), ("accumulate", accumulate),
-                            ("log_every", log_every), ("checkpoint_every", checkpoint_every)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"Trainer: {name} must be an integer >= 0, got {value!r}")
-        if accumulate < 1:
-            raise ValueError(f"Trainer: accumulate must be >= 1, got {accumulate}")
-        if eval_every and eval_loader is None:
-            raise ValueError("Trainer: eval_every needs an eval_loader")
-        if checkpoint_every and checkpoint_dir is None:
-            raise ValueError("Trainer: checkpoint_every needs a checkpoint_dir")
-        metrics = dict(metrics or {})
-        for name, fn in metrics.items():
-            if name in ("event", "step", *_DIRECTIONS) or not callable(fn):
-                raise ValueError(f"Trainer: metrics must map new names to functions "
-                                 f"(output, target) -> float, got {name!r}: {fn!r}")
-        if best_mode not in (None, "max", "min"):
-            raise ValueError(f"Trainer: best_mode must be 'max' or 'min', got {best_mode!r}")
-        if best_metric is not None:
-            if best_metric not in _DIRECTIONS and best_metric not in metrics:
-                raise ValueError(f"Trainer: best_metric must be one of "
-                                 f"{list(_DIRECTIONS) + list(metrics)}, got {best_metric!r}")
-            if best_mode is None and best_metric not in _DIRECTIONS:
-                raise ValueError(f"Trainer: best_metric {best_metric!r} needs best_mode "
-                                 "'max' or 'min'")
-        if autocast is not None:
-            autocast = amp.dtype_name(autocast)
-        if micro_batches is not None and (isinstance(micro_batches, bool) or not isinstance(
-                micro_batches, int) or micro_batches < 1):
-            raise ValueError(f"Trainer: micro_batches must be an integer >= 1, got "
-                             f"{micro_batches!r}")
-        if distributed.launched():
+        _trainer_checks.check_options(schedule=schedule, clip_norm=clip_norm)
+        options: dict[str, Any] = {"strategy": strategy, "precision": precision,
+                                   "evaluation": evaluation, "checkpoints": checkpoints,
+                                   "callbacks": callbacks}
+        accumulate = None
+        if deprecated:
+            options, accumulate = from_legacy(deprecated, options)
+        kinds = {"strategy": Strategy, "precision": Precision, "evaluation": Evaluation,
+                 "checkpoints": Checkpoints}
+        for name, kind in kinds.items():
+            value = options[name]
+            if value is not None and not isinstance(value, kind):
+                raise TypeError(f"Trainer: {name} must be {kind.__name__}(...) or None, got "
+                                f"{_trainer_checks._kind(value)}"
+                                + _trainer_checks._instantiate_hint(value))
+        strategy = options["strategy"] or DataParallel()
+        precision = options["precision"] or Precision()
+        evaluation, checkpoints = options["evaluation"], options["checkpoints"]
+        given = [ProgressBar()] if options["callbacks"] is None else list(options["callbacks"])
+        _trainer_checks.check_callbacks(given, Callback)
+        if strategy.joins_world() and distributed.launched():
             distributed.init()  # under mpiexec: never W copies of rank 0 writing one folder
         self.world = distributed.world_size()
         self.rank = distributed.rank()
-        if micro_batches is not None:
-            if micro_batches % self.world:
-                raise ValueError(f"Trainer: micro_batches {micro_batches} do not divide among "
-                                 f"{self.world} workers")
-            accumulate = micro_batches // self.world
-        self.micro_batches = accumulate * self.world
+        self.micro_batches = strategy.plan(self.world) if accumulate is None \
+            else accumulate * self.world
+        self.accumulate = self.micro_batches // self.world
         loader_world = getattr(loader, "world_size", self.world)
         if loader_world == 1 and self.world > 1 and hasattr(loader, "shard"):
             loader.shard(self.rank, self.world)
@@ -102,26 +75,32 @@ class Trainer(TrainerStep, TrainerEvaluation, TrainerCheckpoints):
             raise ValueError(f"Trainer: the loader is sharded for {loader.world_size} workers, "
                              f"the run has {self.world}")
         self.model, self.loss_fn, self.optimizer, self.loader = model, loss_fn, optimizer, loader
-        self.schedule, self.clip_norm, self.scaler = schedule, clip_norm, scaler
-        self.eval_loader, self.eval_every, self.metrics = eval_loader, eval_every, metrics
-        self.checkpoint_every = checkpoint_every
-        self.best_metric, self.best_mode = best_metric, best_mode
-        self.autocast, self.accumulate = autocast, accumulate
-        self.callback, self.progress, self.log_every = callback, progress, log_every
-        self.shards = distributed.OptimizerShards(optimizer) if shard_optimizer else None
-        self.manager = (checkpoint.CheckpointManager(checkpoint_dir, keep_last)
-                        if checkpoint_dir is not None else None)
-        self.log = (MetricsLog(os.path.join(checkpoint_dir, METRICS_LOG))
-                    if checkpoint_dir is not None and self.rank == 0 else None)
+        self.schedule, self.clip_norm = schedule, clip_norm
+        self.strategy, self.precision = strategy, precision
+        self.scaler, self.autocast = precision.scaler, precision.autocast
+        self.eval_loader = evaluation.loader if evaluation else None
+        self.eval_every = evaluation.every if evaluation else 0
+        self.metrics = dict(evaluation.metrics) if evaluation else {}
+        self.best_metric = evaluation.best_metric if evaluation else None
+        self.best_mode = evaluation.best_mode if evaluation else None
+        self.checkpoint_every = checkpoints.every if checkpoints else 0
+        self.shards = strategy.shards(optimizer)
+        self.manager = (checkpoint.CheckpointManager(checkpoints.dir, checkpoints.keep_last)
+                        if checkpoints is not None else None)
+        self.log = (MetricsLog(os.path.join(checkpoints.dir, METRICS_LOG))
+                    if checkpoints is not None and self.rank == 0 else None)
+        self.callbacks: list[Callback] = [
+            c if isinstance(c, Callback) else FunctionCallback(c) for c in given
+        ] + ([RunLog(self.log)] if self.log is not None else [])
         self.step = 0
+        self.max_steps = 0
+        self.should_stop = False
         self._sum: Optional[distributed.ExactSum] = None
-        self._advance: dict[int, int] = {}  # per counter: its draws per micro-batch
         self._synced = False
         self._collecting: Optional[tuple] = None  # (sum, samples, last micro-batch) in backward
         self.last_eval: Optional[dict] = None
         self._batches: Any = None
         self._saved_step: Optional[int] = None
-        self._shown: Optional[Progress] = None
         self._warned: set[str] = set()
         self._started = time.perf_counter()
 
@@ -145,19 +124,12 @@ class Trainer(TrainerStep, TrainerEvaluation, TrainerCheckpoints):
             self._batches = None
 
     # -- reports -----------------------------------------------------------------------------
+    def _call(self, hook: str, *args: Any) -> None:
+        for callback in self.callbacks:
+            getattr(callback, hook)(self, *args)
+
     def _report(self, info: dict) -> None:
-        if self.callback is not None:
-            self.callback(info)
-        if self.rank != 0:
-            return
-        if self.log is not None:
-            self.log.write(info)
-        if self._shown is not None:
-            (self._shown.step if info["event"] == "step" else self._shown.evaluation)(info)
-            if self.log_every and info["event"] == "step" and info["step"] % self.log_every == 0:
-                self._shown.line(" ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
-                                          for k, v in info.items()
-                                          if k != "event" and v is not None))
+        self._call("on_step_end" if info["event"] == "step" else "on_eval_end", info)
 
     def _warn_once(self, message: str) -> None:
         if message not in self._warned:
@@ -165,12 +137,6 @@ class Trainer(TrainerStep, TrainerEvaluation, TrainerCheckpoints):
             warnings.warn(f"Trainer: {message}", RuntimeWarning, stacklevel=3)
 
     # -- the loop -----------------------------------------------------------------------------
-    def _steps_per_epoch(self) -> int:
-        try:
-            return max(len(self.loader) // self.accumulate, 0)
-        except TypeError:  # a loader without len() has no epochs to show
-            return 0
-
     def fit(self, steps: int, resume: bool = False) -> Optional[dict]:
         """Trains until `steps` steps are done in all, evaluating and checkpointing on the way
         and checkpointing at the end; returns the last evaluation (None if there was none).
@@ -189,17 +155,14 @@ class Trainer(TrainerStep, TrainerEvaluation, TrainerCheckpoints):
     def _fit(self, steps: int, resume: bool) -> Optional[dict]:
         if resume:
             if self.manager is None:
-                raise ValueError("Trainer.fit: resume=True needs a checkpoint_dir")
+                raise ValueError("Trainer.fit: resume=True needs checkpoints=Checkpoints(dir)")
             self.resume()
-        if self.log is not None:  # rows past the step this fit starts from would be doubled
-            self.log.truncate_after(self.step)
         if self.world > 1:
             self._broadcast_state()
-        if self.rank == 0 and self.progress is not False:
-            self._shown = Progress(steps, self._steps_per_epoch(),
-                                   live=None if self.progress is None else True)
+        self.max_steps, self.should_stop = steps, False
         try:
-            while self.step < steps:
+            self._call("on_fit_start")
+            while self.step < steps and not self.should_stop:
                 self.train_step()
                 evaluation = None
                 if self.eval_every and self.step % self.eval_every == 0:
@@ -208,13 +171,9 @@ class Trainer(TrainerStep, TrainerEvaluation, TrainerCheckpoints):
                 if self.manager is not None and (evaluation is not None or (
                         self.checkpoint_every and self.step % self.checkpoint_every == 0)):
                     self.save(evaluation)
+            if self.manager is not None and self._saved_step != self.step:
+                self.save()
         finally:
             self._release_batches()
-            if self._shown is not None:
-                self._shown.close()
-                self._shown = None
-            if self.log is not None:
-                self.log.close()
-        if self.manager is not None and self._saved_step != self.step:
-            self.save()
+            self._call("on_fit_end")
         return self.last_eval

@@ -20,7 +20,14 @@ from ..nn.running_stats import RunningUpdates, running_updates
 from ..optim import clip_grad_norm, grad_norm
 from ..tensor import Tensor
 
-_GOLDEN_INVERSE = pow(random.GOLDEN, -1, 1 << 64)  # counts the generator's draws
+# Micro-batch i of a step draws from every dropout counter and the default generator starting
+# i * STRIDE draws after where the step started them, whichever worker computes it.
+STRIDE = 1 << 32
+
+
+def _signed(value: int) -> int:
+    """An unsigned 64-bit count as the int64 a counter buffer holds (wrapping, as its use)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def _split(batch: Any) -> tuple[tuple, Any]:
@@ -44,38 +51,40 @@ class TrainerStep:
             output = self.model(*inputs)
             return output, self.loss_fn(output, target), target
 
-    def _counters(self) -> list[Tensor]:
-        """The dropout counters: every int64 scalar buffer named `draws`."""
+    def _counters(self) -> list[tuple[str, Tensor]]:
+        """The dropout counters, by name: every int64 scalar buffer named `draws`."""
         found = getattr(self, "_counter_list", None)
         if found is None:
             named = getattr(self.model, "named_buffers", None)
-            found = [b for name, b in (named() if named else ())
+            found = [(name, b) for name, b in (named() if named else ())
                      if name.rsplit(".", 1)[-1] == "draws" and b._data.dtype == np.int64
                      and b._data.ndim == 0]
             self._counter_list = found
         return found
 
-    def _position(self, start: list[int], index: int, counters: list[Tensor]) -> None:
+    def _place(self, start: list[int], index: int, counters: list[tuple[str, Tensor]]) -> None:
         """Sets every counter, and the default generator, to where micro-batch `index` of the
-        step starts: the step's start plus index times the advance per micro-batch."""
-        for k, c in enumerate(counters):
-            c._data[...] = start[k] + index * self._advance.get(k, 1)
+        step starts: the step's start plus index times STRIDE draws."""
+        for (_, c), s in zip(counters, start):
+            c._data[...] = _signed((s + index * STRIDE) & random.MASK64)
             c._version += 1
-        g = random.default_generator
-        g.state = (start[-1] + index * self._advance.get(-1, 0) * random.GOLDEN) & random.MASK64
+        random.default_generator.state = random.advanced(start[-1], index * STRIDE)
 
-    def _learn_advance(self, before: list[int], counters: list[Tensor]) -> bool:
-        """Records how far this micro-batch moved each counter; True if a guess was wrong."""
-        wrong = False
-        now = [int(c._data) for c in counters]
-        moved = {k: now[k] - before[k] for k in range(len(counters))}
-        steps = ((random.default_generator.state - before[-1]) * _GOLDEN_INVERSE) & random.MASK64
-        moved[-1] = steps if steps < 1 << 32 else 0  # wrapped: not a plain count of draws
-        for k, d in moved.items():
-            if d != self._advance.get(k, 1 if k >= 0 else 0):
-                self._advance[k] = d
-                wrong = True
-        return wrong
+    def _check_draws(self, start: list[int], index: int,
+                     counters: list[tuple[str, Tensor]]) -> None:
+        """Refuses a micro-batch that drew more than STRIDE from a counter or the generator:
+        the next micro-batch's draws would repeat its own."""
+        moved = [(f"the dropout counter {name}", (int(c._data) - s - index * STRIDE)
+                  & random.MASK64) for (name, c), s in zip(counters, start)]
+        moved.append(("the default generator", random.draws_between(
+            random.advanced(start[-1], index * STRIDE), random.default_generator.state)))
+        for what, draws in moved:
+            if draws > STRIDE:
+                raise RuntimeError(
+                    f"Trainer: micro-batch {index} of step {self.step + 1} moved {what} by "
+                    f"{draws} draws (mod 2^64: it drew too many, or was set elsewhere); a "
+                    f"micro-batch may draw at most {STRIDE} (2^32) from each, since micro-batch "
+                    "i of a step starts i * 2^32 draws after the step's start")
 
     def train_step(self) -> dict:
         """One optimizer step over the M micro-batches of all workers; returns its info."""
@@ -131,18 +140,14 @@ class TrainerStep:
         acc = self._sum
         acc.reset(single=self.accumulate == 1)  # one micro-batch a worker: float32 exchanged
         counters = self._counters()
-        start = [int(c._data) for c in counters] + [random.default_generator.state]
+        start = [int(c._data) for _, c in counters] + [random.default_generator.state]
         slots = np.zeros((total, 2), np.int64)  # per global micro-batch: samples, loss bits
         for a in range(self.accumulate):
             index = a * self.world + self.rank
             batch = self._next_batch()
-            for attempt in range(2):
-                self._position(start, index, counters)
-                self._running.begin(index)
-                before = [int(c._data) for c in counters] + [random.default_generator.state]
-                _, loss, _ = self._forward(batch)
-                if not self._learn_advance(before, counters) or index == 0 or attempt:
-                    break  # a wrong guess of the advance: redo at the right position
+            self._place(start, index, counters)
+            self._running.begin(index)
+            _, loss, _ = self._forward(batch)
             self.optimizer.zero_grad()
             n = len(_split(batch)[0][0])
             # Each gradient goes into the sum as backward completes it (_hook_gradient); in the
@@ -152,8 +157,9 @@ class TrainerStep:
                 (self.scaler.scale(loss) if self.scaler else loss).backward()
             finally:
                 self._collecting = None
+            self._check_draws(start, index, counters)
             slots[index] = (n, np.float64(loss.item()).view(np.int64))
-        self._position(start, total, counters)  # where one worker accumulating M would be
+        self._place(start, total, counters)  # where one worker accumulating M would be
         reduced = acc.reduce(slots, "reducing the gradients of a step")
         assert reduced is not None  # reduce returns the slots it was given, summed
         slots = reduced

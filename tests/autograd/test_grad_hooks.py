@@ -106,12 +106,12 @@ def test_a_trainer_does_not_live_on_in_its_model_hooks():
     from onemodel import nn
     from onemodel.data import DataLoader
     from onemodel.optim import SGD
-    from onemodel.train import Trainer
+    from onemodel.train import SingleProcess, Trainer
     x = np.random.default_rng(3).standard_normal((8, 3)).astype(np.float32)
     y = (x[:, 0] > 0).astype(np.int64)
     model = nn.Linear(3, 2, generator=om.Generator(1))
     t = Trainer(model, F.cross_entropy, SGD(model.parameters(), lr=0.1),
-                DataLoader((x, y), 4, shuffle=True), micro_batches=2, progress=False)
+                DataLoader((x, y), 4, shuffle=True), strategy=SingleProcess(2), callbacks=[])
     t.train_step()
     gone = weakref.ref(t)
     del t

@@ -112,7 +112,7 @@ def test_a_bad_best_checkpoint_does_not_stop_the_manager_or_the_trainer(tmp_path
         model = om.nn.Linear(2, 1)
         om.train.Trainer(model, om.nn.functional.mse_loss,
                          om.optim.SGD(model.parameters(), lr=0.1), [],
-                         checkpoint_dir=str(tmp_path))
+                         checkpoints=om.train.Checkpoints(str(tmp_path)))
 
 
 def test_every_error_names_its_file(tmp_path):

@@ -22,11 +22,16 @@ SETUP = textwrap.dedent("""
     from onemodel.data import DataLoader
     from onemodel.optim import AdamW
 
+    class Noise(nn.Module):  # draws from the default generator: an unseeded dropout
+        def forward(self, x):
+            return F.dropout(x, 0.1, self.training)
+
     def setup(norm=False):
+        om.manual_seed(3)  # the test process and the launched ones start the generator alike
         g = om.Generator(2)
         x = g.uniform(-1.0, 1.0, (60 if norm else 61, 7)).numpy()  # batch norm needs 2+
         y = (x[:, 0] * x[:, 3] > 0).astype(np.int64)
-        layers = [nn.Linear(7, 12, generator=g), nn.Tanh(), nn.Dropout(0.3, seed=5)]
+        layers = [nn.Linear(7, 12, generator=g), nn.Tanh(), nn.Dropout(0.3, seed=5), Noise()]
         if norm:
             layers.insert(1, nn.BatchNorm1d(12))
         model = nn.Sequential(*layers, nn.Linear(12, 2, generator=g))
@@ -40,7 +45,7 @@ setup = namespace["setup"]
 RUN = SETUP + textwrap.dedent("""
     import json, os, sys
     from onemodel import checkpoint, distributed
-    from onemodel.train import Trainer
+    from onemodel.train import Checkpoints, DataParallel, SingleProcess, Trainer, ZeRO
     out, steps, norm = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "norm"
     folder = sys.argv[4] if len(sys.argv) > 4 else None
     model, opt, loader = setup(norm)
@@ -51,10 +56,11 @@ RUN = SETUP + textwrap.dedent("""
                 t.shards.gather_state()
             seen.append([checkpoint.state_hash(model, opt), info["loss"]])
     # No distributed.init(): the Trainer initialises itself under mpiexec.
-    t = Trainer(model, F.cross_entropy, opt, loader, micro_batches=12, clip_norm=0.5,
-                callback=record, progress=False, checkpoint_dir=folder,
-                checkpoint_every=5 if folder else 0,
-                shard_optimizer=os.environ.get("SHARD") in ("1", "2"))
+    shard = os.environ.get("SHARD") in ("1", "2")
+    t = Trainer(model, F.cross_entropy, opt, loader, clip_norm=0.5,
+                strategy=(ZeRO if shard else DataParallel)(int(os.environ.get("M", "12"))),
+                callbacks=[record],
+                checkpoints=Checkpoints(folder, every=5) if folder else None)
     t.fit(steps, resume=folder is not None)
     with open(f"{out}.{distributed.rank()}", "w") as f:
         json.dump({"world": distributed.world_size(), "steps": seen}, f)
@@ -89,13 +95,13 @@ def _results(prefix, world):
 
 def _reference(steps, norm=False, accumulate=12):
     import onemodel.functional as F
-    from onemodel.train import Trainer
+    from onemodel.train import SingleProcess, Trainer
     model, opt, loader = setup(norm)
     hashes = []
-    Trainer(model, F.cross_entropy, opt, loader, accumulate=accumulate, clip_norm=0.5,
-            progress=False,
-            callback=lambda i: hashes.append(checkpoint.state_hash(model, opt))
-            if i["event"] == "step" else None).fit(steps)
+    Trainer(model, F.cross_entropy, opt, loader, clip_norm=0.5,
+            strategy=SingleProcess(accumulate),
+            callbacks=[lambda i: hashes.append(checkpoint.state_hash(model, opt))
+                       if i["event"] == "step" else None]).fit(steps)
     return hashes
 
 
@@ -119,14 +125,14 @@ def test_reduce_checks_indices():
 
 def test_micro_batches_must_divide_among_workers():
     import onemodel.functional as F
-    from onemodel.train import Trainer
+    from onemodel.train import DataParallel, Trainer
     model, opt, loader = setup()
     with pytest.raises(ValueError, match="micro_batches"):
-        Trainer(model, F.cross_entropy, opt, loader, micro_batches=0)
+        Trainer(model, F.cross_entropy, opt, loader, strategy=DataParallel(0))
 
 
 @needs_mpi
-@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
 def test_every_worker_count_gives_the_bits_of_one_process_accumulating(tmp_path, world):
     pytest.importorskip("mpi4py")
     run = _mpirun(tmp_path, world, RUN, str(tmp_path / "out"), "20", "plain")
@@ -169,13 +175,13 @@ def test_an_exception_on_one_rank_ends_the_job(tmp_path):
     pytest.importorskip("mpi4py")
     script = SETUP + textwrap.dedent("""
         from onemodel import distributed
-        from onemodel.train import Trainer
+        from onemodel.train import Checkpoints, DataParallel, SingleProcess, Trainer, ZeRO
         model, opt, loader = setup()
         def fail(info):
             if distributed.rank() == 1 and info["step"] == 2:
                 raise RuntimeError("rank 1 fails on purpose")
-        Trainer(model, F.cross_entropy, opt, loader, micro_batches=2, callback=fail,
-                progress=False).fit(1000)
+        Trainer(model, F.cross_entropy, opt, loader, strategy=DataParallel(2),
+                callbacks=[fail]).fit(1000)
     """)
     start = time.monotonic()
     run = _mpirun(tmp_path, 2, script, timeout=60)
@@ -192,12 +198,13 @@ def test_a_rank_that_never_arrives_times_out_with_a_message(tmp_path):
     script = SETUP + textwrap.dedent("""
         import time
         from onemodel import distributed
-        from onemodel.train import Trainer
+        from onemodel.train import Checkpoints, DataParallel, SingleProcess, Trainer, ZeRO
         distributed.init()
         model, opt, loader = setup()
         if distributed.rank() == 1:
             time.sleep(60)
-        Trainer(model, F.cross_entropy, opt, loader, micro_batches=2, progress=False).fit(3)
+        Trainer(model, F.cross_entropy, opt, loader, strategy=DataParallel(2),
+                callbacks=[]).fit(3)
     """)
     run = _mpirun(tmp_path, 2, script, timeout=60, ONEMODEL_DIST_TIMEOUT="2")
     assert run.returncode != 0
@@ -245,7 +252,7 @@ def test_unequal_micro_batches_weigh_by_their_samples():
     from onemodel import nn
     from onemodel.data import DataLoader
     from onemodel.optim import SGD
-    from onemodel.train import Trainer
+    from onemodel.train import DataParallel, Trainer
     g = om.Generator(3)
     x = g.uniform(-1.0, 1.0, (12, 5)).numpy()
     y = (x[:, 0] > 0).astype(np.int64)
@@ -254,8 +261,8 @@ def test_unequal_micro_batches_weigh_by_their_samples():
         model = nn.Linear(5, 3, generator=om.Generator(1))
         losses = []
         Trainer(model, F.cross_entropy, SGD(model.parameters(), lr=0.5),
-                DataLoader((x, y), batch, shuffle=False), micro_batches=micro, progress=False,
-                callback=lambda i: losses.append(i["loss"])).fit(1)
+                DataLoader((x, y), batch, shuffle=False), strategy=DataParallel(micro),
+                callbacks=[lambda i: losses.append(i["loss"])]).fit(1)
         return model.weight.detach().numpy(), losses[0]
 
     (w2, l2), (w1, l1) = run(8, 2), run(12, 1)
@@ -263,16 +270,64 @@ def test_unequal_micro_batches_weigh_by_their_samples():
     assert abs(l2 - l1) < 1e-6
 
 
-def test_dropout_counters_follow_the_global_position():
-    # After a step of M micro-batches the counter stands where one worker accumulating M
-    # leaves it, and micro-batch i drew mask base + i.
+def test_randomness_follows_the_global_position_with_a_fixed_stride():
+    # Micro-batch i of a step starts every dropout counter, and the default generator, i * 2^32
+    # draws after the step's start (whichever worker computes it); after a step of M both stand
+    # M * 2^32 further.
     import onemodel.functional as F
-    from onemodel.train import Trainer
+    from onemodel.train import SingleProcess, Trainer
+    from onemodel.train._step import STRIDE
     model, opt, loader = setup()
-    t = Trainer(model, F.cross_entropy, opt, loader, micro_batches=12, progress=False)
+    seen = []
+    drop = model[2]
+    forward = drop.forward
+    drop.forward = lambda x: (seen.append((int(drop.draws._data), om.default_generator.state)),
+                              forward(x))[1]
+    t = Trainer(model, F.cross_entropy, opt, loader, strategy=SingleProcess(12), callbacks=[])
+    state = om.default_generator.state
     t.train_step()
     t.train_step()
-    assert int(model[2].draws._data) == 24
+    assert int(model[2].draws._data) == 24 * STRIDE
+    assert om.default_generator.state == om.random.advanced(state, 24 * STRIDE)
+    assert seen == [(i * STRIDE, om.random.advanced(state, i * STRIDE)) for i in range(24)]
+
+
+class _Greedy(om.nn.Module):
+    """Draws `draws` numbers from the default generator, or moves its dropout counter."""
+
+    def __init__(self, draws, counter=False):
+        super().__init__()
+        self.lin = om.nn.Linear(3, 2, generator=om.Generator(1))
+        self.register_buffer("draws", om.tensor(np.zeros((), np.int64)))
+        self.n, self.counter = draws, counter
+
+    def forward(self, x):
+        if self.counter:
+            self.draws._data[...] += self.n
+        else:
+            om.default_generator.state = om.random.advanced(om.default_generator.state, self.n)
+        return self.lin(x)
+
+
+@pytest.mark.parametrize("counter", [False, True])
+def test_a_micro_batch_drawing_more_than_the_stride_is_refused(counter):
+    import onemodel.functional as F
+    from onemodel.data import DataLoader
+    from onemodel.optim import SGD
+    from onemodel.train import SingleProcess, Trainer
+    from onemodel.train._step import STRIDE
+    x = np.ones((8, 3), np.float32)
+    y = np.zeros(8, np.int64)
+    for draws, fails in ((STRIDE, False), (STRIDE + 1, True)):
+        model = _Greedy(draws, counter)
+        t = Trainer(model, F.cross_entropy, SGD(model.parameters(), lr=0.1),
+                    DataLoader((x, y), 2), strategy=SingleProcess(4), callbacks=[])
+        if fails:
+            what = "dropout counter draws" if counter else "default generator"
+            with pytest.raises(RuntimeError, match=f"micro-batch 0 of step 1 moved the {what}"):
+                t.train_step()
+        else:
+            t.train_step()
 
 
 # Gradients of M micro-batches for three parameters (M = 12, or one a worker), summed by each
@@ -408,8 +463,8 @@ def test_one_micro_batch_a_worker_gives_the_bits_of_one_process(tmp_path, world,
     """The Trainer with M = W (the float32 exchange), dropout, clipping and a last
     micro-batch of one sample, against one process accumulating M; also with ZeRO-1."""
     pytest.importorskip("mpi4py")
-    script = RUN.replace("micro_batches=12", f"micro_batches={world}")
-    run = _mpirun(tmp_path, world, script, str(tmp_path / "out"), "14", "plain", SHARD=shard)
+    run = _mpirun(tmp_path, world, RUN, str(tmp_path / "out"), "14", "plain", SHARD=shard,
+                  M=str(world))
     assert run.returncode == 0, run.stderr[-3000:]
     reference = _reference(14, accumulate=world)
     for r in _results(tmp_path / "out", world):
@@ -473,10 +528,10 @@ SHARD_MEMORY = SETUP + textwrap.dedent("""
     import json, sys
     import numpy as np
     from onemodel import distributed
-    from onemodel.train import Trainer
+    from onemodel.train import Checkpoints, DataParallel, SingleProcess, Trainer, ZeRO
     model, opt, loader = setup(False)
-    t = Trainer(model, F.cross_entropy, opt, loader, micro_batches=12, progress=False,
-                checkpoint_dir=sys.argv[2], checkpoint_every=2, shard_optimizer=True)
+    t = Trainer(model, F.cross_entropy, opt, loader, strategy=ZeRO(12), callbacks=[],
+                checkpoints=Checkpoints(sys.argv[2], every=2))
 
     def held():  # bytes of optimizer state this rank holds, per parameter index
         out = {}
@@ -547,7 +602,7 @@ def test_peak_memory_does_not_grow_with_accumulation():
     from onemodel import nn
     from onemodel.data import DataLoader
     from onemodel.optim import AdamW
-    from onemodel.train import Trainer
+    from onemodel.train import SingleProcess, Trainer
     g = om.Generator(4)
     x = g.uniform(-1.0, 1.0, (64, 256)).numpy()
     y = (x[:, 0] > 0).astype(np.int64)
@@ -557,8 +612,8 @@ def test_peak_memory_does_not_grow_with_accumulation():
                               nn.Linear(256, 256, generator=g), nn.ReLU(),
                               nn.Linear(256, 2, generator=g))
         t = Trainer(model, F.cross_entropy, AdamW(model.parameters()),
-                    DataLoader((x, y), 4, seed=1, shuffle=True), micro_batches=m,
-                    progress=False)
+                    DataLoader((x, y), 4, seed=1, shuffle=True), strategy=SingleProcess(m),
+                    callbacks=[])
         t.train_step()  # the optimizer state and the sum's integers exist from here on
         tracemalloc.start()
         t.train_step()

@@ -15,14 +15,14 @@ from onemodel import _rank_watch
 KILLED = SETUP + textwrap.dedent("""
     import os, sys
     from onemodel import distributed
-    from onemodel.train import Trainer
+    from onemodel.train import DataParallel, Trainer
     victim, number = int(sys.argv[1]), int(sys.argv[2])
     model, opt, loader = setup()
     def kill(info):
         if distributed.rank() == victim and info["step"] == 2:
             os.kill(os.getpid(), number)
-    Trainer(model, F.cross_entropy, opt, loader, micro_batches=3, callback=kill,
-            progress=False).fit(1000)
+    Trainer(model, F.cross_entropy, opt, loader, strategy=DataParallel(3),
+            callbacks=[kill]).fit(1000)
 """)
 
 
@@ -58,9 +58,10 @@ def test_a_rank_killed_by_a_signal_is_named_with_the_signal(tmp_path, victim, nu
 def test_a_job_that_ends_well_says_nothing_and_leaves_no_watcher(tmp_path):
     pytest.importorskip("mpi4py")
     script = SETUP + textwrap.dedent("""
-        from onemodel.train import Trainer
+        from onemodel.train import DataParallel, Trainer
         model, opt, loader = setup()
-        Trainer(model, F.cross_entropy, opt, loader, micro_batches=2, progress=False).fit(2)
+        Trainer(model, F.cross_entropy, opt, loader, strategy=DataParallel(2),
+                callbacks=[]).fit(2)
     """)
     run = _mpirun(tmp_path, 2, script, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]

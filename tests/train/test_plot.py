@@ -8,7 +8,7 @@ import onemodel.functional as F
 from onemodel import nn, plot
 from onemodel.data import DataLoader
 from onemodel.optim import SGD
-from onemodel.train import Trainer
+from onemodel.train import Checkpoints, Evaluation, Trainer
 
 pytest.importorskip("matplotlib")
 
@@ -18,8 +18,9 @@ def _run(folder):
     y = (x[:, 0] > 0).astype(np.int64)
     model = nn.Linear(4, 2)
     Trainer(model, F.cross_entropy, SGD(model.parameters(), lr=0.1),
-            DataLoader((x, y), 8, shuffle=True), eval_loader=DataLoader((x, y), 16, shuffle=False),
-            eval_every=4, checkpoint_dir=str(folder), progress=False).fit(12)
+            DataLoader((x, y), 8, shuffle=True),
+            evaluation=Evaluation(DataLoader((x, y), 16, shuffle=False), every=4),
+            checkpoints=Checkpoints(str(folder)), callbacks=[]).fit(12)
 
 
 def test_a_run_is_drawn_to_a_png(tmp_path, capsys):

@@ -19,7 +19,7 @@ import onemodel.functional as F
 from onemodel import checkpoint, nn
 from onemodel.data import DataLoader
 from onemodel.optim import AdamW
-from onemodel.train import Trainer
+from onemodel.train import Checkpoints, Evaluation, Trainer
 
 STEPS = 12
 
@@ -32,10 +32,10 @@ def _trainer(folder, **kwargs):
     y = (x[:, 0] + x[:, 1] > 0).astype(np.int64) + 2 * (x[:, 2] > 0)
     # Validation on the training set's first 24 rows: its loss moves, and best.ckpt with it.
     return Trainer(model, F.cross_entropy, AdamW(model.parameters(), lr=3e-2),
-                   DataLoader((x, y), 8, seed=4), eval_loader=DataLoader((x[:24], y[:24]), 8,
-                                                                         shuffle=False),
-                   eval_every=2, checkpoint_dir=str(folder), keep_last=2, progress=False,
-                   best_metric="loss", **kwargs)
+                   DataLoader((x, y), 8, seed=4),
+                   evaluation=Evaluation(DataLoader((x[:24], y[:24]), 8, shuffle=False), every=2,
+                                         best_metric="loss"),
+                   checkpoints=Checkpoints(str(folder), keep_last=2), callbacks=[], **kwargs)
 
 
 def _rows(folder):

@@ -14,7 +14,7 @@ from onemodel import amp, checkpoint, nn
 from onemodel.data import DataLoader
 from onemodel.optim import SGD, AdamW
 from onemodel.optim.lr import warmup_cosine
-from onemodel.train import Trainer
+from onemodel.train import Checkpoints, Evaluation, Precision, SingleProcess, Trainer
 
 
 def _data(n=44, seed=0):
@@ -24,7 +24,8 @@ def _data(n=44, seed=0):
     return x, y
 
 
-def _setup(tmp=None, total=12, scaler=None, **kwargs):
+def _setup(tmp=None, total=12, scaler=None, autocast=None, every=0, keep_last=3,
+           checkpoint_every=0, callbacks=None):
     g = om.Generator(1)
     model = nn.Sequential(nn.Linear(6, 16, generator=g), nn.ReLU(), nn.Dropout(0.2, seed=3),
                           nn.Linear(16, 4, generator=g))
@@ -33,8 +34,11 @@ def _setup(tmp=None, total=12, scaler=None, **kwargs):
     vx, vy = _data(20, seed=9)
     return Trainer(model, F.cross_entropy, opt, DataLoader((x, y), 8, seed=4, shuffle=True),
                    schedule=warmup_cosine(1e-2, 2, total, 0.1), clip_norm=0.5,
-                   eval_loader=DataLoader((vx, vy), 8, shuffle=False), scaler=scaler,
-                   checkpoint_dir=None if tmp is None else str(tmp), **kwargs)
+                   precision=Precision(autocast, scaler),
+                   evaluation=Evaluation(DataLoader((vx, vy), 8, shuffle=False), every=every),
+                   checkpoints=None if tmp is None else Checkpoints(str(tmp), keep_last,
+                                                                    checkpoint_every),
+                   callbacks=callbacks)
 
 
 @pytest.mark.parametrize("stop", [3, 5, 7])
@@ -85,7 +89,7 @@ def test_overflow_skips_the_step_and_the_schedule():
 
 def test_evaluation_checkpoints_and_best(tmp_path):
     seen = []
-    trainer = _setup(tmp_path, eval_every=3, keep_last=2, callback=seen.append)
+    trainer = _setup(tmp_path, every=3, keep_last=2, callbacks=[seen.append])
     result = trainer.fit(12)
     evals = [i for i in seen if i["event"] == "eval"]
     assert [i["step"] for i in evals] == [3, 6, 9, 12] and result == evals[-1]
@@ -126,7 +130,7 @@ def test_accumulation_equals_one_big_batch_mean_for_sgd():
         model = nn.Linear(6, 4, generator=g)
         opt = SGD(model.parameters(), lr=0.1)
         t = Trainer(model, F.cross_entropy, opt, DataLoader((x, y), batch, shuffle=False),
-                    accumulate=accumulate)
+                    strategy=SingleProcess(accumulate))
         t.fit(2)
         return model.weight.detach().numpy()
 
@@ -138,12 +142,12 @@ def test_bad_arguments():
     model = nn.Linear(6, 4)
     opt = SGD(model.parameters(), lr=0.1)
     loader = DataLoader((x, y), 8, shuffle=True)
-    with pytest.raises(ValueError, match="eval_loader"):
-        Trainer(model, F.cross_entropy, opt, loader, eval_every=2)
-    with pytest.raises(ValueError, match="accumulate"):
-        Trainer(model, F.cross_entropy, opt, loader, accumulate=0)
+    with pytest.raises(TypeError, match="Evaluation: loader must be iterable"):
+        Trainer(model, F.cross_entropy, opt, loader, evaluation=Evaluation(None, every=2))
+    with pytest.raises(ValueError, match="SingleProcess: micro_batches must be an integer >= 1"):
+        Trainer(model, F.cross_entropy, opt, loader, strategy=SingleProcess(0))
     with pytest.raises(ValueError, match="autocast"):
-        Trainer(model, F.cross_entropy, opt, loader, autocast="fp8")
+        Trainer(model, F.cross_entropy, opt, loader, precision=Precision("fp8"))
     with pytest.raises(ValueError, match="sharded"):
         Trainer(model, F.cross_entropy, opt, DataLoader((x, y), 8, world_size=2, shuffle=True))
     with pytest.raises(ValueError, match="tuple"):
@@ -176,8 +180,8 @@ def _generator_setup(tmp):
     model = _DropoutNet()
     x, y = _data()
     return Trainer(model, F.cross_entropy, AdamW(model.parameters(), lr=1e-2),
-                   DataLoader((x, y), 8, seed=4, shuffle=True), checkpoint_every=4,
-                   checkpoint_dir=str(tmp), progress=False)
+                   DataLoader((x, y), 8, seed=4, shuffle=True),
+                   checkpoints=Checkpoints(str(tmp), every=4), callbacks=[])
 
 
 def test_fit_resume_continues_the_default_generator_bit_for_bit(tmp_path):
@@ -212,12 +216,10 @@ def test_resume_from_a_run_folder_and_fit_resume_without_checkpoint(tmp_path):
 
 
 def test_checkpoint_every_is_independent_of_evaluation(tmp_path):
-    trainer = _setup(tmp_path, eval_every=5, checkpoint_every=4, keep_last=10, progress=False)
+    trainer = _setup(tmp_path, every=5, checkpoint_every=4, keep_last=10, callbacks=[])
     trainer.fit(12)
     steps = sorted(int(f[5:13]) for f in os.listdir(tmp_path) if f.startswith("step-"))
     assert steps == [4, 5, 8, 10, 12]
-    with pytest.raises(ValueError, match="checkpoint_dir"):
-        _setup(None, checkpoint_every=3)
 
 
 def _rows(folder):
@@ -226,7 +228,7 @@ def _rows(folder):
 
 
 def test_metrics_log_has_a_row_per_step_and_evaluation_and_reads_as_one_run(tmp_path):
-    _setup(tmp_path, eval_every=3, progress=False).fit(7)
+    _setup(tmp_path, every=3, callbacks=[]).fit(7)
     rows = _rows(tmp_path)
     assert [(r["event"], r["step"]) for r in rows][:4] == [
         ("step", 1), ("step", 2), ("step", 3), ("eval", 3)]
@@ -236,7 +238,7 @@ def test_metrics_log_has_a_row_per_step_and_evaluation_and_reads_as_one_run(tmp_
     assert step["grad_norm"] > 0 and step["lr"] > 0
     # The last checkpoint is at 7; a run resumed from step 6's checkpoint drops row 7 first.
     os.unlink(tmp_path / "step-00000007.ckpt")
-    resumed = _setup(tmp_path, eval_every=3, progress=False)
+    resumed = _setup(tmp_path, every=3, callbacks=[])
     resumed.fit(8, resume=True)
     steps = [r["step"] for r in _rows(tmp_path) if r["event"] == "step"]
     assert steps == list(range(1, 9))
@@ -249,21 +251,21 @@ def test_gradient_norm_is_reported_without_clipping():
     assert info["grad_norm"] is not None and info["grad_norm"] > 0
 
 
-def _regression(tmp, **kwargs):
+def _regression(tmp, callbacks=(), **options):
     g = om.Generator(2)
     model = nn.Linear(6, 1, generator=g)
     x, _ = _data()
     y = x[:, :1] * 2.0 - x[:, 1:2]
     return Trainer(model, F.mse_loss, SGD(model.parameters(), lr=0.05),
-                   DataLoader((x, y), 8, seed=1, shuffle=True), eval_loader=DataLoader((x, y), 16,
-                                                                         shuffle=False),
-                   eval_every=2, checkpoint_dir=str(tmp), progress=False, **kwargs)
+                   DataLoader((x, y), 8, seed=1, shuffle=True),
+                   evaluation=Evaluation(DataLoader((x, y), 16, shuffle=False), every=2,
+                                         **options),
+                   checkpoints=Checkpoints(str(tmp)), callbacks=callbacks)
 
 
 def test_a_regression_takes_the_best_by_validation_loss(tmp_path):
-    trainer = _regression(tmp_path)
     seen = []
-    trainer.callback = seen.append
+    trainer = _regression(tmp_path, callbacks=[seen.append])
     trainer.fit(10)
     losses = [i["loss"] for i in seen if i["event"] == "eval"]
     assert all(i["accuracy"] is None for i in seen if i["event"] == "eval")
@@ -294,8 +296,7 @@ def test_a_non_finite_metric_warns_and_never_crashes(tmp_path):
 
 
 def test_progress_off_a_terminal_prints_a_line_per_epoch_and_no_carriage_return(capsys):
-    trainer = _setup()  # 44 examples in batches of 8: 6 steps an epoch
-    trainer.progress = None
+    trainer = _setup()  # 44 examples in batches of 8: 6 steps an epoch; ProgressBar() default
     trainer.fit(12)
     err = capsys.readouterr().err
     assert "\r" not in err

@@ -20,7 +20,7 @@ import onemodel.functional as F
 from onemodel import nn
 from onemodel.optim import AdamW
 from onemodel.optim.lr import warmup_cosine
-from onemodel.train import Trainer
+from onemodel.train import Checkpoints, Evaluation, Trainer
 
 from .._runs import (
     decay_on_matrices,
@@ -118,9 +118,11 @@ def main(argv: Optional[list[str]] = None) -> dict[str, float]:
         model, ctc, optimizer, LineStream(o["seed"], o["batch_size"], o["eval_every"]),
         schedule=warmup_cosine(o["lr"], warmup_steps=min(o["warmup"], o["steps"] - 1),
                                 total_steps=o["steps"], final_factor=0.02),
-        clip_norm=5.0, eval_loader=[as_inputs(b) for s in lines.SOURCES for b in validation[s]],
-        eval_every=o["eval_every"], checkpoint_dir=folder, metrics={"cer": cer},
-        best_metric="cer", best_mode="min", progress=False if args.quiet else None)
+        clip_norm=5.0,
+        evaluation=Evaluation([as_inputs(b) for s in lines.SOURCES for b in validation[s]],
+                              every=o["eval_every"], metrics={"cer": cer}, best_metric="cer",
+                              best_mode="min"),
+        checkpoints=Checkpoints(folder), callbacks=[] if args.quiet else None)
     say(f"onemodel {om.__version__}: {om.config()['isa']}, {om.get_num_threads()} threads; "
         f"{o['steps']} steps of {o['batch_size']} lines, {lines.CLASSES} classes")
     seconds, best_step = fit_run(trainer, o["steps"], folder, resumed, p, say)
