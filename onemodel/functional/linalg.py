@@ -56,7 +56,7 @@ def _rows(shape: tuple) -> int:
 
 def _shaped(x: np.ndarray, shape: tuple) -> np.ndarray:
     """x itself where it has the shape already: a reshaped view would keep backward from
-    handing the array on as one the next closure may overwrite (autograd.may_overwrite)."""
+    handing the array on as one the next closure may overwrite (_grad_buffers.may_overwrite)."""
     return x if x.shape == shape else x.reshape(shape)
 
 
