@@ -135,24 +135,18 @@ class Operands:
         """After the kernel wrote `out`: offers each 2-byte copy its packing filled to the next
         product of the same values while the tensor lives at the same version (q, k and v of
         one input keep one copy). An empty output packed nothing."""
-        if not out.size:
-            return
-        copies = _state.copies
-        for (t, data), save in zip(self._operands, self.saves):
-            if save is None or not _whole(t, data):
-                continue
-            key = id(t)
-            copies[key] = (weakref.ref(t, lambda _, key=key: copies.pop(key, None)),
-                           t._version, self.half, save.reshape(-1))
+        if out.size:
+            for (t, data), save in zip(self._operands, self.saves):
+                if save is not None and _whole(t, data):
+                    _offer(t, save, self.half)
 
     def protected(self, inputs: tuple) -> tuple:
         """The tensors of `inputs` (the operands first, in keep()'s order, then any other the
         backward reads) whose values the backward reads from the tensor itself, not from a
         2-byte copy: those an in-place write must not change."""
-        keeps = self._keeps
         assert all(t is op for t, (op, _) in zip(inputs, self._operands))
-        return tuple(t for i, t in enumerate(inputs)
-                     if i >= len(keeps) or keeps[i] is None or keeps[i].dtype != np.uint16)
+        copied = [k is not None and k.dtype == np.uint16 for k in self._keeps]
+        return tuple(t for i, t in enumerate(inputs) if i >= len(copied) or not copied[i])
 
 
 def _whole(t: Tensor, data: np.ndarray) -> bool:
@@ -160,3 +154,10 @@ def _whole(t: Tensor, data: np.ndarray) -> bool:
     held = t._data
     return (data.flags.c_contiguous and held.flags.c_contiguous and data.size == held.size
             and data.size > 0 and data.ctypes.data == held.ctypes.data)
+
+
+def _offer(t: Tensor, save: np.ndarray, half: int) -> None:
+    """Makes save, the 2-byte copy of t's values, the one the next product of them keeps."""
+    key, copies = id(t), _state.copies
+    copies[key] = (weakref.ref(t, lambda _: copies.pop(key, None)), t._version, half,
+                   save.reshape(-1))

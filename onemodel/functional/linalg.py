@@ -311,7 +311,7 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     out = np.empty((x_rows.shape[0], n_out), np.float32)
     if out.size:
         _gemm.gemm(x_rows, w_data, out, False, True, _core.threads(),
-                   None if b is None else b._data, half, *ops.saves)
+                   None if b is None else b._data, half, ops.saves[0], ops.saves[1])
     ops.packed(out)
     out_shape, rows = sx[:-1] + (n_out,), x_rows.shape[0]
 
