@@ -100,12 +100,12 @@ class Operands:
     protected(inputs)). The backward closures read the keeps, never this object: it holds the
     input tensors, and a tensor whose values went into a 2-byte copy must be free to go."""
 
-    __slots__ = ("half", "saves", "_keeps", "_operands")
+    __slots__ = ("half", "saves", "_copied", "_operands")
 
     def __init__(self, half: int) -> None:
         self.half = half  # the op reads half_code() once: its backward rounds as its forward did
         self.saves: list[Optional[np.ndarray]] = []
-        self._keeps: list[Optional[np.ndarray]] = []
+        self._copied: set[int] = set()  # the operands kept as a 2-byte copy, by position
         self._operands: list[tuple[Tensor, np.ndarray]] = []
 
     def keep(self, t: Tensor, data: np.ndarray, needed: bool) -> Optional[np.ndarray]:
@@ -115,19 +115,17 @@ class Operands:
         the same values, or a new one the kernel fills (appended to saves)."""
         keep: Optional[np.ndarray] = None
         save: Optional[np.ndarray] = None
-        if not needed:
-            pass
-        elif not self.half or t._node is None:
-            keep = data
-        else:
+        if needed and self.half and t._node is not None:
             entry = _state.copies.get(id(t))
             if (entry is not None and entry[0]() is t and entry[1:3] == (t._version, self.half)
                     and _whole(t, data)):
                 keep = entry[3].reshape(data.shape)
             else:
                 keep = save = np.empty(data.shape, np.uint16)
+            self._copied.add(len(self.saves))
+        elif needed:
+            keep = data
         self._operands.append((t, data))
-        self._keeps.append(keep)
         self.saves.append(save)
         return keep
 
@@ -144,9 +142,10 @@ class Operands:
         """The tensors of `inputs` (the operands first, in keep()'s order, then any other the
         backward reads) whose values the backward reads from the tensor itself, not from a
         2-byte copy: those an in-place write must not change."""
-        assert all(t is op for t, (op, _) in zip(inputs, self._operands))
-        copied = [k is not None and k.dtype == np.uint16 for k in self._keeps]
-        return tuple(t for i, t in enumerate(inputs) if i >= len(copied) or not copied[i])
+        copied = self._copied
+        if not copied:
+            return inputs
+        return tuple(t for i, t in enumerate(inputs) if i not in copied)
 
 
 def _whole(t: Tensor, data: np.ndarray) -> bool:
