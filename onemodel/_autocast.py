@@ -95,22 +95,60 @@ def autocast(dtype: Any = "bf16", enabled: bool = True, *,
             _state.copies.clear()
 
 
-def saved_operand(t: Tensor, data: np.ndarray, half: int,
-                  needed: bool) -> tuple[Optional[np.ndarray], Optional[np.ndarray]]:
-    """(what a product's backward reads for operand t, whose values are `data`; the uint16
-    array the forward packing fills with their rounded bits, or None). Nothing when no gradient
-    needs it; the float32 data outside autocast and for a leaf; else a 2-byte copy: the one an
-    earlier product wrote of the same values (share()), or a new one."""
-    if not needed:
-        return None, None
-    if not half or t._node is None:
-        return data, None
-    entry = _state.copies.get(id(t))
-    if (entry is not None and entry[0]() is t and entry[1:3] == (t._version, half)
-            and _whole(t, data)):
-        return entry[3].reshape(data.shape), None
-    copy = np.empty(data.shape, np.uint16)
-    return copy, copy
+class Operands:
+    """The operands of one product (matmul, linear, a convolution, batch norm) under the autocast
+    in force: for each, what its backward keeps and the uint16 array the kernel's packing fills
+    with its rounded bits (or None); then which inputs an in-place write must leave alone. An op
+    reads: keep() per operand, the kernel given `saves`, packed(), _core.record(...,
+    protected(inputs)). The backward closures read the keeps, never this object: it holds the
+    input tensors, and a tensor whose values went into a 2-byte copy must be free to go."""
+
+    __slots__ = ("half", "saves", "_copied", "_operands")
+
+    def __init__(self, half: int) -> None:
+        self.half = half  # the op reads half_code() once: its backward rounds as its forward did
+        self.saves: list[Optional[np.ndarray]] = []
+        self._copied: set[int] = set()  # the operands kept as a 2-byte copy, by position
+        self._operands: list[tuple[Tensor, np.ndarray]] = []
+
+    def keep(self, t: Tensor, data: np.ndarray, needed: bool) -> Optional[np.ndarray]:
+        """What the backward reads for the next operand t, whose values the kernel reads as
+        `data`: nothing when no gradient needs it; the float32 data outside autocast and for a
+        leaf (alive anyway); else a 2-byte copy: the one an earlier product's packing wrote of
+        the same values, or a new one the kernel fills (appended to saves)."""
+        keep: Optional[np.ndarray] = None
+        save: Optional[np.ndarray] = None
+        if needed and self.half and t._node is not None:
+            entry = _state.copies.get(id(t))
+            if (entry is not None and entry[0]() is t and entry[1:3] == (t._version, self.half)
+                    and _whole(t, data)):
+                keep = entry[3].reshape(data.shape)
+            else:
+                keep = save = np.empty(data.shape, np.uint16)
+            self._copied.add(len(self.saves))
+        elif needed:
+            keep = data
+        self._operands.append((t, data))
+        self.saves.append(save)
+        return keep
+
+    def packed(self, out: np.ndarray) -> None:
+        """After the kernel wrote `out`: offers each 2-byte copy its packing filled to the next
+        product of the same values while the tensor lives at the same version (q, k and v of
+        one input keep one copy). An empty output packed nothing."""
+        if out.size:
+            for (t, data), save in zip(self._operands, self.saves):
+                if save is not None and _whole(t, data):
+                    _offer(t, save, self.half)
+
+    def protected(self, inputs: tuple) -> tuple:
+        """The tensors of `inputs` (the operands first, in keep()'s order, then any other the
+        backward reads) whose values the backward reads from the tensor itself, not from a
+        2-byte copy: those an in-place write must not change."""
+        copied = self._copied
+        if not copied:
+            return inputs
+        return tuple(t for i, t in enumerate(inputs) if i not in copied)
 
 
 def _whole(t: Tensor, data: np.ndarray) -> bool:
@@ -120,18 +158,8 @@ def _whole(t: Tensor, data: np.ndarray) -> bool:
             and data.size > 0 and data.ctypes.data == held.ctypes.data)
 
 
-def share(t: Tensor, data: np.ndarray, save: Optional[np.ndarray], half: int) -> None:
-    """After a product's packing filled `save` with the rounded bits of t's values `data`:
-    offers the copy to the next product of the same values (saved_operand)."""
-    if save is None or not _whole(t, data):
-        return
+def _offer(t: Tensor, save: np.ndarray, half: int) -> None:
+    """Makes save, the 2-byte copy of t's values, the one the next product of them keeps."""
     key, copies = id(t), _state.copies
     copies[key] = (weakref.ref(t, lambda _: copies.pop(key, None)), t._version, half,
                    save.reshape(-1))
-
-
-def protected(inputs: tuple, keeps: tuple) -> tuple:
-    """The inputs of a product whose values its backward reads from the tensor itself (not
-    from a 2-byte copy keeps[i]): those an in-place write must not change."""
-    return tuple(t for i, t in enumerate(inputs)
-                 if i >= len(keeps) or keeps[i] is None or keeps[i].dtype != np.uint16)

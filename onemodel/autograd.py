@@ -21,22 +21,23 @@ post-accumulate-grad hooks (PyTorch's name) run, and backward goes on with the r
 
 The same pass serves autograd.grad (_grad.py: it captures gradients instead of filling .grad),
 runs the hooks of Tensor.register_hook and keeps retain_grad's gradients (_hooks.py);
-autograd.Function is _function.py, and Tensor's in-place ops _inplace.py.
+autograd.Function is _function.py, and Tensor's in-place ops _inplace.py. What the pass may
+write in place (a closure's incoming gradient, a leaf's .grad) and when a gradient becomes .grad
+without a copy is _grad_buffers.py's.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import heapq
 import itertools
-import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
+from . import _grad_buffers
 from ._hooks import RemovableHandle, _hooks_of, _leaf_hooks, _retain, _run_tensor_hooks, keyed_hooks
 from ._ieee import quiet
 
@@ -62,29 +63,6 @@ class AddableGrad:
 # (None where that input gets no gradient), or an AddableGrad.
 BackwardFn = Callable[[np.ndarray], Sequence[Union[np.ndarray, AddableGrad, None]]]
 
-
-class _Handed(threading.local):
-    grad_id = 0  # id() of the gradient the running closure may overwrite, or 0
-
-
-_handed = _Handed()
-
-
-def may_overwrite(g: np.ndarray) -> bool:
-    """Whether g is the gradient backward just handed to the running closure and nothing else
-    refers to it (no view, no other input's gradient, not the caller's), C-contiguous float32:
-    an elementwise backward can then write its result into g instead of a new array."""
-    return id(g) == _handed.grad_id
-
-
-def _sole_reference_count() -> int:
-    # What sys.getrefcount says of an array only a local refers to, measured the way backward
-    # asks (interpreters differ in what the call itself adds).
-    local = np.empty(0)
-    return sys.getrefcount(local)
-
-
-_SOLE = _sole_reference_count()
 
 class _GradMode(threading.local):
     # A class attribute: every thread starts enabled, and reading it raises nothing inside
@@ -267,31 +245,6 @@ def _run_hooks(t: "Tensor") -> None:
             hook(t)
 
 
-def _grad_to_add_into(t: "Tensor", shape: tuple) -> Optional[np.ndarray]:
-    """t.grad's array if a gradient of this shape can be added into it in place."""
-    if t.grad is None:
-        return None
-    held = t.grad._data
-    ok = held.dtype == np.float32 and held.shape == shape and held.flags.writeable
-    return held if ok else None
-
-
-def _accumulate(t: "Tensor", g: np.ndarray, fresh: bool) -> None:
-    from .tensor import Tensor
-    if t.grad is None:
-        t.grad = Tensor._wrap(g if fresh and g.flags.c_contiguous
-                              else np.array(g, dtype=np.float32, order="C"))
-        return
-    held = _grad_to_add_into(t, g.shape)
-    if held is not None:
-        # In place, as torch's AccumulateGrad: the same .grad tensor, no new array per step
-        # (no .grad shares memory with another gradient: backward copies those).
-        np.add(held, g, out=held)
-        t.grad._version += 1
-    else:
-        t.grad = Tensor._wrap(t.grad._data + g)
-
-
 class _Pass(threading.local):
     capturing = False  # whether the running backward pass is autograd.grad's
 
@@ -352,7 +305,7 @@ def _run_backward(roots: Sequence[tuple["Tensor", np.ndarray]], retain_graph: bo
                 if not isinstance(target, Node) and key not in leaf_grads \
                         and feeds.get(key) == 1 and target.requires_grad \
                         and key not in _leaf_hooks:
-                    held = _grad_to_add_into(target, gi.shape)
+                    held = _grad_buffers.addable(target, gi.shape)
                 if held is None:
                     gi = gi.make()
                 else:  # the leaf's last feed, and nothing else waiting: straight into .grad
@@ -376,9 +329,7 @@ def _run_backward(roots: Sequence[tuple["Tensor", np.ndarray]], retain_graph: bo
                     _, complete = leaf_grads.pop(key)
                     if _leaf_hooks:
                         complete = _run_tensor_hooks(_hooks_of(target), complete)
-                    owner = _owner(complete)
-                    _accumulate(target, complete, owner not in done_owners)
-                    done_owners.add(owner)
+                    adoption.early(target, complete)
                     if _post_hooks:
                         _run_hooks(target)
 
@@ -386,7 +337,7 @@ def _run_backward(roots: Sequence[tuple["Tensor", np.ndarray]], retain_graph: bo
     heap: list[Node] = []
     # Leaves are finished early only when accumulating into .grad, from a single root.
     feeds = _leaf_feeds(roots[0][0]) if len(roots) == 1 and not capturing else {}
-    done_owners: set[int] = {_owner(g) for _, g in roots}  # memory a .grad may not share
+    adoption = _grad_buffers.Adoption(g for _, g in roots)
     for root, root_grad in roots:
         send(root._node if root._node is not None else root, root_grad)
     while heap:
@@ -399,11 +350,9 @@ def _run_backward(roots: Sequence[tuple["Tensor", np.ndarray]], retain_graph: bo
         watched = node in wanted_nodes
         if watched:
             captured[wanted_nodes[node]] = g
-        sole = not watched and sys.getrefcount(g) == _SOLE and g.base is None \
-            and g.flags.writeable and g.flags.c_contiguous and g.dtype == np.float32
-        _handed.grad_id = id(g) if sole else 0   # (never one left by a closure that raised)
+        _grad_buffers.offer(g, watched)  # (never one left by a closure that raised)
         input_grads = node.run(g)
-        _handed.grad_id = 0
+        _grad_buffers.withdraw()
         del g
         if not retain_graph:
             node.release()  # what its backward read can go now, not after the whole pass
@@ -415,26 +364,11 @@ def _run_backward(roots: Sequence[tuple["Tensor", np.ndarray]], retain_graph: bo
     if capturing:
         captured.update((key, g) for key, (_, g) in leaf_grads.items())
         return captured
-    # A closure may hand the same array to several inputs (add passes g to both sides), and
-    # the root's gradient is the caller's array: a .grad built on such memory is copied so no
-    # two gradients (nor the caller) share storage.
-    owners = collections.Counter(_owner(g) for _, g in leaf_grads.values())
-    owners.update(done_owners)
-    for _, root_grad in roots:
-        owners[_owner(root_grad)] += 1
-    for t, g in leaf_grads.values():
-        _accumulate(t, g, owners[_owner(g)] == 1)
+    adoption.last(leaf_grads.values())
     if _post_hooks:
         for t, _ in leaf_grads.values():
             _run_hooks(t)
     return captured
-
-
-def _owner(a: np.ndarray) -> int:
-    """Identity of the array that owns a's memory."""
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return id(a) if a.base is None else id(a.base)
 
 
 # The torch.autograd names built on the engine above (imported last: they use it).

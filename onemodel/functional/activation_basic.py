@@ -9,9 +9,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._grad_buffers import may_overwrite
 from .._ieee import quiet
 from .._kernels import _vmath
-from ..autograd import is_grad_enabled, may_overwrite
+from ..autograd import is_grad_enabled
 from ..tensor import Tensor, float32
 from ._core import as_tensor, record, threads
 from .elementwise import _ONE, mul, where

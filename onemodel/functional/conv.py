@@ -158,12 +158,12 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
     y = np.empty((xs[0], k) + out, np.float32)
     args = (stride, padding, dilation, groups)
     half = _autocast.half_code()
-    x_keep, save_x = _autocast.saved_operand(x, x4, half, True)
+    ops = _autocast.Operands(half)
+    x_keep = ops.keep(x, x4, True)
     assert x_keep is not None  # needed: the weight's gradient reads it
     _conv.conv2d_forward(x4, w4, None if b is None else b._data, y, *args, _core.threads(),
-                         half, save_x)
-    if y.size:
-        _autocast.share(x, x4, save_x, half)
+                         half, ops.saves[0])
+    ops.packed(y)
     out_shape = (xs[0], k) + out[2 - n:] if batched else (k,) + out[2 - n:]
     # The closure reads these, not the tensors: an input saved in 2 bytes must be free to go.
     grad_x, grad_w, grad_b = x.requires_grad, w.requires_grad, b is not None and b.requires_grad
@@ -179,8 +179,7 @@ def _convolution(op: str, n: int, x: Any, weight: Any, bias: Any, stride: Any, p
                 (None if gw is None else gw.reshape(w_shape)), gb)
 
     inputs = (x, w) if b is None else (x, w, b)
-    return _core.record(op, y.reshape(out_shape), inputs, backward,
-                        _autocast.protected(inputs, (x_keep, None)))
+    return _core.record(op, y.reshape(out_shape), inputs, backward, ops.protected(inputs))
 
 
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
@@ -549,7 +548,9 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     half = _autocast.half_code()
     grad_x = x.requires_grad
     needed = grad_x or any(t is not None and t.requires_grad for t in (w, b))
-    x_keep, save = _autocast.saved_operand(x, x3, half, needed)
+    ops = _autocast.Operands(half)
+    x_keep = ops.keep(x, x3, needed)
+    save = ops.saves[0]
     src = x3
     if training and n * s == 0:
         # An empty batch has no statistics: the output is empty and the running statistics
@@ -589,8 +590,8 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
         grads += [gb] if b is not None else []
         return grads
 
-    saved = _autocast.protected((x,) if w is None else (x, w), (x_keep,))
-    return _core.record(op, y.reshape(x.shape), inputs, backward, saved)
+    return _core.record(op, y.reshape(x.shape), inputs, backward,
+                        ops.protected((x,) if w is None else (x, w)))
 
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",

@@ -10,7 +10,7 @@ Under onemodel.amp.autocast the kernel rounds both operands to bfloat16 or float
 them (the product still accumulates in float32), and in backward so is the incoming gradient;
 the rounding in force at the forward pass is the one its backward uses. What the backward
 reads of an intermediate operand is the 2-byte copy the forward packing wrote
-(_autocast.saved_operand); only the operands a gradient needs are kept.
+(_autocast.Operands); only the operands a gradient needs are kept.
 
 A weight's gradient (aᵀ·g over a batch of at most one K block) goes back unmade
 (autograd.AddableGrad): where backward has the weight's .grad to add it into, the kernel adds
@@ -50,19 +50,13 @@ def _product(a: np.ndarray, b: np.ndarray, trans_a: bool = False,
     return out
 
 
-def _record(op: str, out: np.ndarray, inputs: tuple, backward, keeps: tuple) -> Tensor:
-    """_core.record for a product whose backward reads keeps[i] for operand i (a 2-byte copy,
-    the operand's own values, or None)."""
-    return _core.record(op, out, inputs, backward, _autocast.protected(inputs, keeps))
-
-
 def _rows(shape: tuple) -> int:
     return math.prod(shape)  # not np.prod, which costs microseconds per call
 
 
 def _shaped(x: np.ndarray, shape: tuple) -> np.ndarray:
     """x itself where it has the shape already: a reshaped view would keep backward from
-    handing the array on as one the next closure may overwrite (autograd.may_overwrite)."""
+    handing the array on as one the next closure may overwrite (_grad_buffers.may_overwrite)."""
     return x if x.shape == shape else x.reshape(shape)
 
 
@@ -100,6 +94,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     a2 = a._data.reshape((1,) + sa) if len(sa) == 1 else a._data
     b2 = b._data.reshape(sb + (1,)) if len(sb) == 1 else b._data
     half = _autocast.half_code()
+    ops = _autocast.Operands(half)
     # The closures read these flags, not the tensors: an operand saved in 2 bytes must be free
     # to go.
     grad_a, grad_b = a.requires_grad, b.requires_grad
@@ -114,12 +109,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if b2.ndim == 2:
         # Fold a's batch into rows: one (rows, k)·(k, n) product.
         a_rows = a2 if a2.ndim == 2 else a2.reshape(_rows(a2.shape[:-1]), k)
-        a_keep, save_a = _autocast.saved_operand(a, a_rows, half, b.requires_grad)
-        b_keep, save_b = _autocast.saved_operand(b, b2, half, a.requires_grad)
-        out = _product(a_rows, b2, half=half, save_a=save_a, save_b=save_b)
-        if out.size:  # (else packing wrote nothing)
-            _autocast.share(a, a_rows, save_a, half)
-            _autocast.share(b, b2, save_b, half)
+        a_keep = ops.keep(a, a_rows, b.requires_grad)
+        b_keep = ops.keep(b, b2, a.requires_grad)
+        out = _product(a_rows, b2, half=half, save_a=ops.saves[0], save_b=ops.saves[1])
+        ops.packed(out)
         rows = a_rows.shape[0]
 
         def backward(g: np.ndarray):
@@ -135,7 +128,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
         if out.shape != out_shape:
             out = out.reshape(out_shape)
-        return _record("matmul", out, (a, b), backward, (a_keep, b_keep))
+        return _core.record("matmul", out, (a, b), backward, ops.protected((a, b)))
 
     # Batched: each operand is either one matrix for every product or a full batch.
     def batched(x: np.ndarray, x_batch: tuple) -> np.ndarray:
@@ -144,12 +137,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         return np.broadcast_to(x, batch + x.shape[-2:]).reshape((_rows(batch),) + x.shape[-2:])
 
     a3, b3 = batched(a2, batch_a), batched(b2, batch_b)
-    a_keep, save_a = _autocast.saved_operand(a, a3, half, b.requires_grad)
-    b_keep, save_b = _autocast.saved_operand(b, b3, half, a.requires_grad)
-    out = _product(a3, b3, half=half, save_a=save_a, save_b=save_b)
-    if out.size:  # (else packing wrote nothing)
-        _autocast.share(a, a3, save_a, half)
-        _autocast.share(b, b3, save_b, half)
+    a_keep = ops.keep(a, a3, b.requires_grad)
+    b_keep = ops.keep(b, b3, a.requires_grad)
+    out = _product(a3, b3, half=half, save_a=ops.saves[0], save_b=ops.saves[1])
+    ops.packed(out)
     shape_a, shape_b = a2.shape, b2.shape
 
     def batched_backward(g: np.ndarray):
@@ -165,8 +156,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             gb = _core.sum_to_shape(gb, shape_b).reshape(sb)
         return ga, gb
 
-    return _record("matmul", out.reshape(out_shape), (a, b), batched_backward,
-                   (a_keep, b_keep))
+    return _core.record("matmul", out.reshape(out_shape), (a, b), batched_backward,
+                        ops.protected((a, b)))
 
 
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
@@ -314,13 +305,14 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     x_rows = np.ascontiguousarray(x._data if len(sx) == 2
                                   else x._data.reshape(_rows(sx[:-1]), n_in))
     w_data = np.ascontiguousarray(w._data)
-    x_keep, save_x = _autocast.saved_operand(x, x_rows, half, w.requires_grad)
-    w_keep, save_w = _autocast.saved_operand(w, w_data, half, x.requires_grad)
+    ops = _autocast.Operands(half)
+    x_keep = ops.keep(x, x_rows, w.requires_grad)
+    w_keep = ops.keep(w, w_data, x.requires_grad)
     out = np.empty((x_rows.shape[0], n_out), np.float32)
     if out.size:
         _gemm.gemm(x_rows, w_data, out, False, True, _core.threads(),
-                   None if b is None else b._data, half, save_x, save_w)
-        _autocast.share(x, x_rows, save_x, half)
+                   None if b is None else b._data, half, ops.saves[0], ops.saves[1])
+    ops.packed(out)
     out_shape, rows = sx[:-1] + (n_out,), x_rows.shape[0]
 
     def backward(g: np.ndarray):
@@ -336,7 +328,8 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
             return gx, gw
         return gx, gw, (_core.sum_axis(g_rows, 0) if grad_b else None)
 
-    return _record("linear", out.reshape(out_shape), inputs, backward, (x_keep, w_keep))
+    return _core.record("linear", out.reshape(out_shape), inputs, backward,
+                        ops.protected(inputs))
 
 
 def _triangle(op: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:

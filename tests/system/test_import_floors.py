@@ -16,9 +16,9 @@ FLOORS = [
      "_rank_watch"},
     # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_;
     # Tensor's mixins (forwards, in-place methods), hooks, the functions that make tensors,
-    # autograd.grad and autograd.Function with them
+    # autograd.grad and autograd.Function with them, the gradient buffers' rules
     {"autograd", "tensor", "_tensor_surface", "_tensor_ops", "_tensor_creation", "random",
-     "_inplace", "_hooks", "_grad", "_function"},
+     "_inplace", "_hooks", "_grad", "_function", "_grad_buffers"},
     {"_autocast"},
     {"functional", "sparse"},
     {"optim", "checkpoint", "metrics_log", "state_files"},
