@@ -48,8 +48,9 @@ all-reduce's bytes. Memory: one int64 per element whatever M is (two limbs, 16 b
 a parameter whose sum outgrows it in that step, allocated for the step), and no result buffer:
 the Trainer's gradients are rounded into the integers' own memory (results(reuse=True)), a chunk
 at a time in the order the integers lie, each float32 over integers already rounded; a single
-step instead holds the gradients it sent until the next step and two float32 buffers, the shards
-received and gathered. Quantising and rounding are one pass each in C (csrc/exact.c).
+step has no integers (allocated at the first add): it holds the gradients it sent until the next
+step and two float32 buffers, the shards received and gathered. Quantising and rounding are one
+pass each in C (csrc/exact.c).
 
 Overlap: the buckets are laid out in reverse parameter order, of about 25 MB of float32
 (DDP's size); `ExactSum.add_one(..., final=True)` quantises one gradient as

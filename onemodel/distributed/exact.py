@@ -15,7 +15,7 @@ from .world import _allreduce, rank, wait, world_size
 _BELOW = 54          # the grid is 2^(P - 54)
 _ABOVE = 44          # |n·g| is clamped below 2^(P + 44): 2^98 grid units
 _BUCKET_BYTES = 25 << 20
-_CHUNK = 1 << 14     # elements a packed add quantises at a time (its scratch stays in cache)
+_CHUNK = 1 << 15     # elements a packed add quantises at a time (its scratch stays in cache)
 _MASK = (1 << 56) - 1
 
 
@@ -113,8 +113,9 @@ class ExactSum:
         self.exponents: list[int] = [0] * n  # the priors P
         # One int64 an element: each integer whole ("packed"), except for a parameter whose
         # sum outgrows it in this step, which keeps two limbs, hi[k]·2^56 + lo (`_limbs`; its
-        # hi limbs allocated for the step).
-        self.lo = np.zeros(at, np.int64)
+        # hi limbs allocated for the step). Allocated at the first add (a single step's
+        # float32 exchange has no integers).
+        self.lo = np.zeros(0, np.int64)
         self.hi: list[Optional[np.ndarray]] = [None] * n
         self._limbs = [False] * n
         chunk = min(_CHUNK, max(self.sizes, default=1)) or 1
@@ -204,6 +205,7 @@ class ExactSum:
             self._weights[k] = weight
             self._fresh[k] = False
         else:
+            self._allocate()
             clamped, bad = self._quantise(k, a, weight)
             self.counts[n + k] += clamped
             self.counts[2 * n + k] += bad
@@ -286,8 +288,13 @@ class ExactSum:
             wide += wider
         return clamped, bad, wide
 
+    def _allocate(self) -> None:
+        if self.lo.size != self.total:
+            self.lo = np.zeros(self.total, np.int64)
+
     def normalise(self) -> None:
         """Every parameter in two limbs, lo in [0, 2^56)."""
+        self._allocate()
         for k, limbs in enumerate(self._limbs):
             if not limbs:
                 self.hi[k] = np.zeros(self.sizes[k], np.int64)  # lo: the whole integer
@@ -307,6 +314,7 @@ class ExactSum:
         if self._single:
             self._exchange(j)
             return
+        self._allocate()
         wide = 0
         bits = self._pack_bits()
         edge = 1 << bits

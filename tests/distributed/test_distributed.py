@@ -494,7 +494,7 @@ SHARD_MEMORY = SETUP + textwrap.dedent("""
     t.shards.gather_state()
     seen.append(held())
     with open(f"{sys.argv[1]}.{distributed.rank()}", "w") as f:
-        json.dump({"owner": t.shards.owner, "held": seen}, f)
+        json.dump({"pieces": t.shards.pieces, "held": seen}, f)
 """)
 
 
@@ -503,19 +503,23 @@ def test_a_sharded_optimizer_holds_only_its_share_of_the_state(tmp_path):
     pytest.importorskip("mpi4py")
     run = _mpirun(tmp_path, 2, SHARD_MEMORY, str(tmp_path / "mem"), str(tmp_path / "ckpt"))
     assert run.returncode == 0, run.stderr[-3000:]
-    _, opt, _ = setup()
-    full = {}
+    model, opt, _ = setup()
+    full = {}  # bytes of state per element, per parameter index
     for name, a in opt.state_tensors().items():
         i = int(name.rsplit(".", 1)[1])
-        full[i] = full.get(i, 0) + a.nbytes
-    for rank, r in enumerate(_results(tmp_path / "mem", 2)):
-        own = {str(i): b for i, b in full.items() if r["owner"][i] == rank}
-        # At the start, after steps and a checkpoint, after resuming: its own share alone.
+        full[i] = full.get(i, 0) + a.nbytes // a.size
+    sizes = [p.numel() for p in model.parameters()]
+    whole = sum(full[i] * n for i, n in enumerate(sizes))
+    shares = []
+    for r in _results(tmp_path / "mem", 2):
+        own = {i: full[int(i)] * (b - a) for i, (a, b) in r["pieces"].items()}
+        # At the start, after steps and a checkpoint, after resuming: its own pieces alone.
         for held in r["held"][:3]:
-            assert held == {str(i): (b if r["owner"][i] == rank else 0)
-                            for i, b in full.items()}
-            assert 0 < sum(own.values()) < sum(full.values())
-        assert r["held"][3] == {str(i): b for i, b in full.items()}  # gathered: all of it
+            assert {i: b for i, b in held.items() if b} == own
+        assert r["held"][3] == {str(i): full[i] * n for i, n in enumerate(sizes)}  # gathered
+        shares.append(sum(own.values()))
+    # The pieces partition the elements, balanced within one element.
+    assert sum(shares) == whole and max(shares) <= whole / 2 + max(full.values())
 
 
 @needs_mpi
