@@ -224,10 +224,10 @@ class ExactSum:
         """v = weight·a / 2^G in double (exact), non-finite elements recorded (+inf 1, -inf 2,
         NaN 4) and left out, |v| clamped below 2^98, round(v) (half to even) added into the
         integers. A packed parameter: a chunk at a time, the integers written packed into a
-        scratch that stays in cache (csrc/exact.c's fastest pass), then added into lo as int64;
-        each inside 2^56, so up to 127 of them sum inside int64 (else, or beyond 2^56, the
-        parameter goes over to two limbs, which the kernel adds into directly). Returns
-        (clamped, non-finite)."""
+        scratch that stays in cache (csrc/exact.c's fastest pass; the step's first add writes
+        lo itself), then added into lo as int64; each inside 2^56, so up to 127 of them sum
+        inside int64 (else, or beyond 2^56, the parameter goes over to two limbs, which the
+        kernel adds into directly). Returns (clamped, non-finite)."""
         scale = weight * 2.0 ** -self.grid(k)  # exact: a power of two times a small integer
         limit = 2.0 ** (_BELOW + _ABOVE) - 2.0 ** 45
         base, size, fresh = self.offsets[k], self.sizes[k], self._fresh[k]
@@ -241,17 +241,15 @@ class ExactSum:
         at = 0
         while at < size and not self._limbs[k]:
             end = min(at + len(self._scratch), size)
-            part = self._scratch[:end - at]
+            lo = self.lo[base + at:base + end]
+            part = lo if fresh else self._scratch[:end - at]  # the first add: in place
             more, worse, outside = self._add(base + at, a[at:end], scale, limit,
                                              self._high[:end - at], part, True, 56)
-            if outside:  # counted again as the rest is added in two limbs
+            if outside:  # counted again as the rest is added (written, if fresh) in two limbs
                 self._split(k, at, fresh)
                 break
             clamped, bad = clamped + more, bad + worse
-            lo = self.lo[base + at:base + end]
-            if fresh:
-                np.copyto(lo, part)
-            else:
+            if not fresh:
                 np.add(lo, part, out=lo)
             at = end
         if at < size:
