@@ -9,20 +9,23 @@ all M, and whatever algorithm MPI picks, because it is an exact sum:
                exponent of the largest |element| of the previous step's reduced sum (0 at the
                first step). P is the same on every worker and is saved in the checkpoint.
     quantise   micro-batch i with n_i samples contributes v = n_i·g_i (exact in double) as the
-               integer round(v / 2^G) (round half to even; exact for |v| >= 2^(P - 31)), held in
-               two int64 limbs: hi·2^56 + lo, lo in [0, 2^56). |v| is clamped below 2^(P + 44)
-               (2^44 times the last step's largest sum; counted and warned): with at most
-               2^20 micro-batches the sum never overflows the 118 bits.
+               integer round(v / 2^G) (round half to even; exact for |v| >= 2^(P - 31)). |v| is
+               clamped below 2^(P + 44) (2^44 times the last step's largest sum; counted and
+               warned): with at most 2^20 micro-batches the sum never overflows 118 bits.
     sum        integers add exactly, so the sum of the micro-batches is one integer whatever the
-               order and grouping: locally in the two limbs, then by MPI_Allreduce(SUM) of each
-               integer packed whole into one int64 (contiguous buffers, in place, bucket by
-               bucket). The packed sum of W workers is exact when no worker's integer lies
-               outside 2^(63 - ceil(log2 W)), which holds unless a worker's sum grows about
-               2^(8 - ceil(log2 W)) times past the last step's largest; the workers count the
-               integers outside in the same message as the other counts, and a bucket with any
-               also sums its hi limbs, from which the sum of the lo limbs follows (the packed
-               sum less the hi sum times 2^56, modulo 2^64). Either way the same integer, the
-               same bits.
+               order and grouping. Locally each element's sum is one int64 ("packed"): each
+               micro-batch's integers are written packed into a small scratch (a chunk at a
+               time, in cache) and added in, which is exact while each lies inside 2^56 and at
+               most 127 are added; a parameter with a larger integer, or more micro-batches,
+               goes over to two int64 limbs, hi·2^56 + lo, for the rest of the step. Then
+               MPI_Allreduce(SUM) of each integer packed whole into one int64 (contiguous
+               buffers, in place, bucket by bucket). The packed sum of W workers is exact when
+               no worker's integer lies outside 2^(63 - ceil(log2 W)), which holds unless a
+               worker's sum grows about 2^(8 - ceil(log2 W)) times past the last step's
+               largest; the workers count the integers outside in the same message as the other
+               counts, and a bucket with any also sums its high limbs, from which the sum of the
+               low limbs follows (the packed sum less the hi sum times 2^56, modulo 2^64).
+               Either way the same integer, the same bits.
     round      the integer X is divided by the sample count N in integers, the quotient kept
                to at least 26 bits with its remainder jammed into the last bit (round to odd),
                converted to float32 and scaled by 2^G (for N a power of two, X converted
@@ -41,13 +44,13 @@ rare all-reduce of a byte per element with bitwise OR). Bytes per worker: 8 per 
 int64), 2x float32's 4, which a ring all-reduce moves 2(W-1)/W times like float32's, plus a few
 integers per parameter (16 per element in a step with wide sums); a single step moves 4 per
 element (W-1)/W times each way in the exchange and again in the all-gather: a float32 ring
-all-reduce's bytes. Memory: two int64 limbs per element whatever M is (and a float32 result
-buffer the Trainer reuses; a single step instead holds the gradients it sent until the next
-step and two float32 buffers, the shards received and gathered), no scratch: quantising
-(packing too, in a parameter's last add) and rounding are one pass each in C (csrc/exact.c).
-A worker's only micro-batch of a step is written packed directly, without its hi limbs (8
-bytes an element written instead of 16), when its integers lie inside 2^(bits - 1); should a
-bucket's sum turn out wide, such a parameter adds zero high limbs, which is exact too.
+all-reduce's bytes. Memory: one int64 per element whatever M is (two limbs, 16 bytes, only for
+a parameter whose sum outgrows it in that step, allocated for the step), and no result buffer:
+the Trainer's gradients are rounded into the integers' own memory (results(reuse=True)), a chunk
+at a time in the order the integers lie, each float32 over integers already rounded; a single
+step has no integers (allocated at the first add): it holds the gradients it sent until the next
+step and two float32 buffers, the shards received and gathered. Quantising and rounding are one
+pass each in C (csrc/exact.c).
 
 Overlap: the buckets are laid out in reverse parameter order, of about 25 MB of float32
 (DDP's size); `ExactSum.add_one(..., final=True)` quantises one gradient as

@@ -1,4 +1,4 @@
-"""The exact, order-free sum (see the package notes): ExactSum's integer limbs, their
+"""The exact, order-free sum (see the package notes): ExactSum's integers, their
 all-reduce or a single step's float32 exchange, and the rounding to float32 (to_float32,
 max_exponent); tree_sum, the float32 reduction it replaced, kept as the accuracy baseline."""
 from __future__ import annotations
@@ -15,6 +15,8 @@ from .world import _allreduce, rank, wait, world_size
 _BELOW = 54          # the grid is 2^(P - 54)
 _ABOVE = 44          # |n·g| is clamped below 2^(P + 44): 2^98 grid units
 _BUCKET_BYTES = 25 << 20
+_CHUNK = 1 << 15     # elements a packed add quantises at a time (its scratch stays in cache)
+_MASK = (1 << 56) - 1
 
 
 def tree_sum(values: Sequence[np.ndarray]) -> np.ndarray:
@@ -78,13 +80,13 @@ def _exponent_of(top: int) -> Optional[int]:
 
 
 class ExactSum:
-    """The exact, order-free sum of weighted float32 arrays of one layout (see the module
-    notes): `add` quantises one micro-batch into the int64 limbs (or `add_one` one parameter's
-    array, as its gradient becomes final during backward), `reduce` all-reduces them, `result`
-    rounds the integers to float32. `sizes` are the element counts of the parameters in their
-    order; the limbs lay them out in reverse order, in buckets of about `bucket_bytes` float32
-    bytes (default 25 MB; DDP's order and size: the last layers, whose gradients are final
-    first, start their reduction early)."""
+    """The exact, order-free sum of weighted float32 arrays of one layout (see the package
+    notes): `add` quantises one micro-batch into the integers, one int64 an element (or
+    `add_one` one parameter's array, as its gradient becomes final during backward), `reduce`
+    all-reduces them, `result` rounds the integers to float32. `sizes` are the element counts
+    of the parameters in their order; the integers lay them out in reverse order, in buckets
+    of about `bucket_bytes` float32 bytes (default 25 MB; DDP's order and size: the last
+    layers, whose gradients are final first, start their reduction early)."""
 
     def __init__(self, sizes: Sequence[int], bucket_bytes: Optional[int] = None) -> None:
         bucket_bytes = _BUCKET_BYTES if bucket_bytes is None else bucket_bytes
@@ -109,8 +111,18 @@ class ExactSum:
             self.members[j].append(k)
         self.total = at
         self.exponents: list[int] = [0] * n  # the priors P
-        self.lo = np.zeros(at, np.int64)
-        self.hi = np.zeros(at, np.int64)
+        # One int64 an element: each integer whole ("packed"), except for a parameter whose
+        # sum outgrows it in this step, which keeps two limbs, hi[k]·2^56 + lo (`_limbs`; its
+        # hi limbs allocated for the step). Allocated at the first add (a single step's
+        # float32 exchange has no integers).
+        self.lo = np.zeros(0, np.int64)
+        self.hi: list[Optional[np.ndarray]] = [None] * n
+        self._limbs = [False] * n
+        chunk = min(_CHUNK, max(self.sizes, default=1)) or 1
+        self._scratch = np.empty(chunk, np.int64)  # a chunk's packed integers, or results
+        self._high = np.empty(chunk, np.int64)  # their high limbs, when not skipped
+        self._in_place = 0  # results rounded into lo's memory (divided by this), 0: none
+        self._placed: list[Optional[int]] = [None] * n  # their exponents (max_exponent's)
         # Per parameter: micro-batches with a gradient, clamped elements, non-finite elements;
         # per bucket: integers too wide to pack.
         self.counts = np.zeros(3 * n + len(self.buckets), np.int64)
@@ -119,11 +131,7 @@ class ExactSum:
         self._started = 0  # buckets 0 .. _started - 1 have started their all-reduce
         self._final = [False] * n
         self._fresh = [True] * n  # no integers yet this step: the limbs hold old ones
-        self._wide = [-1] * n  # packed parameters: their integers too wide to pack
-        self._hi_skipped = [False] * n  # packed directly: hi limbs not written (lo >> 56)
         self._requests: list[Any] = []
-        self._packed = [False] * len(self.buckets)  # lo holds the whole (summed) integers
-        self._out: Optional[np.ndarray] = None  # results(reuse=True) write here
         # The float32 exchange of a single step: per parameter, the gradient sent from where
         # it lies; per bucket, every other worker's rows of this worker's shard (W rows of
         # `_shard[j]`, its own row unused) and the rounded results (W shards).
@@ -159,10 +167,10 @@ class ExactSum:
         self._started = 0
         self._final = [False] * len(self.sizes)
         self._fresh = [True] * len(self.sizes)
-        self._wide = [-1] * len(self.sizes)
-        self._hi_skipped = [False] * len(self.sizes)
+        self._limbs = [False] * len(self.sizes)
+        self.hi = [None] * len(self.sizes)
+        self._in_place = 0
         self._requests = []
-        self._packed = [False] * len(self.buckets)
 
     def add(self, arrays: Sequence[Optional[np.ndarray]], weight: float = 1.0) -> None:
         """Adds weight·array for every array of one micro-batch (None: no gradient there)."""
@@ -197,13 +205,10 @@ class ExactSum:
             self._weights[k] = weight
             self._fresh[k] = False
         else:
-            # The last add of a parameter packs its integers for the all-reduce in one pass.
-            bits = self._pack_bits() if final and _world._comm is not None else 0
-            clamped, bad, wide = self._quantise(k, a, weight, bits)
+            self._allocate()
+            clamped, bad = self._quantise(k, a, weight)
             self.counts[n + k] += clamped
             self.counts[2 * n + k] += bad
-            if bits:
-                self._wide[k] = wide
         if final:
             self._final[k] = True
             self._waiting[self.bucket_of[k]] -= 1
@@ -215,34 +220,86 @@ class ExactSum:
             if self._started == started and self._requests:
                 _world._MPI.Request.Testall(self._requests)  # MPI moves a message only when called
 
-    def _quantise(self, k: int, a: np.ndarray, weight: float, pack_bits: int = 0
-                  ) -> tuple[int, int, int]:
-        """One pass in C (csrc/exact.c): v = weight·a / 2^G in double (exact), non-finite
-        elements recorded (+inf 1, -inf 2, NaN 4) and left out, |v| clamped below 2^98,
-        round(v) (half to even) added into the limbs, the carry moved into hi; with pack_bits
-        the integers then packed (see _start). Returns (clamped, non-finite, too wide)."""
+    def _quantise(self, k: int, a: np.ndarray, weight: float) -> tuple[int, int]:
+        """v = weight·a / 2^G in double (exact), non-finite elements recorded (+inf 1, -inf 2,
+        NaN 4) and left out, |v| clamped below 2^98, round(v) (half to even) added into the
+        integers. A packed parameter: a chunk at a time, the integers written packed into a
+        scratch that stays in cache (csrc/exact.c's fastest pass; the step's first add writes
+        lo itself), then added into lo as int64; each inside 2^56, so up to 127 of them sum
+        inside int64 (else, or beyond 2^56, the parameter goes over to two limbs, which the
+        kernel adds into directly). Returns (clamped, non-finite)."""
         scale = weight * 2.0 ** -self.grid(k)  # exact: a power of two times a small integer
         limit = 2.0 ** (_BELOW + _ABOVE) - 2.0 ** 45
-        base = self.offsets[k]
-        hi = self.hi[base:base + a.size]
-        lo = self.lo[base:base + a.size]
-        codes = None if self.codes is None else self.codes[base:base + a.size]
-        fresh = self._fresh[k]
+        base, size, fresh = self.offsets[k], self.sizes[k], self._fresh[k]
         self._fresh[k] = False
-        done, clamped, bad, wide, self._hi_skipped[k] = _exact.add(a, scale, limit, hi, lo,
-                                                                   codes, fresh, pack_bits)
+        if fresh:
+            self._limbs[k] = False
+            self.hi[k] = None
+        elif not self._limbs[k] and self.counts[k] > 127:
+            self._split(k, 0, False)
+        clamped = bad = 0
+        at = 0
+        while at < size and not self._limbs[k]:
+            end = min(at + len(self._scratch), size)
+            lo = self.lo[base + at:base + end]
+            part = lo if fresh else self._scratch[:end - at]  # the first add: in place
+            more, worse, outside = self._add(base + at, a[at:end], scale, limit,
+                                             self._high[:end - at], part, True, 56)
+            if outside:  # counted again as the rest is added (written, if fresh) in two limbs
+                self._split(k, at, fresh)
+                break
+            clamped, bad = clamped + more, bad + worse
+            if not fresh:
+                np.add(lo, part, out=lo)
+            at = end
+        if at < size:
+            hi = self.hi[k]
+            assert hi is not None
+            more, worse, _ = self._add(base + at, a[at:], scale, limit, hi[at:],
+                                       self.lo[base + at:base + size], fresh, 0)
+            clamped, bad = clamped + more, bad + worse
+        return clamped, bad
+
+    def _split(self, k: int, done: int, fresh: bool) -> None:
+        """Parameter k from packed integers to two limbs: its first `done` elements, and the
+        rest too unless `fresh` (not written yet this step)."""
+        base = self.offsets[k]
+        end = base + (done if fresh else self.sizes[k])
+        hi = self.hi[k] = np.empty(self.sizes[k], np.int64)
+        np.right_shift(self.lo[base:end], 56, out=hi[:end - base])
+        np.bitwise_and(self.lo[base:end], _MASK, out=self.lo[base:end])
+        self._limbs[k] = True
+
+    def _add(self, at: int, a: np.ndarray, scale: float, limit: float, hi: np.ndarray,
+             lo: np.ndarray, fresh: bool, pack_bits: int) -> tuple[int, int, int]:
+        """The kernel's pass over elements at .. at + a.size; on a first non-finite element the
+        codes are allocated and the pass goes on with them."""
+        codes = None if self.codes is None else self.codes[at:at + a.size]
+        done, clamped, bad, wide, _ = _exact.add(a, scale, limit, hi, lo, codes, fresh,
+                                                 pack_bits)
         if done < a.size:  # a first non-finite element: the codes exist from here on
             self.codes = np.zeros(self.total, np.uint8)
-            rest = slice(base + done, base + a.size)
-            _, more, bad, wider, _ = _exact.add(a[done:], scale, limit, self.hi[rest],
-                                                self.lo[rest], self.codes[rest], fresh, pack_bits)
+            _, more, bad, wider, _ = _exact.add(a[done:], scale, limit, hi[done:], lo[done:],
+                                                self.codes[at + done:at + a.size], fresh,
+                                                pack_bits)
             clamped += more
             wide += wider
         return clamped, bad, wide
 
+    def _allocate(self) -> None:
+        if self.lo.size != self.total:
+            self.lo = np.zeros(self.total, np.int64)
+
     def normalise(self) -> None:
-        """Carries the lo limbs into the hi limbs: lo back in [0, 2^56)."""
-        _exact.normalise(self.hi, self.lo)
+        """Every parameter in two limbs, lo in [0, 2^56)."""
+        self._allocate()
+        for k, limbs in enumerate(self._limbs):
+            if not limbs:
+                self.hi[k] = np.zeros(self.sizes[k], np.int64)  # lo: the whole integer
+                self._limbs[k] = True
+            hi = self.hi[k]
+            assert hi is not None
+            _exact.normalise(hi, self.lo[self.offsets[k]:self.offsets[k] + self.sizes[k]])
 
     def _start(self, j: int) -> None:
         """Starts bucket j's all-reduce: each integer packed whole into one int64 (8 bytes an
@@ -255,19 +312,24 @@ class ExactSum:
         if self._single:
             self._exchange(j)
             return
+        self._allocate()
         wide = 0
+        bits = self._pack_bits()
+        edge = 1 << bits
         for k in self.members[j]:
             at, end = self.offsets[k], self.offsets[k] + self.sizes[k]
             if self._fresh[k]:  # no gradient here this step: zero (packed), for the others
-                self.hi[at:end] = 0
                 self.lo[at:end] = 0
-            elif self._wide[k] < 0:  # not packed by its last add
-                self._wide[k] = _exact.pack(self.hi[at:end], self.lo[at:end],
-                                            self._pack_bits())
-            wide += max(self._wide[k], 0)
+                self._limbs[k] = False
+            elif self._limbs[k]:  # packed now, its high limbs kept for a wide sum
+                hi = self.hi[k]
+                assert hi is not None
+                wide += _exact.pack(hi, self.lo[at:end], bits)
+            elif self.counts[k] << 56 > edge:  # not inside the range by their count alone
+                wide += sum(int(np.count_nonzero((c < -edge) | (c >= edge)))
+                            for c in np.split(self.lo[at:end], range(_CHUNK, end - at, _CHUNK)))
         a, b = self.buckets[j]
         self.counts[3 * len(self.sizes) + j] = wide
-        self._packed[j] = True
         self._requests.append(_world._comm.Iallreduce(_world._MPI.IN_PLACE, self.lo[a:b],
                                                       op=_world._MPI.SUM))
 
@@ -300,21 +362,30 @@ class ExactSum:
         if self._single:
             return self._finish(meta, slots)
         # A bucket with integers too wide for one int64: its hi limbs too; the sum of the lo
-        # limbs is then the packed sum less the hi sum times 2^56, modulo 2^64 (below 2^63).
+        # limbs is then the packed sum less the hi sum times 2^56, modulo 2^64: W low limbs,
+        # each in [0, 2^56), so below 2^63. A packed parameter's high limbs are lo >> 56.
         wide = [j for j in range(len(self.buckets)) if meta[3 * n + j]]
-        # A parameter packed directly (its hi limbs not written, every integer inside
-        # 2^(bits - 1)) adds zero high limbs: each worker's part of the sum of the lo limbs is
-        # then its integer (inside 2^(bits - 1) <= 2^62 / W) or a low limb (in [0, 2^56), and
-        # W <= 127), both below 2^63 / W, so that sum stays inside int64, which is all the
-        # rounding needs.
-        for k in (k for j in wide for k in self.members[j] if self._hi_skipped[k]):
-            self.hi[self.offsets[k]:self.offsets[k] + self.sizes[k]] = 0
-        wait([_world._comm.Iallreduce(_world._MPI.IN_PLACE, self.hi[a:b], op=_world._MPI.SUM)
-              for a, b in (self.buckets[j] for j in wide)], what + " (wide sums)")
-        for j in wide:
+        highs = [np.empty(b - a, np.int64) for a, b in (self.buckets[j] for j in wide)]
+        for j, high in zip(wide, highs):
+            for k in self.members[j]:
+                span = slice(self.offsets[k], self.offsets[k] + self.sizes[k])
+                at = span.start - self.buckets[j][0]
+                hi = self.hi[k]
+                if hi is None:
+                    np.right_shift(self.lo[span], 56, out=high[at:at + self.sizes[k]])
+                else:
+                    high[at:at + self.sizes[k]] = hi
+                self.hi[k] = high[at:at + self.sizes[k]]
+                self._limbs[k] = True
+        wait([_world._comm.Iallreduce(_world._MPI.IN_PLACE, high, op=_world._MPI.SUM)
+              for high in highs], what + " (wide sums)")
+        for j, high in zip(wide, highs):
             a, b = self.buckets[j]
-            self.lo[a:b] -= self.hi[a:b] << 56  # wraps modulo 2^64, as intended
-            self._packed[j] = False
+            self.lo[a:b] -= high << 56  # wraps modulo 2^64, as intended
+        for k in (k for j in range(len(self.buckets)) if j not in wide
+                  for k in self.members[j]):
+            self._limbs[k] = False  # the whole sums
+            self.hi[k] = None
         if meta[2 * n:3 * n].any():
             if self.codes is None:
                 self.codes = np.zeros(self.total, np.uint8)
@@ -428,21 +499,36 @@ class ExactSum:
             return (out if reuse else out.copy()), _exponent_of(int(self._tops[k]))
         a = self.offsets[k]
         b = a + self.sizes[k]
-        hi = None if self._packed[self.bucket_of[k]] else self.hi[a:b]
-        into = None
-        if reuse:
-            if self._out is None:
-                self._out = np.empty(self.total, np.float32)
-            into = self._out[a:b]
-        out, top = _round(hi, self.lo[a:b], self.grid(k), count, into)
+        if self._in_place:
+            if count != self._in_place:
+                raise RuntimeError(f"ExactSum.result: the sums were rounded in place (divided "
+                                   f"by {self._in_place}); a count of {count} needs them again")
+            out = self.lo.view(np.float32)[a:b]
+            return (out if reuse else out.copy()), self._placed[k]
+        hi = self.hi[k] if self._limbs[k] else None
+        if reuse:  # rounded into the float32 view of lo's own memory, a chunk at a time
+            out = self.lo.view(np.float32)[a:b]
+            scratch = self._scratch.view(np.float32)
+            top = 0
+            for at in range(a, b, len(scratch)):
+                end = min(at + len(scratch), b)
+                part = scratch[:end - at]
+                top = max(top, _exact.round_limbs(None if hi is None else hi[at - a:end - a],
+                                                  self.lo[at:end], self.grid(k), count, part))
+                out[at - a:end - a] = part  # over integers below `end`, all read already
+            e = _exponent_of(top)
+        else:
+            out, e = _round(hi, self.lo[a:b], self.grid(k), count)
         if self.codes is not None:
             code = self.codes[a:b]
             if code.any():
                 out[code == 1] = np.inf
                 out[code == 2] = -np.inf
                 out[(code & 4 != 0) | (code == 3)] = np.nan
-                top = max_exponent(out)
-        return out, top
+                e = max_exponent(out)
+        if reuse:
+            self._placed[k] = e
+        return out, e
 
     def result(self, k: int, count: int = 1) -> Optional[np.ndarray]:
         """Parameter k's sum divided by count, as float32 (None if no micro-batch had one)."""
@@ -452,10 +538,16 @@ class ExactSum:
                 ) -> list[Optional[np.ndarray]]:
         """Every parameter's result; then the priors move to these results' exponents (a
         parameter with no finite nonzero element keeps its prior). With `reuse` the results
-        are views of one buffer that the next results(reuse=True) overwrites (no fresh
-        memory, whose first touch costs as much as the rounding)."""
+        are rounded into the integers' own memory (the float32 view of `lo`): no fresh memory,
+        whose first touch costs as much as the rounding; they stay until the next step's adds
+        (reset) overwrite them, and the integers are gone (results again need the same
+        count)."""
         n = len(self.sizes)
-        done = [self._result(k, count, reuse) for k in range(n)]
+        # In place, in the order of the integers in memory: each float32 result lies over
+        # integers already rounded (the layout is in reverse parameter order).
+        done = [self._result(k, count, reuse) for k in reversed(range(n))][::-1]
+        if reuse and not self._single:
+            self._in_place = count
         clamped = int(self.counts[n:2 * n].sum())  # known after a single step's rounding
         if clamped and rank() == 0:
             warnings.warn(f"distributed: {clamped} gradient elements were 2^44 times larger "

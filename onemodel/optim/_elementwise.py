@@ -154,6 +154,7 @@ class ElementwiseOptimizer(Optimizer):
 
     # -- state ----------------------------------------------------------------------------------
     def state_tensors(self) -> "OrderedDict[str, np.ndarray]":
+        self._allocate_state()
         state: OrderedDict[str, np.ndarray] = OrderedDict()
         for i in range(len(self.params)):
             for name, arrays in self._state.items():

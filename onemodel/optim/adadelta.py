@@ -15,7 +15,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from ._elementwise import F32, FLAG, NONNEG, UNIT_CLOSED, ElementwiseOptimizer, hp
-from .optimizer import ParamGroup
+from .optimizer import ParamGroup, lazy_state
 
 
 class Adadelta(ElementwiseOptimizer):
@@ -32,7 +32,7 @@ class Adadelta(ElementwiseOptimizer):
                               differentiable=differentiable))
 
     def _new_state(self, group: ParamGroup, p: Any) -> "dict[str, np.ndarray]":
-        return {"square_avg": np.zeros(p.shape, F32), "acc_delta": np.zeros(p.shape, F32)}
+        return {"square_avg": lazy_state(p.shape), "acc_delta": lazy_state(p.shape)}
 
     def _rule(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray) -> None:
         g = self._gradient(group, p, g)

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from ._elementwise import F32, FLAG, NONNEG, ElementwiseOptimizer, hp
-from .optimizer import ParamGroup
+from .optimizer import ParamGroup, lazy_state
 
 
 class Adagrad(ElementwiseOptimizer):
@@ -33,7 +33,7 @@ class Adagrad(ElementwiseOptimizer):
                          dict(foreach=foreach, differentiable=differentiable, fused=fused))
 
     def _new_state(self, group: ParamGroup, p: Any) -> "dict[str, np.ndarray]":
-        return {"sum": np.full(p.shape, hp(group, "initial_accumulator_value"), F32)}
+        return {"sum": lazy_state(p.shape, hp(group, "initial_accumulator_value"))}
 
     def _rule(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray) -> None:
         g = self._gradient(group, p, g)

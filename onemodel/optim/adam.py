@@ -23,7 +23,7 @@ import numpy as np
 from .._kernels import _optim
 from ._elementwise import check_betas, check_ignored
 from .lr import ipow
-from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32
+from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32, lazy_state
 
 
 class Adam(Optimizer):
@@ -67,10 +67,10 @@ class Adam(Optimizer):
                                       differentiable=differentiable, fused=fused))
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad))
-        self._exp_avg = [np.zeros(p.shape, np.float32) for p in self.params]
-        self._exp_avg_sq = [np.zeros(p.shape, np.float32) for p in self.params]
+        self._exp_avg = [lazy_state(p.shape) for p in self.params]
+        self._exp_avg_sq = [lazy_state(p.shape) for p in self.params]
         self._max_exp_avg_sq: list[Optional[np.ndarray]] = [
-            np.zeros(p.shape, np.float32) if self.param_groups[g]["amsgrad"] else None
+            lazy_state(p.shape) if self.param_groups[g]["amsgrad"] else None
             for p, g in zip(self.params, self._group_of)]
         self._coefficients: list[tuple] = []
 
@@ -113,6 +113,7 @@ class Adam(Optimizer):
                          nthreads)
 
     def state_tensors(self) -> "OrderedDict[str, np.ndarray]":
+        self._allocate_state()
         state: OrderedDict[str, np.ndarray] = OrderedDict()
         for i in range(len(self.params)):
             state[f"exp_avg.{i}"] = self._exp_avg[i]

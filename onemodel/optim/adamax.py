@@ -15,7 +15,7 @@ from typing import Any, Iterable, Optional, Tuple
 import numpy as np
 
 from ._elementwise import BETAS, F32, FLAG, NONNEG, ElementwiseOptimizer, bias_correction, hp, lerp
-from .optimizer import ParamGroup
+from .optimizer import ParamGroup, lazy_state
 
 
 class Adamax(ElementwiseOptimizer):
@@ -33,7 +33,7 @@ class Adamax(ElementwiseOptimizer):
                               capturable=capturable))
 
     def _new_state(self, group: ParamGroup, p: Any) -> "dict[str, np.ndarray]":
-        return {"exp_avg": np.zeros(p.shape, F32), "exp_inf": np.zeros(p.shape, F32)}
+        return {"exp_avg": lazy_state(p.shape), "exp_inf": lazy_state(p.shape)}
 
     def _rule(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray) -> None:
         g = self._gradient(group, p, g)

@@ -30,7 +30,7 @@ from ._elementwise import (
     hp,
     lerp,
 )
-from .optimizer import ParamGroup
+from .optimizer import ParamGroup, lazy_state
 
 # ln 0.96 as the double nearest to it: PyTorch's momentum schedule raises 0.96 to real powers.
 LN_096 = -0.040821994520255166
@@ -55,7 +55,7 @@ class NAdam(ElementwiseOptimizer):
                               differentiable=differentiable))
 
     def _new_state(self, group: ParamGroup, p: Any) -> "dict[str, np.ndarray]":
-        return {"exp_avg": np.zeros(p.shape, F32), "exp_avg_sq": np.zeros(p.shape, F32),
+        return {"exp_avg": lazy_state(p.shape), "exp_avg_sq": lazy_state(p.shape),
                 "mu_product": np.ones((), F32)}
 
     @staticmethod

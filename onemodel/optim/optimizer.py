@@ -6,7 +6,9 @@ gave it, as PyTorch's do (docs/spec/optimizers.md section 1; a value restored fr
 float32 bits shows as the shortest decimal with those bits). The learning rate is read at every
 step (a schedule sets it), parameters whose `.grad` is None are skipped, `step_count` counts
 completed steps, and the state is float32 (int32 flags), shaped like its parameter, zero at
-creation and listed in a fixed order by `state_tensors()`.
+creation and listed in a fixed order by `state_tensors()`. A parameter's state arrays take memory
+from its first update, or from the first call of state_tensors() (which hands them out to be
+read and written; `lazy_state`: until then, read-only zero-strided views).
 
 Parameter groups are PyTorch's: `params` is an iterable of tensors
 (one group) or of dicts `{"params": [...], "lr": ..., ...}`, each key missing from a dict taking the
@@ -44,6 +46,12 @@ SCHEDULER_KEYS = ("initial_lr", "max_lr", "min_lr", "base_momentum", "max_moment
 # A group's parameter count is saved as a float32 hyper-parameter: exact up to 2^24.
 MAX_GROUP_SIZE = 1 << 24
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def lazy_state(shape: tuple, value: float = 0.0, dtype: Any = np.float32) -> np.ndarray:
+    """A state array of `shape`, every element `value`, that takes no memory until its
+    parameter's first update (Optimizer._allocate_state): a read-only zero-strided view."""
+    return np.broadcast_to(np.full((), value, dtype), shape)
 
 
 def f32(value: float) -> float:
@@ -155,6 +163,9 @@ class Optimizer:
         # float32 values: what a schedule's factors multiply (the bits of section 3).
         self._initial_lrs = [f32(group["lr"]) for group in self.param_groups]
         self._step_count = 0
+        # ZeRO-1 (distributed.OptimizerShards): parameter index -> the [start, end) of its
+        # flat elements this worker updates (absent: none); None: every element.
+        self._pieces: Optional[dict[int, tuple[int, int]]] = None
 
     def _group_dicts(self, params: Iterable[Any]) -> tuple[list[dict], bool]:
         """The groups as dicts, and whether params was a plain list of tensors."""
@@ -271,10 +282,27 @@ class Optimizer:
                 if p.grad is not None]
         nthreads = _config.num_threads()
         for i, p, g in work:
-            self._update(i, self.param_groups[self._group_of[i]], p._data.reshape(-1),
-                         g.reshape(-1), nthreads)
+            start, end = (0, p._data.size) if self._pieces is None else \
+                self._pieces.get(i, (0, 0))
+            if start == end and self._pieces is not None:
+                continue
+            self._allocate_state([i])
+            self._update(i, self.param_groups[self._group_of[i]],
+                         p._data.reshape(-1)[start:end], g.reshape(-1)[start:end], nthreads)
             p._version += 1
         self._step_count += 1
+
+    def _allocate_state(self, indices: Optional[Iterable[int]] = None) -> None:
+        """Real arrays for the lazy state (lazy_state) of these parameters (default: every
+        one this worker steps; state_tensors() hands out writable arrays)."""
+        lists = self._state_lists().values()
+        if indices is None:
+            indices = range(len(self.params)) if self._pieces is None else list(self._pieces)
+        for i in indices:
+            for states in lists:
+                a = states[i]
+                if a is not None and not a.flags.writeable:
+                    states[i] = np.array(a)
 
     def _grad_array(self, i: int, p: Tensor) -> np.ndarray:
         g = p.grad._data if isinstance(p.grad, Tensor) else p.grad
@@ -301,9 +329,9 @@ class Optimizer:
 
     def _state_lists(self) -> "dict[str, list]":
         """kind -> the per-parameter list (None where a parameter has none) behind
-        state_tensors()' `<kind>.<i>` entries: what ZeRO-1 (distributed.OptimizerShards)
-        swaps for placeholders on the workers that do not own parameter i. Empty: not
-        swappable (every worker then keeps the whole state)."""
+        state_tensors()' `<kind>.<i>` entries, updated element by element: what lazy_state
+        allocates, and ZeRO-1 (distributed.OptimizerShards) swaps for this worker's piece or
+        a placeholder. Empty: not swappable (every worker then steps the whole state)."""
         return {}
 
     def _group_hyper(self, group: Mapping[str, Any]) -> "OrderedDict[str, float]":

@@ -22,7 +22,7 @@ import numpy as np
 
 from ._elementwise import BETAS, F32, FLAG, NONNEG, ElementwiseOptimizer, bias_correction, hp, lerp
 from .lr import ipow
-from .optimizer import ParamGroup
+from .optimizer import ParamGroup, lazy_state
 
 
 class RAdam(ElementwiseOptimizer):
@@ -42,7 +42,7 @@ class RAdam(ElementwiseOptimizer):
                               differentiable=differentiable))
 
     def _new_state(self, group: ParamGroup, p: Any) -> "dict[str, np.ndarray]":
-        return {"exp_avg": np.zeros(p.shape, F32), "exp_avg_sq": np.zeros(p.shape, F32)}
+        return {"exp_avg": lazy_state(p.shape), "exp_avg_sq": lazy_state(p.shape)}
 
     def _rule(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray) -> None:
         g = self._gradient(group, p, g)

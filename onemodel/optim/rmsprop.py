@@ -15,7 +15,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from ._elementwise import F32, FLAG, NONNEG, UNIT_CLOSED, ElementwiseOptimizer, hp, lerp
-from .optimizer import ParamGroup
+from .optimizer import ParamGroup, lazy_state
 
 
 class RMSprop(ElementwiseOptimizer):
@@ -34,11 +34,11 @@ class RMSprop(ElementwiseOptimizer):
                               differentiable=differentiable))
 
     def _new_state(self, group: ParamGroup, p: Any) -> "dict[str, np.ndarray]":
-        state = {"square_avg": np.zeros(p.shape, F32)}
+        state = {"square_avg": lazy_state(p.shape)}
         if hp(group, "momentum") > 0.0:
-            state["momentum_buffer"] = np.zeros(p.shape, F32)
+            state["momentum_buffer"] = lazy_state(p.shape)
         if group["centered"]:
-            state["grad_avg"] = np.zeros(p.shape, F32)
+            state["grad_avg"] = lazy_state(p.shape)
         return state
 
     def _rule(self, i: int, group: ParamGroup, p: np.ndarray, g: np.ndarray) -> None:

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Optional
 import numpy as np
 
 from .._kernels import _optim
-from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32
+from .optimizer import GroupSetting, Optimizer, ParamGroup, check_number, f32, lazy_state
 
 
 class SGD(Optimizer):
@@ -54,7 +54,7 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov))
         momentum_of = [f32(self.param_groups[g]["momentum"]) for g in self._group_of]
         self._buffers: list[Optional[np.ndarray]] = [
-            np.zeros(p.shape, np.float32) if mu != 0.0 else None
+            lazy_state(p.shape) if mu != 0.0 else None
             for p, mu in zip(self.params, momentum_of)]
         self._initialized = [np.zeros((), np.int32) if mu != 0.0 else None
                              for mu in momentum_of]
@@ -87,6 +87,7 @@ class SGD(Optimizer):
         flag[...] = 1
 
     def state_tensors(self) -> "OrderedDict[str, np.ndarray]":
+        self._allocate_state()
         state: OrderedDict[str, np.ndarray] = OrderedDict()
         for i, (buf, flag) in enumerate(zip(self._buffers, self._initialized)):
             if buf is not None and flag is not None:

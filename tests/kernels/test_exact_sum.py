@@ -1,4 +1,5 @@
 """The exact gradient sum of distributed.py: against exact rationals, and order-free."""
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -40,9 +41,10 @@ def reduce_split(rows, world, weights=None, prior=None, order=None):
         parts.append(acc)
     total = ExactSum([rows.shape[1]])
     total.exponents = parts[0].exponents
+    total.normalise()  # two limbs, zero
     for p in [parts[k] for k in (order if order is not None else range(world))]:
         total.lo += p.lo
-        total.hi += p.hi
+        total.hi[0] += p.hi[0]
         total.counts += p.counts
     return total.results(1, update_priors=False)[0]
 
@@ -479,3 +481,60 @@ def test_a_single_step_refuses_an_add_that_is_not_final():
     with pytest.raises(RuntimeError, match="adds each parameter once, final"):
         acc.add_one(0, np.ones(4, np.float32), 1, final=False)
     assert acc.counts[0] == 0 and acc._held[0] is None
+
+
+def _integer_sum(rows, weights, grid):
+    """The sum's integer by Python integers: each term v clamped below 2^98 units and split as
+    the kernel splits it, v = f·2^56 + t (f = floor(v / 2^56), t computed in double), t
+    rounded half to even; then added."""
+    limit = 2.0 ** 98 - 2.0 ** 45
+    total = []
+    for e in range(rows.shape[1]):
+        q = 0
+        for r, w in zip(rows, weights):
+            v = max(-limit, min(limit, float(r[e]) * w * 2.0 ** -grid))  # exact in double
+            f = math.floor(v * 2.0 ** -56)
+            q += (f << 56) + round(v - f * 2.0 ** 56)
+        total.append(q)
+    return total
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the clamped elements' warning
+@pytest.mark.parametrize("m, shift", [(12, 0), (12, -12), (12, -50), (130, 0)])
+def test_packed_chunks_and_two_limbs_hold_the_integer_sum(monkeypatch, m, shift):
+    # Small chunks: a parameter goes over to two limbs in the middle of an add (its integers
+    # beyond 2^56 from a prior too low, or clamped), or after 127 micro-batches; every way
+    # holds the integer sum of the terms rounded onto the grid.
+    monkeypatch.setattr(distributed.exact, "_CHUNK", 64)
+    rows = adversarial(m, 300, 5)
+    weights = [3 + i % 5 for i in range(m)]
+    acc = ExactSum([300])
+    acc.exponents = [_prior(rows, weights) + shift]
+    for r, w in zip(rows, weights):
+        acc.add([r], w)
+    assert acc._limbs[0] == (shift != 0 or m > 127)
+    integers = _integer_sum(rows, weights, acc.grid(0))
+    hi = np.array([q >> 56 for q in integers], np.int64)
+    lo = np.array([q & ((1 << 56) - 1) for q in integers], np.int64)
+    want = distributed.to_float32(hi, lo, acc.grid(0), 7)
+    assert acc.results(7, update_priors=False)[0].tobytes() == want.tobytes()
+
+
+def test_the_sum_holds_8_bytes_an_element_and_rounds_in_place():
+    import tracemalloc
+    n = 200_000
+    rows = np.random.default_rng(2).standard_normal((8, n)).astype(np.float32)
+    tracemalloc.start()
+    acc = ExactSum([n // 4, 3 * n // 4])
+    acc.exponents = [5, 5]
+    for r in rows:
+        acc.add([r[:n // 4], r[n // 4:]], 2)
+    means = acc.results(16, reuse=True)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    scratch = 2 * 8 * min(distributed.exact._CHUNK, 3 * n // 4)
+    assert peak <= 8 * n + scratch + 65536, (peak, 8 * n)  # two limbs were 16 bytes, + 4
+    assert all(np.shares_memory(g, acc.lo) for g in means)
+    assert means[1].tobytes() == acc.results(16, reuse=True)[1].tobytes()
+    with pytest.raises(RuntimeError, match="rounded in place"):
+        acc.results(8)
