@@ -14,7 +14,8 @@ from .world import _allreduce, rank, wait, world_size
 
 _BELOW = 54          # the grid is 2^(P - 54)
 _ABOVE = 44          # |n·g| is clamped below 2^(P + 44): 2^98 grid units
-_BUCKET_BYTES = 25 << 20
+_BUCKET_BYTES = 25 << 20  # DDP's bucket_cap_mb, the most a bucket holds
+_MIN_BUCKETS = 4  # a smaller model's gradients in at least this many buckets
 _CHUNK = 1 << 15     # elements a packed add quantises at a time (its scratch stays in cache)
 _MASK = (1 << 56) - 1
 
@@ -85,12 +86,17 @@ class ExactSum:
     `add_one` one parameter's array, as its gradient becomes final during backward), `reduce`
     all-reduces them, `result` rounds the integers to float32. `sizes` are the element counts
     of the parameters in their order; the integers lay them out in reverse order, in buckets
-    of about `bucket_bytes` float32 bytes (default 25 MB; DDP's order and size: the last
-    layers, whose gradients are final first, start their reduction early)."""
+    of about `bucket_bytes` float32 bytes (DDP's order: the last layers, whose gradients are
+    final first, start their reduction while backward goes on). By default a bucket closes
+    once it holds a quarter of the gradients or DDP's 25 MB, the smaller: a model under 100 MB
+    gets up to four buckets (whole parameters: an MLP whose two large matrices are most of it,
+    two), so its reductions overlap backward too, where one 25 MB bucket would wait for the
+    whole backward."""
 
     def __init__(self, sizes: Sequence[int], bucket_bytes: Optional[int] = None) -> None:
-        bucket_bytes = _BUCKET_BYTES if bucket_bytes is None else bucket_bytes
         self.sizes = [int(s) for s in sizes]
+        if bucket_bytes is None:
+            bucket_bytes = min(_BUCKET_BYTES, max(1, 4 * sum(self.sizes) // _MIN_BUCKETS))
         n = len(self.sizes)
         self.offsets = [0] * n
         self.bucket_of = [0] * n

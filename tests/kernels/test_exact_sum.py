@@ -538,3 +538,21 @@ def test_the_sum_holds_8_bytes_an_element_and_rounds_in_place():
     assert means[1].tobytes() == acc.results(16, reuse=True)[1].tobytes()
     with pytest.raises(RuntimeError, match="rounded in place"):
         acc.results(8)
+
+
+def test_buckets_divide_a_small_model_in_four_and_a_large_one_in_25_mb():
+    # Reductions overlap backward only from the second bucket on: a model under 100 MB gets
+    # buckets of a quarter of its gradients (whole parameters, last layers first: four where
+    # the sizes allow), a larger one buckets of at most DDP's 25 MB, a parameter larger than
+    # that one of its own.
+    even = [64 * 64, 64] * 12
+    assert len(ExactSum(even).buckets) == 4
+    mlp = [784 * 1024, 1024, 1024 * 1024, 1024, 10 * 1024, 10]
+    split = ExactSum(mlp)  # two: the last layers (final first in backward), then the first
+    assert split.members == [[2, 3, 4, 5], [0, 1]]
+    assert len(ExactSum(mlp, bucket_bytes=25 << 20).buckets) == 1  # the former default
+    large = [8 << 20] * 20  # 20 parameters of 32 MB: one a bucket
+    assert len(ExactSum(large).buckets) == 20
+    medium = [1 << 20] * 40  # 160 MB in 4 MB parameters: buckets of 28 MB (7 parameters)
+    sizes = [(b - a) * 4 for a, b in ExactSum(medium).buckets]
+    assert max(sizes) == 28 << 20 and sum(sizes) == 160 << 20
