@@ -7,7 +7,6 @@ result into the incoming gradient whenever it may, and says whether it did.
 """
 import numpy as np
 import pytest
-import torch
 
 from onemodel import _grad_buffers, autograd
 from onemodel.functional import _core
@@ -121,6 +120,7 @@ def test_a_gradient_a_function_keeps_is_never_written() -> None:
 
 
 def test_a_kept_grad_sees_the_next_backward_as_in_torch() -> None:
+    torch = pytest.importorskip("torch")
     # torch's AccumulateGrad adds into .grad in place: a reference taken before the second
     # backward is the same tensor, holding the sum.
     t = torch.tensor([1.0, -2.0], requires_grad=True)

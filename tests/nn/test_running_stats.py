@@ -11,8 +11,6 @@ from onemodel import nn
 from onemodel.nn.running_stats import RunningUpdates, running_updates
 from onemodel.tensor import tensor
 
-torch = pytest.importorskip("torch")
-
 CASES = [(nn.BatchNorm1d, (6, 3)), (nn.BatchNorm1d, (4, 3, 5)), (nn.BatchNorm2d, (3, 3, 4, 5))]
 
 
@@ -60,6 +58,7 @@ def test_records_apply_in_global_order_and_a_forward_run_over_replaces_its_own(r
 
 
 def test_torch_values_over_micro_batches(assert_close, rng):
+    torch = pytest.importorskip("torch")
     ours = nn.BatchNorm2d(4, momentum=None)
     ref = torch.nn.BatchNorm2d(4, momentum=None)
     with running_updates(ours) as updates:
