@@ -12,8 +12,10 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import _config, autograd
-from .._kernels import _reduce
+from .._kernels import _direct, _reduce
 from ..tensor import Tensor, _as_array, float32
+
+_direct.bind(Tensor)
 
 threads = _config.num_threads  # the thread count kernels use, read at every call
 

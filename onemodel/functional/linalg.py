@@ -25,7 +25,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _autocast, autograd
-from .._kernels import _gemm
+from .._kernels import _direct, _gemm
 from ..tensor import Tensor
 from . import _core
 
@@ -83,6 +83,10 @@ def _weight_grad(a: np.ndarray, b: np.ndarray, half: int, shape: tuple):
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """input @ other with torch.matmul's rules: 1-D operands gain and lose a dimension, leading
     (batch) dimensions broadcast."""
+    if _autocast._state.dtype is None:  # 2-D float32 operands without a graph: the kernel directly
+        direct = _direct.matmul(input, other, None, False, _core.threads())
+        if direct is not None:
+            return direct
     a = _core.as_tensor(input, "matmul")
     b = _core.as_tensor(_core.dense_of_sparse(other, a, "matmul"), "matmul")
     _core.require_float(a, "matmul", "a")
@@ -172,7 +176,7 @@ def mm(input: Any, mat2: Tensor) -> Tensor:
     """Matrix product of (n, m) and (m, p), as torch.mm (no broadcasting); a sparse COO input
     (onemodel.sparse) multiplies by its nonzeros."""
     if getattr(input, "is_sparse", False):
-        return input.mm(mat2)  # type: ignore[no-any-return]
+        return input.mm(mat2)
     mat2 = _core.dense_of_sparse(mat2, input, "mm")
     sa, sb = _core.as_tensor(input, "mm").shape, _core.as_tensor(mat2, "mm").shape
     if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
@@ -277,6 +281,10 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """input·weightᵀ + bias with weight of shape (out_features, in_features), as
     torch.nn.functional.linear."""
+    if _autocast._state.dtype is None:  # as in matmul
+        direct = _direct.matmul(input, weight, bias, True, _core.threads())
+        if direct is not None:
+            return direct
     x = _core.as_tensor(input, "linear")
     w = _core.as_tensor(weight, "linear")
     b = bias
