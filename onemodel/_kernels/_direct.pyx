@@ -12,8 +12,9 @@ same way), the transcendentals, sums and softmax run the same kernels with the s
 and a product is om_gemm_f32's. C arithmetic sets no numpy error state, so nothing warns:
 inf - inf and overflow give NaN and inf silently, as in PyTorch.
 
-Recording a graph node stays with the op: `binary` and `unary` hand back the bare output array
-when an input requires gradients (the op records it); the others answer None then.
+Recording a graph node stays with the op: `binary`, `unary` (when asked) and `matmul` hand back
+the bare output array when an input requires gradients (the op records it); `reduce` answers
+None then.
 """
 
 cimport numpy as cnp
@@ -99,8 +100,7 @@ cdef inline object _empty_like(object data):
 def binary(int op, a, b):
     """a op b (op: ADD, SUB, MUL or DIV) for two float32 tensors of one shape, or a float32
     tensor and a Python number on either side: a Tensor, or the bare array when a tensor
-    requires gradients (only for two tensors: a number operand answers None then). None
-    when the case does not apply."""
+    requires gradients. None when the case does not apply."""
     cdef float s = 0
     cdef int side  # 0: two tensors; 1: a is the number; 2: b is
     da = _f32_data(a)
@@ -116,8 +116,6 @@ def binary(int op, a, b):
     else:
         return None
     graph = (side != 2 and b._requires_grad) or (side != 1 and a._requires_grad)
-    if graph and side != 0:
-        return None
     like = db if side == 1 else da
     out = _empty_like(like)
     cdef int64_t n = cnp.PyArray_SIZE(<cnp.ndarray>like), i
@@ -228,12 +226,13 @@ def reduce(int op, x, dim, int nthreads):
 
 
 def matmul(a, b, bias, bint trans_b, int nthreads):
-    """a @ op(b) (+ bias, a vector over the columns) for 2-D float32 tensors that require no
-    gradient, by om_gemm_f32 (the general path's product, float32 operands): a Tensor, or None
-    when the case does not apply (an empty product included)."""
+    """a @ op(b) (+ bias, a vector over the columns) for 2-D float32 tensors by om_gemm_f32
+    (the general path's product of float32 operands): a Tensor, or the bare array when a
+    tensor requires gradients; None when the case does not apply (an empty product
+    included)."""
     da = _f32_data(a)
     db = _f32_data(b)
-    if (da is None or db is None or nthreads < 1 or a._requires_grad or b._requires_grad
+    if (da is None or db is None or nthreads < 1
             or cnp.PyArray_NDIM(<cnp.ndarray>da) != 2 or cnp.PyArray_NDIM(<cnp.ndarray>db) != 2):
         return None
     cdef int64_t m = cnp.PyArray_DIM(<cnp.ndarray>da, 0), k = cnp.PyArray_DIM(<cnp.ndarray>da, 1)
@@ -244,7 +243,7 @@ def matmul(a, b, bias, bint trans_b, int nthreads):
     cdef const float *pbias = NULL
     if bias is not None:
         dbias = _f32_data(bias)
-        if (dbias is None or bias._requires_grad or cnp.PyArray_NDIM(<cnp.ndarray>dbias) != 1
+        if (dbias is None or cnp.PyArray_NDIM(<cnp.ndarray>dbias) != 1
                 or cnp.PyArray_DIM(<cnp.ndarray>dbias, 0) != n):
             return None
         pbias = data_of(dbias)
@@ -264,4 +263,6 @@ def matmul(a, b, bias, bint trans_b, int nthreads):
                     c[i * n + j] = c[i * n + j] + pbias[j]
     if status != 0:
         raise MemoryError("matmul: out of memory for the packed operands")
+    if a._requires_grad or b._requires_grad or bias is not None and bias._requires_grad:
+        return out
     return _wrap(out)

@@ -132,8 +132,10 @@ def _arithmetic(op: str, input: Any, other: Any) -> Tensor:
     if out is None:
         a, b = _operands(input, other, op, floating=op == "div")
         out = _numpy_arithmetic(op, a, b)
-    else:  # the direct kernel's bare array: two tensors, one requiring gradients
-        a, b = input, other
+    else:  # the direct kernel's bare array: an operand requires gradients (a number becomes the
+        # 0-d tensor _operands makes of it)
+        a = input if isinstance(input, Tensor) else as_tensor(input, op, other)
+        b = other if isinstance(other, Tensor) else as_tensor(other, op, input)
     return record_op(out, a, b)
 
 

@@ -610,28 +610,6 @@ static int run_jobs(const void *product_plan, int rank, int size) {
 }
 
 /* om_gemm, with op(B) already packed (packed, batch 1) or packed here. */
-/* Products of at most this many multiply-adds skip blocking, packing and the thread team: the
- * chain above, element by element, straight from the operands (the same bits: fmaf is
- * correctly rounded, and carrying the sum through C between K blocks changes none). */
-#define SMALL_FMAS 512
-
-static void small_product(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
-                          om_gemm_operand b, float *c) {
-    for (int64_t p = 0; p < batch; p++) {
-        const float *pa = (const float *)a.p + p * a.batch_stride;
-        const float *pb = (const float *)b.p + p * b.batch_stride;
-        const int64_t ai = a.trans ? 1 : k, ak = a.trans ? m : 1;
-        const int64_t bk = b.trans ? 1 : n, bj = b.trans ? k : 1;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++, c++) {
-                float acc = 0.0f;
-                for (int64_t q = 0; q < k; q++)
-                    acc = fmaf(pa[i * ai + q * ak], pb[q * bk + j * bj], acc);
-                *c = acc;
-            }
-    }
-}
-
 static int product(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
                    om_gemm_operand b, const om_gemm_packed *packed, float *c, int add,
                    int nthreads) {
@@ -641,8 +619,9 @@ static int product(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_opera
         memset(c, 0, (size_t)(batch * m * n) * sizeof(float));
         return 0;
     }
-    if (!packed && !add && a.fmt == OM_F32 && b.fmt == OM_F32 && batch * m * n * k <= SMALL_FMAS) {
-        small_product(batch, m, n, k, a, b, c);
+    if (!packed && !add && a.fmt == OM_F32 && b.fmt == OM_F32
+        && batch * m * n * k <= OM_GEMM_SMALL_FMAS) {
+        om_gemm_small_f32(batch, m, n, k, a, b, c);
         return 0;
     }
     const int bf16 = is_bf16(a.fmt) && is_bf16(b.fmt);
