@@ -12,10 +12,12 @@ same way), the transcendentals, sums and softmax run the same kernels with the s
 and a product is om_gemm_f32's. C arithmetic sets no numpy error state, so nothing warns:
 inf - inf and overflow give NaN and inf silently, as in PyTorch.
 
-Recording a graph node stays with the op: `binary`, `unary` (when asked) and `matmul` hand back
-the bare output array when an input requires gradients (the op records it); `reduce` answers
-None then.
+The graph node stays the op's to make: `binary`, `unary` (when asked) and `matmul` hand back
+the bare output array when an input requires gradients; `reduce` answers None then. `record`,
+which wraps every op's output and links it into the graph (functional/_core.py), is here too.
 """
+
+import numpy as np
 
 cimport numpy as cnp
 from cpython.long cimport PyLong_AsLongLongAndOverflow
@@ -47,24 +49,46 @@ cdef enum:
 ADD, SUB, MUL, DIV = C_ADD, C_SUB, C_MUL, C_DIV
 SUM, SOFTMAX, LOG_SOFTMAX = C_SUM, C_SOFTMAX, C_LOG_SOFTMAX
 
-cdef object _Tensor = None  # onemodel.tensor.Tensor, given by bind()
+# Given by bind() (tensor.py and autograd.py import the kernels first): the Tensor class, the
+# graph's Node class and its grad mode (autograd._state, whose .enabled is is_grad_enabled()).
+cdef object _Tensor = None
+cdef object _Node = None
+cdef object _grad_mode = None
 
 
-def bind(tensor_class) -> None:
-    """Sets the class of the tensors taken and made (tensor.py imports the kernels first)."""
-    global _Tensor
-    _Tensor = tensor_class
+def bind(tensor_class, node_class, grad_mode) -> None:
+    """Sets the classes of the tensors and nodes made, and where the grad mode is read."""
+    global _Tensor, _Node, _grad_mode
+    _Tensor, _Node, _grad_mode = tensor_class, node_class, grad_mode
 
 
-cdef inline object _wrap(object arr):
-    """A Tensor owning arr, requiring no gradient (Tensor._wrap)."""
+cdef inline object _wrap(object arr, bint requires_grad=False):
+    """A Tensor owning arr (Tensor._wrap)."""
     t = _Tensor.__new__(_Tensor)
     t._data = arr
     t._node = None
     t._vc = [0]
     t.grad = None
-    t._requires_grad = False
+    t._requires_grad = requires_grad
     return t
+
+
+def record(str op, out, inputs, backward, saved=()):
+    """Wraps `out` in a Tensor and, when gradients are needed, links it into the graph.
+
+    `backward(g)` returns one gradient per input (None where not needed); `saved` lists the
+    tensors whose values the closure reads, protected against in-place writes.
+    """
+    if not (cnp.PyArray_Check(out) and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out)):
+        out = np.require(out, requirements="C")  # unlike ascontiguousarray, keeps 0-d
+    for t in inputs:
+        if t._requires_grad:
+            if not _grad_mode.enabled:
+                break
+            result = _wrap(out, True)
+            result._node = _Node(op, out.shape, inputs, backward, saved)
+            return result
+    return _wrap(out)
 
 
 cdef inline object _f32_data(object x):
