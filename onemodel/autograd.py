@@ -156,9 +156,9 @@ class Node:
             targets.append(t._node or (t if t._requires_grad else None))
         self.inputs: tuple[Union["Node", "Tensor", None], ...] = tuple(targets)
         self.backward_fn: Optional[BackwardFn] = backward_fn
-        self.saved = tuple(saved)
+        self.saved = saved = tuple(saved)
         # _vc[0] is _version without the property call: this runs for every recorded op.
-        self.saved_versions = tuple([t._vc[0] for t in self.saved])
+        self.saved_versions = tuple([t._vc[0] for t in saved]) if saved else ()
         # register_hook's hooks on the output, and the output whose .grad retain_grad() keeps
         self.hooks: Optional[list[Callable]] = None
         self.retained: Optional[weakref.ref] = None

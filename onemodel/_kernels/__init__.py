@@ -17,7 +17,7 @@ from typing import Optional
 
 ISA_NAMES = ("scalar", "sse2", "avx2", "avx512", "neon")
 _MODULE_NAMES = ("_cpu", "_gemm", "_optim", "_reduce", "_conv", "_vmath", "_ctc", "_rnn", "_sr4",
-                 "_exact", "_crc", "_dropout")
+                 "_exact", "_crc", "_dropout", "_direct")
 
 
 def _load(name: str, library: str) -> ModuleType:

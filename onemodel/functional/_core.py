@@ -7,13 +7,15 @@ maps the output gradient to its inputs' gradients.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
 from .. import _config, autograd
-from .._kernels import _reduce
+from .._kernels import _direct, _reduce
 from ..tensor import Tensor, _as_array, float32
+
+_direct.bind(Tensor, autograd.Node, autograd._state)
 
 threads = _config.num_threads  # the thread count kernels use, read at every call
 
@@ -71,23 +73,11 @@ def broadcast_shape(a: tuple, b: tuple, op: str) -> tuple:
         raise ValueError(f"{op}: shapes {a} and {b} cannot be broadcast together") from None
 
 
-def record(op: str, out: np.ndarray, inputs: Sequence[Tensor],
-           backward: autograd.BackwardFn, saved: Sequence[Tensor] = ()) -> Tensor:
-    """Wraps `out` in a Tensor and, when gradients are needed, links it into the graph.
-
-    `backward(g)` returns one gradient per input (None where not needed); `saved` lists the
-    tensors whose values the closure reads, protected against in-place writes.
-    """
-    if not (isinstance(out, np.ndarray) and out.flags.c_contiguous):
-        out = np.require(out, requirements="C")  # unlike ascontiguousarray, keeps 0-d
-    for t in inputs:
-        if t._requires_grad:
-            if not autograd.is_grad_enabled():
-                break
-            result = Tensor._wrap(out, True)
-            result._node = autograd.Node(op, out.shape, inputs, backward, saved)
-            return result
-    return Tensor._wrap(out)
+# record(op, out, inputs, backward, saved=()) wraps `out` in a Tensor and, when gradients are
+# needed, links it into the graph: backward(g) returns one gradient per input (None where not
+# needed), and `saved` lists the tensors whose values it reads, protected against in-place
+# writes. In Cython: every recorded op calls it.
+record = _direct.record
 
 
 def sum_axis(x: np.ndarray, axis: int, keepdims: bool = False) -> np.ndarray:

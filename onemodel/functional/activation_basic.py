@@ -11,12 +11,12 @@ import numpy as np
 
 from .._grad_buffers import may_overwrite
 from .._ieee import quiet
-from .._kernels import _vmath
+from .._kernels import _direct, _vmath
 from ..autograd import is_grad_enabled
 from ..tensor import Tensor, float32
 from ._core import as_tensor, record, threads
 from .elementwise import _ONE, mul, where
-from .transcendental import _float_input, _transcendental, _vm
+from .transcendental import KERNEL, _float_input, _transcendental, _vm
 
 
 def tanh(input: Tensor) -> Tensor:
@@ -96,6 +96,10 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
     (the mask's passes would cost more time than its memory is worth)."""
     if inplace:
         return in_place("relu", input, relu)
+    # Without a graph, any size by the kernel directly (the backward's choice is moot).
+    direct = _direct.unary(KERNEL["relu"], input, threads(), False)
+    if direct is not None:
+        return direct
     x = as_tensor(input, "relu")
     if x._data.dtype != float32:
         return Tensor._wrap(np.maximum(x._data, 0))

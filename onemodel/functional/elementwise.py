@@ -18,6 +18,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from .._ieee import quiet
+from .._kernels import _direct
 from ..tensor import Tensor, float32
 from ._core import as_tensor, dense_of_sparse, record, sum_to_shape
 from .transcendental import (  # noqa: F401 (the public names are importable from here too)
@@ -77,48 +78,17 @@ def _grads(g_a: Any, g_b: Any, sides: Sides) -> tuple:
             sum_to_shape(g_b(), shape_b) if need_b else None)
 
 
-@quiet
-def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
-    """input + alpha·other (alpha·other rounded first, then the sum)."""
-    if alpha != 1:
-        return add(input, mul(other, alpha))
-    a, b = _operands(input, other, "add")
-    try:
-        out = a._data + b._data
-    except ValueError:
-        raise _broadcast_error("add", a, b) from None
+def _record_add(out: Any, a: Tensor, b: Tensor) -> Tensor:
     sides = _sides(a, b)
     return record("add", out, (a, b), lambda g: _grads(lambda: g, lambda: g, sides))
 
 
-@quiet
-def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
-    """input − alpha·other (alpha·other rounded first, then the difference)."""
-    if alpha != 1:
-        return sub(input, mul(other, alpha))
-    a, b = _operands(input, other, "sub")
-    try:
-        out = a._data - b._data
-    except ValueError:
-        raise _broadcast_error("sub", a, b) from None
+def _record_sub(out: Any, a: Tensor, b: Tensor) -> Tensor:
     sides = _sides(a, b)
     return record("sub", out, (a, b), lambda g: _grads(lambda: g, lambda: -g, sides))
 
 
-@quiet
-def mul(input: Any, other: Any) -> Tensor:
-    """The product input * other, elementwise with broadcasting, as `torch.mul`.
-
-    Parameters
-    ----------
-    input, other : Tensor or number
-        The operands.
-    """
-    a, b = _operands(input, other, "mul")
-    try:
-        out = a._data * b._data
-    except ValueError:
-        raise _broadcast_error("mul", a, b) from None
+def _record_mul(out: Any, a: Tensor, b: Tensor) -> Tensor:
     sides = _sides(a, b)
     # Each side's gradient reads the other's values: keep only those a gradient needs.
     x = a._data if b._requires_grad else None
@@ -128,10 +98,75 @@ def mul(input: Any, other: Any) -> Tensor:
                   read)
 
 
-_ROUNDING_MODES = (None, "trunc", "floor")
+def _record_div(out: Any, a: Tensor, b: Tensor) -> Tensor:
+    sides = _sides(a, b)
+    x, y = (a._data if b._requires_grad else None), b._data
+    return record("div", out, (a, b),
+                  lambda g: _grads(lambda: g / y, lambda: -g * (x / y / y), sides),
+                  (a, b) if x is not None else (b,))
+
+
+# Per op: the direct kernel's code, numpy's ufunc, and the recording of its graph node.
+_ARITHMETIC = {"add": (_direct.ADD, np.add, _record_add),
+               "sub": (_direct.SUB, np.subtract, _record_sub),
+               "mul": (_direct.MUL, np.multiply, _record_mul),
+               "div": (_direct.DIV, np.true_divide, _record_div)}
 
 
 @quiet
+def _numpy_arithmetic(op: str, a: Tensor, b: Tensor) -> Any:
+    try:
+        return _ARITHMETIC[op][1](a._data, b._data)
+    except ValueError:
+        raise _broadcast_error(op, a, b) from None
+
+
+def _arithmetic(op: str, input: Any, other: Any) -> Tensor:
+    """input op other: by the direct kernel when it applies (float32 operands of one shape, or
+    a float32 tensor and a Python number: no numpy call, no error state to set), otherwise by
+    numpy after PyTorch's promotion; the same bits either way."""
+    code, _, record_op = _ARITHMETIC[op]
+    out = _direct.binary(code, input, other)
+    if type(out) is Tensor:
+        return out
+    if out is None:
+        a, b = _operands(input, other, op, floating=op == "div")
+        out = _numpy_arithmetic(op, a, b)
+    else:  # the direct kernel's bare array: an operand requires gradients (a number becomes the
+        # 0-d tensor _operands makes of it)
+        a = input if isinstance(input, Tensor) else as_tensor(input, op, other)
+        b = other if isinstance(other, Tensor) else as_tensor(other, op, input)
+    return record_op(out, a, b)
+
+
+def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    """input + alpha·other (alpha·other rounded first, then the sum)."""
+    if alpha != 1:
+        return add(input, mul(other, alpha))
+    return _arithmetic("add", input, other)
+
+
+def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    """input − alpha·other (alpha·other rounded first, then the difference)."""
+    if alpha != 1:
+        return sub(input, mul(other, alpha))
+    return _arithmetic("sub", input, other)
+
+
+def mul(input: Any, other: Any) -> Tensor:
+    """The product input * other, elementwise with broadcasting, as `torch.mul`.
+
+    Parameters
+    ----------
+    input, other : Tensor or number
+        The operands.
+    """
+    return _arithmetic("mul", input, other)
+
+
+_ROUNDING_MODES = (None, "trunc", "floor")
+
+
 def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tensor:
     """True division (integer operands give float32), or with rounding_mode "trunc" or
     "floor" the quotient rounded toward zero or down, in the operands' promoted dtype, as
@@ -141,18 +176,10 @@ def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tenso
                          f"{rounding_mode!r}")
     if rounding_mode is not None:
         return _rounded_div(input, other, rounding_mode)
-    a, b = _operands(input, other, "div", floating=True)
-    try:
-        out = a._data / b._data
-    except ValueError:
-        raise _broadcast_error("div", a, b) from None
-    sides = _sides(a, b)
-    x, y = (a._data if b._requires_grad else None), b._data
-    return record("div", out, (a, b),
-                  lambda g: _grads(lambda: g / y, lambda: -g * (x / y / y), sides),
-                  (a, b) if x is not None else (b,))
+    return _arithmetic("div", input, other)
 
 
+@quiet
 def _rounded_div(input: Any, other: Any, mode: str) -> Tensor:
     a, b = _operands(input, other, "div")
     x, y = a._data, b._data

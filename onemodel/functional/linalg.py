@@ -25,7 +25,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _autocast, autograd
-from .._kernels import _gemm
+from .._kernels import _direct, _gemm
 from ..tensor import Tensor
 from . import _core
 
@@ -80,9 +80,38 @@ def _weight_grad(a: np.ndarray, b: np.ndarray, half: int, shape: tuple):
     return autograd.AddableGrad(shape, make, add_into)
 
 
+def _folded_backward(sa: tuple, sb: tuple, half: int, a_keep: Optional[np.ndarray],
+                     b_keep: Optional[np.ndarray], grad_a: bool, grad_b: bool) -> Any:
+    """The backward of a product whose a (of shape sa, its batch folded into rows: a_keep, kept
+    for b's gradient) times a 2-D b (sb; b_keep, kept for a's)."""
+    rows, n = _rows(sa[:-1]), sb[-1] if len(sb) == 2 else 1
+
+    def backward(g: np.ndarray):
+        g_rows = g.reshape(rows, n)
+        ga = gb = None
+        if grad_a:
+            assert b_keep is not None  # kept for a's gradient
+            ga = _shaped(_product(g_rows, b_keep, trans_b=True, half=half), sa)
+        if grad_b:
+            assert a_keep is not None
+            gb = _weight_grad(a_keep, g_rows, half, sb)
+        return ga, gb
+    return backward
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """input @ other with torch.matmul's rules: 1-D operands gain and lose a dimension, leading
     (batch) dimensions broadcast."""
+    if _autocast._state.dtype is None:  # 2-D float32 operands: the kernel directly
+        direct = _direct.matmul(input, other, None, False, _core.threads())
+        if type(direct) is Tensor:
+            return direct
+        if direct is not None:  # the bare product of operands of which one requires a gradient
+            grad_a, grad_b = input._requires_grad, other._requires_grad
+            backward = _folded_backward(input._data.shape, other._data.shape, 0,
+                                        input._data if grad_b else None,
+                                        other._data if grad_a else None, grad_a, grad_b)
+            return _core.record("matmul", direct, (input, other), backward, (input, other))
     a = _core.as_tensor(input, "matmul")
     b = _core.as_tensor(_core.dense_of_sparse(other, a, "matmul"), "matmul")
     _core.require_float(a, "matmul", "a")
@@ -113,19 +142,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         b_keep = ops.keep(b, b2, a.requires_grad)
         out = _product(a_rows, b2, half=half, save_a=ops.saves[0], save_b=ops.saves[1])
         ops.packed(out)
-        rows = a_rows.shape[0]
-
-        def backward(g: np.ndarray):
-            g_rows = g.reshape(rows, n)
-            ga = gb = None
-            if grad_a:
-                assert b_keep is not None  # kept for a's gradient
-                ga = _shaped(_product(g_rows, b_keep, trans_b=True, half=half), sa)
-            if grad_b:
-                assert a_keep is not None
-                gb = _weight_grad(a_keep, g_rows, half, sb)
-            return ga, gb
-
+        backward = _folded_backward(sa, sb, half, a_keep, b_keep, grad_a, grad_b)
         if out.shape != out_shape:
             out = out.reshape(out_shape)
         return _core.record("matmul", out, (a, b), backward, ops.protected((a, b)))
@@ -172,7 +189,7 @@ def mm(input: Any, mat2: Tensor) -> Tensor:
     """Matrix product of (n, m) and (m, p), as torch.mm (no broadcasting); a sparse COO input
     (onemodel.sparse) multiplies by its nonzeros."""
     if getattr(input, "is_sparse", False):
-        return input.mm(mat2)  # type: ignore[no-any-return]
+        return input.mm(mat2)
     mat2 = _core.dense_of_sparse(mat2, input, "mm")
     sa, sb = _core.as_tensor(input, "mm").shape, _core.as_tensor(mat2, "mm").shape
     if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
@@ -277,6 +294,19 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """input·weightᵀ + bias with weight of shape (out_features, in_features), as
     torch.nn.functional.linear."""
+    if _autocast._state.dtype is None:  # as in matmul
+        direct = _direct.matmul(input, weight, bias, True, _core.threads())
+        if type(direct) is Tensor:
+            return direct
+        if direct is not None:
+            grad_x, grad_w = input._requires_grad, weight._requires_grad
+            operands = (input, weight) if bias is None else (input, weight, bias)
+            backward = _linear_backward(input._data.shape, weight._data.shape, 0,
+                                        input._data if grad_w else None,
+                                        weight._data if grad_x else None, grad_x, grad_w,
+                                        bias is not None,
+                                        bias is not None and bias._requires_grad)
+            return _core.record("linear", direct, operands, backward, operands)
     x = _core.as_tensor(input, "linear")
     w = _core.as_tensor(weight, "linear")
     b = bias
@@ -313,7 +343,17 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
         _gemm.gemm(x_rows, w_data, out, False, True, _core.threads(),
                    None if b is None else b._data, half, ops.saves[0], ops.saves[1])
     ops.packed(out)
-    out_shape, rows = sx[:-1] + (n_out,), x_rows.shape[0]
+    backward = _linear_backward(sx, sw, half, x_keep, w_keep, grad_x, grad_w, has_bias, grad_b)
+    return _core.record("linear", out.reshape(sx[:-1] + (n_out,)), inputs, backward,
+                        ops.protected(inputs))
+
+
+def _linear_backward(sx: tuple, sw: tuple, half: int, x_keep: Optional[np.ndarray],
+                     w_keep: Optional[np.ndarray], grad_x: bool, grad_w: bool, has_bias: bool,
+                     grad_b: bool) -> Any:
+    """The backward of linear: input of shape sx (x_keep: its rows, kept for the weight's
+    gradient), weight sw (w_keep, kept for the input's)."""
+    rows, n_out = _rows(sx[:-1]), sw[0]
 
     def backward(g: np.ndarray):
         g_rows = g.reshape(rows, n_out)
@@ -327,9 +367,7 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
         if not has_bias:
             return gx, gw
         return gx, gw, (_core.sum_axis(g_rows, 0) if grad_b else None)
-
-    return _core.record("linear", out.reshape(out_shape), inputs, backward,
-                        ops.protected(inputs))
+    return backward
 
 
 def _triangle(op: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:

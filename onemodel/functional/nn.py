@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from .._kernels import _reduce
+from .._kernels import _direct, _reduce
 from ..autograd import no_grad
 from ..tensor import Tensor, float32, int64
 from . import elementwise as E
@@ -29,6 +29,11 @@ def _outer_n_inner(shape: tuple, axis: int) -> tuple:
 
 
 def _softmax(op: str, input: Tensor, dim: int, log: bool, dtype: Any) -> Tensor:
+    if dtype is None:  # a float32 tensor without a graph: the kernel directly
+        direct = _direct.reduce(_direct.LOG_SOFTMAX if log else _direct.SOFTMAX, input, dim,
+                                threads())
+        if direct is not None:
+            return direct
     x = as_tensor(input, op)
     if dtype is not None:
         # PyTorch casts the input to dtype first; float32 is the one float dtype here.

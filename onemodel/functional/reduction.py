@@ -15,9 +15,10 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from .._kernels import _direct
 from ..tensor import Tensor, float32, int32, int64
 from ..tensor import _dtype_arg as dtype_arg
-from ._core import as_tensor, normalize_dim, record, sum_axis
+from ._core import as_tensor, normalize_dim, record, sum_axis, threads
 from .elementwise import maximum, minimum
 
 Dim = Union[None, int, Sequence[int]]
@@ -78,6 +79,10 @@ def _expand(g: np.ndarray, shape: tuple, axes: tuple) -> np.ndarray:
 
 def sum(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
     """Σ over `dim` (an int, a tuple, or None for all); integers and bools sum to int64."""
+    if not keepdim:  # a float32 tensor without a graph over one axis or all: the kernel directly
+        direct = _direct.reduce(_direct.SUM, input, dim, threads())
+        if direct is not None:
+            return direct
     x = as_tensor(input, "sum")
     a = x._data
     shape = a.shape

@@ -10,12 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from .._kernels import _vmath
+from .._kernels import _direct, _vmath
 from ..tensor import Tensor, float32
 from ._core import as_tensor, record, require_float, threads
 
 # Whether a kernel's backward reads the forward output (else the input).
 _SAVES_OUTPUT = {op: _vmath.saves_output(op) for op in _vmath.OPS}
+# Each kernel's number, as _direct.unary takes it.
+KERNEL = {op: i for i, op in enumerate(_vmath.OPS)}
 
 
 def _vm(op: _vmath.Op, x: np.ndarray) -> np.ndarray:
@@ -40,9 +42,16 @@ def _float_input(input: Any, op: str, promote: bool = False) -> Tensor:
 
 
 def _transcendental(op: str, input: Any, kernel: _vmath.Op, promote: bool = False) -> Tensor:
-    """An op of _vmath: forward and backward by the exact kernels."""
-    x = _float_input(input, op, promote)
-    out = _vm(kernel, x._data)
+    """An op of _vmath: forward and backward by the exact kernels (a float32 tensor's forward
+    by _direct.unary, which skips the checks and the array calls)."""
+    out = _direct.unary(KERNEL[kernel], input, threads(), True)
+    if type(out) is Tensor:
+        return out
+    if out is None:
+        x = _float_input(input, op, promote)
+        out = _vm(kernel, x._data)
+    else:  # the bare output of a float32 tensor that requires gradients
+        x = input
     saved = out if _SAVES_OUTPUT[kernel] else x._data
 
     def backward(g: np.ndarray) -> tuple:

@@ -619,6 +619,11 @@ static int product(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_opera
         memset(c, 0, (size_t)(batch * m * n) * sizeof(float));
         return 0;
     }
+    if (!packed && !add && a.fmt == OM_F32 && b.fmt == OM_F32
+        && batch * m * n * k <= OM_GEMM_SMALL_FMAS) {
+        om_gemm_small_f32(batch, m, n, k, a, b, c);
+        return 0;
+    }
     const int bf16 = is_bf16(a.fmt) && is_bf16(b.fmt);
     om_gemm_ukernel dot_set;
     const int dot = bf16 && bf16_dot_kernel(&dot_set);

@@ -128,6 +128,15 @@ typedef struct {
 int om_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
             om_gemm_operand b, float *c, int add, int nthreads);
 
+/* Products of at most OM_GEMM_SMALL_FMAS multiply-adds (float32 operands, no add into c, no
+ * packed b) skip blocking, packing and the thread team: om_gemm_small_f32 runs the chain of
+ * every element straight from the operands, as the scalar micro-kernel does (gemm_scalar.c):
+ * the same bits, since fmaf is correctly rounded and carrying the sum through c between K
+ * blocks changes none. */
+#define OM_GEMM_SMALL_FMAS 512
+void om_gemm_small_f32(int64_t batch, int64_t m, int64_t n, int64_t k, om_gemm_operand a,
+                       om_gemm_operand b, float *c);
+
 /* op(B) packed once for many products with it, on the path (and with the bf16 kernel choice)
  * in force when packing. */
 typedef struct {
