@@ -102,16 +102,24 @@ def main() -> None:
     when = time.monotonic()  # one clock for every process of the host
     if b"bye" in said:
         return
-    cause = _cause(said, _status(pid))
     worded = said.startswith(b"signal ") or b"Fatal Python error" in said
     deaths = marker + ".deaths"
     record = os.path.join(deaths, rank)
     try:
+        # The death is recorded first, the cause read after: reading a zombie's status may
+        # take up to half a second, in which the other watchers must already see this death.
         os.makedirs(deaths, exist_ok=True)
         with open(record + ".tmp", "w") as f:
             f.write(f"{0 if worded else 1} {when!r}")
         os.replace(record + ".tmp", record)
-        time.sleep(GRACE)
+        recorded = True
+    except OSError:
+        recorded = False
+    cause = _cause(said, _status(pid))
+    try:
+        if not recorded:
+            raise OSError
+        time.sleep(max(0.0, when + GRACE - time.monotonic()))
         # A rank that ended the job on purpose made the marker; else the first death speaks.
         speak = not os.path.exists(marker) and _first(deaths, rank)
     except OSError:
