@@ -636,7 +636,7 @@ def test_accumulating_holds_the_sum_in_4_more_bytes_an_element():
     from onemodel import nn
     from onemodel.data import DataLoader
     from onemodel.optim import AdamW
-    from onemodel.train import Trainer
+    from onemodel.train import SingleProcess, Trainer
     g = om.Generator(4)
     x = g.uniform(-1.0, 1.0, (64, 256)).numpy()
     y = (x[:, 0] > 0).astype(np.int64)
@@ -647,8 +647,8 @@ def test_accumulating_holds_the_sum_in_4_more_bytes_an_element():
                               nn.Linear(256, 256, generator=g), nn.ReLU(),
                               nn.Linear(256, 2, generator=g))
         t = Trainer(model, F.cross_entropy, AdamW(model.parameters()),
-                    DataLoader((x, y), 4, seed=1, shuffle=True), micro_batches=m,
-                    progress=False)
+                    DataLoader((x, y), 4, seed=1, shuffle=True),
+                    strategy=SingleProcess(m), callbacks=[])
         t.train_step()
         t.train_step()
         live[m] = tracemalloc.get_traced_memory()[0]

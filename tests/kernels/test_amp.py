@@ -657,7 +657,8 @@ def test_unscale_is_in_place_as_torch_and_finds_nan_and_inf():
     finally:
         tracemalloc.stop()
     ts.unscale_(topt)
-    assert peak < p.grad.numpy().nbytes // 16
+    # (numpy 1.x buffers a scalar operand's casting: 32 KiB; a copy would be 256 KiB)
+    assert peak < p.grad.numpy().nbytes // 4
     assert p.grad is held and theld is tp.grad
     np.testing.assert_array_equal(held.numpy(), theld.numpy())
     for bad in (math.inf, -math.inf, math.nan):
