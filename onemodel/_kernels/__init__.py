@@ -68,6 +68,7 @@ def _library_path() -> str:
 
 
 _library = _library_path()
+_load("_cyutility", _library)  # Cython's utility code (memoryviews): the modules import it
 for _name in _MODULE_NAMES:
     globals()[_name] = _load(_name, _library)
 _cpu = sys.modules[f"{__name__}._cpu"]
