@@ -9,6 +9,8 @@ cdef extern from "exact.h" nogil:
     size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
                         int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad,
                         int fresh, int pack_bits, int64_t *wide, int *hi_skipped)
+    size_t om_exact_add_packed(const float *g, size_t n, double scale, int64_t *lo,
+                               int fresh)
     void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n)
     int64_t om_exact_pack(int64_t *hi, int64_t *lo, size_t n, int bits)
     void om_exact_sum_rows(const float *const *rows, int nrows, const double *scale,
@@ -43,6 +45,20 @@ def add(const float[::1] g, double scale, double limit, int64_t[::1] hi, int64_t
         done = om_exact_add(&g[0], n, scale, limit, &hi[0], &lo[0], c, &clamped, &bad, fresh,
                             pack_bits, &wide, &skipped)
     return done, clamped, bad, wide, bool(skipped)
+
+
+def add_packed(const float[::1] g, double scale, int64_t[::1] lo, bint fresh=False) -> int:
+    """lo += round_half_even(g * scale) as packed integers (`fresh`: lo = it), a block at a
+    time while a block's |g * scale| are finite and below 2^55 (exact.h): returns the elements
+    done, len(g) or the start of the first block that is not."""
+    cdef size_t n = g.shape[0]
+    if lo.shape[0] != <Py_ssize_t>n:
+        raise ValueError("exact.add_packed: the integers must have the gradient's length")
+    if n == 0:
+        return 0
+    with nogil:
+        n = om_exact_add_packed(&g[0], n, scale, &lo[0], fresh)
+    return n
 
 
 def normalise(int64_t[::1] hi, int64_t[::1] lo) -> None:

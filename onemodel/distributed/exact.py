@@ -233,7 +233,8 @@ class ExactSum:
         scratch that stays in cache (csrc/exact.c's fastest pass; the step's first add writes
         lo itself), then added into lo as int64; each inside 2^56, so up to 127 of them sum
         inside int64 (else, or beyond 2^56, the parameter goes over to two limbs, which the
-        kernel adds into directly). Returns (clamped, non-finite)."""
+        kernel adds into directly). Blocks whose integers all lie inside 2^55 are quantised
+        and added in one pass (the same integers). Returns (clamped, non-finite)."""
         scale = weight * 2.0 ** -self.grid(k)  # exact: a power of two times a small integer
         limit = 2.0 ** (_BELOW + _ABOVE) - 2.0 ** 45
         base, size, fresh = self.offsets[k], self.sizes[k], self._fresh[k]
@@ -246,6 +247,12 @@ class ExactSum:
         clamped = bad = 0
         at = 0
         while at < size and not self._limbs[k]:
+            # The common case in one pass: blocks whose integers lie inside 2^55, added into
+            # lo (or written, fresh) as they are quantised; a chunk from the first other block
+            # on takes the general pass below.
+            at += _exact.add_packed(a[at:], scale, self.lo[base + at:base + size], fresh)
+            if at == size:
+                break
             end = min(at + len(self._scratch), size)
             lo = self.lo[base + at:base + end]
             part = lo if fresh else self._scratch[:end - at]  # the first add: in place

@@ -414,6 +414,34 @@ def test_fresh_limbs_packed_directly_are_those_added_then_packed(bits, isa):
             assert hi[:done].tobytes() == want_hi[:done].tobytes()
 
 
+@pytest.mark.parametrize("fresh", [True, False])
+def test_the_fused_packed_add_is_the_general_pass(fresh, isa):
+    # add_packed quantises and adds a block (512 elements) at a time while every |g * scale|
+    # of the block is finite and below 2^55, with the integers of the general pass; it stops
+    # at the start of the first block that is not (here the third of four, by one element
+    # each way: at 2^55, and a NaN), having written nothing of it.
+    from onemodel._kernels import _exact
+    rng = np.random.default_rng(3 + fresh)
+    g = (rng.standard_normal(2000) * 2.0 ** rng.integers(-30, 0, 2000)).astype(np.float32)
+    g[:8] = [0.0, -0.0, 1e-45, -1e-45, 0.75, -0.75, 2.5, -2.5]  # ties, signs, subnormals
+    scale = 2.0 ** 52
+    start = rng.integers(-(1 << 58), 1 << 58, g.size)  # packed integers of earlier adds
+    for edge, done in ((None, 2000), (2.0 ** 3, 1024), (-(2.0 ** 3), 1024), (np.nan, 1024)):
+        r = g.copy()
+        if edge is not None:
+            r[1100] = edge
+        lo = start.copy()
+        assert _exact.add_packed(r, scale, lo, fresh=fresh) == done
+        hi, want = np.zeros(done, np.int64), np.zeros(done, np.int64)
+        _exact.add(r[:done], scale, 2.0 ** 98, hi, want, pack_bits=56)
+        if not fresh:
+            want += start[:done]
+        assert lo[:done].tobytes() == want.tobytes()
+        assert lo[done:].tobytes() == start[done:].tobytes()  # the rest untouched
+    with pytest.raises(ValueError, match="length"):
+        _exact.add_packed(g, scale, np.zeros(g.size - 1, np.int64))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_the_shard_sum_is_the_sum_in_limbs(seed, isa):
     """_exact.sum_rows (a single step's shard sum: packed integers where they fit, the split

@@ -9,6 +9,7 @@
 #define EXACT_DECLARE(p)                                                                      \
     size_t om_exact_add_##p(const float *, size_t, double, double, int64_t *, int64_t *,       \
                             uint8_t *, int64_t *, int64_t *, int, int, int64_t *, int *);      \
+    size_t om_exact_add_packed_##p(const float *, size_t, double, int64_t *, int);             \
     void om_exact_normalise_##p(int64_t *, int64_t *, size_t);                                 \
     int64_t om_exact_pack_##p(int64_t *, int64_t *, size_t, int);                              \
     void om_exact_round_##p(const int64_t *, const int64_t *, size_t, int, int64_t, uint64_t,  \
@@ -22,11 +23,14 @@ EXACT_DECLARE(neon)
 
 typedef size_t (*add_fn)(const float *, size_t, double, double, int64_t *, int64_t *,
                          uint8_t *, int64_t *, int64_t *, int, int, int64_t *, int *);
+typedef size_t (*add_packed_fn)(const float *, size_t, double, int64_t *, int);
 typedef void (*normalise_fn)(int64_t *, int64_t *, size_t);
 typedef int64_t (*pack_fn)(int64_t *, int64_t *, size_t, int);
 typedef void (*round_fn)(const int64_t *, const int64_t *, size_t, int, int64_t, uint64_t,
                          int, float *, uint32_t *);
 static const add_fn add_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_add);
+static const add_packed_fn add_packed_table[OM_ISA_COUNT] =
+    OM_ISA_TABLE_SCALAR_SSE2(om_exact_add_packed);
 static const normalise_fn normalise_table[OM_ISA_COUNT] =
     OM_ISA_TABLE_SCALAR_SSE2(om_exact_normalise);
 static const pack_fn pack_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_pack);
@@ -44,6 +48,10 @@ size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_
                     int pack_bits, int64_t *wide, int *hi_skipped) {
     return add_table[om_isa](g, n, scale, limit, hi, lo, codes, clamped, bad, fresh,
                              pack_bits, wide, hi_skipped);
+}
+
+size_t om_exact_add_packed(const float *g, size_t n, double scale, int64_t *lo, int fresh) {
+    return add_packed_table[om_isa](g, n, scale, lo, fresh);
 }
 
 void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n) {

@@ -26,6 +26,13 @@ size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_
                     int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad, int fresh,
                     int pack_bits, int64_t *wide, int *hi_skipped);
 
+/* The packed integers' pass of om_exact_add, fused with their addition: lo[i] +=
+ * round_half_even(g[i] * scale) (with `fresh`, lo[i] = it), a block of elements at a time,
+ * while a block's |g * scale| are finite and below 2^55; returns the elements done (n, or the
+ * start of the first block that is not). The caller keeps the sums inside int64 (at most 127
+ * such adds of integers inside 2^56). */
+size_t om_exact_add_packed(const float *g, size_t n, double scale, int64_t *lo, int fresh);
+
 /* Carries lo into hi: lo back in [0, 2^56). */
 void om_exact_normalise(int64_t *hi, int64_t *lo, size_t n);
 

@@ -278,6 +278,24 @@ int OMV_FN(om_exact_sum_packed)(const float *const *rows, size_t at, int nrows,
     return 1;
 }
 
+size_t OMV_FN(om_exact_add_packed)(const float *g, size_t n, double scale,
+                                   int64_t *restrict lo, int fresh) {
+    size_t i = 0;
+    while (i < n) {
+        const size_t m = n - i < OM_EXACT_BLOCK ? n - i : OM_EXACT_BLOCK;
+        const float *restrict gb = g + i;
+        int64_t *restrict lb = lo + i;
+        if (add_block_clean(gb, m, scale, 0x1p55, 0x1p55) != 2) break;
+        if (fresh) {
+            for (size_t j = 0; j < m; j++) lb[j] = packed_near((double)gb[j] * scale);
+        } else {
+            for (size_t j = 0; j < m; j++) lb[j] += packed_near((double)gb[j] * scale);
+        }
+        i += m;
+    }
+    return i;
+}
+
 void OMV_FN(om_exact_normalise)(int64_t *restrict hi, int64_t *restrict lo, size_t n) {
     for (size_t i = 0; i < n; i++) {
         hi[i] += lo[i] >> LIMB;
