@@ -346,6 +346,11 @@ static inline OMV OMV_FN(om_erfc_scaled_wide)(OMV axc, OMV sqh, OMV sql, OMV m) 
     return OMD_NARROW(lo, hi);
 }
 
+/* 1 + erf(z) for |z| < OM_ERF_SMALL. */
+static inline OMV OMV_FN(om_gelu_cdf2_mid)(OMV z) {
+    return OMV_ADD(OMV_C(1.0f), OMV_ADD(z, OMV_FN(om_erf_small_tail)(z)));
+}
+
 /* 1 + erf(x / sqrt(2)) = 2 Phi(x) for x >= OM_GELU_NEG; for x below it, m erfc(-x/sqrt(2))
  * (the caller's factor m applied before the final rounding). */
 static inline OMV OMV_FN(om_gelu_cdf2)(OMV x, OMV m) {
@@ -357,8 +362,8 @@ static inline OMV OMV_FN(om_gelu_cdf2)(OMV x, OMV m) {
     OMM neg = OMV_LT(x, OMV_C(OM_GELU_NEG));
     OMV e = OMV_FN(om_erfc_scaled_wide)(OMV_FN(om_abs)(xc), OMV_MUL(OMV_C(0.5f), sqh),
                                         OMV_MUL(OMV_C(0.5f), sql), OMV_SEL(neg, m, OMV_C(1.0f)));
-    OMV mid = OMV_ADD(OMV_C(1.0f), OMV_ADD(z, OMV_FN(om_erf_small_tail)(z)));
-    OMV y = OMV_SEL(OMV_LT(z, OMV_C(OM_ERF_SMALL)), mid, OMV_SUB(OMV_C(2.0f), e));
+    OMV y = OMV_SEL(OMV_LT(z, OMV_C(OM_ERF_SMALL)), OMV_FN(om_gelu_cdf2_mid)(z),
+                    OMV_SUB(OMV_C(2.0f), e));
     return OMV_SEL(neg, e, y);
 }
 
@@ -369,6 +374,10 @@ static inline OMV OMV_FN(om_gelu)(OMV x) {
     OMV c = OMV_FN(om_gelu_cdf2)(x, OMV_MUL(OMV_C(0.5f), xc));
     OMV y = OMV_SEL(OMV_LT(x, OMV_C(OM_GELU_NEG)), c, OMV_MUL(x, OMV_MUL(OMV_C(0.5f), c)));
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
+}
+static inline OMV OMV_FN(om_gelu_small)(OMV x) {
+    OMV c = OMV_FN(om_gelu_cdf2_mid)(OMV_MUL(x, OMV_C(OM_SQRT1_2)));
+    return OMV_MUL(x, OMV_MUL(OMV_C(0.5f), c));
 }
 
 /* ---- gelu (tanh form) ---- */
@@ -526,10 +535,17 @@ static inline OMV OMV_FN(om_erf_grad)(OMV x, OMV g) {
     OMV e = OMV_FN(om_exp)(OMV_XOR(OMV_MUL(x, x), OMV_C(-0.0f)));
     return OMV_MUL(OMV_MUL(OMV_C(OM_2_SQRTPI), e), g);
 }
-static inline OMV OMV_FN(om_gelu_grad)(OMV x, OMV g) {
-    OMV cdf = OMV_MUL(OMV_C(0.5f), OMV_FN(om_gelu_cdf2)(x, OMV_C(1.0f)));
+static inline OMV OMV_FN(om_gelu_grad_of)(OMV x, OMV g, OMV cdf2) {
+    OMV cdf = OMV_MUL(OMV_C(0.5f), cdf2);
     OMV pdf = OMV_MUL(OMV_FN(om_exp)(OMV_MUL(OMV_MUL(x, x), OMV_C(-0.5f))), OMV_C(OM_GELU_BETA));
     return OMV_MUL(g, OMV_ADD(cdf, OMV_MUL(x, pdf)));
+}
+static inline OMV OMV_FN(om_gelu_grad)(OMV x, OMV g) {
+    return OMV_FN(om_gelu_grad_of)(x, g, OMV_FN(om_gelu_cdf2)(x, OMV_C(1.0f)));
+}
+static inline OMV OMV_FN(om_gelu_grad_small)(OMV x, OMV g) {
+    return OMV_FN(om_gelu_grad_of)(x, g,
+                                   OMV_FN(om_gelu_cdf2_mid)(OMV_MUL(x, OMV_C(OM_SQRT1_2))));
 }
 static inline OMV OMV_FN(om_gelu_tanh_grad)(OMV x, OMV g) {
     OMV x_sq = OMV_MUL(x, x);

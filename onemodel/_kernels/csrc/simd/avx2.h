@@ -32,6 +32,7 @@
 #define OMV_MAX(a, b) _mm256_max_ps(a, b)
 #define OMV_F2I(a) _mm256_cvtps_epi32(a)
 #define OMV_NONE(m) (_mm256_movemask_ps(m) == 0)
+#define OMV_MASK_BITS(m) _mm256_movemask_ps(m)
 #define OMV_SEL(m, a, b) _mm256_blendv_ps(b, a, m)
 #define OMV_AND(a, b) _mm256_and_ps(a, b)
 #define OMV_XOR(a, b) _mm256_xor_ps(a, b)

@@ -30,6 +30,7 @@
 #define OMV_MAX(a, b) _mm512_max_ps(a, b)
 #define OMV_F2I(a) _mm512_cvtps_epi32(a)
 #define OMV_NONE(m) ((m) == 0)
+#define OMV_MASK_BITS(m) ((int)(m))
 #define OMV_SEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
 #define OMV_AND(a, b) _mm512_and_ps(a, b)
 #define OMV_XOR(a, b) _mm512_xor_ps(a, b)

@@ -34,6 +34,8 @@
 #define OMV_MAX(a, b) vbslq_f32(vcgtq_f32(a, b), a, b)
 #define OMV_F2I(a) vcvtq_s32_f32(a)
 #define OMV_NONE(m) (vmaxvq_u32(m) == 0)
+#define OMV_MASK_BITS(m) \
+    ((int)vaddvq_u32(vandq_u32(m, (uint32x4_t){1, 2, 4, 8})))
 #define OMV_SEL(m, a, b) vbslq_f32(m, a, b)
 #define OMV_AND(a, b) \
     vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b)))

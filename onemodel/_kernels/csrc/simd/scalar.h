@@ -21,8 +21,8 @@
  *   OMV_SEL(mask, if_true, if_false), OMV_AND, OMV_XOR, OMV_AS_I, OMV_AS_F (bit casts), OMV_I2F
  *   (exact int to float), OMV_F2I (float holding an integer to int), OMI_SET1, OMI_ADD, OMI_SUB,
  *   OMI_AND, OMI_SRL, OMI_SRA, OMI_SLL (shifts by a constant), OMI_SEL, OMI_LT (signed, to a
- *   mask), OMV_NONE(mask) (no lane set), OMD (double vector of half the lanes) with OMD_SET1,
- *   OMD_ADD, OMD_SUB, OMD_MUL, OMD_LO(v) and OMD_HI(v) (the low and high half of a float vector,
+ *   mask), OMV_NONE(mask) (no lane set), OMV_MASK_BITS(mask) (an int, bit i set for lane i),
+ *   OMD (double vector of half the lanes) with OMD_SET1, OMD_ADD, OMD_SUB, OMD_MUL, OMD_LO(v) and OMD_HI(v) (the low and high half of a float vector,
  *   widened), OMD_NARROW(lo, hi) (back to one float vector, rounded to nearest) and
  *   OMD_BITS_SLL52(d) (the bits of each double shifted left by 52).
  */
@@ -57,6 +57,7 @@
 #define OMV_MAX(a, b) om_maxf(a, b)
 #define OMV_F2I(a) ((int32_t)(a))
 #define OMV_NONE(m) (!(m))
+#define OMV_MASK_BITS(m) ((m) != 0)
 #define OMV_SEL(m, a, b) ((m) ? (a) : (b))
 #define OMV_AND(a, b) om_u2f(om_f2u(a) & om_f2u(b))
 #define OMV_XOR(a, b) om_u2f(om_f2u(a) ^ om_f2u(b))

@@ -32,6 +32,7 @@
 #define OMV_MAX(a, b) _mm_max_ps(a, b)
 #define OMV_F2I(a) _mm_cvtps_epi32(a)
 #define OMV_NONE(m) (_mm_movemask_ps(m) == 0)
+#define OMV_MASK_BITS(m) _mm_movemask_ps(m)
 #define OMV_SEL(m, a, b) _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b))
 #define OMV_AND(a, b) _mm_and_ps(a, b)
 #define OMV_XOR(a, b) _mm_xor_ps(a, b)

@@ -27,6 +27,7 @@
 #undef OMV_MAX
 #undef OMV_F2I
 #undef OMV_NONE
+#undef OMV_MASK_BITS
 #undef OMV_SEL
 #undef OMV_AND
 #undef OMV_XOR
