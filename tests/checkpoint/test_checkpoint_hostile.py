@@ -511,6 +511,7 @@ def test_every_truncation_and_every_single_byte_flip_raises_only_checkpoint_erro
             model, opt = make_target()
 
 
+@pytest.mark.slow
 def test_fuzz_harness_smoke():
     """2000 random mutations of the seeds (valid files of four targets and the hostile files)
     through tools/fuzz_checkpoint.py's harness: only CheckpointError, and a rejected input

@@ -373,6 +373,7 @@ SUM = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @needs_mpi
 @pytest.mark.parametrize("world", [2, 3])
 def test_packed_and_wide_sums_give_the_bits_of_one_process(tmp_path, world):
@@ -434,6 +435,7 @@ SINGLE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @needs_mpi
 @pytest.mark.parametrize("world", [2, 3])
 def test_one_micro_batch_a_worker_exchanges_float32_with_the_same_bits(tmp_path, world):

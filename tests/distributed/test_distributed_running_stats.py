@@ -48,6 +48,7 @@ RUN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @needs_mpi
 def test_every_worker_count_gives_one_state_and_one_evaluation(tmp_path):
     pytest.importorskip("mpi4py")

@@ -16,6 +16,7 @@ pytest.importorskip("sklearn")
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
+@pytest.mark.slow
 def test_a_default_run_prints_the_accuracy_the_readme_states(tmp_path, capsys):
     stated = re.search(r"test accuracy \((\d+\.\d)%", README.read_text())
     assert stated, "the README states the main job's test accuracy as 'test accuracy (NN.N%'"

@@ -63,6 +63,7 @@ def test_ctrl_c_names_the_checkpoint_and_the_resume_command(tmp_path, job):
     assert last.endswith(f"continue with: {tool} --resume {shlex.quote(str(folder))}")
 
 
+@pytest.mark.slow
 def test_the_printed_command_continues_the_run(tmp_path):
     code, err, folder = _interrupt_after_first_checkpoint("digits", tmp_path)
     assert code == 130
