@@ -48,10 +48,10 @@
 /* gelu's erfc (in double: most of its cost) is computed only for the elements that need it.
  * A block's others, where x lies in [OM_GELU_NEG, OM_ERF_SMALL sqrt(2)), take om_gelu_small /
  * om_gelu_grad_small, the full functions without the erfc; the rest (gelu_needs_erfc) are
- * gathered first (before anything is stored:
- * in place works), zero-padded to whole vectors, computed by the full function two vectors at
- * a time (their dependency chains overlap) and scattered back. Lanes never mix, so every
- * element has the bits of the full function wherever it sits. */
+ * gathered first (before anything is stored: in place works), zero-padded to whole pairs of
+ * vectors, computed by the full function two vectors at a time (their dependency chains
+ * overlap) and scattered back. Lanes never mix, so every element has the bits of the full
+ * function wherever it sits. */
 #define OML_GELU_BLOCK 256
 
 /* Where gelu needs the erfc: x below OM_GELU_NEG or NaN, or x / sqrt(2) at least OM_ERF_SMALL
