@@ -17,6 +17,8 @@ Run:  mpiexec -n 2 python bench/distributed.py onemodel [--steps N] [--shard (Ze
       python bench/distributed.py torch [--steps N]      (spawns 2 gloo processes)
       python bench/distributed.py compute [--processes 2 (as many at once as W = 2 runs)]
       python bench/distributed.py memory
+      python bench/distributed.py accumulate [--micro-batches M]   (one process: the Trainer's
+          exact sum against plain .grad loops, onemodel's and torch's, per micro-batch)
 each with [--model mlp|transformer].
 """
 from __future__ import annotations
@@ -184,6 +186,40 @@ def run_memory() -> None:
               f"{peak / 2 ** 20:.1f} MiB during a step")
 
 
+def run_accumulate(micro_batches: int) -> None:
+    """Time per micro-batch of one process's Trainer step accumulating `micro_batches` of 32
+    into the exact sum, against plain loops of as many backward passes into `.grad` and one
+    AdamW step, onemodel's and torch's (best of turns: _timing.best_seconds)."""
+    import torch
+    from _timing import best_seconds
+
+    import onemodel as om
+    import onemodel.functional as F
+    from onemodel import nn
+    from onemodel.optim import AdamW
+    micro = 32
+    torch.set_num_threads(1)
+    trainer = onemodel_trainer(micro_batches, micro)
+    x, y = data()
+    ours, theirs = build(nn), build(torch.nn)
+    opt, topt = AdamW(ours.parameters(), lr=1e-3), torch.optim.AdamW(theirs.parameters())
+    xo, yo, xt, yt = om.tensor(x), om.tensor(y), torch.from_numpy(x), torch.from_numpy(y)
+
+    def plain(model, optimizer, xs, ys, loss) -> None:
+        for i in range(micro_batches):
+            lo = i * micro % (len(xs) - micro)
+            loss(model(xs[lo:lo + micro]), ys[lo:lo + micro]).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    a, b, c = best_seconds([trainer.train_step,
+                            lambda: plain(ours, opt, xo, yo, F.cross_entropy),
+                            lambda: plain(theirs, topt, xt, yt, torch.nn.functional.cross_entropy)],
+                           5.0)
+    print(f"{MODEL} accumulating {micro_batches} micro-batches of {micro}, ms a micro-batch: "
+          f"Trainer {a / micro_batches * 1e3:.2f}, onemodel loop {b / micro_batches * 1e3:.2f} "
+          f"(Trainer/loop {a / b:.2f}), torch loop {c / micro_batches * 1e3:.2f}")
+
+
 def _torch_worker(rank: int, world: int, steps: int, out) -> None:
     import torch
     import torch.distributed as dist
@@ -226,7 +262,7 @@ def run_torch(steps: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["onemodel", "torch", "compute", "memory"])
+    parser.add_argument("what", choices=["onemodel", "torch", "compute", "memory", "accumulate"])
     parser.add_argument("--model", choices=sorted(BATCHES), default="mlp")
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--shard", action="store_true", help="onemodel: ZeRO-1")
@@ -235,6 +271,8 @@ if __name__ == "__main__":
                         "before the reduction, left out of the sync share)")
     parser.add_argument("--processes", type=int, default=1,
                         help="compute: that many processes at once (2: as the W = 2 run)")
+    parser.add_argument("--micro-batches", type=int, default=8,
+                        help="accumulate: micro-batches a step")
     parser.add_argument("--bucket-bytes", type=int, default=0,
                         help="onemodel: the buckets' size (default 25 MB: one bucket here)")
     args = parser.parse_args()
@@ -244,4 +282,5 @@ if __name__ == "__main__":
                                              args.split_wait),
      "torch": lambda: run_torch(args.steps),
      "compute": lambda: run_compute(args.steps, args.processes),
-     "memory": run_memory}[args.what]()
+     "memory": run_memory,
+     "accumulate": lambda: run_accumulate(args.micro_batches)}[args.what]()
