@@ -414,19 +414,24 @@ def test_fresh_limbs_packed_directly_are_those_added_then_packed(bits, isa):
             assert hi[:done].tobytes() == want_hi[:done].tobytes()
 
 
+@pytest.mark.parametrize("scale", [1.0, 2.0 ** 20, 2.0 ** 52])
 @pytest.mark.parametrize("fresh", [True, False])
-def test_the_fused_packed_add_is_the_general_pass(fresh, isa):
+def test_the_fused_packed_add_is_the_general_pass(fresh, scale, isa):
     # add_packed quantises and adds a block (512 elements) at a time while every |g * scale|
     # of the block is finite and below 2^55, with the integers of the general pass; it stops
     # at the start of the first block that is not (here the third of four, by one element
-    # each way: at 2^55, and a NaN), having written nothing of it.
+    # each way: at 2^55, and a NaN), having written nothing of it. The scales give values with
+    # fractions and ties (a negative one rounds as fl(v + 2^56) does: to a multiple of 8 near
+    # 2^52), and values beyond 2^52, integers already.
     from onemodel._kernels import _exact
     rng = np.random.default_rng(3 + fresh)
-    g = (rng.standard_normal(2000) * 2.0 ** rng.integers(-30, 0, 2000)).astype(np.float32)
+    g = rng.standard_normal(2000) * 2.0 ** rng.integers(-30, 3, 2000)
+    g = (g * min(1.0, 2.0 ** 54 / scale / np.abs(g).max())).astype(np.float32)  # below 2^54
     g[:8] = [0.0, -0.0, 1e-45, -1e-45, 0.75, -0.75, 2.5, -2.5]  # ties, signs, subnormals
-    scale = 2.0 ** 52
+    g[8:16] = np.array([0.5, -0.5, 1.5, -1.5, 4.0, -4.0, 12.0, -12.0]) / scale  # ties of v
     start = rng.integers(-(1 << 58), 1 << 58, g.size)  # packed integers of earlier adds
-    for edge, done in ((None, 2000), (2.0 ** 3, 1024), (-(2.0 ** 3), 1024), (np.nan, 1024)):
+    edge = np.float32(2.0 ** 55 / scale)
+    for edge, done in ((None, 2000), (edge, 1024), (-edge, 1024), (np.nan, 1024)):
         r = g.copy()
         if edge is not None:
             r[1100] = edge
