@@ -449,13 +449,12 @@ def test_the_fused_packed_add_is_the_general_pass(fresh, scale, isa):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_shard_sum_is_the_sum_in_limbs(seed, isa):
-    """_exact.sum_rows (a single step's shard sum: packed integers where they fit, the split
-    in fewer operations within 2^56 grid units) gives the bits of adding the rows into the limbs
+    """_exact.sum_rows (a single step's shard sum: in double where the integers fit in 64
+    bits) gives the bits of adding the rows into the limbs
     and rounding, on random rows with grid ties, values about 2^52 and 2^56 grid units, small
     negative values (the split's own rounding there), non-finite elements and clamping; and the
     numpy reference's bits (the limbs' passes run on the same path as the shard sum, so a
     rounding step wrong in both would agree with itself)."""
-    from onemodel._kernels import _exact
     rng = np.random.default_rng(seed)
     for trial in range(15):
         rows_n, n = int(rng.integers(1, 5)), int(rng.integers(1, 1400))
@@ -470,24 +469,61 @@ def test_the_shard_sum_is_the_sum_in_limbs(seed, isa):
             rows[-1, n // 2] = [np.inf, -np.inf, np.nan, np.float32(2.0 ** (e + 50))][trial % 4]
         weights = [int(w) for w in rng.integers(1, 300, rows_n)]
         count = int(rng.integers(1, 1000))
-        limbs = ExactSum([n])
-        limbs.exponents = [e]
-        for row, w in zip(rows, weights):
-            limbs.add([row], w)
-        with np.errstate(invalid="ignore"):
-            want = limbs.result(0, count)
-        scale = np.array([w * 2.0 ** -(e - 54) for w in weights])
-        rh, rl, codes = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.uint8)
-        for row, s in zip(rows, scale):
-            ref_quantise(row, s, rh, rl, codes)
-        reference = ref_to_float32(rh, rl, e - 54, count)
-        reference[codes == 1], reference[codes == 2] = np.inf, -np.inf
-        reference[(codes & 4 != 0) | (codes == 3)] = np.nan
-        assert want.tobytes() == reference.tobytes(), (seed, trial)
-        out = np.empty(n, np.float32)
-        apart = [row.copy() for row in rows]  # rows anywhere in memory, as received or held
-        _exact.sum_rows(apart, scale, 2.0 ** 98 - 2.0 ** 45, e - 54, count, out)
-        assert out.tobytes() == want.tobytes(), (seed, trial)
+        assert_shard_sum_is_the_reference(rows, weights, e, count)
+
+
+def assert_shard_sum_is_the_reference(rows, weights, e, count):
+    """_exact.sum_rows of the rows (grid 2^(e - 54)) against adding them into the limbs and
+    rounding, and against the numpy reference."""
+    from onemodel._kernels import _exact
+    n = rows.shape[1]
+    limbs = ExactSum([n])
+    limbs.exponents = [e]
+    for row, w in zip(rows, weights):
+        limbs.add([row], w)
+    with np.errstate(invalid="ignore"):
+        want = limbs.result(0, count)
+    scale = np.array([w * 2.0 ** -(e - 54) for w in weights])
+    rh, rl, codes = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.uint8)
+    for row, s in zip(rows, scale):
+        ref_quantise(row, s, rh, rl, codes)
+    reference = ref_to_float32(rh, rl, e - 54, count)
+    reference[codes == 1], reference[codes == 2] = np.inf, -np.inf
+    reference[(codes & 4 != 0) | (codes == 3)] = np.nan
+    assert want.tobytes() == reference.tobytes()
+    out = np.empty(n, np.float32)
+    apart = [row.copy() for row in rows]  # rows anywhere in memory, as received or held
+    _exact.sum_rows(apart, scale, 2.0 ** 98 - 2.0 ** 45, e - 54, count, out)
+    assert out.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("count", [1, 2, 256, 3, 255, 1000])
+def test_the_shard_sum_in_double_is_exact_at_its_edges(count, isa):
+    """Blocks inside an int64 are summed in double (a two-sum's rounded sum and its error):
+    a sum that double rounds onto a float32 midpoint while its error moves it off, sums
+    between 2^60 and 2^62 grid units, negative values rounded as the split rounds them
+    (fl(v + 2^56)), ties, results in float32's subnormal range, and cancelling rows, each in
+    a block of its own of up to 4 rows, as the limbs give them."""
+    units = [
+        [2.0 ** 55, 2.0 ** 31, 1.0],  # fl(X) a float32 midpoint, X one above it
+        [2.0 ** 55, 2.0 ** 31, -1.0],  # and one below
+        [2.0 ** 55 + 2.0 ** 32, -(2.0 ** 31), 3.0, -2.0],
+        [2.0 ** 60, 2.0 ** 59 + 2.0 ** 40],  # above 2^60
+        [-(2.0 ** 60), -(2.0 ** 58), 2.0 ** 33],
+        [-5.0, -0.375, 2.5, -3.5],  # the split's rounding of negative values, ties
+        [2.0 ** 56, -(2.0 ** 56), -(2.0 ** 56) + 2.0 ** 33, 0.5],
+        [1.5, 0.5],
+    ]
+    rng = np.random.default_rng(count)
+    for e in (40, 0, -60, -92):  # -92: the noise's results in float32's subnormal range
+        for values in units:
+            rows = np.zeros((len(values), 512), np.float32)
+            for w, v in enumerate(values):  # each row's value then small noise, all exact
+                rows[w, 0] = np.float32(v * 2.0 ** (e - 54))
+                noise = rng.integers(-2 ** 20, 2 ** 20, 511) * 2.0 ** (e - 54 - 3)
+                rows[w, 1:] = noise.astype(np.float32)
+            assert all(float(rows[w, 0]) == v * 2.0 ** (e - 54) for w, v in enumerate(values))
+            assert_shard_sum_is_the_reference(rows, [1] * len(values), e, count)
 
 
 def test_the_shard_sum_refuses_rows_that_do_not_match():

@@ -14,8 +14,8 @@
     int64_t om_exact_pack_##p(int64_t *, int64_t *, size_t, int);                              \
     void om_exact_round_##p(const int64_t *, const int64_t *, size_t, int, int64_t, uint64_t,  \
                             int, float *, uint32_t *);                                         \
-    int om_exact_sum_packed_##p(const float *const *, size_t, int, const double *, double,     \
-                                size_t, int64_t *);
+    int om_exact_sum_rounded_##p(const float *const *, size_t, int, const double *, double,    \
+                                 size_t, int, int64_t, uint64_t, int, float *, uint32_t *);
 EXACT_DECLARE(scalar)
 EXACT_DECLARE(avx2)
 EXACT_DECLARE(avx512)
@@ -35,13 +35,14 @@ static const normalise_fn normalise_table[OM_ISA_COUNT] =
     OM_ISA_TABLE_SCALAR_SSE2(om_exact_normalise);
 static const pack_fn pack_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_pack);
 static const round_fn round_table[OM_ISA_COUNT] = OM_ISA_TABLE_SCALAR_SSE2(om_exact_round);
-/* sum[i] = the sum over the rows w of the integers of rows[w][at + i] * scale[w] (as
- * om_exact_add quantises them), i < n, returning 1, when every such |value| is at most
- * `packable` (2^62 / 2^ceil(log2 nrows), so the sum fits); 0 otherwise, sum then undefined. */
-typedef int (*sum_packed_fn)(const float *const *, size_t, int, const double *, double,
-                             size_t, int64_t *);
-static const sum_packed_fn sum_packed_table[OM_ISA_COUNT] =
-    OM_ISA_TABLE_SCALAR_SSE2(om_exact_sum_packed);
+/* out[i] = the rounded sum over the rows w of the integers of rows[w][at + i] * scale[w] (as
+ * om_exact_add quantises them), i < n <= OM_EXACT_BLOCK, and *top their largest finite bits,
+ * returning 1, when every such |value| is at most `packable` (2^62 / 2^ceil(log2 nrows), so the
+ * sum fits in an int64); 0 otherwise, nothing written. */
+typedef int (*sum_rounded_fn)(const float *const *, size_t, int, const double *, double,
+                              size_t, int, int64_t, uint64_t, int, float *, uint32_t *);
+static const sum_rounded_fn sum_rounded_table[OM_ISA_COUNT] =
+    OM_ISA_TABLE_SCALAR_SSE2(om_exact_sum_rounded);
 
 size_t om_exact_add(const float *g, size_t n, double scale, double limit, int64_t *hi,
                     int64_t *lo, uint8_t *codes, int64_t *clamped, int64_t *bad, int fresh,
@@ -67,9 +68,6 @@ void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid, in
     round_table[om_isa](hi, lo, n, grid, count, magic, l, out, top);
 }
 
-/* Elements per block of om_exact_sum_rows: its limbs and codes (8.5 KiB) stay in L1. */
-#define ROWS_BLOCK 512
-
 /* The codes of a block applied to its results; returns their largest finite bits. */
 static uint32_t apply_codes(const uint8_t *codes, float *out, size_t n) {
     const uint32_t pos_inf = 0x7f800000u, neg_inf = 0xff800000u, nan = 0x7fc00000u;
@@ -88,17 +86,16 @@ static uint32_t apply_codes(const uint8_t *codes, float *out, size_t n) {
 void om_exact_sum_rows(const float *const *rows, int nrows, const double *scale,
                        double limit, size_t n, int grid, int64_t count, uint64_t magic, int l,
                        float *out, uint32_t *top, int64_t *clamped) {
-    int64_t hi[ROWS_BLOCK], lo[ROWS_BLOCK];
-    uint8_t codes[ROWS_BLOCK];
+    int64_t hi[OM_EXACT_BLOCK], lo[OM_EXACT_BLOCK];
+    uint8_t codes[OM_EXACT_BLOCK];
     int log2_rows = 0;   /* ceil(log2 nrows): each row's integers inside 2^(62 - it) fit */
     while (((int64_t)1 << log2_rows) < nrows) log2_rows++;
     const double packable = (double)((int64_t)1 << (62 - log2_rows));
-    for (size_t i = 0; i < n; i += ROWS_BLOCK) {
-        const size_t len = n - i < ROWS_BLOCK ? n - i : ROWS_BLOCK;
+    for (size_t i = 0; i < n; i += OM_EXACT_BLOCK) {
+        const size_t len = n - i < OM_EXACT_BLOCK ? n - i : OM_EXACT_BLOCK;
         uint32_t t = 0;
-        if (sum_packed_table[om_isa](rows, i, nrows, scale, packable, len, lo)) {
-            round_table[om_isa](NULL, lo, len, grid, count, magic, l, out + i, &t);
-        } else {
+        if (!sum_rounded_table[om_isa](rows, i, nrows, scale, packable, len, grid, count, magic,
+                                       l, out + i, &t)) {
             int64_t bad = 0, wide = 0;
             int skipped = 0;
             memset(codes, 0, len);

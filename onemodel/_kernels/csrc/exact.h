@@ -13,6 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Elements per block of the passes: a block's limbs, codes or sums stay in L1. */
+#define OM_EXACT_BLOCK 512
+
 /* Adds round_half_even(g[i] * scale) for i < n into (hi[i], lo[i]), clamping |g * scale| to
  * `limit` (counted in *clamped), leaving lo in [0, 2^56) with the carry in hi; with `fresh`
  * the limbs are written as if they were zero (not read); with pack_bits (56 .. 63; 0: no) the
@@ -58,8 +61,9 @@ void om_exact_round(const int64_t *hi, const int64_t *lo, size_t n, int grid, in
  * each row in turn by om_exact_add into fresh limbs (clamped counted in *clamped) and
  * om_exact_round would give, and non-finite elements then made +inf (code 1), -inf (2) or NaN
  * (4, or +inf and -inf) as the distributed module's result does. Blocks whose integers all
- * fit are summed as packed integers, the others in limbs; either lives in one block on the
- * stack, so memory is read once and written once. *top is folded the largest bits of a finite
+ * fit in an int64 are summed in double, exactly (a two-sum's rounded sum and its error), the
+ * others in limbs; either lives in one block on the stack, so memory is read once and
+ * written once. *top is folded the largest bits of a finite
  * |out[i]|. nrows in [1, 127]. */
 void om_exact_sum_rows(const float *const *rows, int nrows, const double *scale,
                        double limit, size_t n, int grid, int64_t count, uint64_t magic, int l,

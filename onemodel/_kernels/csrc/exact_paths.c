@@ -27,7 +27,6 @@
 
 #define LIMB 56
 #define MASK ((UINT64_C(1) << LIMB) - 1)
-#define OM_EXACT_BLOCK 512
 
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
@@ -255,29 +254,6 @@ static inline int64_t packed_near(double v) {
            - (int64_t)((UINT64_C(1) << LIMB) & negative);
 }
 
-int OMV_FN(om_exact_sum_packed)(const float *const *rows, size_t at, int nrows,
-                                const double *scale, double packable, size_t n,
-                                int64_t *restrict sum) {
-    for (int w = 0; w < nrows; w++) {
-        const float *restrict g = rows[w] + at;
-        const double s = scale[w];
-        /* 0: beyond `packable` (or not finite); 2: every |v| also below 2^56 */
-        const int clean = add_block_clean(g, n, s, packable, 0x1p56);
-        if (!clean) return 0;
-        const int near = clean == 2;
-        if (w == 0 && near) {
-            for (size_t i = 0; i < n; i++) sum[i] = packed_near((double)g[i] * s);
-        } else if (w == 0) {
-            for (size_t i = 0; i < n; i++) sum[i] = packed_one((double)g[i] * s);
-        } else if (near) {
-            for (size_t i = 0; i < n; i++) sum[i] += packed_near((double)g[i] * s);
-        } else {
-            for (size_t i = 0; i < n; i++) sum[i] += packed_one((double)g[i] * s);
-        }
-    }
-    return 1;
-}
-
 size_t OMV_FN(om_exact_add_packed)(const float *g, size_t n, double scale,
                                    int64_t *restrict lo, int fresh) {
     size_t i = 0;
@@ -389,6 +365,21 @@ static inline float round_element(int64_t h, uint64_t lw, int grid, const diviso
     return (float)from_bits(bits_of(scaled(z, e)) ^ (uint64_t)neg << 63);
 }
 
+/* float32 of X / count * 2^grid from x = X rounded to double (cd = count, g2 = 2^grid):
+ * r = x / cd * g2 is within 3 units of its last place of the exact quotient (X converted,
+ * divided: two roundings; the scaling is exact), so it rounds to float32 as the quotient
+ * would unless it lies within 4 units of a float32 midpoint, or is a nonzero below float32's
+ * normal range: then *again is 1, and the caller redoes the element by round_element. */
+static inline float quotient(double x, double cd, double g2, int *again) {
+    const double r = x / cd * g2;
+    const uint64_t b = bits_of(r);
+    /* signed comparisons: they vectorise (AVX2 compares int64 only signed) */
+    const int64_t below = (int64_t)(b & 0x1fffffffu) - 0x0ffffffc;  /* midpoint 0x10000000 */
+    const int64_t mag = (int64_t)(b & ~(UINT64_C(1) << 63));
+    *again = ((below >= 0) & (below <= 8)) | ((mag > 0) & (mag <= INT64_C(0x380fffffffffffff)));
+    return (float)r;
+}
+
 void OMV_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int grid,
                             int64_t count, uint64_t magic, int l, float *out,
                             uint32_t *top) {
@@ -420,25 +411,16 @@ void OMV_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int 
             } else {
                 for (size_t j = 0; j < m; j++) ob[j] = (float)((double)(float)lb[j] * unit);
             }
-        } else if (fits) {
-            /* r = X / count * 2^grid in double is within 3 units of its last place of the
-             * exact quotient (X converted, divided: two roundings; the scaling is exact), so
-             * it rounds to float32 as the quotient would unless it lies within 4 units of a
-             * float32 midpoint, or is a nonzero below float32's normal range: those few
-             * elements take round_element. */
+        } else if (fits) {  /* the quotient in double; the few it cannot decide exactly */
             uint16_t redo[OM_EXACT_BLOCK];
             size_t nredo = 0;
             for (size_t j = 0; j < m; j++) {
                 int64_t x = hi ? (int64_t)(((uint64_t)hi[i + j] << LIMB) + (uint64_t)lb[j])
                                : lb[j];
-                double r = (double)x / cd * g2;
-                uint64_t b = bits_of(r);
-                uint64_t below = (b & 0x1fffffffu) - 0x0ffffffcu;  /* midpoint 0x10000000 */
-                uint64_t mag = b & ~(UINT64_C(1) << 63);
-                int again = below <= 8 || (mag - 1 < UINT64_C(0x380fffffffffffff));
+                int again;
+                ob[j] = quotient((double)x, cd, g2, &again);
                 redo[nredo] = (uint16_t)j;
                 nredo += (size_t)again;
-                ob[j] = (float)r;
             }
             for (size_t k = 0; k < nredo; k++) {
                 size_t j = redo[k];
@@ -454,6 +436,85 @@ void OMV_FN(om_exact_round)(const int64_t *hi, const int64_t *lo, size_t n, int 
         i += m;
     }
     *top = largest;
+}
+
+/* The integer packed_one gives for |v| <= 2^62, as a double: below 2^52, v + 2^52 rounds v
+ * (half to even, its unit there being 1); a negative v above -2^56 takes the split's rounding
+ * fl(v + 2^56), whose difference with 2^56 is exact; elsewhere v is an integer already. */
+static inline double quantised(double v) {
+    const uint64_t negative = mask_if(v < 0), split = mask_if(v > -0x1p56),
+                   small = mask_if(v < 0x1p52);
+    const double c = from_bits((bits_of(0x1p56) & negative & split) |
+                               (bits_of(0x1p52) & ~negative & small));
+    return (v + c) - c;
+}
+
+/* True when x, of float32's normal range, lies on a midpoint between two float32 values. */
+static inline int float32_midpoint(double x) {
+    return (bits_of(x) & 0x1fffffffu) == 0x10000000u;
+}
+
+int OMV_FN(om_exact_sum_rounded)(const float *const *rows, size_t at, int nrows,
+                                 const double *scale, double packable, size_t n, int grid,
+                                 int64_t count, uint64_t magic, int l, float *restrict out,
+                                 uint32_t *top) {
+    for (int w = 0; w < nrows; w++)
+        if (!add_block_clean(rows[w] + at, n, scale[w], packable, packable)) return 0;
+    /* X = s + e exactly: each row's integer added to s by Knuth's two-sum, its error to e
+     * (integers below 2^9 each: exact), then s + e by two-sum again, so s = fl(X). */
+    double s[OM_EXACT_BLOCK], e[OM_EXACT_BLOCK];
+    const float *restrict g0 = rows[0] + at;
+    for (size_t i = 0; i < n; i++) {
+        s[i] = quantised((double)g0[i] * scale[0]);
+        e[i] = 0.0;
+    }
+    for (int w = 1; w < nrows; w++) {
+        const float *restrict g = rows[w] + at;
+        const double sw = scale[w];
+        for (size_t i = 0; i < n; i++) {
+            const double r = quantised((double)g[i] * sw), t = s[i] + r, z = t - s[i];
+            e[i] += (s[i] - (t - z)) + (r - z);
+            s[i] = t;
+        }
+    }
+    if (nrows > 2) {
+        for (size_t i = 0; i < n; i++) {
+            const double t = s[i] + e[i], z = t - s[i];
+            e[i] = (s[i] - (t - z)) + (e[i] - z);
+            s[i] = t;
+        }
+    }
+    /* Rounded as om_exact_round rounds the packed X: for count = 2^l, float32(X) is
+     * float32(s) unless s is a float32 midpoint and e moves X off it; otherwise the quotient
+     * from s. The elements these cannot decide take round_element. */
+    const divisor d = {count, magic, (uint64_t)count << 26, l,
+                       bit_length((uint64_t)count), 61 + l};
+    const double unit = power_of_two(grid - l), cd = (double)count, g2 = power_of_two(grid);
+    const int pow2 = (count & (count - 1)) == 0;
+    uint64_t any = 0;  /* some element to redo: found by a loop that vectorises, then sought */
+    if (pow2) {
+        for (size_t i = 0; i < n; i++) {
+            out[i] = (float)((double)(float)s[i] * unit);
+            any |= mask_if((e[i] != 0.0) & float32_midpoint(s[i]));
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            int again;
+            out[i] = quotient(s[i], cd, g2, &again);
+            any |= mask_if(again);
+        }
+    }
+    for (size_t i = 0; any && i < n; i++) {
+        int again;
+        if (pow2) again = (e[i] != 0.0) & float32_midpoint(s[i]);
+        else quotient(s[i], cd, g2, &again);
+        if (again) {
+            const int64_t x = (int64_t)s[i] + (int64_t)e[i];
+            out[i] = round_element(x >> LIMB, (uint64_t)x & MASK, grid, &d);
+        }
+    }
+    *top = top_bits(out, n, 0);
+    return 1;
 }
 
 OM_PATH_PROBE(exact, OM_PATH)
