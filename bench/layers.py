@@ -2,7 +2,8 @@
 
 The models are those of bench/models.py (MLP batch 256; ConvNet [64, 3, 32, 32]; Transformer
 classifier, batch 32, sequence 64, d 128; CRNN [32, 1, 32, 128] with a bidirectional LSTM of 128
-and CTC; LSTM language model, batch 32, sequence 64). Each row is one layer on the input it sees
+and CTC; LSTM language model, batch 32, sequence 64), and the causal attention of the GPT-style
+decoder of bench/ported.py. Each row is one layer on the input it sees
 in its model (a shape that occurs twice is timed once): forward, then backward from a fixed
 upstream gradient to every parameter and to the input, with the same weights in both libraries
 (moved through onemodel.interop), in training mode and exact mode. Best of interleaved runs, in
@@ -86,6 +87,28 @@ def loss_steps(om_loss: Callable, torch_loss: Callable, shape: tuple,
     return om_step, torch_step
 
 
+def causal_attention_steps(shape: tuple, rng: np.random.Generator = np.random.default_rng(2)
+                           ) -> tuple[Step, Step]:
+    """Forward + backward of causal scaled dot-product attention on (shape) q, k and v: half
+    its scores are masked to -inf, whose exp underflows."""
+    q, k, v, gy = (rng.standard_normal(shape, dtype=np.float32) for _ in range(4))
+    ours = [om.tensor(a, requires_grad=True) for a in (q, k, v)]
+    theirs = [torch.from_numpy(a).requires_grad_() for a in (q, k, v)]
+    gy_torch = torch.from_numpy(gy)
+
+    def om_step():
+        for t in ours:
+            t.grad = None
+        F.scaled_dot_product_attention(*ours, is_causal=True).backward(gy)
+
+    def torch_step():
+        for t in theirs:
+            t.grad = None
+        TF.scaled_dot_product_attention(*theirs, is_causal=True).backward(gy_torch)
+
+    return om_step, torch_step
+
+
 def conv_bn_pool(prefix: str, batch: int, cin: int, cout: int, size: tuple, pool) -> Iterator:
     """One conv block of the ConvNet or the CRNN: conv 3x3, batch norm, ReLU, max pool."""
     h, w = size
@@ -141,6 +164,9 @@ def cases() -> Iterator[tuple[str, Callable[[], tuple[Step, Step]]]]:
                                                             batch_first=True), (32, 64, 128)))
     yield ("Transformer LayerNorm 128 [32,64,128]",
            lambda: module_steps(nn.LayerNorm(128), tnn.LayerNorm(128), (32, 64, 128)))
+    # The GPT-style decoder of bench/ported.py: batch 16, 4 heads, context 64, head width 24
+    yield ("GPT causal scaled_dot_product_attention [16,4,64,24]",
+           lambda: causal_attention_steps((16, 4, 64, 24)))
     # CRNN [32, 1, 32, 128]
     yield from conv_bn_pool("CRNN", 32, 1, 32, (32, 128), (2, 2))
     yield from conv_bn_pool("CRNN", 32, 32, 64, (16, 64), (2, 2))

@@ -156,6 +156,24 @@ def test_sin_is_odd_and_cos_even_bit_for_bit():
     assert np.isnan(forward("sin", np.float32([np.inf, -np.inf]))).all()
 
 
+def test_exp_is_zero_exactly_where_it_rounds_to_zero(isa, same_bits_everywhere):
+    """exp computes the lanes at or below -103.972084 (whose exp rounds to +0) apart, without
+    the underflowing products: every float32 in [-110, -100], alone and beside ordinary and
+    NaN lanes, gives +0 there and the gradual underflow above, the same bits on every path."""
+    edge = np.float32(-103.972084)
+    bits = np.arange(np.float32(-100.0).view(np.uint32), np.float32(-110.0).view(np.uint32) + 1,
+                     dtype=np.uint32)
+    x = bits.view(np.float32)
+    mixed = np.stack([x, np.full_like(x, 1.5), np.full_like(x, np.nan)], 1).ravel()
+    y, y_mixed = same_bits_everywhere(lambda _: [forward("exp", x), forward("exp", mixed)],
+                                      threads=(1,))
+    assert y_mixed[0::3].tobytes() == y.tobytes()
+    assert (y_mixed[1::3] == np.exp(np.float32(1.5))).all() and np.isnan(y_mixed[2::3]).all()
+    zero = x <= edge
+    assert (y[zero].view(np.uint32) == 0).all()  # +0
+    assert (y[~zero] > 0).all() and y[x == np.nextafter(edge, np.float32(0))][0] == 1e-45
+
+
 def test_every_path_matches_scalar_bit_for_bit(isa, same_bits_everywhere):
     rng = np.random.default_rng(1)
     base = inputs(rng, 10_008)

@@ -17,6 +17,7 @@
 #include "path.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "isa.h"
 #include "reduce.h"
@@ -95,13 +96,20 @@ static inline int om_rem(int64_t n, int64_t i) {
 }
 static inline int64_t om_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* The tree's sum; a NaN sum is the default quiet NaN (+, no payload): which of two NaNs an
+ * add keeps depends on its operand order, and compilers order commutative adds as they like. */
 static inline float om_tree_sum(vf acc) {
     float l[OM_LANES];
     vf_store(l, acc);
     for (int j = 0; j < 8; j++) l[j] += l[j + 8];
     for (int j = 0; j < 4; j++) l[j] += l[j + 4];
     for (int j = 0; j < 2; j++) l[j] += l[j + 2];
-    return l[0] + l[1];
+    float s = l[0] + l[1];
+    if (s != s) {
+        const uint32_t nan = OM_NAN_BITS;
+        memcpy(&s, &nan, 4);
+    }
+    return s;
 }
 
 static inline float om_tree_max(vf acc) {

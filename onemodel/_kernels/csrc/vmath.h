@@ -40,6 +40,8 @@
  * the reduction in range (n in [-159, 128]). */
 #define OM_EXP_MAX 89.0f
 #define OM_EXP_MIN -110.0f
+/* The largest float32 whose exp rounds to +0 (every path, exhaustively): -103.972084. */
+#define OM_EXP_ZERO -0x1.9fe36ap+6f
 #define OM_LOG2E 1.44269502f
 /* 1.5 * 2^23: adding it rounds to an integer, whose value is in the low mantissa bits. */
 #define OM_ROUND_MAGIC 12582912.0f

@@ -62,11 +62,18 @@ static inline OMV OMV_FN(om_ldexp2)(OMV p, OMV n) {
 }
 #endif
 
-/* exp: max error 0.989 ulp (exhaustive sweep, at -27.379). */
+/* exp: max error 0.989 ulp (exhaustive sweep, at -27.379). A vector with lanes whose result
+ * rounds to +0 (x <= OM_EXP_ZERO: a causal mask's -inf, say) computes them at 0 and replaces
+ * them by +0, the same bits: their products would underflow, which costs a microcode assist on
+ * x86 (2.4x the time). The test costs less than the selects where no lane is that small. */
 static inline OMV OMV_FN(om_exp)(OMV x) {
     OMV n;
+    OMM zero = OMV_LE(x, OMV_C(OM_EXP_ZERO));
+    const int some_zero = !OMV_NONE(zero);
+    if (some_zero) x = OMV_SEL(zero, OMV_C(0.0f), x);
     OMV r = OMV_FN(om_exp_reduce)(OMV_FN(om_exp_clamp)(x), &n);
     OMV y = OMV_FN(om_ldexp2)(OMV_ADD(OMV_FN(om_expm1_poly)(r), OMV_C(1.0f)), n);
+    if (some_zero) y = OMV_SEL(zero, OMV_C(0.0f), y);
     return OMV_SEL(OMV_ISNAN(x), OMV_ADD(x, x), y);
 }
 
