@@ -2,6 +2,9 @@
 import numpy
 
 from .version import __version__  # noqa: E402
+from . import _memory  # noqa: E402
+
+_memory.keep_freed_memory()
 
 from ._config import (config, get_mode, get_num_threads, mode, set_mode,  # noqa: E402
                       set_num_threads)

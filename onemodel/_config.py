@@ -133,10 +133,10 @@ def config() -> dict:
     """What this process runs with, as a dict: the instruction-set path ("isa") and those
     available, whether bfloat16 products use the CPU's dot-product instruction ("bf16_dot") and
     why ("kernel_choices": chosen by measurement, onemodel._kernel_choice), the mode and its fast
-    kernels, the thread count, the OpenMP runtime, the compiler and the
-    version.
+    kernels, the thread count, the OpenMP runtime, the compiler, the version, and whether the C
+    allocator keeps freed memory for reuse ("allocator", onemodel._memory).
     """
-    from . import __version__, _kernel_choice
+    from . import __version__, _kernel_choice, _memory
     return {
         "isa": isa(),
         "isas_available": _kernels.available_isas(),
@@ -148,4 +148,5 @@ def config() -> dict:
         "openmp": _kernels._cpu.openmp(),
         "compiler": _kernels._cpu.compiler(),
         "version": __version__,
+        "allocator": _memory.state(),
     }

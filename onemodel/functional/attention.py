@@ -17,9 +17,9 @@ from ..tensor import Tensor, float32
 from ._core import as_tensor, require_float
 from .dropout import _check_p, dropout
 from .elementwise import add, mul, where
-from .linalg import matmul
+from .linalg import matmul, matmul_nt
 from .nn import softmax
-from .shape import reshape, transpose, unsqueeze
+from .shape import reshape, unsqueeze
 
 _NEG_INF = np.float32(-np.inf)
 
@@ -35,9 +35,9 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[np.ndarray], scale: f
     """
     factor = np.float32(scale)
     if scale_product:
-        scores = mul(matmul(q, transpose(k, -2, -1)), factor)
+        scores = mul(matmul_nt(q, k), factor)
     else:
-        scores = matmul(mul(q, factor), transpose(k, -2, -1))
+        scores = matmul_nt(mul(q, factor), k)
     if mask is not None:
         scores = add(scores, Tensor._wrap(mask))
     weights = softmax(scores, -1)

@@ -122,21 +122,20 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     # 1-D operands: a row vector on the left, a column vector on the right, dropped afterwards.
     a2 = a._data.reshape((1,) + sa) if len(sa) == 1 else a._data
     b2 = b._data.reshape(sb + (1,)) if len(sb) == 1 else b._data
-    half = _autocast.half_code()
-    ops = _autocast.Operands(half)
-    # The closures read these flags, not the tensors: an operand saved in 2 bytes must be free
-    # to go.
-    grad_a, grad_b = a.requires_grad, b.requires_grad
     m, k = a2.shape[-2:]
     k2, n = b2.shape[-2:]
     if k != k2:
         raise ValueError(f"matmul: {sa} @ {sb}: inner dimensions {k} != {k2}")
-    batch_a, batch_b = a2.shape[:-2], b2.shape[:-2]
-    batch = _core.broadcast_shape(batch_a, batch_b, "matmul")
+    batch = _core.broadcast_shape(a2.shape[:-2], b2.shape[:-2], "matmul")
     out_shape = batch + (() if len(sa) == 1 else (m,)) + (() if len(sb) == 1 else (n,))
 
     if b2.ndim == 2:
         # Fold a's batch into rows: one (rows, k)·(k, n) product.
+        half = _autocast.half_code()
+        ops = _autocast.Operands(half)
+        # The closures read these flags, not the tensors: an operand saved in 2 bytes must be
+        # free to go.
+        grad_a, grad_b = a.requires_grad, b.requires_grad
         a_rows = a2 if a2.ndim == 2 else a2.reshape(_rows(a2.shape[:-1]), k)
         a_keep = ops.keep(a, a_rows, b.requires_grad)
         b_keep = ops.keep(b, b2, a.requires_grad)
@@ -147,34 +146,71 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             out = out.reshape(out_shape)
         return _core.record("matmul", out, (a, b), backward, ops.protected((a, b)))
 
-    # Batched: each operand is either one matrix for every product or a full batch.
-    def batched(x: np.ndarray, x_batch: tuple) -> np.ndarray:
-        if _rows(x_batch) == 1:
+    return _batched(a, b, a2, b2, batch, out_shape, False)
+
+
+def _batched(a: Tensor, b: Tensor, a2: np.ndarray, b2: np.ndarray, batch: tuple,
+             out_shape: tuple, trans_b: bool) -> Tensor:
+    """a2 @ op(b2) for each product of the broadcast `batch` (op: b2's last two axes swapped
+    when trans_b, read so by the kernel), shaped out_shape, with its backward. Each operand is
+    either one matrix for every product or a full batch."""
+    half = _autocast.half_code()
+    ops = _autocast.Operands(half)
+    grad_a, grad_b = a.requires_grad, b.requires_grad
+    m, k = a2.shape[-2:]
+    n = b2.shape[-2] if trans_b else b2.shape[-1]
+
+    def batched(x: np.ndarray) -> np.ndarray:
+        if _rows(x.shape[:-2]) == 1:
             return x.reshape((1,) + x.shape[-2:])
         return np.broadcast_to(x, batch + x.shape[-2:]).reshape((_rows(batch),) + x.shape[-2:])
 
-    a3, b3 = batched(a2, batch_a), batched(b2, batch_b)
+    a3, b3 = batched(a2), batched(b2)
     a_keep = ops.keep(a, a3, b.requires_grad)
     b_keep = ops.keep(b, b3, a.requires_grad)
-    out = _product(a3, b3, half=half, save_a=ops.saves[0], save_b=ops.saves[1])
+    out = _product(a3, b3, trans_b=trans_b, half=half, save_a=ops.saves[0],
+                   save_b=ops.saves[1])
     ops.packed(out)
-    shape_a, shape_b = a2.shape, b2.shape
+    shape_a, shape_b, sa, sb = a2.shape, b2.shape, a._data.shape, b._data.shape
 
     def batched_backward(g: np.ndarray):
         g3 = g.reshape((_rows(batch), m, n))
         ga = gb = None
-        if grad_a:
+        if grad_a:  # g·op(b)ᵀ
             assert b_keep is not None  # kept for a's gradient
-            ga = _product(g3, b_keep, trans_b=True, half=half).reshape(batch + (m, k))
+            ga = _product(g3, b_keep, trans_b=not trans_b, half=half).reshape(batch + (m, k))
             ga = _core.sum_to_shape(ga, shape_a).reshape(sa)
-        if grad_b:
+        if grad_b:  # aᵀ·g; for b read transposed, its transpose (copied: the kernel's tiles
+            # fit (k, n) as well as (n, k) or better, and the copy costs less than a misfit)
             assert a_keep is not None
-            gb = _product(a_keep, g3, trans_a=True, half=half).reshape(batch + (k, n))
-            gb = _core.sum_to_shape(gb, shape_b).reshape(sb)
+            gb = _product(a_keep, g3, trans_a=True, half=half)
+            if trans_b:
+                gb = np.ascontiguousarray(np.swapaxes(gb, -1, -2))
+            gb = _core.sum_to_shape(gb.reshape(batch + gb.shape[-2:]), shape_b).reshape(sb)
         return ga, gb
 
     return _core.record("matmul", out.reshape(out_shape), (a, b), batched_backward,
                         ops.protected((a, b)))
+
+
+def matmul_nt(input: Tensor, other: Tensor) -> Tensor:
+    """input @ other.transpose(-2, -1) (attention's q·kᵀ) without making the transpose: the
+    kernel reads `other` transposed, with the bits of matmul of the transposed copy, forward
+    and backward (each element's chain runs over k in the same order). Both operands have at
+    least 2 dimensions."""
+    a = _core.as_tensor(input, "matmul")
+    b = _core.as_tensor(other, "matmul")
+    _core.require_float(a, "matmul", "a")
+    _core.require_float(b, "matmul", "b")
+    sa, sb = a._data.shape, b._data.shape
+    if len(sa) < 2 or len(sb) < 2:
+        raise ValueError(f"matmul: {sa} @ ({sb})ᵀ: both operands need at least two dimensions")
+    if sa[-1] != sb[-1]:
+        raise ValueError(f"matmul: {sa} @ ({sb})ᵀ: inner dimensions {sa[-1]} != {sb[-1]}")
+    if len(sb) == 2:  # a's batch folded into rows, as matmul folds it: linear's product
+        return linear(a, b)
+    batch = _core.broadcast_shape(sa[:-2], sb[:-2], "matmul")
+    return _batched(a, b, a._data, b._data, batch, batch + (sa[-2], sb[-2]), True)
 
 
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:

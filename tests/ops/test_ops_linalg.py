@@ -1,5 +1,7 @@
 """matmul and linear: forward and backward against PyTorch and float64 central differences,
 the same bits on every ISA path and thread count in exact mode, errors before any kernel."""
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,33 @@ def test_matmul_exact_every_isa_and_thread_count(sa, sb, rng, check_exact):
     a = _rand(rng, sa)
     a.reshape(-1)[:5] = [1e-40, -3e-39, 0.0, -0.0, 1e30]  # denormals, zeros, huge
     check_exact(F.matmul, a, _rand(rng, sb))
+
+
+@pytest.mark.parametrize("sa, sb", [((3, 4), (5, 4)), ((2, 3, 4), (2, 5, 4)),
+                                     ((2, 1, 3, 4), (5, 6, 4)), ((1, 3, 4), (2, 5, 4)),
+                                     ((2, 3, 4), (5, 4)), ((2, 17, 300), (2, 19, 300)),
+                                     ((2, 0, 4), (2, 5, 4))])
+@pytest.mark.parametrize("half", [None, "bfloat16"])
+def test_matmul_nt_has_the_bits_of_matmul_of_the_transpose(sa, sb, half, rng):
+    """a @ bᵀ read transposed by the kernel (attention's q·kᵀ) gives the bits of matmul of the
+    transposed copy: the product, both gradients (broadcast batches summed), under bf16
+    autocast too."""
+    from onemodel import amp
+    from onemodel.functional.linalg import matmul_nt
+    a = rng.standard_normal(sa).astype(np.float32)
+    b = rng.standard_normal(sb).astype(np.float32)
+    out_shape = np.broadcast_shapes(sa[:-2], sb[:-2]) + (sa[-2], sb[-2])
+    g = rng.standard_normal(out_shape).astype(np.float32)
+    results = []
+    for product in (matmul_nt, lambda x, y: F.matmul(x, F.transpose(y, -2, -1))):
+        x, y = tensor(a, requires_grad=True), tensor(b, requires_grad=True)
+        with amp.autocast(half) if half else contextlib.nullcontext():
+            # inputs that are not leaves: the bf16 path keeps 2-byte copies of them
+            out = product(x * 1.0, y * 1.0)
+        out.backward(tensor(g))
+        results.append([t.tobytes() for t in (out.detach().numpy(), x.grad.numpy(),
+                                              y.grad.numpy())])
+    assert results[0] == results[1]
 
 
 def test_matmul_special_values():
