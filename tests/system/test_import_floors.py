@@ -13,7 +13,7 @@ import onemodel
 FLOORS = [
     {"_ieee", "_kernels", "_config", "_kernel_choice", "_printing", "progress", "backends",
      "onnx", "version",
-     "_rank_watch"},
+     "_rank_watch", "_memory"},
     # each names another: autograd's hints, tensor's backward(), Tensor.uniform_ and normal_;
     # Tensor's mixins (forwards, in-place methods), hooks, the functions that make tensors,
     # autograd.grad and autograd.Function with them, the gradient buffers' rules
