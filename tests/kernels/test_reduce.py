@@ -171,6 +171,19 @@ def test_softmax_special_values(log, inner, special_values, isa, same_bits_every
     np.testing.assert_allclose(y[finite], ref[finite], rtol=1e-5, atol=1e-6)
 
 
+def test_a_nan_sum_is_the_default_quiet_nan(isa, same_bits_everywhere):
+    """A row whose sum of exponentials is NaN (a NaN of either sign, or two of opposite signs)
+    gives the default quiet NaN (0x7fc00000) at every element that was not NaN itself, on every
+    path: which NaN an add keeps depends on its operand order, which compilers choose freely, so
+    the tree sum returns the one NaN."""
+    negative_nan = np.array([0xffc00000], np.uint32).view(np.float32)[0]
+    rows = np.array([[negative_nan, 1.0, 2.0, 3.0], [np.nan, 1.0, negative_nan, 3.0],
+                     [1.0, negative_nan, 0.5, np.nan]], np.float32)
+    y = same_bits_everywhere(lambda t: [_softmax(rows, 3, 4, 1, False, t)])[0]
+    ordinary = ~np.isnan(rows)
+    assert (y[ordinary].view(np.uint32) == 0x7fc00000).all(), y.view(np.uint32)
+
+
 def test_softmax_in_place():
     x = np.random.default_rng(0).standard_normal((10, 50)).astype(np.float32)
     for log in (False, True):
